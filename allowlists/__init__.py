@@ -1,0 +1,1 @@
+"""Data shipped with copilot_host: the fixed inference-origin allowlist."""

@@ -1,0 +1,142 @@
+"""copilot-host: a credential host for applications that embed GitHub Copilot models.
+
+Public names resolve lazily (PEP 562), so ``import copilot_host`` costs almost nothing and
+imports none of httpx2, authlib, cryptography or keyring until a name that needs them is
+used. The GitHub.com adapter lives in :mod:`copilot_host.github`, the durable store in
+:mod:`copilot_host.store`, and the loopback emulator in :mod:`copilot_host.testing`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from ._version import __version__
+
+if TYPE_CHECKING:
+    from ._auth import CopilotAuth
+    from ._catalog import Catalog
+    from ._clock import SYSTEM_CLOCK, Clock, SystemClock
+    from ._device import await_device_login, wait_for_device_login
+    from ._errors import (
+        AccessDeniedError,
+        CopilotHostError,
+        DeviceCodeExpiredError,
+        EntitlementError,
+        KeyringUnavailableError,
+        LoginCancelledError,
+        LoginChangedError,
+        LoginError,
+        LoginRevokedError,
+        ModelValidationError,
+        NotLoggedInError,
+        OriginError,
+        ResponseError,
+        RouteCollisionError,
+        ServerError,
+        SessionError,
+        StoreCorruptError,
+        StoreError,
+        StoreInsecureError,
+        StoreLockedError,
+        StoreVersionError,
+        TransportError,
+    )
+    from ._model import ApiProtocol, ModelRoute, ModelSpec
+    from ._origin import CopilotEndpoint, OriginAllowlist, default_allowlist
+    from ._policy import RefreshPolicy, SessionState
+    from ._provider import AsyncCopilotProvider, CopilotProvider, RegistrationResult
+    from ._redact import RedactingFilter, install_redaction, redact, register_secret
+    from ._register import aregister_models, register_models
+    from ._resolver import AsyncSessionResolver, SessionResolver
+    from ._seam import (
+        AsyncCopilotHost,
+        Authorized,
+        CopilotDeviceLogin,
+        CopilotHost,
+        CopilotSession,
+        LoginIdentity,
+        Pending,
+    )
+    from ._secret import Secret
+    from ._text import clean
+
+_EXPORTS: dict[str, str] = {
+    "CopilotAuth": "_auth",
+    "Catalog": "_catalog",
+    "Clock": "_clock",
+    "SYSTEM_CLOCK": "_clock",
+    "SystemClock": "_clock",
+    "await_device_login": "_device",
+    "wait_for_device_login": "_device",
+    **dict.fromkeys(
+        [
+            "AccessDeniedError",
+            "CopilotHostError",
+            "DeviceCodeExpiredError",
+            "EntitlementError",
+            "KeyringUnavailableError",
+            "LoginCancelledError",
+            "LoginChangedError",
+            "LoginError",
+            "LoginRevokedError",
+            "ModelValidationError",
+            "NotLoggedInError",
+            "OriginError",
+            "ResponseError",
+            "RouteCollisionError",
+            "ServerError",
+            "SessionError",
+            "StoreCorruptError",
+            "StoreError",
+            "StoreInsecureError",
+            "StoreLockedError",
+            "StoreVersionError",
+            "TransportError",
+        ],
+        "_errors",
+    ),
+    "ApiProtocol": "_model",
+    "ModelRoute": "_model",
+    "ModelSpec": "_model",
+    "CopilotEndpoint": "_origin",
+    "OriginAllowlist": "_origin",
+    "default_allowlist": "_origin",
+    "RefreshPolicy": "_policy",
+    "SessionState": "_policy",
+    "AsyncCopilotProvider": "_provider",
+    "CopilotProvider": "_provider",
+    "RegistrationResult": "_provider",
+    "RedactingFilter": "_redact",
+    "install_redaction": "_redact",
+    "redact": "_redact",
+    "register_secret": "_redact",
+    "aregister_models": "_register",
+    "register_models": "_register",
+    "AsyncSessionResolver": "_resolver",
+    "SessionResolver": "_resolver",
+    "AsyncCopilotHost": "_seam",
+    "Authorized": "_seam",
+    "CopilotDeviceLogin": "_seam",
+    "CopilotHost": "_seam",
+    "CopilotSession": "_seam",
+    "LoginIdentity": "_seam",
+    "Pending": "_seam",
+    "Secret": "_secret",
+    "clean": "_text",
+}
+
+__all__ = ["__version__", *sorted(_EXPORTS)]
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _EXPORTS.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'copilot_host' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module_name}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,0 +1,206 @@
+"""The one error tree of copilot-host.
+
+Every error the library raises on purpose derives from ``CopilotHostError``; each carries a
+stable ``code`` (for ``--json`` output and programs) and a ``retryable`` flag. Messages are
+one actionable line and never contain a secret: they are built from our own words plus
+server text that went through :func:`copilot_host._text.clean`.
+
+* CopilotHostError
+  x OriginError                     invalid_origin, origin_not_allowed, origin_mismatch
+  x ModelValidationError            invalid_model
+  x RouteCollisionError             route_collision
+  x LoginError
+    + NotLoggedInError              not_logged_in
+    + LoginChangedError             login_changed
+    + AccessDeniedError             access_denied
+    + DeviceCodeExpiredError        expired_token
+    + LoginCancelledError           login_cancelled
+    + LoginRevokedError             login_invalid
+  x EntitlementError                no_copilot_access, subscription_ended, ...
+  x TransportError                  network_error, timeout        (retryable)
+  x ServerError                     server_error, rate_limited    (retryable)
+  x ResponseError                   bad_response, response_too_large, oauth_error
+  x SessionError                    session_expired, refresh_failed
+  x StoreError
+    + StoreCorruptError             store_corrupt
+    + StoreInsecureError            store_insecure
+    + StoreVersionError             store_version
+    + StoreLockedError              store_locked                  (retryable)
+    + KeyringUnavailableError       keyring_unavailable, keyring_locked, keyring_timeout
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AccessDeniedError",
+    "CopilotHostError",
+    "DeviceCodeExpiredError",
+    "EntitlementError",
+    "KeyringUnavailableError",
+    "LoginCancelledError",
+    "LoginChangedError",
+    "LoginError",
+    "LoginRevokedError",
+    "ModelValidationError",
+    "NotLoggedInError",
+    "OriginError",
+    "ResponseError",
+    "RouteCollisionError",
+    "ServerError",
+    "SessionError",
+    "StoreCorruptError",
+    "StoreError",
+    "StoreInsecureError",
+    "StoreLockedError",
+    "StoreVersionError",
+    "TransportError",
+]
+
+
+class CopilotHostError(Exception):
+    """Base of every error copilot-host raises on purpose.
+
+    ``code`` is stable across releases; ``retryable`` says whether the same call may
+    succeed later without the person doing anything.
+    """
+
+    code: str = "error"
+    retryable: bool = False
+
+    def __init__(self, message: str, *, code: str | None = None, retryable: bool | None = None):
+        # Imported here so that the error module stays dependency-free for the lazy package.
+        from ._text import one_line
+
+        super().__init__(one_line(message))
+        if code is not None:
+            self.code = code
+        if retryable is not None:
+            self.retryable = retryable
+
+    @property
+    def message(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(code={self.code!r}, message={self.message!r})"
+
+    def __reduce__(self) -> tuple[object, ...]:
+        # Keep code and retryable across pickling (multiprocessing, concurrent.futures).
+        return (_rebuild, (type(self), self.message, self.code, self.retryable))
+
+
+def _rebuild(
+    cls: type[CopilotHostError], message: str, code: str, retryable: bool
+) -> CopilotHostError:
+    return cls(message, code=code, retryable=retryable)
+
+
+class OriginError(CopilotHostError, ValueError):
+    """An inference origin is malformed, not on the allowlist, or not the one expected."""
+
+    code = "invalid_origin"
+
+
+class ModelValidationError(CopilotHostError, ValueError):
+    """A model in the inventory failed validation; registration adds nothing."""
+
+    code = "invalid_model"
+
+
+class RouteCollisionError(CopilotHostError):
+    """A route id is already held by another owner in the catalog."""
+
+    code = "route_collision"
+
+
+class LoginError(CopilotHostError):
+    """Logging in failed, or there is no valid login."""
+
+    code = "login_failed"
+
+
+class NotLoggedInError(LoginError):
+    code = "not_logged_in"
+
+
+class LoginChangedError(LoginError):
+    """The stored login changed (logout, or another account) while a session was in use."""
+
+    code = "login_changed"
+
+
+class AccessDeniedError(LoginError):
+    code = "access_denied"
+
+
+class DeviceCodeExpiredError(LoginError):
+    code = "expired_token"
+
+
+class LoginCancelledError(LoginError):
+    code = "login_cancelled"
+
+
+class LoginRevokedError(LoginError):
+    """GitHub no longer accepts the stored credential (revoked or expired)."""
+
+    code = "login_invalid"
+
+
+class EntitlementError(CopilotHostError):
+    """The account is logged in but may not use Copilot."""
+
+    code = "no_copilot_access"
+
+
+class TransportError(CopilotHostError):
+    """The network failed: connection refused, reset, TLS failure or timeout."""
+
+    code = "network_error"
+    retryable = True
+
+
+class ServerError(CopilotHostError):
+    """The server answered with a 5xx or rate-limit status."""
+
+    code = "server_error"
+    retryable = True
+
+
+class ResponseError(CopilotHostError):
+    """The server's answer was malformed, too large, or an unexpected error."""
+
+    code = "bad_response"
+
+
+class SessionError(CopilotHostError):
+    """No usable Copilot session could be obtained."""
+
+    code = "session_expired"
+
+
+class StoreError(CopilotHostError):
+    """The durable credential store cannot be used."""
+
+    code = "store_error"
+
+
+class StoreCorruptError(StoreError):
+    code = "store_corrupt"
+
+
+class StoreInsecureError(StoreError):
+    code = "store_insecure"
+
+
+class StoreVersionError(StoreError):
+    code = "store_version"
+
+
+class StoreLockedError(StoreError):
+    code = "store_locked"
+    retryable = True
+
+
+class KeyringUnavailableError(StoreError):
+    code = "keyring_unavailable"

@@ -1,0 +1,146 @@
+"""A provider binds one host to one vetted endpoint and owns its resolver and auth.
+
+Route building is shared (sans-IO); the sync and async providers differ only in how they
+wait for the host.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ._catalog import Catalog
+from ._clock import SYSTEM_CLOCK, Clock
+from ._errors import OriginError
+from ._model import ModelRoute, ModelSpec
+from ._origin import CopilotEndpoint
+from ._seam import AsyncCopilotHost, CopilotHost, CopilotSession
+from ._validate import validate_inventory
+
+if TYPE_CHECKING:
+    from ._auth import CopilotAuth
+    from ._resolver import AsyncSessionResolver, SessionResolver
+
+__all__ = ["AsyncCopilotProvider", "CopilotProvider", "RegistrationResult"]
+
+_PROVIDER_ID = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
+
+
+@dataclass(frozen=True, slots=True)
+class RegistrationResult:
+    """What one registration did: the routes now in the catalog under ``provider_id``."""
+
+    routes: tuple[ModelRoute, ...]
+    provider_id: str
+    origin: str | None
+    offline: bool = False
+
+
+def _check_provider_id(provider_id: object) -> str:
+    if not isinstance(provider_id, str) or not _PROVIDER_ID.fullmatch(provider_id):
+        raise ValueError("a provider id is 1-64 of lower-case letters, digits and . _ -")
+    return provider_id
+
+
+def _check_session(session: CopilotSession, endpoint: CopilotEndpoint) -> None:
+    if session.endpoint != endpoint:
+        raise OriginError(
+            f"the session names {session.endpoint.origin}, but these routes were registered "
+            f"for {endpoint.origin}; register the models again",
+            code="origin_mismatch",
+        )
+
+
+def _build_routes(
+    provider_id: str,
+    endpoint: CopilotEndpoint,
+    auth: CopilotAuth,
+    session: CopilotSession,
+    inventory: Sequence[ModelSpec],
+) -> tuple[ModelRoute, ...]:
+    _check_session(session, endpoint)
+    specs = validate_inventory(inventory, secrets=(session.token,))
+    origin = endpoint.origin
+    return tuple(
+        ModelRoute(
+            route_id=f"{provider_id}/{spec.model_id}",
+            model_id=spec.model_id,
+            protocol=spec.protocol,
+            origin=origin,
+            url=origin + spec.protocol.path,
+            auth=auth,
+            spec=spec,
+        )
+        for spec in specs
+    )
+
+
+class CopilotProvider:
+    """One :class:`CopilotHost` bound to one explicit endpoint."""
+
+    def __init__(
+        self,
+        host: CopilotHost,
+        endpoint: CopilotEndpoint,
+        *,
+        initial_session: CopilotSession | None = None,
+        clock: Clock = SYSTEM_CLOCK,
+    ) -> None:
+        from ._auth import CopilotAuth
+        from ._resolver import SessionResolver
+
+        self.provider_id = _check_provider_id(host.provider_id)
+        self.host = host
+        self.endpoint = endpoint
+        self.resolver: SessionResolver = SessionResolver(
+            host, endpoint, clock=clock, initial=initial_session
+        )
+        self.auth: CopilotAuth = CopilotAuth(self.resolver, endpoint, host.request_headers())
+
+    def __repr__(self) -> str:
+        return f"CopilotProvider({self.provider_id!r}, {self.endpoint.origin!r})"
+
+    def register_models(self, catalog: Catalog) -> RegistrationResult:
+        """availability -> session -> inventory -> validate -> one atomic swap."""
+        session = self.resolver.get()
+        routes = _build_routes(
+            self.provider_id, self.endpoint, self.auth, session, self.host.inventory(session)
+        )
+        catalog.replace_provider(self.provider_id, routes)
+        return RegistrationResult(routes, self.provider_id, self.endpoint.origin)
+
+
+class AsyncCopilotProvider:
+    """One :class:`AsyncCopilotHost` bound to one explicit endpoint."""
+
+    def __init__(
+        self,
+        host: AsyncCopilotHost,
+        endpoint: CopilotEndpoint,
+        *,
+        initial_session: CopilotSession | None = None,
+        clock: Clock = SYSTEM_CLOCK,
+    ) -> None:
+        from ._auth import CopilotAuth
+        from ._resolver import AsyncSessionResolver
+
+        self.provider_id = _check_provider_id(host.provider_id)
+        self.host = host
+        self.endpoint = endpoint
+        self.resolver: AsyncSessionResolver = AsyncSessionResolver(
+            host, endpoint, clock=clock, initial=initial_session
+        )
+        self.auth: CopilotAuth = CopilotAuth(self.resolver, endpoint, host.request_headers())
+
+    def __repr__(self) -> str:
+        return f"AsyncCopilotProvider({self.provider_id!r}, {self.endpoint.origin!r})"
+
+    async def register_models(self, catalog: Catalog) -> RegistrationResult:
+        session = await self.resolver.get()
+        routes = _build_routes(
+            self.provider_id, self.endpoint, self.auth, session, await self.host.inventory(session)
+        )
+        catalog.replace_provider(self.provider_id, routes)
+        return RegistrationResult(routes, self.provider_id, self.endpoint.origin)

@@ -1,0 +1,126 @@
+"""The seam an embedding application implements or takes ready-made.
+
+``CopilotHost`` (threads) and ``AsyncCopilotHost`` (asyncio) are structural protocols: any
+identity provider, or a test double, that offers these methods gets the resolver, the
+catalog and registration from the core.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from ._model import ModelSpec
+from ._origin import CopilotEndpoint
+from ._secret import Secret
+
+__all__ = [
+    "AsyncCopilotHost",
+    "Authorized",
+    "CopilotDeviceLogin",
+    "CopilotHost",
+    "CopilotSession",
+    "LoginIdentity",
+    "Pending",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class LoginIdentity:
+    """Who is logged in: a random per-login id and a label for people (the GitHub login)."""
+
+    login_id: str
+    account: str
+
+
+@dataclass(frozen=True, slots=True)
+class CopilotDeviceLogin:
+    """A device-flow login in progress.
+
+    Only ``user_code`` and ``verification_uri`` are for display. ``device_code`` lets its
+    holder collect the credential, so it is a :class:`Secret`. ``deadline`` is on the
+    host's monotonic clock; ``interval`` is the slowest the server asked for so far.
+    """
+
+    user_code: str
+    verification_uri: str
+    expires_in: float
+    interval: float
+    deadline: float
+    device_code: Secret = field(repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """Not authorized yet; poll again after ``interval`` seconds (at least)."""
+
+    interval: float
+
+
+@dataclass(frozen=True, slots=True)
+class Authorized:
+    """The person authorized, entitlement was verified and the credential persisted."""
+
+    identity: LoginIdentity
+
+
+@dataclass(frozen=True, slots=True)
+class CopilotSession:
+    """A short-lived Copilot session, held in memory only.
+
+    Deadlines are on the resolver's monotonic clock, measured from receipt, so a local
+    wall-clock jump (suspend, NTP) cannot make a dead token look alive. ``expires_at_wall``
+    is for display only.
+    """
+
+    token: Secret = field(repr=False)
+    identity: LoginIdentity
+    endpoint: CopilotEndpoint
+    received_at: float
+    refresh_at: float
+    expires_at: float
+    expires_at_wall: float
+    sku: str | None = None
+
+
+@runtime_checkable
+class CopilotHost(Protocol):
+    """A blocking host. ``provider_id`` is the catalog owner key and route-id prefix."""
+
+    @property
+    def provider_id(self) -> str: ...
+
+    def availability(self) -> LoginIdentity | None: ...
+
+    def begin_device_login(self) -> CopilotDeviceLogin: ...
+
+    def poll_device_login(self, login: CopilotDeviceLogin) -> Pending | Authorized: ...
+
+    def exchange(self, identity: LoginIdentity) -> CopilotSession: ...
+
+    def inventory(self, session: CopilotSession) -> Sequence[ModelSpec]: ...
+
+    def request_headers(self) -> Mapping[str, str]:
+        """Headers every inference request carries besides the bearer (editor identity)."""
+        ...
+
+
+@runtime_checkable
+class AsyncCopilotHost(Protocol):
+    """The asyncio twin of :class:`CopilotHost`; ``availability`` stays synchronous and cheap."""
+
+    @property
+    def provider_id(self) -> str: ...
+
+    def availability(self) -> LoginIdentity | None: ...
+
+    async def begin_device_login(self) -> CopilotDeviceLogin: ...
+
+    async def poll_device_login(self, login: CopilotDeviceLogin) -> Pending | Authorized: ...
+
+    async def exchange(self, identity: LoginIdentity) -> CopilotSession: ...
+
+    async def inventory(self, session: CopilotSession) -> Sequence[ModelSpec]: ...
+
+    def request_headers(self) -> Mapping[str, str]: ...
