@@ -64,7 +64,7 @@ class RedactingFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         try:
             message = record.getMessage()
-        except Exception:  # noqa: BLE001 - a malformed record must not escape unredacted
+        except Exception:  # a malformed record must not escape unredacted
             message = f"{record.msg!r} (unformattable arguments)"
         record.msg = redact(message)
         record.args = None

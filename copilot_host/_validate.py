@@ -9,7 +9,6 @@ from ._errors import ModelValidationError
 from ._model import ApiProtocol, ModelSpec
 from ._redact import REDACTED, redact
 from ._secret import Secret
-from ._text import clean
 
 __all__ = ["MAX_MODELS", "validate_inventory"]
 
@@ -28,24 +27,23 @@ def _looks_secret(text: str, secrets: Sequence[str]) -> bool:
     return redact(text) != text or REDACTED in text or bool(_KEYLIKE.search(text))
 
 
-def _describe(index: int, spec: object) -> str:
+def _describe(index: int, spec: object, secrets: Sequence[str]) -> str:
     model_id = getattr(spec, "model_id", None)
-    if isinstance(model_id, str) and _MODEL_ID.fullmatch(model_id):
+    if (
+        isinstance(model_id, str)
+        and _MODEL_ID.fullmatch(model_id)
+        and not _looks_secret(model_id, secrets)
+    ):
         return f"model {model_id!r}"
     return f"model #{index}"
 
 
 def _check(index: int, spec: ModelSpec, secrets: Sequence[str]) -> None:
-    where = _describe(index, spec)
+    where = _describe(index, spec, secrets)
     if not isinstance(spec, ModelSpec):
         raise ModelValidationError(f"{where}: not a ModelSpec")
     if not isinstance(spec.model_id, str) or not _MODEL_ID.fullmatch(spec.model_id):
-        raise ModelValidationError(
-            f"{where}: id must be 1-128 of letters, digits and . _ : + - "
-            f"(got {clean(spec.model_id, limit=40)!r})"
-            if not _looks_secret(str(spec.model_id), secrets)
-            else f"{where}: id must be 1-128 of letters, digits and . _ : + -"
-        )
+        raise ModelValidationError(f"{where}: id must be 1-128 of letters, digits and . _ : + -")
     if not isinstance(spec.display_name, str) or not _DISPLAY_NAME.fullmatch(spec.display_name):
         raise ModelValidationError(f"{where}: display name has characters outside the safe set")
     for text, what in ((spec.model_id, "id"), (spec.display_name, "display name")):
@@ -82,7 +80,9 @@ def validate_inventory(
     revealed = [s.reveal() for s in secrets]
     result = tuple(specs)
     if len(result) > MAX_MODELS:
-        raise ModelValidationError(f"the inventory lists {len(result)} models; at most {MAX_MODELS}")
+        raise ModelValidationError(
+            f"the inventory lists {len(result)} models; at most {MAX_MODELS}"
+        )
     seen: set[str] = set()
     for index, spec in enumerate(result):
         _check(index, spec, revealed)
