@@ -50,7 +50,16 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("dist")
     # No build isolation: the test extra brings setuptools, so this works offline too.
     result = _run(
-        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out), str(ROOT)]
+        [
+            sys.executable,
+            "-m",
+            "build",
+            "--wheel",
+            "--no-isolation",
+            "--outdir",
+            str(out),
+            str(ROOT),
+        ]
     )
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     (found,) = out.glob("copilot_host-*.whl")
@@ -58,9 +67,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.slow
-def test_wheel_installs_exactly_two_packages_with_data(
-    wheel: Path, tmp_path: Path
-) -> None:
+def test_wheel_installs_exactly_two_packages_with_data(wheel: Path, tmp_path: Path) -> None:
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=False)
     bindir = env_dir / "bin"
@@ -70,8 +77,17 @@ def test_wheel_installs_exactly_two_packages_with_data(
     # Unpack the wheel into the fresh venv with this interpreter's pip (no network), and let
     # the venv see this environment's dependencies through a .pth appended after its own.
     result = _run(
-        [sys.executable, "-m", "pip", "install", "--no-deps", "--no-index",
-         "--target", str(purelib), str(wheel)]
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            "--no-index",
+            "--target",
+            str(purelib),
+            str(wheel),
+        ]
     )
     assert result.returncode == 0, result.stderr
     deps = [p for p in site.getsitepackages() if "site-packages" in p]
@@ -80,7 +96,8 @@ def test_wheel_installs_exactly_two_packages_with_data(
     top_level = sorted(
         p.name
         for p in purelib.iterdir()
-        if not p.name.endswith((".dist-info", ".pth")) and p.name != "bin"
+        if not p.name.endswith((".dist-info", ".pth"))
+        and p.name != "bin"
         and p.name != "__pycache__"
     )
     assert top_level == ["copilot_host", "copilot_host_cli"]
@@ -118,7 +135,7 @@ def test_editable_install_reads_the_same_allowlist() -> None:
     from copilot_host import default_allowlist
 
     text = resources.files("copilot_host.allowlists").joinpath("inference-origins.txt")
-    assert text.read_text(encoding="utf-8") == (ROOT / "allowlists" / "inference-origins.txt").read_text(
-        encoding="utf-8"
-    )
+    assert text.read_text(encoding="utf-8") == (
+        ROOT / "allowlists" / "inference-origins.txt"
+    ).read_text(encoding="utf-8")
     assert len(default_allowlist().origins) == 4
