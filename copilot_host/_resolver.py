@@ -1,0 +1,251 @@
+"""Session resolvers: the thread and asyncio shells around :mod:`._session_core`.
+
+Both keep one Copilot session per resolver and hand it out per request:
+
+* ``get()`` asks the host's ``availability()`` first, every time, and never returns a
+  session minted for another login (a changed login drops the session and exchanges for
+  the new one; no login raises ``NotLoggedInError``);
+* a FRESH session is served without a lock; otherwise one exchange runs for everyone. In
+  the advisory window only the caller that starts the refresh waits; a failed advisory
+  refresh keeps the old session (next attempt no sooner than 30 s later). In the mandatory
+  window everyone waits and a failure raises;
+* ``refresh()`` discards the session and exchanges; ``invalidate()`` discards it. Both bump
+  the generation, so an exchange that started earlier cannot install its result.
+
+Neither shell holds the token anywhere but in the current :class:`CopilotSession`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from typing import NoReturn
+
+from ._clock import SYSTEM_CLOCK, Clock
+from ._errors import SessionError
+from ._origin import CopilotEndpoint
+from ._policy import RefreshPolicy
+from ._seam import AsyncCopilotHost, CopilotHost, CopilotSession, LoginIdentity
+from ._session_core import MAX_ROUNDS, Flight, Plan, SessionCore, gave_up, settle
+
+__all__ = ["AsyncSessionResolver", "SessionResolver"]
+
+_DEFAULT_POLICY = RefreshPolicy()
+
+
+class _ResolverBase:
+    __slots__ = ("__weakref__", "_core")
+
+    _core: SessionCore
+
+    @property
+    def endpoint(self) -> CopilotEndpoint:
+        """The endpoint every session must name (the routes' origin)."""
+        return self._core.endpoint
+
+    def invalidate(self, session: CopilotSession | None = None) -> None:
+        """Discard the current session; a refresh already under way cannot install its result.
+
+        With ``session``, discard only if it is still the current one: a request that got a
+        401 with a session that has since been replaced must not throw the new one away.
+        """
+        self._core.invalidate(session)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._core.endpoint.origin!r}, {self._core.describe()})"
+
+    def __reduce__(self) -> NoReturn:
+        raise TypeError("a session resolver holds a live credential and cannot be pickled")
+
+    def __reduce_ex__(self, protocol: object) -> NoReturn:
+        raise TypeError("a session resolver holds a live credential and cannot be pickled")
+
+
+class SessionResolver(_ResolverBase):
+    """Resolves the current session for a blocking :class:`CopilotHost`; thread-safe."""
+
+    __slots__ = ("_host",)
+
+    def __init__(
+        self,
+        host: CopilotHost,
+        endpoint: CopilotEndpoint,
+        *,
+        clock: Clock = SYSTEM_CLOCK,
+        initial: CopilotSession | None = None,
+        policy: RefreshPolicy = _DEFAULT_POLICY,
+    ) -> None:
+        self._host = host
+        self._core = SessionCore(endpoint, clock, policy, initial)
+
+    def get(self) -> CopilotSession:
+        """The session to use for one request now (see the module docstring)."""
+        identity = self._host.availability()
+        session = self._core.hot(identity)
+        if session is not None:
+            return session
+        return self._resolve(identity, None)
+
+    def peek(self) -> CopilotSession | None:
+        """The session ``get()`` would return without waiting, or None if it would wait."""
+        identity = self._host.availability()
+        session = self._core.hot(identity)
+        if session is not None:
+            return session
+        planned = self._core.plan(identity, start=False)
+        return planned if isinstance(planned, CopilotSession) else None
+
+    def refresh(self) -> CopilotSession:
+        """Discard the session and exchange for a new one; a failure leaves no session."""
+        identity = self._host.availability()
+        return self._resolve(identity, self._core.begin_refresh(identity))
+
+    def _resolve(self, identity: LoginIdentity | None, plan: Plan | None) -> CopilotSession:
+        core = self._core
+        for _ in range(MAX_ROUNDS):
+            if plan is None:
+                planned = core.plan(identity)
+                if isinstance(planned, CopilotSession):
+                    return planned
+                assert planned is not None
+                plan = planned
+            if plan.leader:
+                self._fly(plan.flight)
+            session = settle(plan.flight.future.result(), plan)
+            if session is not None:
+                return session
+            plan = None
+            identity = self._host.availability()
+        raise gave_up()
+
+    def _fly(self, flight: Flight) -> None:
+        core = self._core
+        try:
+            previous = flight.previous
+            if previous is not None:
+                previous.future.result()
+            if not core.is_current(flight):
+                # Invalidated before it began: do not spend an exchange on a dead result.
+                core.finish(flight, None)
+                return
+            result = self._host.exchange(flight.identity)
+        except BaseException as exc:
+            core.finish(flight, exc)
+            if not isinstance(exc, Exception):
+                raise  # KeyboardInterrupt and friends: the waiters plan again
+            return
+        core.finish(flight, result)
+
+
+class AsyncSessionResolver(_ResolverBase):
+    """Resolves the current session for an :class:`AsyncCopilotHost`.
+
+    Several event loops: the state lives behind a thread lock that is never held across an
+    ``await``, and waiters wait through thread-safe futures, so one resolver may be used
+    from any number of loops (one after another, as repeated ``asyncio.run`` does, or at
+    once from several threads). A refresh runs as a task on the loop of the caller that
+    started it — cancelling that caller, or any waiter, does not cancel it — so that loop
+    must keep running until the refresh ends, and the host's ``exchange`` must work on it.
+    """
+
+    __slots__ = ("_host", "_loop")
+
+    def __init__(
+        self,
+        host: AsyncCopilotHost,
+        endpoint: CopilotEndpoint,
+        *,
+        clock: Clock = SYSTEM_CLOCK,
+        initial: CopilotSession | None = None,
+        policy: RefreshPolicy = _DEFAULT_POLICY,
+    ) -> None:
+        self._host = host
+        self._core = SessionCore(endpoint, clock, policy, initial)
+        # The loop that last needed a refresh: where a blocking caller sends its refresh.
+        self._loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
+
+    async def get(self) -> CopilotSession:
+        """The session to use for one request now (see the module docstring)."""
+        identity = self._host.availability()
+        session = self._core.hot(identity)
+        if session is not None:
+            return session
+        return await self._resolve(identity, None)
+
+    def peek(self) -> CopilotSession | None:
+        """The session ``get()`` would return without waiting, or None if it would wait."""
+        identity = self._host.availability()
+        session = self._core.hot(identity)
+        if session is not None:
+            return session
+        planned = self._core.plan(identity, start=False)
+        return planned if isinstance(planned, CopilotSession) else None
+
+    async def refresh(self) -> CopilotSession:
+        """Discard the session and exchange for a new one; a failure leaves no session."""
+        identity = self._host.availability()
+        return await self._resolve(identity, self._core.begin_refresh(identity))
+
+    def get_blocking(self) -> CopilotSession:
+        """``get()`` for a thread with no event loop of its own (``httpx2.Client``).
+
+        A session that needs no refresh is served at once. A refresh runs on the loop that
+        last used this resolver, if that loop is running in another thread; otherwise the
+        refresh has nowhere to run and ``SessionError`` (``refresh_needs_loop``) says to
+        use ``httpx2.AsyncClient``.
+        """
+        session = self.peek()
+        if session is not None:
+            return session
+        loop = self._loop() if self._loop is not None else None
+        try:
+            current: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            current = None
+        if loop is None or loop.is_closed() or not loop.is_running() or loop is current:
+            raise SessionError(
+                "the Copilot session needs a refresh and this async resolver has no running "
+                "event loop to do it on; use httpx2.AsyncClient with an async host, or a "
+                "blocking host with httpx2.Client",
+                code="refresh_needs_loop",
+            )
+        return asyncio.run_coroutine_threadsafe(self.get(), loop).result()
+
+    async def _resolve(self, identity: LoginIdentity | None, plan: Plan | None) -> CopilotSession:
+        core = self._core
+        loop = asyncio.get_running_loop()
+        self._loop = weakref.ref(loop)
+        for _ in range(MAX_ROUNDS):
+            if plan is None:
+                planned = core.plan(identity)
+                if isinstance(planned, CopilotSession):
+                    return planned
+                assert planned is not None
+                plan = planned
+            if plan.leader:
+                # Its own task: the refresh outlives any caller that is cancelled.
+                plan.flight.task = loop.create_task(self._fly(plan.flight))
+            landing = await asyncio.wrap_future(plan.flight.future)
+            session = settle(landing, plan)
+            if session is not None:
+                return session
+            plan = None
+            identity = self._host.availability()
+        raise gave_up()
+
+    async def _fly(self, flight: Flight) -> None:
+        core = self._core
+        try:
+            previous = flight.previous
+            if previous is not None:
+                await asyncio.wrap_future(previous.future)
+            if not core.is_current(flight):
+                core.finish(flight, None)
+                return
+            result = await self._host.exchange(flight.identity)
+        except BaseException as exc:
+            core.finish(flight, exc)
+            if not isinstance(exc, Exception):
+                raise
+            return
+        core.finish(flight, result)

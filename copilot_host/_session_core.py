@@ -1,0 +1,375 @@
+"""The resolver's state machine, shared by the thread and asyncio shells.
+
+It decides — never waits, never calls the host. Every decision runs under one
+``threading.Lock`` (the *invalidation lock*) that is never held across I/O or an ``await``,
+so the same core is safe from many threads and from several event loops at once.
+
+Vocabulary:
+
+* a **flight** is one exchange with the host. At most one is current; callers who need a
+  new session join it instead of starting their own. Its result is published through a
+  ``concurrent.futures.Future`` so a waiter on any thread or loop can wait for it.
+* the **generation** counts invalidations (explicit ``refresh()``, ``invalidate()``, a login
+  change). A flight remembers the generation it started in and may install its session only
+  if nothing was invalidated meanwhile; otherwise its result is discarded unseen.
+* a waiter either **must** have a new session (none usable: no session, mandatory window,
+  explicit refresh) — a failure raises for it — or **may** take one (the advisory leader,
+  who falls back to the still-valid session when the refresh fails).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import copy
+import enum
+import logging
+import threading
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from ._clock import Clock
+from ._errors import LoginChangedError, NotLoggedInError, OriginError, SessionError
+from ._origin import CopilotEndpoint
+from ._policy import RefreshPolicy, SessionState
+from ._redact import register_secret
+from ._seam import CopilotSession, LoginIdentity
+
+__all__ = ["MAX_ROUNDS", "Flight", "Landing", "Outcome", "Plan", "SessionCore"]
+
+log = logging.getLogger("copilot_host.session")
+
+# How many times one call may go round "plan, wait, find the result discarded" before it
+# gives up: each round needs an invalidation or login change racing it, so more than a few
+# means something keeps invalidating (a flapping store, a host that returns another login).
+MAX_ROUNDS = 8
+
+
+class Outcome(enum.Enum):
+    INSTALLED = "installed"  # the new session is current
+    FAILED = "failed"  # the exchange raised
+    STALE = "stale"  # invalidated meanwhile: the result was discarded
+    CANCELLED = "cancelled"  # the exchange itself was interrupted
+
+
+@dataclass(frozen=True, slots=True)
+class Landing:
+    """How a flight ended, as every waiter sees it."""
+
+    outcome: Outcome
+    session: CopilotSession | None = None
+    error: Exception | None = field(default=None, repr=False)
+
+
+@dataclass(slots=True, eq=False)
+class Flight:
+    """One exchange with the host, shared by everyone who needs its result."""
+
+    identity: LoginIdentity
+    generation: int
+    explicit: bool
+    # The exchange still running from an older, invalidated flight: ours starts after it,
+    # so the host never sees two exchanges from one resolver at once.
+    previous: Flight | None
+    future: concurrent.futures.Future[Landing] = field(default_factory=concurrent.futures.Future)
+    # The asyncio shell keeps its task here: the event loop only holds tasks weakly.
+    task: object = None
+
+    def __post_init__(self) -> None:
+        # RUNNING futures cannot be cancelled: a waiter that is cancelled (asyncio's
+        # wrap_future propagates cancellation) must not cancel the shared refresh.
+        self.future.set_running_or_notify_cancel()
+
+
+class Plan(NamedTuple):
+    """Wait for ``flight`` (after running it, when ``leader``)."""
+
+    flight: Flight
+    leader: bool
+    must: bool
+
+
+def error_code(exc: BaseException) -> str:
+    code = getattr(exc, "code", None)
+    return code if isinstance(code, str) else type(exc).__name__
+
+
+def for_waiter(exc: Exception) -> Exception:
+    """A copy of a shared failure for one more waiter.
+
+    Raising the very same exception object in several threads at once tangles their
+    tracebacks; each waiter raises its own copy, chained to the original.
+    """
+    try:
+        twin = copy.copy(exc)
+    except Exception:  # an exotic exception type: share the original
+        return exc
+    if type(twin) is not type(exc) or twin is exc:
+        return exc
+    twin.__cause__ = exc
+    return twin
+
+
+class SessionCore:
+    """Session, generation and the current flight; all decisions, no waiting."""
+
+    __slots__ = (
+        "_clock",
+        "_endpoint",
+        "_flight",
+        "_generation",
+        "_hot",
+        "_lock",
+        "_policy",
+        "_retry_after",
+        "_session",
+    )
+
+    def __init__(
+        self,
+        endpoint: CopilotEndpoint,
+        clock: Clock,
+        policy: RefreshPolicy,
+        initial: CopilotSession | None,
+    ) -> None:
+        self._lock = threading.Lock()
+        self._endpoint = endpoint
+        self._clock = clock
+        self._policy = policy
+        self._session: CopilotSession | None = None
+        # (session, identity, fresh until monotonic, fresh until wall): what the lock-free
+        # hot path compares against; replaced as a whole, so one read sees one session.
+        self._hot: tuple[CopilotSession, LoginIdentity, float, float] | None = None
+        self._generation = 0
+        self._flight: Flight | None = None
+        self._retry_after = float("-inf")
+        if initial is not None:
+            self._check_endpoint(initial)
+            self._install(initial)
+
+    # -- reading ----------------------------------------------------------------------------
+
+    @property
+    def endpoint(self) -> CopilotEndpoint:
+        return self._endpoint
+
+    def hot(self, identity: LoginIdentity | None) -> CopilotSession | None:
+        """The current session if it is FRESH for ``identity``; lock-free, the common path."""
+        hot = self._hot
+        if hot is not None and (hot[1] is identity or hot[1] == identity):
+            clock = self._clock
+            if clock.monotonic() < hot[2] and clock.time() < hot[3]:
+                return hot[0]
+        return None
+
+    def describe(self) -> str:
+        """A secret-free word on the state, for reprs."""
+        session = self._session
+        if session is None:
+            return "no session"
+        clock = self._clock
+        return self._policy.state(session, clock.monotonic(), clock.time()).value
+
+    # -- deciding ---------------------------------------------------------------------------
+
+    def plan(
+        self, identity: LoginIdentity | None, *, start: bool = True
+    ) -> CopilotSession | Plan | None:
+        """What a ``get()`` for ``identity`` does now.
+
+        Returns a session to serve, or a :class:`Plan` (lead or join a flight). With
+        ``start=False`` it only answers whether a session can be served without waiting
+        (``None`` when not) and never starts anything.
+        """
+        with self._lock:
+            if identity is None:
+                if self._session is not None or self._flight is not None:
+                    log.debug("no login is available: dropping the session")
+                    self._drop()
+                raise NotLoggedInError("no login is available; log in first")
+            session = self._session
+            if session is not None and session.identity != identity:
+                log.debug("the login changed: dropping the session minted for the old one")
+                self._drop()
+                session = None
+            if session is not None:
+                served = self._plan_with(session, identity, start)
+                if served is not None:
+                    return served
+            # No usable session: everyone waits for one flight.
+            flight = self._flight
+            if flight is not None and flight.generation == self._generation:
+                if flight.identity == identity:
+                    return Plan(flight, leader=False, must=True) if start else None
+                # A flight for another login is still out: it cannot install (the
+                # generation moved on when the login changed) and we need our own.
+                self._generation += 1
+            if not start:
+                return None
+            log.debug("no usable session: exchanging")
+            return Plan(self._start(identity, explicit=False), leader=True, must=True)
+
+    def _plan_with(
+        self, session: CopilotSession, identity: LoginIdentity, start: bool
+    ) -> CopilotSession | Plan | None:
+        """The decision while a session for ``identity`` exists; None: no usable session."""
+        clock = self._clock
+        now, wall = clock.monotonic(), clock.time()
+        policy = self._policy
+        state = policy.state(session, now, wall)
+        if state is SessionState.FRESH:
+            return session
+        # Storm guard: the server issued this moments ago; asking again at once would not
+        # give a better token, only more exchanges (e.g. a host of 1-second tokens).
+        lifetime = session.expires_at - session.received_at
+        received_wall = session.expires_at_wall - lifetime
+        interval = policy.min_refresh_interval
+        if now - session.received_at < interval and wall - received_wall < interval:
+            return session
+        if state is SessionState.ADVISORY:
+            flight = self._flight
+            if flight is not None and flight.generation == self._generation:
+                return session  # somebody is refreshing: keep using the valid session
+            if now < self._retry_after:
+                return session  # the last advisory attempt failed recently: back off
+            if not start:
+                return None
+            log.debug("advisory window: refreshing while the session stays in use")
+            return Plan(self._start(identity, explicit=False), leader=True, must=False)
+        if state is SessionState.EXPIRED:
+            self._session = None
+            self._hot = None
+        return None
+
+    def begin_refresh(self, identity: LoginIdentity | None) -> Plan:
+        """An explicit refresh: discard the session now and lead a new flight."""
+        with self._lock:
+            self._drop()
+            if identity is None:
+                raise NotLoggedInError("no login is available; log in first")
+            log.debug("explicit refresh: the old session is discarded")
+            return Plan(self._start(identity, explicit=True), leader=True, must=True)
+
+    def invalidate(self, session: CopilotSession | None = None) -> None:
+        """Discard the session (only if it is still ``session``, when one is given)."""
+        with self._lock:
+            if session is not None and self._session is not session:
+                return  # already replaced: the request that saw a 401 used an old one
+            log.debug("session invalidated")
+            self._drop()
+
+    def is_current(self, flight: Flight) -> bool:
+        return flight.generation == self._generation
+
+    # -- finishing --------------------------------------------------------------------------
+
+    def finish(self, flight: Flight, result: CopilotSession | BaseException | None) -> Landing:
+        """Record how ``flight`` ended and wake everyone waiting for it.
+
+        ``None`` means the flight was skipped because it was invalidated before it began.
+        """
+        with self._lock:
+            landing = self._land(flight, result)
+            if self._flight is flight:
+                self._flight = None
+            flight.previous = None  # do not keep a chain of old flights alive
+            flight.task = None
+        flight.future.set_result(landing)
+        return landing
+
+    def _land(self, flight: Flight, result: CopilotSession | BaseException | None) -> Landing:
+        if isinstance(result, BaseException) and not isinstance(result, Exception):
+            log.debug("session exchange interrupted (%s)", type(result).__name__)
+            return Landing(Outcome.CANCELLED)
+        if flight.generation != self._generation or result is None:
+            # Invalidated meanwhile: whatever came back belongs to a discarded past.
+            log.debug("discarding the result of an exchange that began before an invalidation")
+            return Landing(Outcome.STALE)
+        if isinstance(result, Exception):
+            if not flight.explicit:
+                delay = self._policy.advisory_retry_delay
+                self._retry_after = self._clock.monotonic() + delay
+                session = self._session
+                clock = self._clock
+                if (
+                    session is not None
+                    and self._policy.state(session, clock.monotonic(), clock.time())
+                    is SessionState.ADVISORY
+                ):
+                    log.warning(
+                        "session refresh failed (%s); the current session stays in use "
+                        "until its mandatory deadline; next attempt in %.0f s or later",
+                        error_code(result),
+                        delay,
+                    )
+                else:
+                    log.debug("session exchange failed (%s)", error_code(result))
+            else:
+                log.debug("session exchange failed (%s)", error_code(result))
+            return Landing(Outcome.FAILED, error=result)
+        if result.identity != flight.identity:
+            return Landing(
+                Outcome.FAILED,
+                error=LoginChangedError(
+                    "the host returned a session for another login than the one asked for"
+                ),
+            )
+        try:
+            self._check_endpoint(result)
+        except OriginError as exc:
+            return Landing(Outcome.FAILED, error=exc)
+        self._install(result)
+        log.debug(
+            "new session installed; refresh due in %.0f s, expires in %.0f s",
+            result.refresh_at - result.received_at,
+            result.expires_at - result.received_at,
+        )
+        return Landing(Outcome.INSTALLED, session=result)
+
+    # -- internals (lock held) --------------------------------------------------------------
+
+    def _start(self, identity: LoginIdentity, *, explicit: bool) -> Flight:
+        previous = self._flight
+        if previous is not None and previous.future.done():
+            previous = None
+        flight = Flight(identity, self._generation, explicit, previous)
+        self._flight = flight
+        return flight
+
+    def _drop(self) -> None:
+        self._generation += 1
+        self._session = None
+        self._hot = None
+        self._retry_after = float("-inf")
+
+    def _install(self, session: CopilotSession) -> None:
+        register_secret(session.token)
+        self._session = session
+        self._retry_after = float("-inf")
+        fresh_mono, fresh_wall = self._policy.fresh_until(session)
+        self._hot = (session, session.identity, fresh_mono, fresh_wall)
+
+    def _check_endpoint(self, session: CopilotSession) -> None:
+        if session.endpoint != self._endpoint:
+            raise OriginError(
+                f"the session names {session.endpoint.origin}, but this resolver serves "
+                f"{self._endpoint.origin}; register the models again",
+                code="origin_mismatch",
+            )
+
+
+def settle(landing: Landing, plan: Plan) -> CopilotSession | None:
+    """What one waiter makes of a landing: a session, None (plan again) or a raise."""
+    if landing.outcome is Outcome.INSTALLED:
+        return landing.session
+    if landing.outcome is Outcome.FAILED and plan.must:
+        assert landing.error is not None
+        raise landing.error if plan.leader else for_waiter(landing.error)
+    return None
+
+
+def gave_up() -> SessionError:
+    return SessionError(
+        "the session was invalidated again and again while it was being obtained; try again",
+        code="refresh_failed",
+        retryable=True,
+    )
