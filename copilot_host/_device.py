@@ -1,0 +1,108 @@
+"""Waiting for a person to approve a device login, for any :class:`CopilotHost`.
+
+The host answers one poll at a time; this loop owns the pacing (RFC 8628 section 3.5):
+the first poll comes a little after the interval, the slowest interval the host has asked
+for is kept for every later poll, and the login ends at its deadline on the monotonic
+clock. The application owns cancellation: a ``threading.Event`` in the blocking loop,
+ordinary task cancellation in the asyncio one. A cancelled wait stores nothing, because
+the host persists only inside the poll that returns ``Authorized``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from typing import Protocol
+
+from ._clock import SYSTEM_CLOCK, Clock
+from ._errors import DeviceCodeExpiredError, LoginCancelledError
+from ._seam import Authorized, CopilotDeviceLogin, LoginIdentity, Pending
+
+__all__ = ["DRIFT_FACTOR", "MIN_INTERVAL", "await_device_login", "wait_for_device_login"]
+
+# Virtual machines' clocks drift; polling at exactly the interval risks a slow_down.
+DRIFT_FACTOR = 1.2
+MIN_INTERVAL = 1.0
+
+
+class _Polls(Protocol):
+    """The one method of :class:`CopilotHost` this loop needs."""
+
+    def poll_device_login(self, login: CopilotDeviceLogin) -> Pending | Authorized: ...
+
+
+class _AsyncPolls(Protocol):
+    async def poll_device_login(self, login: CopilotDeviceLogin) -> Pending | Authorized: ...
+
+
+def _expired() -> DeviceCodeExpiredError:
+    return DeviceCodeExpiredError(
+        "the device code expired before the login was approved; run the login again"
+    )
+
+
+def _cancelled() -> LoginCancelledError:
+    return LoginCancelledError("the login was cancelled; nothing was stored")
+
+
+def _next_pause(interval: float, login: CopilotDeviceLogin, now: float) -> float:
+    """Seconds to wait before the next poll; raises when the deadline has come."""
+    remaining = login.deadline - now
+    if remaining <= 0:
+        raise _expired()
+    return min(interval * DRIFT_FACTOR, remaining)
+
+
+def wait_for_device_login(
+    host: _Polls,
+    login: CopilotDeviceLogin,
+    *,
+    cancel: threading.Event | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Clock = SYSTEM_CLOCK,
+) -> LoginIdentity:
+    """Poll ``host`` until the person approves, denies, the code expires or ``cancel`` is set.
+
+    With the default ``sleep``, a set ``cancel`` wakes the wait at once; an injected
+    ``sleep`` (tests, custom schedulers) is called as is and ``cancel`` checked around it.
+    """
+    interval = max(login.interval, MIN_INTERVAL)
+    while True:
+        if cancel is not None and cancel.is_set():
+            raise _cancelled()
+        pause = _next_pause(interval, login, clock.monotonic())
+        if cancel is not None and sleep is time.sleep:
+            if cancel.wait(pause):
+                raise _cancelled()
+        else:
+            sleep(pause)
+        if cancel is not None and cancel.is_set():
+            raise _cancelled()
+        if clock.monotonic() >= login.deadline:
+            raise _expired()
+        result = host.poll_device_login(dataclasses.replace(login, interval=interval))
+        if isinstance(result, Authorized):
+            return result.identity
+        interval = max(interval, result.interval)
+
+
+async def await_device_login(
+    host: _AsyncPolls,
+    login: CopilotDeviceLogin,
+    *,
+    sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+    clock: Clock = SYSTEM_CLOCK,
+) -> LoginIdentity:
+    """The asyncio twin of :func:`wait_for_device_login`; cancel the task to stop it."""
+    interval = max(login.interval, MIN_INTERVAL)
+    while True:
+        await sleep(_next_pause(interval, login, clock.monotonic()))
+        if clock.monotonic() >= login.deadline:
+            raise _expired()
+        result = await host.poll_device_login(dataclasses.replace(login, interval=interval))
+        if isinstance(result, Authorized):
+            return result.identity
+        interval = max(interval, result.interval)

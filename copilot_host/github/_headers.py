@@ -1,0 +1,114 @@
+"""The one place that knows which headers GitHub and the Copilot API expect.
+
+An embedding application may present its own editor identity (``EditorIdentity``) and its
+own OAuth app (``client_id``), always as constructor arguments, never from the environment.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .._version import __version__
+
+__all__ = [
+    "DEFAULT_CLIENT_ID",
+    "DEFAULT_EDITOR",
+    "REST_API_VERSION",
+    "EditorIdentity",
+    "check_client_id",
+    "copilot_headers",
+    "exchange_headers",
+    "oauth_headers",
+    "rest_headers",
+]
+
+# The OAuth app GitHub's own Copilot editors log in with; the Copilot token exchange
+# only accepts credentials minted for an app GitHub has enabled for Copilot.
+DEFAULT_CLIENT_ID = "Iv1.b507a08c87ecfe98"
+
+# The api.github.com REST version for `GET /user`: a REST endpoint rejects Copilot-API
+# version dates, so the two are kept apart.
+REST_API_VERSION = "2022-11-28"
+
+# Printable ASCII without spaces at the ends: header values that can never inject a line.
+_HEADER_VALUE = re.compile(r"[\x21-\x7e](?:[\x20-\x7e]{0,198}[\x21-\x7e])?")
+_CLIENT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+
+
+@dataclass(frozen=True, slots=True)
+class EditorIdentity:
+    """How requests introduce themselves to the Copilot API.
+
+    The Copilot API admits requests from known integrations only, so the defaults name the
+    integration GitHub's own chat clients use; ``user_agent`` also says which library sent it.
+    """
+
+    editor_version: str = "vscode/1.104.1"
+    plugin_version: str = "copilot-chat/0.31.0"
+    integration_id: str = "vscode-chat"
+    user_agent: str = f"GitHubCopilotChat/0.31.0 copilot-host/{__version__}"
+    api_version: str = "2025-05-01"
+
+    def __post_init__(self) -> None:
+        for name in (
+            "editor_version",
+            "plugin_version",
+            "integration_id",
+            "user_agent",
+            "api_version",
+        ):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not _HEADER_VALUE.fullmatch(value):
+                raise ValueError(f"EditorIdentity.{name} must be 1-200 printable ASCII characters")
+
+
+DEFAULT_EDITOR = EditorIdentity()
+
+
+def check_client_id(client_id: object) -> str:
+    """An OAuth client id goes into a form body: keep it to a short, plain token."""
+    if not isinstance(client_id, str) or not _CLIENT_ID.fullmatch(client_id):
+        raise ValueError("client_id must be 1-100 letters, digits and . _ -")
+    return client_id
+
+
+def oauth_headers(editor: EditorIdentity) -> dict[str, str]:
+    """github.com device-flow requests: ask for JSON (GitHub answers forms otherwise)."""
+    return {
+        "Accept": "application/json",
+        "User-Agent": editor.user_agent,
+        "Editor-Version": editor.editor_version,
+        "Editor-Plugin-Version": editor.plugin_version,
+    }
+
+
+def exchange_headers(editor: EditorIdentity) -> dict[str, str]:
+    """The Copilot token exchange on api.github.com (``Authorization`` added by the caller)."""
+    return {
+        "Accept": "application/json",
+        "User-Agent": editor.user_agent,
+        "Editor-Version": editor.editor_version,
+        "Editor-Plugin-Version": editor.plugin_version,
+        "X-GitHub-Api-Version": editor.api_version,
+    }
+
+
+def rest_headers(editor: EditorIdentity) -> dict[str, str]:
+    """Plain api.github.com REST calls (``GET /user``)."""
+    return {
+        "Accept": "application/json",
+        "User-Agent": editor.user_agent,
+        "X-GitHub-Api-Version": REST_API_VERSION,
+    }
+
+
+def copilot_headers(editor: EditorIdentity) -> dict[str, str]:
+    """Every request to a Copilot inference origin: discovery and each model request."""
+    return {
+        "Editor-Version": editor.editor_version,
+        "Editor-Plugin-Version": editor.plugin_version,
+        "Copilot-Integration-Id": editor.integration_id,
+        "User-Agent": editor.user_agent,
+        "X-GitHub-Api-Version": editor.api_version,
+    }
