@@ -1,0 +1,190 @@
+"""Where data keys live: the OS keyring (default) or, by explicit choice, a 0600 key file.
+
+Every keyring call runs in a daemon worker thread and is abandoned after a timeout: a
+locked keyring waiting on a prompt, or a hung D-Bus service, yields a typed error instead
+of hanging the caller. (An abandoned call may still finish later; the worst it can do is
+store a key under a fresh, unused login id.) The keyring is looked up when a key is needed,
+never at import time, and only a recommended backend (priority >= 1) is accepted.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import logging
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from .._errors import KeyringUnavailableError
+from ._atomic import read_private, remove, write_private
+from ._paths import key_file_name
+from ._record import KEY_BYTES
+
+__all__ = [
+    "SERVICE",
+    "KeyringKeys",
+    "backend_display_name",
+    "read_key_file",
+    "remove_key_file",
+    "write_key_file",
+]
+
+SERVICE = "copilot-host"
+_log = logging.getLogger("copilot_host.store")
+T = TypeVar("T")
+
+# Names people know their keyring by, keyed on the backend's module.
+_DISPLAY_NAMES = {
+    "keyring.backends.SecretService": "Secret Service",
+    "keyring.backends.libsecret": "Secret Service (libsecret)",
+    "keyring.backends.macOS": "macOS Keychain",
+    "keyring.backends.Windows": "Windows Credential Manager",
+    "keyring.backends.kwallet": "KWallet",
+}
+
+_KEY_FILE_HINT = (
+    "to keep the key in a 0600 file beside the record instead, log in with --key-file "
+    "(key_file=True): anyone who can read your files can then use the credential"
+)
+
+
+class _NoRecommendedKeyring(Exception):
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.name = name
+
+
+def backend_display_name(backend: Any) -> str:
+    cls = type(backend)
+    if cls.__module__ == "keyring.backends.chainer":
+        chained = list(getattr(backend, "backends", ()))
+        return backend_display_name(chained[0]) if chained else "no keyring"
+    if cls.__module__ == "keyring.backends.fail":
+        return "no keyring"
+    return _DISPLAY_NAMES.get(cls.__module__, cls.__qualname__)
+
+
+def _recommended_backend() -> Any:
+    import keyring  # lazy: keyring's backend discovery is slow
+
+    backend = keyring.get_keyring()
+    # Reading the priority may probe the service (Secret Service asks D-Bus), so this runs
+    # inside the bounded worker too.
+    priority = backend.priority
+    if priority < 1:
+        raise _NoRecommendedKeyring(backend_display_name(backend))
+    return backend
+
+
+class KeyringKeys:
+    """Data keys in the OS keyring, one entry per login id (service "copilot-host")."""
+
+    def __init__(self, timeout: float) -> None:
+        self._timeout = timeout
+
+    def put(self, login_id: str, key: bytes) -> str:
+        """Store ``key``; returns the backend's display name for the record header."""
+        encoded = base64.b64encode(key).decode("ascii")
+
+        def call() -> str:
+            backend = _recommended_backend()
+            backend.set_password(SERVICE, login_id, encoded)
+            return backend_display_name(backend)
+
+        return self._bounded(call, saving=True)
+
+    def get(self, login_id: str) -> bytes | None:
+        """The key, or None when the keyring has no (well-formed) entry for this login."""
+
+        def call() -> str | None:
+            value: str | None = _recommended_backend().get_password(SERVICE, login_id)
+            return value
+
+        encoded = self._bounded(call, saving=False)
+        if encoded is None:
+            return None
+        try:
+            key = base64.b64decode(encoded.encode("ascii"), validate=True)
+        except (UnicodeEncodeError, binascii.Error):
+            return None
+        return key if len(key) == KEY_BYTES else None
+
+    def remove(self, login_id: str) -> bool:
+        def call() -> bool:
+            import keyring.errors
+
+            backend = _recommended_backend()
+            try:
+                backend.delete_password(SERVICE, login_id)
+            except keyring.errors.PasswordDeleteError:
+                return False  # already gone
+            return True
+
+        return self._bounded(call, saving=False)
+
+    def _bounded(self, call: Callable[[], T], *, saving: bool) -> T:
+        box: dict[str, Any] = {}
+        done = threading.Event()
+
+        def run() -> None:
+            try:
+                box["value"] = call()
+            except BaseException as exc:  # re-raised as a typed error below
+                box["error"] = exc
+            finally:
+                done.set()
+
+        worker = threading.Thread(target=run, name="copilot-host-keyring", daemon=True)
+        worker.start()
+        hint = f"; nothing was saved: {_KEY_FILE_HINT}" if saving else ""
+        if not done.wait(self._timeout):
+            _log.debug("keyring call abandoned after %.1f s", self._timeout)
+            raise KeyringUnavailableError(
+                f"The OS keyring did not answer within {self._timeout:g} s (it may be locked "
+                f"or waiting for an unlock prompt); unlock it and try again{hint}",
+                code="keyring_timeout",
+            )
+        error = box.pop("error", None)
+        if error is None:
+            result: T = box["value"]
+            return result
+        raise _translate(error, hint)
+
+
+def _translate(error: BaseException, hint: str) -> KeyringUnavailableError:
+    # Only the exception's type is used: a backend's message could echo anything.
+    import keyring.errors
+
+    _log.debug("keyring call failed: %s", type(error).__name__)
+    if isinstance(error, _NoRecommendedKeyring):
+        return KeyringUnavailableError(
+            f"No usable OS keyring to hold the credential's encryption key "
+            f"(found: {error.name}){hint}",
+            code="keyring_unavailable",
+        )
+    if isinstance(error, keyring.errors.KeyringLocked):
+        return KeyringUnavailableError(
+            f"The OS keyring is locked; unlock it and try again{hint}", code="keyring_locked"
+        )
+    return KeyringUnavailableError(
+        f"The OS keyring failed ({type(error).__name__}); check that it is running and "
+        f"unlocked, then try again{hint}",
+        code="keyring_unavailable",
+    )
+
+
+def write_key_file(dir_fd: int, login_id: str, key: bytes) -> None:
+    write_private(dir_fd, key_file_name(login_id), key)
+
+
+def read_key_file(dir_fd: int, folder: Path, login_id: str) -> bytes | None:
+    found = read_private(dir_fd, key_file_name(login_id), folder, KEY_BYTES)
+    if found is None or len(found[0]) != KEY_BYTES:
+        return None
+    return found[0]
+
+
+def remove_key_file(dir_fd: int, login_id: str) -> bool:
+    return remove(dir_fd, key_file_name(login_id))

@@ -1,0 +1,131 @@
+"""The cross-process lock: ``flock`` on a lock file that is never deleted.
+
+The kernel drops an ``flock`` when its holder's descriptor closes, which includes the holder
+being killed, so a crash never leaves a stale lock, and since the file is never deleted two
+processes can never lock two different inodes under the same name. Waits are bounded: after
+``timeout`` seconds a typed, retryable error names the holder's pid when it is known (the
+holder writes it into the file). Within one process the lock is re-entrant for the thread
+that holds it and other threads queue on an in-process lock first.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+
+from .._clock import Clock
+from .._errors import StoreLockedError
+from ._paths import LOCK_NAME, check_owned_private, file_symlink_error, open_home
+
+__all__ = ["StoreLock"]
+
+_FIRST_PAUSE = 0.002
+_LONGEST_PAUSE = 0.05
+
+
+class StoreLock:
+    """Use as ``with lock:``; the same object serves every thread of the process."""
+
+    def __init__(
+        self,
+        home: Path,
+        *,
+        timeout: float,
+        clock: Clock,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._home = home
+        self._timeout = timeout
+        self._clock = clock
+        self._sleep = sleep
+        self._threads = threading.RLock()
+        self._depth = 0
+        self._fd: int | None = None
+
+    def __enter__(self) -> StoreLock:
+        deadline = self._clock.monotonic() + self._timeout
+        if not self._threads.acquire(timeout=max(self._timeout, 0.0)):
+            raise self._locked_error(os.getpid())
+        try:
+            if self._depth == 0:
+                self._fd = self._acquire(deadline)
+            self._depth += 1
+        except BaseException:
+            self._threads.release()
+            raise
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._depth -= 1
+        try:
+            if self._depth == 0 and self._fd is not None:
+                fd, self._fd = self._fd, None
+                try:
+                    # Forget our pid first so a waiter never names a process that left.
+                    os.ftruncate(fd, 0)
+                finally:
+                    os.close(fd)  # closing releases the flock
+        finally:
+            self._threads.release()
+
+    def _open(self) -> int:
+        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+        with open_home(self._home, create=True) as dir_fd:
+            try:
+                fd = os.open(LOCK_NAME, flags, 0o600, dir_fd=dir_fd)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.EMLINK):
+                    raise file_symlink_error(self._home / LOCK_NAME) from None
+                raise
+        try:
+            check_owned_private(os.fstat(fd), self._home / LOCK_NAME, "file")
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def _acquire(self, deadline: float) -> int:
+        fd = self._open()
+        try:
+            pause = _FIRST_PAUSE
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if self._clock.monotonic() >= deadline:
+                        raise self._locked_error(_holder(fd)) from None
+                    self._sleep(pause)
+                    pause = min(pause * 2, _LONGEST_PAUSE)
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def _locked_error(self, holder: int | None) -> StoreLockedError:
+        who = f"process {holder}" if holder is not None else "another process"
+        return StoreLockedError(
+            f"The credential store {self._home} is busy: {who} has held its lock for more "
+            f"than {self._timeout:g} s; try again when it finishes"
+        )
+
+
+def _holder(fd: int) -> int | None:
+    try:
+        text = os.pread(fd, 32, 0).decode("ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return int(text) if text.isdigit() else None

@@ -1,0 +1,150 @@
+"""Where the store lives, what its files are called, and whether they may be trusted.
+
+Every file operation goes through a descriptor of the home folder opened with
+``O_NOFOLLOW`` and checked with ``fstat``: once that descriptor is checked, swapping the
+folder for a symlink afterwards cannot redirect a read or a write (all names are resolved
+relative to the descriptor).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from .._errors import StoreInsecureError
+
+__all__ = [
+    "DAMAGED_PREFIX",
+    "ENV_HOME",
+    "KEY_FILE_PATTERN",
+    "LOCK_NAME",
+    "RECORD_NAME",
+    "TEMP_PATTERN",
+    "TEMP_PREFIX",
+    "check_owned_private",
+    "file_symlink_error",
+    "key_file_name",
+    "open_home",
+    "precheck_home",
+    "resolve_home",
+]
+
+ENV_HOME = "COPILOT_HOST_HOME"
+RECORD_NAME = "credential"
+LOCK_NAME = "credential.lock"
+DAMAGED_PREFIX = "credential.damaged-"
+# One key file per login id: a new login writes its key under a new name before the
+# record is replaced, so a crash between the two writes never pairs a record with the
+# wrong key.
+KEY_FILE_PATTERN = re.compile(r"\Acredential-([0-9a-f]{32})\.key\Z")
+TEMP_PREFIX = ".copilot-host-tmp-"
+TEMP_PATTERN = re.compile(r"\A\.copilot-host-tmp-[0-9a-f]{16}\Z")
+
+_PRIVATE_BITS = stat.S_IRWXG | stat.S_IRWXO
+
+
+def key_file_name(login_id: str) -> str:
+    return f"credential-{login_id}.key"
+
+
+def resolve_home(home: str | os.PathLike[str] | None) -> Path:
+    """The store folder: the argument, else ``$COPILOT_HOST_HOME``, else the platform's
+    per-user state folder. Read when a store is constructed, never at import time."""
+    if home is None:
+        configured = os.environ.get(ENV_HOME, "").strip()
+        if configured:
+            home = configured
+        else:
+            import platformdirs  # lazy: only needed when no home is configured
+
+            home = platformdirs.user_state_dir("copilot-host")
+    return Path(os.path.abspath(os.path.expanduser(os.fspath(home))))
+
+
+def check_owned_private(st: os.stat_result, path: Path, what: str) -> None:
+    """Refuse anything not owned by us or reachable by group/others.
+
+    ``what`` is "folder" or "file"; the message says how to fix it.
+    """
+    expected_type = stat.S_ISDIR if what == "folder" else stat.S_ISREG
+    if not expected_type(st.st_mode):
+        raise StoreInsecureError(
+            f"The credential store {what} {path} is not a regular {what}; "
+            "remove it or point COPILOT_HOST_HOME elsewhere"
+        )
+    uid = os.geteuid()
+    if st.st_uid != uid:
+        raise StoreInsecureError(
+            f"The credential store {what} {path} is owned by uid {st.st_uid}, not by you "
+            f"(uid {uid}); refusing to use it: remove it or point COPILOT_HOST_HOME elsewhere"
+        )
+    if st.st_mode & _PRIVATE_BITS:
+        wanted = "700" if what == "folder" else "600"
+        raise StoreInsecureError(
+            f"The credential store {what} {path} is accessible to other users "
+            f"(mode {stat.S_IMODE(st.st_mode):04o}); run: chmod {wanted} '{path}'"
+        )
+
+
+def _symlink_error(path: Path, what: str) -> StoreInsecureError:
+    return StoreInsecureError(
+        f"The credential store {what} {path} is a symbolic link; refusing to follow it: "
+        "replace it with a real folder or point COPILOT_HOST_HOME elsewhere"
+    )
+
+
+def _open_dir(path: Path) -> int:
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        return os.open(path, flags)
+    except OSError as exc:
+        # O_NOFOLLOW on a symlink: ELOOP on Linux, and ENOTDIR when O_DIRECTORY wins.
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR) and path.is_symlink():
+            raise _symlink_error(path, "folder") from None
+        raise
+
+
+def _create_home(path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        return  # another process won the race; the checks on open decide.
+    # The umask can only narrow mkdir's mode; set it exactly so the folder is usable.
+    # Only a folder we just created is ever chmod-ed: an existing one is never widened.
+    os.chmod(path, 0o700, follow_symlinks=False)
+
+
+@contextmanager
+def open_home(path: Path, *, create: bool) -> Iterator[int | None]:
+    """Yield a checked descriptor of the home folder, or None when it does not exist
+    (and ``create`` is False)."""
+    try:
+        fd = _open_dir(path)
+    except FileNotFoundError:
+        if not create:
+            yield None
+            return
+        _create_home(path)
+        fd = _open_dir(path)
+    try:
+        check_owned_private(os.fstat(fd), path, "folder")
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def precheck_home(path: Path) -> None:
+    """Refuse an insecure existing home before anything (such as a keyring entry) is
+    written on its behalf; a missing home is fine (it is created 0700 later)."""
+    with open_home(path, create=False):
+        pass
+
+
+def file_symlink_error(path: Path) -> StoreInsecureError:
+    return _symlink_error(path, "file")

@@ -1,0 +1,401 @@
+"""``CredentialStore``: the only code that writes credentials to disk.
+
+One record per login in the store folder (``credential``), its data key in the OS keyring
+or, by explicit choice, in ``credential-<login id>.key``; ``credential.lock`` serializes
+writers across processes; records that fail to authenticate are renamed to
+``credential.damaged-<UTC time>`` and kept.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from .._clock import SYSTEM_CLOCK, Clock
+from .._errors import (
+    KeyringUnavailableError,
+    NotLoggedInError,
+    StoreCorruptError,
+    StoreError,
+    StoreLockedError,
+    StoreVersionError,
+)
+from .._seam import LoginIdentity
+from .._secret import Secret
+from ._atomic import FileIdentity, identity_of, read_private, remove, rename, write_private
+from ._header import KEY_FILE, KEYRING, Protection, RecordHeader
+from ._keys import KeyringKeys, read_key_file, remove_key_file, write_key_file
+from ._lock import StoreLock
+from ._paths import (
+    DAMAGED_PREFIX,
+    KEY_FILE_PATTERN,
+    RECORD_NAME,
+    TEMP_PATTERN,
+    key_file_name,
+    open_home,
+    precheck_home,
+    resolve_home,
+)
+from ._record import (
+    FORMAT_VERSION,
+    KEY_BYTES,
+    MAX_RECORD_BYTES,
+    SealedRecord,
+    check_account,
+    check_token,
+    new_login_id,
+    open_sealed,
+    parse,
+    seal,
+)
+
+__all__ = ["CredentialStore"]
+
+_log = logging.getLogger("copilot_host.store")
+# A reader that loses a race with a writer (the record was replaced and the old key removed
+# between its two reads) reads again; this many changes in a row means something is wrong.
+_READ_ATTEMPTS = 5
+
+
+class _Damaged(Exception):
+    """Internal: the record at ``identity`` is not a well-formed record (``reason``)."""
+
+    def __init__(self, reason: str, identity: FileIdentity) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.identity = identity
+
+
+class CredentialStore:
+    """The durable GitHub credential of one store folder.
+
+    ``home`` defaults to ``$COPILOT_HOST_HOME``, else the platform's per-user state folder,
+    read when the store is constructed. Nothing touches the disk or the keyring until a
+    method needs it. Thread-safe; several processes may share a folder.
+    """
+
+    def __init__(
+        self,
+        home: str | os.PathLike[str] | None = None,
+        *,
+        keyring_timeout: float = 3.0,
+        lock_timeout: float = 5.0,
+        clock: Clock = SYSTEM_CLOCK,
+    ) -> None:
+        self._home = resolve_home(home)
+        self._record_path = self._home / RECORD_NAME
+        self._record_str = os.fspath(self._record_path)
+        self._clock = clock
+        self._keyring = KeyringKeys(keyring_timeout)
+        self._lock = StoreLock(self._home, timeout=lock_timeout, clock=clock)
+        # (identity of the record file, who it names): replaced as a whole, so readers on
+        # other threads see either the old pair or the new one.
+        self._cache: tuple[FileIdentity, LoginIdentity] | None = None
+
+    @property
+    def home(self) -> Path:
+        return self._home
+
+    @property
+    def record_path(self) -> Path:
+        return self._record_path
+
+    def __repr__(self) -> str:
+        return f"CredentialStore(home={os.fspath(self._home)!r})"
+
+    def lock(self) -> StoreLock:
+        """The cross-process lock, as a context manager (re-entrant within a thread)."""
+        return self._lock
+
+    # -- reading without the key -------------------------------------------------------
+
+    def header(self) -> RecordHeader | None:
+        """The record's header as recorded (unauthenticated), or None when logged out.
+
+        Needs no key, no keyring and no network.
+        """
+        with self._io("read"):
+            found = self._read_checked()
+        return None if found is None else found[0].header
+
+    def availability(self) -> LoginIdentity | None:
+        """Who is logged in, as recorded; one ``stat()`` when the record has not changed.
+
+        Any change of the record file (device, inode, size, mtime, ctime) re-reads its
+        header, so a logout or another login by another process shows on the next call.
+        """
+        try:
+            st = os.lstat(self._record_str)
+        except (FileNotFoundError, NotADirectoryError):
+            self._cache = None
+            return None
+        cached = self._cache
+        if cached is not None and cached[0] == identity_of(st):
+            return cached[1]
+        with self._io("read"):
+            found = self._read_checked()
+        if found is None:
+            self._cache = None
+            return None
+        record, identity = found
+        who = record.header.identity
+        self._cache = (identity, who)
+        return who
+
+    def set_aside(self) -> tuple[Path, ...]:
+        """Records that failed to authenticate and were kept aside, oldest first."""
+        with self._io("read"), open_home(self._home, create=False) as dir_fd:
+            if dir_fd is None:
+                return ()
+            names = sorted(n for n in os.listdir(dir_fd) if n.startswith(DAMAGED_PREFIX))
+        return tuple(self._home / name for name in names)
+
+    # -- the credential ----------------------------------------------------------------
+
+    def load(self) -> tuple[LoginIdentity, Secret]:
+        """The stored identity and GitHub token, authenticated.
+
+        Raises NotLoggedInError when there is no record, StoreVersionError for a newer
+        format, KeyringUnavailableError when the keyring cannot be asked, and
+        StoreCorruptError when the record does not authenticate (it is then moved aside).
+        """
+        with self._io("read"):
+            for _ in range(_READ_ATTEMPTS):
+                try:
+                    found = self._read()
+                except _Damaged as damaged:
+                    moved = self._move_aside_if_unchanged(damaged.identity)
+                    if moved is None:
+                        continue
+                    raise self._corrupt_error(damaged.reason, moved) from None
+                if found is None:
+                    raise NotLoggedInError(
+                        f"No GitHub login is stored in {self._home}; log in first"
+                    )
+                record, identity = found
+                key = self._key_for(record.header)
+                token = open_sealed(record, key) if key is not None else None
+                if token is not None:
+                    self._cache = (identity, record.header.identity)
+                    _log.debug("loaded credential record (login id %s)", record.header.login_id)
+                    return record.header.identity, token
+                # Either the record is damaged, or a writer replaced it (and removed the old
+                # key) between our two reads: only the first is moved aside.
+                moved = self._move_aside_if_unchanged(identity)
+                if moved is None:
+                    continue
+                reason = (
+                    "its encryption key is missing"
+                    if key is None
+                    else "it failed its integrity check (it was modified or damaged)"
+                )
+                raise self._corrupt_error(reason, moved)
+        raise StoreLockedError(
+            f"The credential record in {self._home} kept changing while it was read; try again"
+        )
+
+    def save(self, account: str, token: Secret, *, key_file: bool = False) -> LoginIdentity:
+        """Persist a new login (fresh random login id) replacing any previous one.
+
+        The key goes to the OS keyring unless ``key_file`` is True (an explicit choice:
+        a 0600 file beside the record). Without a usable keyring nothing is written and
+        KeyringUnavailableError says how to choose a key file.
+        """
+        account = check_account(account)
+        token = check_token(token)
+        with self._io("save"):
+            # Refuse an insecure folder before a key is put anywhere on its behalf.
+            precheck_home(self._home)
+            login_id = new_login_id()
+            key = os.urandom(KEY_BYTES)
+            if key_file:
+                protection = Protection(KEY_FILE, os.fspath(self._home / key_file_name(login_id)))
+            else:
+                protection = Protection(KEYRING, self._keyring.put(login_id, key))
+            header = RecordHeader(
+                version=FORMAT_VERSION,
+                login_id=login_id,
+                account=account,
+                created_at=self._clock.time(),
+                protection=protection,
+            )
+            blob = seal(header, key, token)
+            try:
+                previous = self._persist(blob, login_id, key if key_file else None)
+            except BaseException:
+                if not key_file:
+                    self._forget_keyring_key(login_id)
+                raise
+            self._cache = None
+            if (
+                previous is not None
+                and previous.protection.kind == KEYRING
+                and previous.login_id != login_id
+            ):
+                self._forget_keyring_key(previous.login_id)
+        _log.debug("saved credential record (login id %s, %s)", login_id, protection.kind)
+        return header.identity
+
+    def delete(self) -> bool:
+        """Log out locally: remove the record and its key; True when anything was removed.
+
+        The lock file and records set aside as damaged stay.
+        """
+        removed = False
+        previous: RecordHeader | None = None
+        with self._io("delete"), self._lock, open_home(self._home, create=False) as dir_fd:
+            if dir_fd is not None:
+                previous = self._previous_header(dir_fd, keep_damaged=False)
+                if remove(dir_fd, RECORD_NAME):
+                    removed = True
+                    os.fsync(dir_fd)
+                removed = self._sweep(dir_fd, keep=None) or removed
+        self._cache = None
+        if previous is not None and previous.protection.kind == KEYRING:
+            try:
+                removed = self._keyring.remove(previous.login_id) or removed
+            except KeyringUnavailableError as exc:
+                # The record is gone, so the key alone protects nothing; say so and go on.
+                _log.warning("logged out, but the key entry stays in the keyring: %s", exc)
+        _log.debug("deleted credential record (removed: %s)", removed)
+        return removed
+
+    # -- internals ---------------------------------------------------------------------
+
+    @contextmanager
+    def _io(self, action: str) -> Iterator[None]:
+        try:
+            yield
+        except OSError as exc:
+            # Disk full, permission denied, I/O error: still a typed, actionable error.
+            raise StoreError(
+                f"Could not {action} the credential store {self._home}: "
+                f"{exc.strerror or type(exc).__name__}",
+                code="store_io",
+            ) from exc
+
+    def _read(self) -> tuple[SealedRecord, FileIdentity] | None:
+        with open_home(self._home, create=False) as dir_fd:
+            if dir_fd is None:
+                return None
+            found = read_private(dir_fd, RECORD_NAME, self._home, MAX_RECORD_BYTES)
+        if found is None:
+            return None
+        data, identity = found
+        try:
+            record = parse(data)
+        except StoreVersionError as exc:
+            raise StoreVersionError(
+                f"The credential record {self._record_path} cannot be used: {exc.message}"
+            ) from None
+        except StoreCorruptError as exc:
+            raise _Damaged(exc.message, identity) from None
+        return record, identity
+
+    def _read_checked(self) -> tuple[SealedRecord, FileIdentity] | None:
+        try:
+            return self._read()
+        except _Damaged as damaged:
+            raise StoreCorruptError(
+                f"The credential record {self._record_path} is damaged ({damaged.reason}); "
+                "log in again to replace it"
+            ) from None
+
+    def _corrupt_error(self, reason: str, moved: Path) -> StoreCorruptError:
+        return StoreCorruptError(
+            f"The stored GitHub credential could not be used: {reason}; it was moved to "
+            f"{moved} and kept; log in again"
+        )
+
+    def _key_for(self, header: RecordHeader) -> bytes | None:
+        # The key's location is derived from the login id, never taken from the header's
+        # (unauthenticated) path, so a forged header cannot point us at another file.
+        if header.protection.kind == KEY_FILE:
+            with open_home(self._home, create=False) as dir_fd:
+                if dir_fd is None:
+                    return None
+                return read_key_file(dir_fd, self._home, header.login_id)
+        return self._keyring.get(header.login_id)
+
+    def _move_aside_if_unchanged(self, identity: FileIdentity) -> Path | None:
+        """Under the lock, rename the record aside if it is still the file we read;
+        None when it changed (or went) meanwhile."""
+        with self._lock, open_home(self._home, create=False) as dir_fd:
+            if dir_fd is None:
+                return None
+            try:
+                st = os.stat(RECORD_NAME, dir_fd=dir_fd, follow_symlinks=False)
+            except FileNotFoundError:
+                return None
+            if identity_of(st) != identity:
+                return None
+            return self._rename_aside(dir_fd)
+
+    def _rename_aside(self, dir_fd: int) -> Path:
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(self._clock.time()))
+        existing = set(os.listdir(dir_fd))
+        name = f"{DAMAGED_PREFIX}{stamp}"
+        serial = 1
+        while name in existing:
+            serial += 1
+            name = f"{DAMAGED_PREFIX}{stamp}-{serial}"
+        rename(dir_fd, RECORD_NAME, name)
+        _log.warning("credential record failed to authenticate; kept as %s", name)
+        return self._home / name
+
+    def _previous_header(self, dir_fd: int, *, keep_damaged: bool) -> RecordHeader | None:
+        """The current record's header (under the lock). A newer format is refused; an
+        unparseable record is moved aside when ``keep_damaged``."""
+        found = read_private(dir_fd, RECORD_NAME, self._home, MAX_RECORD_BYTES)
+        if found is None:
+            return None
+        try:
+            return parse(found[0]).header
+        except StoreVersionError as exc:
+            raise StoreVersionError(
+                f"The credential record {self._record_path} was left unchanged: {exc.message}"
+            ) from None
+        except StoreCorruptError:
+            if keep_damaged:
+                self._rename_aside(dir_fd)
+            return None
+
+    def _persist(self, blob: bytes, login_id: str, key: bytes | None) -> RecordHeader | None:
+        with self._lock, open_home(self._home, create=True) as dir_fd:
+            assert dir_fd is not None
+            previous = self._previous_header(dir_fd, keep_damaged=True)
+            try:
+                if key is not None:
+                    # The key first, under its own new name: a crash before the record is
+                    # replaced leaves the old record with its old key.
+                    write_key_file(dir_fd, login_id, key)
+                write_private(dir_fd, RECORD_NAME, blob)
+            except BaseException:
+                if key is not None:
+                    remove_key_file(dir_fd, login_id)
+                raise
+            self._sweep(dir_fd, keep=login_id)
+        return previous
+
+    def _sweep(self, dir_fd: int, *, keep: str | None) -> bool:
+        """Under the lock: remove temp files of crashed writers and key files of records
+        that are gone. True when a key file was removed."""
+        removed_key = False
+        for name in os.listdir(dir_fd):
+            if TEMP_PATTERN.match(name):
+                remove(dir_fd, name)
+                continue
+            match = KEY_FILE_PATTERN.match(name)
+            if match and match.group(1) != keep:
+                removed_key = remove(dir_fd, name) or removed_key
+        return removed_key
+
+    def _forget_keyring_key(self, login_id: str) -> None:
+        try:
+            self._keyring.remove(login_id)
+        except KeyringUnavailableError as exc:
+            _log.debug("could not remove an unused keyring entry: %s", exc.code)
