@@ -1,0 +1,216 @@
+"""``copilot-host demo``: the whole journey against the built-in loopback emulator.
+
+Everything happens in a throwaway folder passed explicitly to the store, with the data
+key in a key file inside it: the demo never reads or writes the real login, never
+touches the OS keyring, and never leaves the machine (the emulator's transport routes
+GitHub's and Copilot's hosts to a loopback server in this process).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from ._failure import CliFailure
+from ._format import clock_time
+from ._output import Output
+from ._seam import output
+
+if TYPE_CHECKING:
+    from copilot_host._model import ModelRoute
+    from copilot_host._seam import CopilotDeviceLogin
+    from copilot_host.github import GitHubCopilotHost
+    from copilot_host.store import CredentialStore
+
+__all__ = ["demo"]
+
+_EPILOG = """\b
+Examples:
+  copilot-host demo
+  NO_COLOR=1 copilot-host demo > journey.txt
+"""
+
+
+class _Steps:
+    """Numbered steps with their wall time; details indented under each."""
+
+    def __init__(self, out: Output, total: int) -> None:
+        self._out = out
+        self._total = total
+        self._n = 0
+        self.started = time.perf_counter()
+
+    @contextmanager
+    def step(self, title: str) -> Iterator[list[str]]:
+        self._n += 1
+        details: list[str] = []
+        t0 = time.perf_counter()
+        try:
+            yield details
+        except Exception as exc:
+            from copilot_host._errors import CopilotHostError
+
+            reason = exc.message if isinstance(exc, CopilotHostError) else type(exc).__name__
+            raise CliFailure(
+                "demo_failed", f"demo step {self._n} ({title}) failed: {reason}"
+            ) from exc
+        elapsed = clock_time(time.perf_counter() - t0)
+        self._out.result(
+            f"{self._out.good('ok')} [{self._n}/{self._total}] {title}  "
+            + click.style(f"({elapsed})", dim=True)
+        )
+        for line in details:
+            self._out.result(f"         {line}")
+
+
+def _first(routes: tuple[ModelRoute, ...], protocol: Any) -> ModelRoute:
+    for route in routes:
+        if route.protocol is protocol:
+            return route
+    raise CliFailure("demo_failed", f"the emulator offered no {protocol.value} model")
+
+
+def _reply_text(body: Any) -> str:
+    """The assistant's text from a chat or responses answer (shape-tolerant)."""
+    from copilot_host._text import clean
+
+    try:
+        if "choices" in body:
+            return clean(body["choices"][0]["message"]["content"], limit=80)
+        for item in body.get("output", []):
+            for part in item.get("content", []):
+                if "text" in part:
+                    return clean(part["text"], limit=80)
+        if "output_text" in body:
+            return clean(body["output_text"], limit=80)
+    except (KeyError, IndexError, TypeError, AttributeError):
+        pass
+    return "(no text in the answer)"
+
+
+def _post(route: ModelRoute, transport: Any, body: dict[str, Any]) -> str:
+    """One inference request the way an application makes it: route.auth on the client."""
+    import httpx2
+
+    from copilot_host._text import clean
+
+    with httpx2.Client(auth=route.auth, transport=transport) as client:
+        answer = client.post(route.url, json=body)
+        answer.raise_for_status()
+    return f"{clean(route.route_id)} answered: {_reply_text(answer.json())}"
+
+
+def _finish_login(
+    host: GitHubCopilotHost, login: CopilotDeviceLogin, store: CredentialStore, token: str
+) -> list[str]:
+    """Poll once (the person has approved), then show what was stored and how."""
+    from copilot_host._seam import Authorized
+    from copilot_host._text import clean
+
+    from ._status import describe_protection
+
+    result = host.poll_device_login(login)
+    if isinstance(result, Authorized):
+        identity = result.identity
+    else:
+        from copilot_host._device import wait_for_device_login
+
+        identity = wait_for_device_login(host, login)
+    header = store.header()
+    if header is None:
+        raise CliFailure("demo_failed", "the login was not stored")
+    if token.encode() in store.record_path.read_bytes():
+        raise CliFailure("demo_failed", "the token is readable in the record")
+    return [
+        f"logged in as {clean(identity.account)}",
+        f"record {store.record_path} (AES-256-GCM, no plain token)",
+        f"data key in the {describe_protection(header.protection)}",
+    ]
+
+
+def _journey(out: Output, steps: _Steps, home: Path, stack: ExitStack) -> None:
+    from copilot_host._catalog import Catalog
+    from copilot_host._model import ApiProtocol
+    from copilot_host._register import register_models
+    from copilot_host._text import clean
+    from copilot_host.github import GitHubCopilotHost
+    from copilot_host.store import CredentialStore
+    from copilot_host.testing import GitHubEmulator
+
+    with steps.step("started the loopback GitHub emulator") as details:
+        emulator = stack.enter_context(GitHubEmulator())
+        details.append("github.com, api.github.com and Copilot's hosts route to 127.0.0.1")
+    # The throwaway home is passed explicitly and the key goes to a key file in it: the
+    # real store, the OS keyring and the network are never involved.
+    store = CredentialStore(home)
+    host = stack.enter_context(
+        GitHubCopilotHost(store=store, transport=emulator.transport(), key_file=True)
+    )
+    with steps.step("GitHub issued a device code") as details:
+        login = host.begin_device_login()
+        details.append(
+            f"a person would enter {out.strong(clean(login.user_code))} "
+            f"at {clean(login.verification_uri)}"
+        )
+    with steps.step("authorization simulated") as details:
+        emulator.authorize()
+        details.append("the emulator approves the code, as the person would")
+    with steps.step("Copilot access verified, login stored encrypted") as details:
+        details.extend(_finish_login(host, login, store, _reveal(emulator.github_token)))
+    with steps.step("registered the account's models") as details:
+        registration = register_models(Catalog(), host)
+        names = ", ".join(clean(r.route_id) for r in registration.routes[:4])
+        more = ", ..." if len(registration.routes) > 4 else ""
+        details.append(f"{len(registration.routes)} routes from {registration.origin}")
+        details.append(names + more)
+    chat = _first(registration.routes, ApiProtocol.OPENAI_CHAT)
+    with steps.step("Chat Completions request through route.auth") as details:
+        body = {"model": chat.model_id, "messages": [{"role": "user", "content": "Say hello."}]}
+        details.append(_post(chat, emulator.transport(), body))
+    responses = _first(registration.routes, ApiProtocol.OPENAI_RESPONSES)
+    with steps.step("Responses request through route.auth") as details:
+        body = {"model": responses.model_id, "input": "Say hello."}
+        details.append(_post(responses, emulator.transport(), body))
+    with steps.step("logged out") as details:
+        host.logout()
+        if store.header() is not None:
+            raise CliFailure("demo_failed", "the record is still there after logout")
+        details.append("record and key removed; a real logout also points you to")
+        details.append("https://github.com/settings/applications to revoke the access")
+
+
+@click.command(epilog=_EPILOG)
+def demo() -> None:
+    """Run the whole journey against a built-in GitHub emulator, step by step.
+
+    Device code, simulated authorization, encrypted storage, model registration, one
+    Chat Completions and one Responses request through route.auth, and logout: all
+    on this machine, in a throwaway folder. Your real login, keyring and network are
+    never touched.
+    """
+    import tempfile
+
+    out = output()
+    steps = _Steps(out, total=8)
+    out.result(
+        out.strong("copilot-host demo: the whole journey against a loopback GitHub emulator")
+    )
+    with tempfile.TemporaryDirectory(prefix="copilot-host-demo-") as tmp, ExitStack() as stack:
+        home = Path(tmp) / "home"
+        out.result(f"throwaway home: {home} (your real login and keyring are untouched)")
+        out.result()
+        _journey(out, steps, home, stack)
+    out.result()
+    elapsed = clock_time(time.perf_counter() - steps.started)
+    out.result(f"Done in {elapsed}. Next: `copilot-host login` for real.")
+
+
+def _reveal(value: object) -> str:
+    """The emulator's canary as text, whether it hands out a Secret or a str."""
+    reveal = getattr(value, "reveal", None)
+    return str(reveal()) if callable(reveal) else str(value)

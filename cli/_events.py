@@ -1,0 +1,69 @@
+"""``login --json``: one JSON object per line on stdout, so any program can drive a login.
+
+The format is stable (``"v": 1``; fields are only ever added):
+
+``{"v":1,"event":"device_code","user_code":"ABCD-1234","verification_uri":"https://github.com/login/device","expires_in":899,"deadline":"2025-01-01T12:15:00Z","interval":5}``
+    Show ``user_code`` to the person and send them to ``verification_uri``.
+``{"v":1,"event":"authorized","account":"octocat","login_id":"…","protection":"keyring"}``
+    The login is verified (Copilot access included) and stored; the last line.
+``{"v":1,"event":"error","code":"access_denied","message":"…","retryable":false}``
+    The login failed; the last line. ``code`` is one of the library's stable error
+    codes (``access_denied``, ``expired_token``, ``no_copilot_access``,
+    ``keyring_unavailable``, ``network_error``, …) or the CLI's own
+    ``already_logged_in``, ``login_cancelled`` (SIGINT/SIGTERM) and ``internal_error``.
+
+No event ever carries a secret: the device code and the tokens stay in the process.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from ._failure import Problem
+from ._output import Output
+
+__all__ = ["EVENT_VERSION", "LoginEvents", "iso_utc"]
+
+EVENT_VERSION = 1
+
+
+def iso_utc(epoch: float) -> str:
+    """RFC 3339 UTC with a ``Z``, whole seconds: easy to parse in any language."""
+    return datetime.fromtimestamp(int(epoch), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class LoginEvents:
+    """Writes the events when ``--json`` is on; silent otherwise."""
+
+    def __init__(self, out: Output, *, enabled: bool) -> None:
+        self._out = out
+        self.enabled = enabled
+
+    def _emit(self, event: str, **fields: Any) -> None:
+        if self.enabled:
+            self._out.json({"v": EVENT_VERSION, "event": event, **fields})
+
+    def device_code(
+        self,
+        *,
+        user_code: str,
+        verification_uri: str,
+        expires_in: float,
+        deadline_wall: float,
+        interval: float,
+    ) -> None:
+        self._emit(
+            "device_code",
+            user_code=user_code,
+            verification_uri=verification_uri,
+            expires_in=max(0, int(expires_in)),
+            deadline=iso_utc(deadline_wall),
+            interval=max(1, round(interval)),
+        )
+
+    def authorized(self, *, account: str, login_id: str, protection: str | None) -> None:
+        self._emit("authorized", account=account, login_id=login_id, protection=protection)
+
+    def error(self, problem: Problem) -> None:
+        self._emit("error", code=problem.code, message=problem.message, retryable=problem.retryable)

@@ -1,0 +1,66 @@
+"""Failures as one line and an exit code.
+
+Exit codes: 0 ok, 1 the operation failed (``status``: not logged in), 2 usage error
+(click's own), 130 interrupted by SIGINT, 143 terminated by SIGTERM.
+"""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Callable
+from dataclasses import dataclass
+
+__all__ = [
+    "EXIT_FAILED",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "CliFailure",
+    "ErrorSink",
+    "Interrupted",
+    "Problem",
+    "exit_code_for_signal",
+]
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+
+def exit_code_for_signal(signum: int) -> int:
+    """The shell convention: 128 + signal number (SIGINT 130, SIGTERM 143)."""
+    return 128 + int(signum)
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """What a failure tells people (one line) and programs (a stable code)."""
+
+    code: str
+    message: str
+    retryable: bool = False
+
+
+# A command in --json mode registers one of these so the failure also reaches stdout as
+# a JSON document (or event) a program can act on.
+ErrorSink = Callable[[Problem], None]
+
+
+class CliFailure(Exception):
+    """A failure the CLI itself decides (as opposed to one the library raises)."""
+
+    def __init__(self, code: str, message: str, *, exit_code: int = EXIT_FAILED) -> None:
+        super().__init__(message)
+        self.problem = Problem(code, message)
+        self.exit_code = exit_code
+
+
+class Interrupted(Exception):
+    """A wait ended by SIGINT or SIGTERM; nothing was stored."""
+
+    def __init__(self, signum: int, message: str, *, code: str | None = None) -> None:
+        super().__init__(message)
+        self.signum = signum
+        if code is None:
+            code = "interrupted" if signum == signal.SIGINT else "terminated"
+        self.problem = Problem(code, message)
+        self.exit_code = exit_code_for_signal(signum)

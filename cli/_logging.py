@@ -1,0 +1,51 @@
+"""Logging for one CLI invocation, always behind the redaction filter.
+
+Without ``--debug`` only warnings reach stderr; with it, everything down to DEBUG
+(including tracebacks of failures). Either way the handler carries a
+:class:`~copilot_host._redact.RedactingFilter`, and records are formatted *after* the
+filter scrubbed them, so no level and no traceback can put a token on the terminal.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Callable
+
+__all__ = ["LOGGER_NAME", "configure_logging"]
+
+LOGGER_NAME = "copilot_host_cli"
+
+
+class _StderrHandler(logging.Handler):
+    """Writes to whatever ``sys.stderr`` is now (test runners swap it per invocation)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            sys.stderr.write(self.format(record) + "\n")
+            sys.stderr.flush()
+        except Exception:
+            self.handleError(record)
+
+
+def configure_logging(debug: bool) -> Callable[[], None]:
+    """Attach a redacting stderr handler to the root logger; returns its undo."""
+    from copilot_host._redact import RedactingFilter, install_redaction
+
+    root = logging.getLogger()
+    handler = _StderrHandler()
+    handler.setLevel(logging.DEBUG if debug else logging.WARNING)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    handler.addFilter(RedactingFilter())
+    root.addHandler(handler)
+    # Also every handler someone else configured on the root logger before us.
+    install_redaction(root)
+    previous_level = root.level
+    if debug:
+        root.setLevel(logging.DEBUG)
+
+    def undo() -> None:
+        root.removeHandler(handler)
+        root.setLevel(previous_level)
+
+    return undo

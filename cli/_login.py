@@ -1,0 +1,92 @@
+"""``copilot-host login``: GitHub's device flow, verified and stored encrypted."""
+
+from __future__ import annotations
+
+import click
+
+from ._events import LoginEvents
+from ._failure import CliFailure
+from ._seam import make_host, make_store, output, seam, set_error_sink
+
+__all__ = ["login"]
+
+_EPILOG = """\b
+Examples:
+  copilot-host login                        opens your browser at the device page
+  copilot-host login --headless             over SSH: shows the code, opens nothing
+  copilot-host login --headless --key-file  a server without an OS keyring
+  copilot-host login --json --headless      drive the login from another program
+
+\b
+--json prints one event per line on stdout (people's text stays on stderr):
+  {"v":1,"event":"device_code","user_code":"ABCD-1234",
+   "verification_uri":"https://github.com/login/device",
+   "expires_in":899,"deadline":"2025-01-01T12:15:00Z","interval":5}
+  {"v":1,"event":"authorized","account":"octocat","login_id":"…",
+   "protection":"keyring"}
+  {"v":1,"event":"error","code":"access_denied","message":"…","retryable":false}
+--json and --headless never ask a question: add --force to replace a login.
+"""
+
+
+@click.command(epilog=_EPILOG)
+@click.option("--headless", is_flag=True, help="Never open a browser or ask a question.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON events on stdout.")
+@click.option("--force", is_flag=True, help="Replace an existing login without asking.")
+@click.option(
+    "--key-file",
+    is_flag=True,
+    help="With no usable OS keyring, keep the data key in a 0600 file beside the store.",
+)
+def login(headless: bool, as_json: bool, force: bool, key_file: bool) -> None:
+    """Log in to GitHub with a one-time code and keep the login encrypted here.
+
+    Shows a code to enter at https://github.com/login/device (and, unless --headless,
+    opens that page in your browser), waits for you to authorize, checks that the
+    account may use Copilot, and only then stores the credential.
+    """
+    from copilot_host._clock import SYSTEM_CLOCK
+    from copilot_host._text import clean
+
+    from ._status import describe_protection
+    from ._wait import wait_for_login
+
+    out = output()
+    events = LoginEvents(out, enabled=as_json)
+    if as_json:
+        set_error_sink(events.error)
+    s = seam()
+    store = make_store()
+
+    current = store.header()
+    if current is not None and not force:
+        who = clean(current.account)
+        if headless or as_json:
+            raise CliFailure(
+                "already_logged_in",
+                f"already logged in as {who}; rerun with --force to replace that login",
+            )
+        question = f"You are logged in as {out.strong(who)}. Replace that login?"
+        if not click.confirm(question, default=False, err=True):
+            out.info(f"Kept the login of {who}; nothing changed.")
+            return
+
+    # Without a usable keyring the store refuses to save and its error names --key-file
+    # and the trade-off; it reaches the person as that one line.
+    with make_host(store, key_file=key_file) as host:
+        identity = wait_for_login(
+            host, out=out, events=events, headless=headless, seam=s, clock=s.clock or SYSTEM_CLOCK
+        )
+
+    header = store.header()
+    protection = header.protection if header is not None else None
+    account = clean(identity.account)
+    events.authorized(
+        account=account,
+        login_id=identity.login_id,
+        protection=protection.kind if protection is not None else None,
+    )
+    if not as_json:
+        out.result(f"{out.good('Logged in')} to GitHub as {out.strong(account)}.")
+    if protection is not None:
+        out.info(f"Stored encrypted; the key is kept in the {describe_protection(protection)}.")

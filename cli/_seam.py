@@ -1,0 +1,124 @@
+"""The private test seam: how tests point the CLI at the loopback emulator.
+
+It is reachable only from Python, by passing ``obj=CliSeam(...)`` to ``main`` (click's
+test runner does this, and so does the child-process harness in ``tests/cli``). No
+option, argument or environment variable leads here: a person running ``copilot-host``
+always talks to GitHub.com through the adapter's fixed URLs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import click
+
+from ._failure import ErrorSink, Problem
+from ._output import Output
+
+if TYPE_CHECKING:
+    from copilot_host._clock import Clock
+    from copilot_host.github import GitHubCopilotHost
+    from copilot_host.store import CredentialStore
+
+__all__ = [
+    "CliSeam",
+    "HostFactory",
+    "error_sink",
+    "make_host",
+    "make_store",
+    "output",
+    "seam",
+    "set_error_sink",
+    "use_json_errors",
+]
+
+_OUTPUT_KEY = "copilot_host_cli.output"
+_ERROR_SINK_KEY = "copilot_host_cli.error_sink"
+JSON_VERSION = 1
+
+# Called as factory(store=..., key_file=..., clock=...); returns a host the command owns
+# (and closes).
+HostFactory = Callable[..., "GitHubCopilotHost"]
+
+
+@dataclass(frozen=True, slots=True)
+class CliSeam:
+    """What a test may substitute. ``None`` everywhere means the real thing."""
+
+    host_factory: HostFactory | None = None
+    # Replaces webbrowser.open (returns whether a browser opened).
+    open_browser: Callable[[str], bool] | None = None
+    # Replaces the wait between device polls (the real one wakes early on cancel).
+    sleep: Callable[[float], None] | None = None
+    clock: Clock | None = None
+    # Pretend stderr is (or is not) a terminal, to exercise the live countdown.
+    err_is_tty: bool | None = None
+    # The spinner/countdown refresh period of the login wait.
+    tick: float | None = None
+    # Called once the login wait has begun (tests use it to authorize in the emulator).
+    on_waiting: Callable[[], None] | None = None
+
+
+def seam(ctx: click.Context | None = None) -> CliSeam:
+    ctx = ctx or click.get_current_context()
+    obj = ctx.find_object(CliSeam)
+    return obj if obj is not None else CliSeam()
+
+
+def output(ctx: click.Context | None = None) -> Output:
+    ctx = ctx or click.get_current_context()
+    out = ctx.meta.get(_OUTPUT_KEY)
+    if not isinstance(out, Output):
+        out = Output(err_is_tty=seam(ctx).err_is_tty)
+        ctx.meta[_OUTPUT_KEY] = out
+    return out
+
+
+def set_error_sink(sink: ErrorSink) -> None:
+    """In --json mode a failure is also reported on stdout, through ``sink``."""
+    click.get_current_context().meta[_ERROR_SINK_KEY] = sink
+
+
+def error_sink(ctx: click.Context) -> ErrorSink | None:
+    sink = ctx.meta.get(_ERROR_SINK_KEY)
+    return sink if callable(sink) else None
+
+
+def use_json_errors() -> None:
+    """For one-document commands: a failure becomes ``{"v":1,"error":{...}}`` on stdout."""
+    out = output()
+
+    def sink(problem: Problem) -> None:
+        out.json(
+            {
+                "v": JSON_VERSION,
+                "error": {
+                    "code": problem.code,
+                    "message": problem.message,
+                    "retryable": problem.retryable,
+                },
+            }
+        )
+
+    set_error_sink(sink)
+
+
+def make_store() -> CredentialStore:
+    """The store at ``$COPILOT_HOST_HOME`` (or the platform's state folder)."""
+    from copilot_host.store import CredentialStore
+
+    return CredentialStore()
+
+
+def make_host(store: CredentialStore, *, key_file: bool = False) -> GitHubCopilotHost:
+    """The GitHub.com host (or, in tests only, the seam's emulator-backed one)."""
+    s = seam()
+    if s.host_factory is not None:
+        return s.host_factory(store=store, key_file=key_file, clock=s.clock)
+    from copilot_host.github import GitHubCopilotHost
+
+    if s.clock is not None:
+        return GitHubCopilotHost(store=store, key_file=key_file, clock=s.clock)
+    return GitHubCopilotHost(store=store, key_file=key_file)

@@ -1,0 +1,99 @@
+"""``copilot-host status``: who is logged in, from the record's non-secret header.
+
+No key, no keyring, no network: the header is readable without decrypting (so it is
+shown "as recorded"; every real use of the credential verifies header and ciphertext
+together).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from ._format import ago, local_time
+from ._seam import JSON_VERSION, make_store, output, use_json_errors
+
+if TYPE_CHECKING:
+    from copilot_host.store import Protection
+
+__all__ = ["describe_protection", "status"]
+
+_EPILOG = """\b
+Examples:
+  copilot-host status
+  copilot-host status --json | jq -r .account
+
+\b
+--json prints one document (fields are only ever added):
+  {"v":1,"logged_in":true,"account":"octocat","login_id":"…",
+   "logged_in_at":"2025-01-01T12:00:00Z",
+   "protection":{"kind":"keyring","backend":"Secret Service"},
+   "store":"/path/to/record","home":"/path","set_aside":[]}
+Logged out: {"v":1,"logged_in":false,...}; exit code 1.
+"""
+
+
+def describe_protection(protection: Protection) -> str:
+    from copilot_host._text import clean
+
+    if protection.kind == "keyring":
+        return f"OS keyring ({clean(protection.backend)})"
+    return f"key file {clean(protection.backend)} (readable by anyone who can read your files)"
+
+
+@click.command(epilog=_EPILOG)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
+def status(as_json: bool) -> None:
+    """Show who is logged in and how the login is protected.
+
+    Reads only this machine's record (no network, no keyring). Exit code 0 when logged
+    in, 1 when not.
+    """
+    from copilot_host._text import clean
+
+    from ._events import iso_utc
+
+    out = output()
+    if as_json:
+        use_json_errors()
+    store = make_store()
+    header = store.header()
+    set_aside = [str(p) for p in store.set_aside()]
+
+    if as_json:
+        doc: dict[str, Any] = {"v": JSON_VERSION, "logged_in": header is not None}
+        if header is not None:
+            doc.update(
+                account=clean(header.account),
+                login_id=clean(header.login_id),
+                logged_in_at=iso_utc(header.created_at),
+                protection={
+                    "kind": header.protection.kind,
+                    "backend": clean(header.protection.backend),
+                },
+            )
+        doc.update(store=str(store.record_path), home=str(store.home), set_aside=set_aside)
+        out.json(doc)
+    elif header is None:
+        out.result("Not logged in.")
+        out.hint("Run `copilot-host login` to log in.")
+    else:
+        rows = [
+            (
+                "logged in",
+                f"{local_time(header.created_at)} ({ago(header.created_at, time.time())})",
+            ),
+            ("protection", describe_protection(header.protection)),
+            ("store", str(store.record_path)),
+        ]
+        out.result(f"Logged in to GitHub as {out.strong(clean(header.account))}")
+        for label, value in rows:
+            out.result(f"  {label:<11} {value}")
+    for path in set_aside:
+        out.warn(
+            f"a damaged login record was set aside at {path}; delete it when you no longer need it"
+        )
+    if header is None:
+        raise click.exceptions.Exit(1)
