@@ -152,44 +152,43 @@ class RefreshPolicy:
 
     # -- for a session in use -------------------------------------------------------------
 
-    def remaining(
-        self, session: CopilotSession, now_monotonic: float, now_wall: float | None = None
-    ) -> float:
-        """Seconds of life left: the smaller of the monotonic and the wall-clock view."""
-        left = session.expires_at - now_monotonic
-        if now_wall is not None:
-            left = min(left, session.expires_at_wall - now_wall)
-        return left
+    def _leads(self, session: CopilotSession) -> tuple[float, float]:
+        """Seconds before expiry at which the (advisory, mandatory) windows open."""
+        lifetime = session.expires_at - session.received_at
+        mandatory = self.mandatory_window(lifetime)
+        # The host's own refresh_at counts, but so does our window: a host that sets
+        # refresh_at at the very expiry still gets refreshed in time.
+        advisory = max(
+            session.expires_at - session.refresh_at, self.advisory_window(lifetime), mandatory
+        )
+        return advisory, mandatory
 
     def state(
         self, session: CopilotSession, now_monotonic: float, now_wall: float | None = None
     ) -> SessionState:
-        """Classify ``session`` at ``now_monotonic`` (and ``now_wall`` when given)."""
-        left = self.remaining(session, now_monotonic, now_wall)
-        if left <= 0.0:
+        """Classify ``session`` at ``now_monotonic`` (and ``now_wall`` when given).
+
+        Each window opens when *either* clock reaches it (see the module docstring).
+        """
+        expires, expires_wall = session.expires_at, session.expires_at_wall
+        wall = float("-inf") if now_wall is None else now_wall
+        if now_monotonic >= expires or wall >= expires_wall:
             return SessionState.EXPIRED
-        lifetime = session.expires_at - session.received_at
-        if left <= self.mandatory_window(lifetime):
+        advisory, mandatory = self._leads(session)
+        if now_monotonic >= expires - mandatory or wall >= expires_wall - mandatory:
             return SessionState.MANDATORY
-        # The host's own refresh_at counts, but so does our window: a host that sets
-        # refresh_at at the very expiry still gets refreshed in time.
-        advisory_lead = max(session.expires_at - session.refresh_at, self.advisory_window(lifetime))
-        if left <= advisory_lead:
+        if now_monotonic >= expires - advisory or wall >= expires_wall - advisory:
             return SessionState.ADVISORY
         return SessionState.FRESH
 
     def fresh_until(self, session: CopilotSession) -> tuple[float, float]:
         """``(monotonic, wall)`` instants before which :meth:`state` says FRESH.
 
-        Lets a resolver's hot path compare two floats instead of classifying each call.
+        Lets a resolver's hot path compare two floats instead of classifying each call;
+        computed exactly as :meth:`state` computes it, so the two never disagree.
         """
-        lifetime = session.expires_at - session.received_at
-        lead = max(
-            session.expires_at - session.refresh_at,
-            self.advisory_window(lifetime),
-            self.mandatory_window(lifetime),
-        )
-        return session.expires_at - lead, session.expires_at_wall - lead
+        advisory, _ = self._leads(session)
+        return session.expires_at - advisory, session.expires_at_wall - advisory
 
 
 DEFAULT_POLICY = RefreshPolicy()
