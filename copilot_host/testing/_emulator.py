@@ -1,0 +1,140 @@
+"""``GitHubEmulator``: start, script and inspect the loopback GitHub."""
+
+from __future__ import annotations
+
+import threading
+from types import TracebackType
+
+import httpx2
+
+from ._record import RecordedRequest
+from ._scenario import Scenario
+from ._server import ROUTED_HOSTS, EmulatorState, make_server
+from ._transport import AsyncLoopbackTransport, LoopbackTransport
+
+__all__ = ["GitHubEmulator"]
+
+
+class GitHubEmulator:
+    """A faithful stand-in for GitHub.com and the Copilot API on 127.0.0.1.
+
+    Use it as a context manager; pass :meth:`transport` (or :meth:`async_transport`) to a
+    host. Tokens it issues are random per run (canaries): :attr:`github_token`,
+    :attr:`session_tokens`, :attr:`device_codes`.
+    """
+
+    def __init__(self, scenario: Scenario | None = None) -> None:
+        self._state = EmulatorState(scenario if scenario is not None else Scenario())
+        self._server = make_server(self._state)
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> GitHubEmulator:
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._server.serve_forever,
+                kwargs={"poll_interval": 0.05},
+                name="github-emulator",
+                daemon=True,
+            )
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            self._server.shutdown()
+            self._thread.join(timeout=5)
+            self._thread = None
+        self._server.server_close()
+
+    def __enter__(self) -> GitHubEmulator:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    # -- wiring ----------------------------------------------------------------------------
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
+    @property
+    def scenario(self) -> Scenario:
+        return self._state.scenario
+
+    def transport(self) -> httpx2.BaseTransport:
+        """A new blocking transport routing GitHub's hosts here (the caller closes it)."""
+        return LoopbackTransport(self.port, ROUTED_HOSTS, self._refused)
+
+    def async_transport(self) -> httpx2.AsyncBaseTransport:
+        return AsyncLoopbackTransport(self.port, ROUTED_HOSTS, self._refused)
+
+    def _refused(self, url: str) -> None:
+        with self._state.lock:
+            self._state.refused.append(url)
+
+    # -- the person and GitHub's side ------------------------------------------------------
+
+    def authorize(self) -> None:
+        """The person approves the pending login (with ``Scenario(auto_approve=False)``)."""
+        self._state.decide("approved")
+
+    def deny(self) -> None:
+        self._state.decide("access_denied")
+
+    def revoke_login(self) -> None:
+        """GitHub stops accepting the OAuth token (the person revoked the app)."""
+        self._state.revoke_login()
+
+    def revoke_sessions(self) -> None:
+        """Every Copilot session issued so far stops working (answers 401)."""
+        self._state.revoke_sessions()
+
+    # -- what happened ---------------------------------------------------------------------
+
+    @property
+    def github_token(self) -> str:
+        return self._state.github_token
+
+    @property
+    def session_tokens(self) -> tuple[str, ...]:
+        with self._state.lock:
+            return tuple(self._state.session_tokens)
+
+    @property
+    def device_codes(self) -> tuple[str, ...]:
+        with self._state.lock:
+            return tuple(self._state.device_codes)
+
+    def canaries(self) -> tuple[str, ...]:
+        """Every credential issued so far: none may ever appear in output, logs or files."""
+        return (self.github_token, *self.session_tokens, *self.device_codes)
+
+    @property
+    def requests(self) -> tuple[RecordedRequest, ...]:
+        with self._state.lock:
+            return tuple(self._state.requests)
+
+    def requests_to(self, endpoint: str) -> tuple[RecordedRequest, ...]:
+        return tuple(r for r in self.requests if r.endpoint == endpoint)
+
+    @property
+    def refused(self) -> tuple[str, ...]:
+        """URLs a transport refused to route (hosts that are not GitHub's)."""
+        with self._state.lock:
+            return tuple(self._state.refused)
+
+    def clear_requests(self) -> None:
+        with self._state.lock:
+            self._state.requests.clear()
+            self._state.refused.clear()
+
+    def __repr__(self) -> str:
+        return f"GitHubEmulator(port={self.port})"

@@ -1,0 +1,58 @@
+"""httpx2 transports that carry GitHub's real https URLs to the loopback emulator.
+
+The adapter keeps its fixed URLs and the allowlist stays strict: only github.com,
+api.github.com and the allowlisted Copilot hosts are routed, over a real TCP socket; any
+other destination fails like an unreachable host, and is noted in ``refused``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import httpx2
+
+__all__ = ["AsyncLoopbackTransport", "LoopbackTransport"]
+
+
+def _rewrite(
+    request: httpx2.Request, port: int, routed: frozenset[str], refuse: Callable[[str], None]
+) -> None:
+    url = request.url
+    if url.scheme != "https" or url.host not in routed or url.port not in (None, 443):
+        refuse(str(url.copy_with(query=None)))
+        raise httpx2.ConnectError(
+            f"the GitHub emulator does not route {url.scheme}://{url.host}", request=request
+        )
+    # The Host header keeps the real name (httpx2 set it from the original URL), so the
+    # emulator knows which service was addressed.
+    request.url = url.copy_with(scheme="http", host="127.0.0.1", port=port)
+
+
+class LoopbackTransport(httpx2.BaseTransport):
+    def __init__(self, port: int, routed: frozenset[str], refuse: Callable[[str], None]) -> None:
+        self._port = port
+        self._routed = routed
+        self._refuse = refuse
+        self._inner = httpx2.HTTPTransport()
+
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+        _rewrite(request, self._port, self._routed, self._refuse)
+        return self._inner.handle_request(request)
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+class AsyncLoopbackTransport(httpx2.AsyncBaseTransport):
+    def __init__(self, port: int, routed: frozenset[str], refuse: Callable[[str], None]) -> None:
+        self._port = port
+        self._routed = routed
+        self._refuse = refuse
+        self._inner = httpx2.AsyncHTTPTransport()
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        _rewrite(request, self._port, self._routed, self._refuse)
+        return await self._inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
