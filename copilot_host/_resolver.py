@@ -112,10 +112,11 @@ class SessionResolver(_ResolverBase):
             if plan.leader:
                 self._fly(plan.flight)
             session = settle(plan.flight.future.result(), plan)
-            if session is not None:
-                return session
             plan = None
             identity = self._host.availability()
+            # The login may have changed while we waited: confirm before handing it out.
+            if session is not None and session.identity == identity:
+                return session
         raise gave_up()
 
     def _fly(self, flight: Flight) -> None:
@@ -227,10 +228,11 @@ class AsyncSessionResolver(_ResolverBase):
                 plan.flight.task = loop.create_task(self._fly(plan.flight))
             landing = await asyncio.wrap_future(plan.flight.future)
             session = settle(landing, plan)
-            if session is not None:
-                return session
             plan = None
             identity = self._host.availability()
+            # The login may have changed while we waited: confirm before handing it out.
+            if session is not None and session.identity == identity:
+                return session
         raise gave_up()
 
     async def _fly(self, flight: Flight) -> None:
