@@ -8,6 +8,7 @@ GitHub's and Copilot's hosts to a loopback server in this process).
 
 from __future__ import annotations
 
+import stat
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -112,8 +113,6 @@ def _finish_login(
     from copilot_host._seam import Authorized
     from copilot_host._text import clean
 
-    from ._status import describe_protection
-
     result = host.poll_device_login(login)
     if isinstance(result, Authorized):
         identity = result.identity
@@ -126,10 +125,12 @@ def _finish_login(
         raise CliFailure("demo_failed", "the login was not stored")
     if token.encode() in store.record_path.read_bytes():
         raise CliFailure("demo_failed", "the token is readable in the record")
+    mode = stat.S_IMODE(store.record_path.stat().st_mode)
+    where = "a key file beside it" if header.protection.kind == "key-file" else "the OS keyring"
     return [
         f"logged in as {clean(identity.account)}",
-        f"record {store.record_path} (AES-256-GCM, no plain token)",
-        f"data key in the {describe_protection(header.protection)}",
+        f"record {store.record_path}: AES-256-GCM, mode {mode:04o}, no plain token in it",
+        f"data key in {where} (the demo never uses your real keyring)",
     ]
 
 
@@ -140,10 +141,11 @@ def _journey(out: Output, steps: _Steps, home: Path, stack: ExitStack) -> None:
     from copilot_host._text import clean
     from copilot_host.github import GitHubCopilotHost
     from copilot_host.store import CredentialStore
-    from copilot_host.testing import GitHubEmulator
+    from copilot_host.testing import GitHubEmulator, Scenario
 
     with steps.step("started the loopback GitHub emulator") as details:
-        emulator = stack.enter_context(GitHubEmulator())
+        # The emulated person approves only when step 3 says so.
+        emulator = stack.enter_context(GitHubEmulator(Scenario(auto_approve=False)))
         details.append("github.com, api.github.com and Copilot's hosts route to 127.0.0.1")
     # The throwaway home is passed explicitly and the key goes to a key file in it: the
     # real store, the OS keyring and the network are never involved.

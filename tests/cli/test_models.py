@@ -1,0 +1,105 @@
+"""models through CliRunner against the loopback emulator."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from copilot_host.testing import Scenario, chat_model
+
+from .conftest import Cli
+
+pytestmark = pytest.mark.usefixtures("copilot_home")
+
+
+def _logged_in(cli: Cli, emulate: Any, scenario: Scenario | None = None) -> Any:
+    env = emulate(scenario)
+    assert cli("login", "--headless", seam=env.seam).exit_code == 0
+    return env
+
+
+def test_models_table_is_aligned_and_sorted(cli: Cli, emulate: Any) -> None:
+    env = _logged_in(cli, emulate)
+    result = cli("models", seam=env.seam)
+    assert result.exit_code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].split() == ["ROUTE", "NAME", "PROTOCOL", "CONTEXT", "PICKER"]
+    rows = lines[1:]
+    assert [r.split()[0] for r in rows] == [
+        "github-copilot/claude-sonnet-4",
+        "github-copilot/gpt-4.1",
+        "github-copilot/gpt-5-mini",
+    ]
+    # Every column starts at the same offset on every line.
+    for title in ("NAME", "PROTOCOL", "CONTEXT", "PICKER"):
+        column = lines[0].index(title)
+        for row in rows:
+            assert row[column - 2 : column] == "  " and row[column] != " ", (title, row)
+    by_route = {r.split()[0]: r for r in rows}
+    assert "Claude Sonnet 4" in by_route["github-copilot/claude-sonnet-4"]
+    assert by_route["github-copilot/claude-sonnet-4"].endswith("hidden")
+    assert "openai-responses" in by_route["github-copilot/gpt-5-mini"]
+    assert "openai-chat" in by_route["github-copilot/gpt-4.1"]
+    assert "128,000" in by_route["github-copilot/gpt-4.1"]
+    assert result.stderr == "3 models at https://api.individual.githubcopilot.com\n"
+
+
+def test_models_json_document(cli: Cli, emulate: Any) -> None:
+    env = _logged_in(cli, emulate)
+    result = cli("models", "--json", seam=env.seam)
+    assert result.exit_code == 0
+    doc = json.loads(result.stdout)
+    assert doc["v"] == 1
+    assert doc["provider"] == "github-copilot"
+    assert doc["origin"] == "https://api.individual.githubcopilot.com"
+    gpt5 = next(m for m in doc["models"] if m["model_id"] == "gpt-5-mini")
+    assert gpt5 == {
+        "route_id": "github-copilot/gpt-5-mini",
+        "model_id": "gpt-5-mini",
+        "display_name": "GPT-5 mini",
+        "protocol": "openai-responses",
+        "url": "https://api.individual.githubcopilot.com/responses",
+        "context_window": 128000,
+        "max_output_tokens": 16384,
+        "input_modalities": ["text"],
+        "supports_reasoning": True,
+        "picker_enabled": True,
+    }
+    assert result.stderr == ""
+
+
+def test_models_not_logged_in(cli: Cli, emulate: Any) -> None:
+    env = emulate()
+    result = cli("models", seam=env.seam)
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert result.stderr == "error: not logged in: run `copilot-host login` first\n"
+    as_json = cli("models", "--json", seam=env.seam)
+    assert json.loads(as_json.stdout)["error"]["code"] == "not_logged_in"
+    assert not env.emulator.requests  # nothing went over the wire
+
+
+def test_models_with_a_revoked_login_is_one_line(cli: Cli, emulate: Any) -> None:
+    env = _logged_in(cli, emulate)
+    env.emulator.revoke_login()
+    result = cli("models", seam=env.seam)
+    assert result.exit_code == 1
+    assert result.stderr.count("\n") == 1
+    assert result.stderr.startswith("error: ")
+
+
+def test_models_refuses_a_hostile_inventory_without_echoing_it(cli: Cli, emulate: Any) -> None:
+    hostile = (chat_model("gpt-4.1", name="GPT\x1b]0;pwned\x07 4.1"),)
+    env = _logged_in(cli, emulate, Scenario(models=hostile))
+    result = cli("models", seam=env.seam)
+    assert "\x1b" not in result.stdout + result.stderr
+    assert "\x07" not in result.stdout + result.stderr
+
+
+def test_models_with_an_empty_inventory(cli: Cli, emulate: Any) -> None:
+    env = _logged_in(cli, emulate, Scenario(models=()))
+    result = cli("models", seam=env.seam)
+    assert result.exit_code == 0
+    assert result.stdout == "This account has no Copilot models available.\n"
