@@ -1,0 +1,79 @@
+"""Shared helpers of the GitHub adapter tests."""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from copilot_host._seam import CopilotDeviceLogin
+from copilot_host._secret import Secret
+from copilot_host.github._wire import WireResponse
+
+DEVICE_PAGE = "https://github.com/login/device"
+
+
+@dataclass
+class FakeClock:
+    """A clock tests move by hand; ``sleep`` advances it (and remembers each pause)."""
+
+    now: float = 1000.0
+    wall: float = 1_700_000_000.0
+    sleeps: list[float] = field(default_factory=list)
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def time(self) -> float:
+        return self.wall
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+        self.wall += seconds
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.advance(seconds)
+
+    async def asleep(self, seconds: float) -> None:
+        self.sleep(seconds)
+
+
+def canary_github_token() -> str:
+    return "gho_" + secrets.token_hex(18)
+
+
+def response(
+    status: int = 200,
+    body: bytes | str = b"{}",
+    *,
+    headers: dict[str, str] | None = None,
+    at: float = 1000.0,
+    wall: float = 1_700_000_000.0,
+) -> WireResponse:
+    raw = body.encode() if isinstance(body, str) else body
+    return WireResponse(status, {k.lower(): v for k, v in (headers or {}).items()}, raw, at, wall)
+
+
+def device_login(
+    *, interval: float = 5.0, deadline: float = 1900.0, code: str | None = None
+) -> CopilotDeviceLogin:
+    return CopilotDeviceLogin(
+        user_code="WDJB-MJHT",
+        verification_uri=DEVICE_PAGE,
+        expires_in=900.0,
+        interval=interval,
+        deadline=deadline,
+        device_code=Secret(code if code is not None else secrets.token_hex(20)),
+    )
+
+
+def files_containing(root: Path, needles: tuple[str, ...]) -> list[Path]:
+    """Every file under ``root`` whose bytes contain one of ``needles``."""
+    found = []
+    for path in root.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            data = path.read_bytes()
+            if any(n.encode() in data for n in needles):
+                found.append(path)
+    return found
