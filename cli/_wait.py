@@ -170,15 +170,12 @@ def wait_for_login(
     cancel = threading.Event()
     inbox: queue.Queue[_Message] = queue.Queue()
 
-    def cancellable_sleep(seconds: float) -> None:
-        cancel.wait(seconds)
-
-    sleep = seam.sleep or cancellable_sleep
-
     def work() -> None:
         try:
+            # With no injected sleep the host's wait sleeps on ``cancel`` itself, so a
+            # signal ends even a long interval at once.
             identity = host.login(
-                on_code=lambda login: inbox.put(_Code(login)), cancel=cancel, sleep=sleep
+                on_code=lambda login: inbox.put(_Code(login)), cancel=cancel, sleep=seam.sleep
             )
         except BaseException as exc:  # handed to the main thread, which raises it
             inbox.put(_Failed(exc))

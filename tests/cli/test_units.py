@@ -1,0 +1,140 @@
+"""Pure helpers: formatting, JSON events, the signal bridge, the live line."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+
+import pytest
+from click.testing import CliRunner
+from copilot_host_cli._events import LoginEvents, iso_utc
+from copilot_host_cli._failure import Problem, exit_code_for_signal
+from copilot_host_cli._format import ago, clock_time, mmss, table, width
+from copilot_host_cli._output import Output
+from copilot_host_cli._signals import SignalCancel
+
+
+def test_mmss_and_clock_time() -> None:
+    assert mmss(900) == "15:00"
+    assert mmss(899.2) == "15:00"
+    assert mmss(61) == "1:01"
+    assert mmss(-5) == "0:00"
+    assert clock_time(0.0123) == "12 ms"
+    assert clock_time(1.26) == "1.3 s"
+
+
+def test_ago() -> None:
+    assert ago(1000, 1000) == "just now"
+    assert ago(1000, 1000 + 60) == "1 minute ago"
+    assert ago(1000, 1000 + 7200) == "2 hours ago"
+    assert ago(1000, 1000 + 3 * 86400) == "3 days ago"
+    assert "clock" in ago(10_000, 1000)
+
+
+def test_table_aligns_wide_characters() -> None:
+    lines = table(("A", "B"), [("日本", "x"), ("abc", "yy")])
+    assert lines == ["A     B", "日本  x", "abc   yy"]
+    assert width("日本") == 4
+
+
+def test_iso_utc() -> None:
+    assert iso_utc(0) == "1970-01-01T00:00:00Z"
+    assert iso_utc(1_700_000_000.9) == "2023-11-14T22:13:20Z"
+
+
+def test_signal_codes() -> None:
+    assert exit_code_for_signal(signal.SIGINT) == 130
+    assert exit_code_for_signal(signal.SIGTERM) == 143
+
+
+def _capture(fn: object) -> tuple[str, str]:
+    runner = CliRunner()
+    import click
+
+    @click.command()
+    def cmd() -> None:
+        fn()  # type: ignore[operator]
+
+    result = runner.invoke(cmd, [])
+    assert result.exception is None, result.exception
+    return result.stdout, result.stderr
+
+
+def test_events_are_one_json_object_per_line_and_silent_when_off() -> None:
+    def emit() -> None:
+        events = LoginEvents(Output(), enabled=True)
+        events.device_code(
+            user_code="ABCD-1234",
+            verification_uri="https://github.com/login/device",
+            expires_in=899.6,
+            deadline_wall=0,
+            interval=5,
+        )
+        events.authorized(account="octocat", login_id="0" * 32, protection="keyring")
+        events.error(Problem("access_denied", "you said no", False))
+        LoginEvents(Output(), enabled=False).error(Problem("x", "y"))
+
+    stdout, stderr = _capture(emit)
+    assert stderr == ""
+    lines = [json.loads(line) for line in stdout.splitlines()]
+    assert [e["event"] for e in lines] == ["device_code", "authorized", "error"]
+    assert lines[0] == {
+        "v": 1,
+        "event": "device_code",
+        "user_code": "ABCD-1234",
+        "verification_uri": "https://github.com/login/device",
+        "expires_in": 899,
+        "deadline": "1970-01-01T00:00:00Z",
+        "interval": 5,
+    }
+    assert lines[2] == {
+        "v": 1,
+        "event": "error",
+        "code": "access_denied",
+        "message": "you said no",
+        "retryable": False,
+    }
+
+
+def test_live_line_is_erased_before_any_other_output() -> None:
+    def emit() -> None:
+        out = Output(err_is_tty=True)
+        out.live("waiting 1")
+        out.live("waiting 2")
+        out.result("done")
+        out.info("note")
+
+    stdout, stderr = _capture(emit)
+    assert stdout == "done\n"
+    assert stderr == "\r\x1b[2Kwaiting 1\r\x1b[2Kwaiting 2\r\x1b[2Knote\n"
+
+
+def test_signal_cancel_sets_the_event_and_restores_handlers() -> None:
+    cancel = threading.Event()
+    before = (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM))
+    with SignalCancel(cancel) as signals:
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert cancel.wait(5)
+        assert signals.received == signal.SIGTERM
+        # A second signal stops waiting for the worker: exit with the first one's code.
+        with pytest.raises(SystemExit) as second:
+            os.kill(os.getpid(), signal.SIGINT)
+            threading.Event().wait(1)  # the handler runs in this thread
+        assert second.value.code == 143
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
+
+
+def test_signal_cancel_off_the_main_thread_changes_nothing() -> None:
+    seen: list[object] = []
+
+    def run() -> None:
+        with SignalCancel(threading.Event()):
+            seen.append(signal.getsignal(signal.SIGINT))
+
+    before = signal.getsignal(signal.SIGINT)
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    assert seen == [before]
