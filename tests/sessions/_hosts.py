@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from copilot_host import (
+    ApiProtocol,
     CopilotDeviceLogin,
     CopilotEndpoint,
     CopilotSession,
@@ -95,6 +96,11 @@ class CountingHost:
     issued: list[CopilotSession] = field(default_factory=list)
     availability_calls: int = 0
     entered: threading.Event = field(default_factory=threading.Event)
+    # Tokens with no recognisable shape: only the registered-secret redaction can catch them.
+    shapeless_tokens: bool = False
+    models: list[ModelSpec] = field(
+        default_factory=lambda: [ModelSpec("gpt-4o", "GPT-4o", ApiProtocol.OPENAI_CHAT)]
+    )
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -129,13 +135,14 @@ class CountingHost:
             lifetime=self.lifetime,
             refresh_in=self.refresh_in,
             endpoint=self.endpoint,
+            token=secrets.token_urlsafe(30) if self.shapeless_tokens else None,
         )
         with self._lock:
             self.issued.append(session)
         return session
 
     def inventory(self, session: CopilotSession) -> Sequence[ModelSpec]:
-        return []
+        return list(self.models)
 
     def request_headers(self) -> Mapping[str, str]:
         return {"Editor-Version": "tests/1.0", "Copilot-Integration-Id": "tests"}
@@ -180,7 +187,7 @@ class AsyncCountingHost:
         return inner._mint(identity)
 
     async def inventory(self, session: CopilotSession) -> Sequence[ModelSpec]:
-        return []
+        return self.inner.inventory(session)
 
     def request_headers(self) -> Mapping[str, str]:
         return self.inner.request_headers()

@@ -1,0 +1,385 @@
+"""CopilotAuth through real httpx2 clients over MockTransport."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Iterator
+
+import httpx2
+import pytest
+
+import copilot_host as ch
+from copilot_host import (
+    AsyncSessionResolver,
+    CopilotAuth,
+    OriginError,
+    SessionError,
+    SessionResolver,
+)
+from tests.sessions._hosts import (
+    ENDPOINT,
+    ORIGIN,
+    OTHER_ENDPOINT,
+    AsyncCountingHost,
+    CountingHost,
+)
+
+CHAT = ORIGIN + "/chat/completions"
+
+
+class Recorder:
+    """A MockTransport handler that records what reached the 'server'."""
+
+    def __init__(self, statuses: Callable[[int], int] = lambda n: 200) -> None:
+        self.requests: list[httpx2.Request] = []
+        self.bodies: list[bytes] = []
+        # Recorded at arrival: a retry resends the same Request object with new headers.
+        self.bearers: list[str | None] = []
+        self._statuses = statuses
+
+    def __call__(self, request: httpx2.Request) -> httpx2.Response:
+        self.requests.append(request)
+        self.bodies.append(request.read())
+        self.bearers.append(request.headers.get("authorization"))
+        return httpx2.Response(self._statuses(len(self.requests)), json={"ok": True})
+
+
+def sync_auth(host: CountingHost | None = None) -> tuple[CopilotAuth, CountingHost]:
+    host = host or CountingHost()
+    resolver = SessionResolver(host, ENDPOINT, clock=host.clock)
+    return CopilotAuth(resolver, ENDPOINT, host.request_headers()), host
+
+
+def async_auth(host: CountingHost | None = None) -> tuple[CopilotAuth, CountingHost]:
+    inner = host or CountingHost()
+    resolver = AsyncSessionResolver(AsyncCountingHost(inner), ENDPOINT, clock=inner.clock)
+    return CopilotAuth(resolver, ENDPOINT, inner.request_headers()), inner
+
+
+def bearer_of(host: CountingHost, i: int) -> str:
+    return "Bearer " + host.issued[i].token.reveal()
+
+
+def test_exports() -> None:
+    assert ch.CopilotAuth is CopilotAuth
+
+
+# -- the bearer and headers --------------------------------------------------------------------
+
+
+def test_sets_the_bearer_and_editor_headers_replacing_a_client_authorization() -> None:
+    auth, host = sync_auth()
+    rec = Recorder()
+    with httpx2.Client(
+        auth=auth,
+        transport=httpx2.MockTransport(rec),
+        headers={"Authorization": "Bearer sdk-placeholder-key"},
+    ) as client:
+        response = client.post(CHAT, json={"model": "gpt-4o"})
+    assert response.status_code == 200
+    sent = rec.requests[0]
+    assert sent.headers.get_list("authorization") == [bearer_of(host, 0)]
+    assert sent.headers["editor-version"] == "tests/1.0"
+    assert sent.headers["copilot-integration-id"] == "tests"
+    assert "sdk-placeholder-key" not in str(sent.headers.raw)
+    # httpx2 masks the bearer in reprs.
+    assert host.issued[0].token.reveal() not in repr(sent.headers)
+
+
+def test_a_per_request_authorization_is_replaced_too() -> None:
+    auth, host = sync_auth()
+    rec = Recorder()
+    with httpx2.Client(auth=auth, transport=httpx2.MockTransport(rec)) as client:
+        client.get(ORIGIN + "/models", headers={"authorization": "token not-this-one"})
+    assert rec.bearers == [bearer_of(host, 0)]
+
+
+def test_warm_requests_reuse_the_session() -> None:
+    auth, host = sync_auth()
+    rec = Recorder()
+    with httpx2.Client(auth=auth, transport=httpx2.MockTransport(rec)) as client:
+        for _ in range(20):
+            client.get(ORIGIN + "/models")
+    assert host.exchanges == 1
+    assert set(rec.bearers) == {bearer_of(host, 0)}
+
+
+def test_a_host_may_not_add_authorization_itself() -> None:
+    host = CountingHost()
+    resolver = SessionResolver(host, ENDPOINT, clock=host.clock)
+    with pytest.raises(ValueError):
+        CopilotAuth(resolver, ENDPOINT, {"Authorization": "x"})
+
+
+def test_auth_and_resolver_must_agree_on_the_endpoint() -> None:
+    host = CountingHost()
+    resolver = SessionResolver(host, ENDPOINT, clock=host.clock)
+    with pytest.raises(OriginError) as info:
+        CopilotAuth(resolver, OTHER_ENDPOINT, {})
+    assert info.value.code == "origin_mismatch"
+
+
+# -- 401 ---------------------------------------------------------------------------------------
+
+
+def test_401_once_re_exchanges_and_one_retry_succeeds_with_the_same_body() -> None:
+    auth, host = sync_auth()
+    rec = Recorder(lambda n: 401 if n == 1 else 200)
+    with httpx2.Client(auth=auth, transport=httpx2.MockTransport(rec)) as client:
+        response = client.post(CHAT, json={"messages": [{"role": "user", "content": "hi"}]})
+    assert response.status_code == 200
+    assert len(rec.requests) == 2
+    assert host.exchanges == 2
+    assert rec.bearers == [bearer_of(host, 0), bearer_of(host, 1)]
+    assert rec.bodies[0] == rec.bodies[1] and b"hi" in rec.bodies[1]
+
+
+def test_401_once_with_a_streaming_body_is_retried_with_the_whole_body() -> None:
+    auth, _ = sync_auth()
+    rec = Recorder(lambda n: 401 if n == 1 else 200)
+
+    def body() -> Iterator[bytes]:
+        yield b"part one, "
+        yield b"part two"
+
+    with httpx2.Client(auth=auth, transport=httpx2.MockTransport(rec)) as client:
+        response = client.post(CHAT, content=body())
+    assert response.status_code == 200
+    assert rec.bodies == [b"part one, part two"] * 2
+
+
+def test_401_always_returns_the_401_after_exactly_two_attempts() -> None:
+    auth, host = sync_auth()
+    rec = Recorder(lambda n: 401)
+    with httpx2.Client(auth=auth, transport=httpx2.MockTransport(rec)) as client:
+        response = client.post(CHAT, json={})
+    assert response.status_code == 401
+    assert len(rec.requests) == 2
+    assert host.exchanges == 2
+
+
+def test_concurrent_401s_for_one_session_cost_one_re_exchange() -> None:
+    auth, host = sync_auth()
+    first_session_seen = threading.Event()
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        if request.headers["authorization"] == bearer_of(host, 0):
+            first_session_seen.set()
+            return httpx2.Response(401)
+        return httpx2.Response(200)
+
+    with httpx2.Client(auth=auth, transport=httpx2.MockTransport(handler)) as client:
+        client.get(ORIGIN + "/models")  # warm: first session, 401, second session
+        assert host.exchanges == 2
+        host.exchanges = 0
+        barrier = threading.Barrier(16)
+        statuses: list[int] = []
+
+        def call() -> None:
+            barrier.wait(5)
+            statuses.append(client.get(ORIGIN + "/models").status_code)
+
+        threads = [threading.Thread(target=call) for _ in range(16)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(10)
+    assert statuses == [200] * 16
+    assert host.exchanges == 0  # the second session was never thrown away
+
+
+def test_late_401s_do_not_discard_a_newer_session() -> None:
+    auth, host = sync_auth()
+    resolver = auth._resolver
+    old = resolver.get()  # type: ignore[union-attr]
+    new = resolver.refresh()  # type: ignore[union-attr]
+    calls = 0
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        nonlocal calls
+        calls += 1
+        return httpx2.Response(200)
+
+    # A 401 for the old session arriving now (through the auth's own path) keeps the new.
+    resolver.invalidate(old)
+    with httpx2.Client(auth=auth, transport=httpx2.MockTransport(handler)) as client:
+        client.get(ORIGIN + "/models")
+    assert resolver.get() is new  # type: ignore[union-attr]
+    assert host.exchanges == 2
+
+
+# -- the origin fence --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://evil.example/chat/completions",
+        "https://api.githubcopilot.com/chat/completions",  # another allowlisted origin
+        "http://api.individual.githubcopilot.com/chat/completions",  # downgraded scheme
+        "https://api.individual.githubcopilot.com:8443/chat/completions",  # another port
+        "https://api.individual.githubcopilot.com.evil.example/x",
+    ],
+)
+def test_requests_for_any_other_origin_are_refused_before_anything_is_sent(url: str) -> None:
+    auth, host = sync_auth()
+    rec = Recorder()
+    with (
+        httpx2.Client(auth=auth, transport=httpx2.MockTransport(rec)) as client,
+        pytest.raises(OriginError) as info,
+    ):
+        client.get(url)
+    assert info.value.code == "origin_mismatch"
+    assert rec.requests == []
+    assert host.exchanges == 0  # not even a session was fetched
+
+
+def test_the_default_port_spelled_out_is_the_same_origin() -> None:
+    auth, _ = sync_auth()
+    rec = Recorder()
+    with httpx2.Client(auth=auth, transport=httpx2.MockTransport(rec)) as client:
+        assert client.get("https://API.Individual.GitHubCopilot.com:443/models").status_code == 200
+
+
+def test_a_redirect_away_from_the_origin_never_carries_the_bearer_and_is_refused() -> None:
+    auth, host = sync_auth()
+    seen: list[httpx2.Request] = []
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        seen.append(request)
+        if request.url.host == "api.individual.githubcopilot.com":
+            return httpx2.Response(307, headers={"Location": "https://collector.example/steal"})
+        return httpx2.Response(200)
+
+    with (
+        httpx2.Client(
+            auth=auth, transport=httpx2.MockTransport(handler), follow_redirects=True
+        ) as client,
+        pytest.raises(OriginError),
+    ):
+        client.post(CHAT, json={})
+    assert [r.url.host for r in seen] == ["api.individual.githubcopilot.com", "collector.example"]
+    assert "authorization" not in seen[1].headers
+    token = host.issued[0].token.reveal()
+    assert all(token not in str(v) for v in seen[1].headers.values())
+
+
+def test_a_same_origin_redirect_is_followed() -> None:
+    auth, host = sync_auth()
+    rec_paths: list[str] = []
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        rec_paths.append(request.url.path)
+        if request.url.path == "/old":
+            return httpx2.Response(308, headers={"Location": "/new"})
+        assert request.headers["authorization"] == bearer_of(host, 0)
+        return httpx2.Response(200)
+
+    with httpx2.Client(
+        auth=auth, transport=httpx2.MockTransport(handler), follow_redirects=True
+    ) as client:
+        assert client.get(ORIGIN + "/old").status_code == 200
+    assert rec_paths == ["/old", "/new"]
+
+
+# -- AsyncClient, and the cross combinations ---------------------------------------------------
+
+
+def test_async_client_with_an_async_resolver_and_a_401_retry() -> None:
+    auth, host = async_auth()
+    rec = Recorder(lambda n: 401 if n == 1 else 200)
+
+    async def main() -> httpx2.Response:
+        async with httpx2.AsyncClient(
+            auth=auth,
+            transport=httpx2.MockTransport(rec),
+            headers={"Authorization": "Bearer placeholder"},
+        ) as client:
+            return await client.post(CHAT, json={"q": 1})
+
+    response = asyncio.run(main())
+    assert response.status_code == 200
+    assert rec.bearers == [bearer_of(host, 0), bearer_of(host, 1)]
+    assert rec.bodies[0] == rec.bodies[1]
+
+
+def test_async_client_401_always_two_attempts() -> None:
+    auth, host = async_auth()
+    rec = Recorder(lambda n: 401)
+
+    async def main() -> int:
+        async with httpx2.AsyncClient(auth=auth, transport=httpx2.MockTransport(rec)) as client:
+            return (await client.get(ORIGIN + "/models")).status_code
+
+    assert asyncio.run(main()) == 401
+    assert len(rec.requests) == 2 and host.exchanges == 2
+
+
+def test_async_client_refuses_other_origins() -> None:
+    auth, _ = async_auth()
+    rec = Recorder()
+
+    async def main() -> None:
+        async with httpx2.AsyncClient(auth=auth, transport=httpx2.MockTransport(rec)) as client:
+            await client.get("https://elsewhere.example/")
+
+    with pytest.raises(OriginError):
+        asyncio.run(main())
+    assert rec.requests == []
+
+
+def test_a_blocking_resolver_in_an_async_client_exchanges_off_the_loop_only() -> None:
+    host = CountingHost()
+    exchange_threads: list[int] = []
+    availability_threads: list[int] = []
+    exchange, availability = host.exchange, host.availability
+
+    def tracked_exchange(who: ch.LoginIdentity) -> ch.CopilotSession:
+        exchange_threads.append(threading.get_ident())
+        return exchange(who)
+
+    def tracked_availability() -> ch.LoginIdentity | None:
+        availability_threads.append(threading.get_ident())
+        return availability()
+
+    host.exchange = tracked_exchange  # type: ignore[method-assign]
+    host.availability = tracked_availability  # type: ignore[method-assign]
+    auth, _ = sync_auth(host)
+    rec = Recorder()
+
+    async def main() -> int:
+        async with httpx2.AsyncClient(auth=auth, transport=httpx2.MockTransport(rec)) as client:
+            await client.get(ORIGIN + "/models")
+            availability_threads.clear()
+            for _ in range(5):
+                await client.get(ORIGIN + "/models")
+        return threading.get_ident()
+
+    loop_thread = asyncio.run(main())
+    assert exchange_threads and all(t != loop_thread for t in exchange_threads)
+    # Warm requests stay on the loop: no thread hop for a usable session.
+    assert availability_threads == [loop_thread] * 5
+    assert host.exchanges == 1
+    assert set(rec.bearers) == {bearer_of(host, 0)}
+
+
+def test_an_async_resolver_in_a_blocking_client_serves_a_usable_session() -> None:
+    auth, host = async_auth()
+    asyncio.run(auth._resolver.get())  # type: ignore[misc]
+    rec = Recorder()
+    with httpx2.Client(auth=auth, transport=httpx2.MockTransport(rec)) as client:
+        assert client.get(ORIGIN + "/models").status_code == 200
+    assert rec.bearers == [bearer_of(host, 0)]
+
+
+def test_an_async_resolver_in_a_blocking_client_without_a_loop_says_what_to_do() -> None:
+    auth, host = async_auth()
+    rec = Recorder()
+    with (
+        httpx2.Client(auth=auth, transport=httpx2.MockTransport(rec)) as client,
+        pytest.raises(SessionError) as info,
+    ):
+        client.get(ORIGIN + "/models")
+    assert info.value.code == "refresh_needs_loop"
+    assert rec.requests == [] and host.exchanges == 0
