@@ -1,0 +1,191 @@
+"""Keyring backends that fail, are locked, hang, or are not recommended."""
+
+from __future__ import annotations
+
+import base64
+import os
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import keyring
+import keyring.backend
+import keyring.backends.fail
+import keyring.backends.null
+import keyring.errors
+import pytest
+
+from copilot_host import KeyringUnavailableError
+from copilot_host.store import CredentialStore
+from tests.conftest import MemoryKeyring
+from tests.store._support import canary_token, files_under
+
+
+class LockedKeyring(keyring.backend.KeyringBackend):
+    priority = 5  # type: ignore[assignment]
+
+    def get_password(self, service: str, username: str) -> str | None:
+        raise keyring.errors.KeyringLocked("Failed to unlock the collection!")
+
+    def set_password(self, service: str, username: str, password: str) -> None:
+        raise keyring.errors.KeyringLocked("Failed to unlock the collection!")
+
+    def delete_password(self, service: str, username: str) -> None:
+        raise keyring.errors.KeyringLocked("Failed to unlock the collection!")
+
+
+class HangingKeyring(keyring.backend.KeyringBackend):
+    """Every call sleeps 30 s (until the test releases it), like a prompt nobody answers."""
+
+    priority = 5  # type: ignore[assignment]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = threading.Event()
+        self.calls = 0
+
+    def _hang(self) -> None:
+        self.calls += 1
+        self.release.wait(30)
+
+    def get_password(self, service: str, username: str) -> str | None:
+        self._hang()
+        return None
+
+    def set_password(self, service: str, username: str, password: str) -> None:
+        self._hang()
+
+    def delete_password(self, service: str, username: str) -> None:
+        self._hang()
+
+
+class ExplodingKeyring(MemoryKeyring):
+    def set_password(self, service: str, username: str, password: str) -> None:
+        raise RuntimeError(f"backend echoed the password {password}")
+
+
+class LowPriorityKeyring(MemoryKeyring):
+    priority = 0.5  # type: ignore[assignment]
+
+
+@pytest.fixture
+def hanging() -> Iterator[HangingKeyring]:
+    backend = HangingKeyring()
+    keyring.set_keyring(backend)
+    yield backend
+    backend.release.set()  # let the abandoned worker threads finish
+
+
+@pytest.mark.parametrize(
+    "backend",
+    [keyring.backends.fail.Keyring(), keyring.backends.null.Keyring(), LowPriorityKeyring()],
+    ids=["fail", "null", "not-recommended"],
+)
+def test_no_usable_keyring_writes_nothing_and_names_the_key_file_choice(
+    copilot_home: Path, backend: keyring.backend.KeyringBackend
+) -> None:
+    keyring.set_keyring(backend)
+    with pytest.raises(KeyringUnavailableError) as caught:
+        CredentialStore().save("octocat", canary_token())
+    assert caught.value.code == "keyring_unavailable"
+    assert "--key-file" in str(caught.value)
+    assert "nothing was saved" in str(caught.value)
+    assert os.listdir(copilot_home) == []
+    # The explicit choice works without any keyring.
+    store = CredentialStore()
+    who = store.save("octocat", canary_token(), key_file=True)
+    assert store.load()[0] == who
+    assert store.delete() is True
+
+
+def test_locked_keyring_is_a_clear_error_and_nothing_is_written(copilot_home: Path) -> None:
+    keyring.set_keyring(LockedKeyring())
+    with pytest.raises(KeyringUnavailableError) as caught:
+        CredentialStore().save("octocat", canary_token())
+    assert caught.value.code == "keyring_locked"
+    assert "unlock" in str(caught.value)
+    assert os.listdir(copilot_home) == []
+
+
+def test_locked_keyring_on_load_keeps_the_record(
+    copilot_home: Path, memory_keyring: MemoryKeyring
+) -> None:
+    store = CredentialStore()
+    who = store.save("octocat", canary_token())
+    keyring.set_keyring(LockedKeyring())
+    with pytest.raises(KeyringUnavailableError) as caught:
+        store.load()
+    assert caught.value.code == "keyring_locked"
+    assert store.set_aside() == ()
+    assert store.availability() == who  # status still works: no key needed
+    keyring.set_keyring(memory_keyring)
+    assert store.load()[0] == who
+
+
+def test_hanging_keyring_fails_well_before_the_call_returns(
+    copilot_home: Path, hanging: HangingKeyring
+) -> None:
+    started = time.monotonic()
+    with pytest.raises(KeyringUnavailableError) as caught:
+        CredentialStore().save("octocat", canary_token())  # the default 3 s bound
+    elapsed = time.monotonic() - started
+    assert elapsed < 15, elapsed  # the hung call would take 30 s
+    assert caught.value.code == "keyring_timeout"
+    assert "--key-file" in str(caught.value)
+    assert os.listdir(copilot_home) == []
+    assert hanging.calls == 1
+
+
+def test_hanging_keyring_on_load_and_delete(
+    copilot_home: Path, memory_keyring: MemoryKeyring, hanging: HangingKeyring
+) -> None:
+    keyring.set_keyring(memory_keyring)
+    store = CredentialStore(keyring_timeout=0.2)
+    who = store.save("octocat", canary_token())
+    keyring.set_keyring(hanging)
+    with pytest.raises(KeyringUnavailableError) as caught:
+        store.load()
+    assert caught.value.code == "keyring_timeout"
+    assert store.availability() == who
+    assert store.set_aside() == ()
+    # Logging out still removes the record; the orphaned key protects nothing.
+    assert store.delete() is True
+    assert store.availability() is None
+
+
+def test_backend_errors_never_reach_the_message(copilot_home: Path) -> None:
+    keyring.set_keyring(ExplodingKeyring())
+    with pytest.raises(KeyringUnavailableError) as caught:
+        CredentialStore().save("octocat", canary_token())
+    assert "RuntimeError" in str(caught.value)
+    assert "echoed" not in str(caught.value)
+    assert caught.value.__cause__ is None
+    assert caught.value.__context__ is None
+    assert os.listdir(copilot_home) == []
+
+
+def test_working_keyring_never_puts_the_key_on_disk(
+    copilot_home: Path, memory_keyring: MemoryKeyring
+) -> None:
+    store = CredentialStore()
+    token = canary_token()
+    who = store.save("octocat", token)
+    store.load()
+    encoded = memory_keyring.items[("copilot-host", who.login_id)]
+    key = base64.b64decode(encoded)
+    assert len(key) == 32
+    for path, data in files_under(copilot_home):
+        assert key not in data, path
+        assert encoded.encode() not in data, path
+        assert key.hex().encode() not in data, path
+
+
+def test_keyring_is_not_consulted_for_key_file_logins(
+    copilot_home: Path, hanging: HangingKeyring
+) -> None:
+    store = CredentialStore(keyring_timeout=0.2)
+    who = store.save("octocat", canary_token(), key_file=True)
+    assert store.load()[0] == who
+    assert store.delete() is True
+    assert hanging.calls == 0
