@@ -1,29 +1,38 @@
 """The ``copilot-host`` group: global options, error discipline, exit codes.
 
-Commands live in their own modules and import the library inside the command function,
-so ``--help``, ``--version`` and ``status`` start without httpx2, authlib, keyring or
-cryptography.
+Start-up is kept close to bare click: each command's module is imported only when that
+command runs (``--help`` lists them from the table below, ``--version`` needs none), and
+commands import the library inside the command function, so ``--help``, ``--version``
+and ``status`` start without httpx2, authlib, keyring or cryptography.
 """
 
 from __future__ import annotations
 
-import logging
+import importlib
 from typing import Any
 
 import click
 
 from copilot_host._version import __version__
 
-from ._demo import demo
 from ._failure import EXIT_FAILED, CliFailure, Interrupted, Problem
 from ._logging import LOGGER_NAME, configure_logging
-from ._login import login
-from ._logout import logout
-from ._models import models
 from ._seam import error_sink, output
-from ._status import status
 
-__all__ = ["main"]
+__all__ = ["COMMANDS", "main"]
+
+# name -> (module, the first line of its help). A test keeps the help text here equal to
+# the command's own docstring, so the listing cannot drift from the commands.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "demo": ("_demo", "Run the whole journey against a built-in GitHub emulator."),
+    "login": ("_login", "Log in to GitHub with a one-time code; keep the login encrypted."),
+    "logout": ("_logout", "Remove the stored GitHub credential and its key from this machine."),
+    "models": (
+        "_models",
+        "List the Copilot models this login can use.",
+    ),
+    "status": ("_status", "Show who is logged in and how the login is protected."),
+}
 
 _DEBUG_KEY = "copilot_host_cli.debug"
 
@@ -48,7 +57,21 @@ def _problem_of(exc: BaseException) -> Problem | None:
 
 
 class CopilotHostGroup(click.Group):
-    """Turns every failure into one stderr line (and a JSON error when asked) + exit code."""
+    """Lazy commands; every failure becomes one stderr line (+ JSON when asked) + exit code."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            module = importlib.import_module(f"{__package__}.{COMMANDS[cmd_name][0]}")
+            self.add_command(getattr(module, cmd_name), cmd_name)
+        return self.commands.get(cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, COMMANDS[name][1]) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -90,6 +113,8 @@ class CopilotHostGroup(click.Group):
     @staticmethod
     def _report(ctx: click.Context, exc: BaseException, problem: Problem) -> None:
         if ctx.meta.get(_DEBUG_KEY):
+            import logging
+
             logging.getLogger(LOGGER_NAME).debug("failure details", exc_info=exc)
         sink = error_sink(ctx)
         if sink is not None:
@@ -138,10 +163,3 @@ def main(ctx: click.Context, debug: bool) -> None:
     """
     ctx.meta[_DEBUG_KEY] = debug
     ctx.call_on_close(configure_logging(debug))
-
-
-main.add_command(login)
-main.add_command(logout)
-main.add_command(status)
-main.add_command(models)
-main.add_command(demo)

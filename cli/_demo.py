@@ -188,7 +188,7 @@ def _journey(out: Output, steps: _Steps, home: Path, stack: ExitStack) -> None:
 
 @click.command(epilog=_EPILOG)
 def demo() -> None:
-    """Run the whole journey against a built-in GitHub emulator, step by step.
+    """Run the whole journey against a built-in GitHub emulator.
 
     Device code, simulated authorization, encrypted storage, model registration, one
     Chat Completions and one Responses request through route.auth, and logout: all

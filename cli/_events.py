@@ -17,7 +17,6 @@ No event ever carries a secret: the device code and the tokens stay in the proce
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 from ._failure import Problem
@@ -30,6 +29,8 @@ EVENT_VERSION = 1
 
 def iso_utc(epoch: float) -> str:
     """RFC 3339 UTC with a ``Z``, whole seconds: easy to parse in any language."""
+    from datetime import UTC, datetime
+
     return datetime.fromtimestamp(int(epoch), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 

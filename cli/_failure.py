@@ -6,9 +6,8 @@ Exit codes: 0 ok, 1 the operation failed (``status``: not logged in), 2 usage er
 
 from __future__ import annotations
 
-import signal
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 __all__ = [
     "EXIT_FAILED",
@@ -31,8 +30,7 @@ def exit_code_for_signal(signum: int) -> int:
     return 128 + int(signum)
 
 
-@dataclass(frozen=True, slots=True)
-class Problem:
+class Problem(NamedTuple):
     """What a failure tells people (one line) and programs (a stable code)."""
 
     code: str
@@ -61,6 +59,8 @@ class Interrupted(Exception):
         super().__init__(message)
         self.signum = signum
         if code is None:
+            import signal
+
             code = "interrupted" if signum == signal.SIGINT else "terminated"
         self.problem = Problem(code, message)
         self.exit_code = exit_code_for_signal(signum)

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Sequence
-from datetime import datetime
 
 __all__ = ["ago", "clock_time", "local_time", "mmss", "table", "width"]
 
@@ -24,6 +22,8 @@ def clock_time(seconds: float) -> str:
 
 def local_time(epoch: float) -> str:
     """``2025-01-01 12:00 CET`` in the local time zone."""
+    from datetime import datetime
+
     return datetime.fromtimestamp(epoch).astimezone().strftime("%Y-%m-%d %H:%M %Z").strip()
 
 
@@ -41,6 +41,8 @@ def ago(epoch: float, now: float) -> str:
 
 def width(text: str) -> int:
     """Terminal columns: wide East Asian characters take two."""
+    import unicodedata
+
     return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
 
 

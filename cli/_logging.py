@@ -8,7 +8,6 @@ filter scrubbed them, so no level and no traceback can put a token on the termin
 
 from __future__ import annotations
 
-import logging
 import sys
 from collections.abc import Callable
 
@@ -17,20 +16,21 @@ __all__ = ["LOGGER_NAME", "configure_logging"]
 LOGGER_NAME = "copilot_host_cli"
 
 
-class _StderrHandler(logging.Handler):
-    """Writes to whatever ``sys.stderr`` is now (test runners swap it per invocation)."""
-
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            sys.stderr.write(self.format(record) + "\n")
-            sys.stderr.flush()
-        except Exception:
-            self.handleError(record)
-
-
 def configure_logging(debug: bool) -> Callable[[], None]:
     """Attach a redacting stderr handler to the root logger; returns its undo."""
+    import logging  # not at import time: --help and --version never log
+
     from copilot_host._redact import RedactingFilter, install_redaction
+
+    class _StderrHandler(logging.Handler):
+        """Writes to whatever ``sys.stderr`` is now (test runners swap it per run)."""
+
+        def emit(self, record: logging.LogRecord) -> None:
+            try:
+                sys.stderr.write(self.format(record) + "\n")
+                sys.stderr.flush()
+            except Exception:
+                self.handleError(record)
 
     root = logging.getLogger()
     handler = _StderrHandler()

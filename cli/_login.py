@@ -39,7 +39,7 @@ Examples:
     help="With no usable OS keyring, keep the data key in a 0600 file beside the store.",
 )
 def login(headless: bool, as_json: bool, force: bool, key_file: bool) -> None:
-    """Log in to GitHub with a one-time code and keep the login encrypted here.
+    """Log in to GitHub with a one-time code; keep the login encrypted.
 
     Shows a code to enter at https://github.com/login/device (and, unless --headless,
     opens that page in your browser), waits for you to authorize, checks that the

@@ -53,7 +53,7 @@ def _tokens(n: int | None) -> str:
 @click.command(epilog=_EPILOG)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
 def models(as_json: bool) -> None:
-    """List the Copilot models this login can use, as an application would see them.
+    """List the Copilot models this login can use.
 
     Registers the account's models into a fresh, empty catalog (exactly what an
     application's register_models call does) and prints each route.

@@ -8,7 +8,6 @@ https://no-color.org: ``NO_COLOR`` set to anything non-empty turns it off everyw
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Mapping
@@ -65,6 +64,8 @@ class Output:
 
     def json(self, document: Mapping[str, Any]) -> None:
         """One JSON document (or event) per line; flushed so a reading program sees it now."""
+        import json  # only --json outputs pay for it
+
         self.end_live()
         line = json.dumps(document, ensure_ascii=False, separators=(",", ":"))
         click.echo(line)

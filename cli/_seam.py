@@ -9,8 +9,7 @@ always talks to GitHub.com through the adapter's fixed URLs.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import click
 
@@ -43,9 +42,11 @@ JSON_VERSION = 1
 HostFactory = Callable[..., "GitHubCopilotHost"]
 
 
-@dataclass(frozen=True, slots=True)
-class CliSeam:
-    """What a test may substitute. ``None`` everywhere means the real thing."""
+class CliSeam(NamedTuple):
+    """What a test may substitute. ``None`` everywhere means the real thing.
+
+    (A NamedTuple rather than a dataclass: immutable, and ``dataclasses`` stays out of
+    the start-up of ``--help`` and ``--version``.)"""
 
     host_factory: HostFactory | None = None
     # Replaces webbrowser.open (returns whether a browser opened).

@@ -24,7 +24,24 @@ def test_main_is_a_click_group() -> None:
     import click
 
     assert isinstance(main, click.Group)
-    assert sorted(main.commands) == sorted(COMMANDS)
+    ctx = click.Context(main)
+    assert main.list_commands(ctx) == sorted(COMMANDS)
+    for name in COMMANDS:
+        command = main.get_command(ctx, name)
+        assert isinstance(command, click.Command)
+        assert command.name == name
+    assert main.get_command(ctx, "nope") is None
+
+
+def test_listing_matches_each_commands_own_help() -> None:
+    import click
+    from copilot_host_cli._app import COMMANDS as TABLE
+
+    ctx = click.Context(main)
+    for name, (_module, short) in TABLE.items():
+        command = main.get_command(ctx, name)
+        assert command is not None and command.help is not None
+        assert command.help.splitlines()[0] == short
 
 
 def test_version_prints_the_constant(cli: Cli) -> None:
