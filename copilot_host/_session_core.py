@@ -24,11 +24,19 @@ import copy
 import enum
 import logging
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from ._clock import Clock
-from ._errors import LoginChangedError, NotLoggedInError, OriginError, SessionError
+from ._clock import Clock, SystemClock
+from ._errors import (
+    LoginChangedError,
+    NotLoggedInError,
+    OriginError,
+    ResponseError,
+    SessionError,
+)
 from ._origin import CopilotEndpoint
 from ._policy import RefreshPolicy, SessionState
 from ._redact import register_secret
@@ -119,9 +127,11 @@ class SessionCore:
         "_generation",
         "_hot",
         "_lock",
+        "_monotonic",
         "_policy",
         "_retry_after",
         "_session",
+        "_time",
     )
 
     def __init__(
@@ -134,6 +144,14 @@ class SessionCore:
         self._lock = threading.Lock()
         self._endpoint = endpoint
         self._clock = clock
+        # The hot path reads the clocks on every call: skip two Python-level hops when the
+        # clock is the system one.
+        self._monotonic: Callable[[], float] = (
+            time.monotonic if type(clock) is SystemClock else clock.monotonic
+        )
+        self._time: Callable[[], float] = (
+            time.time if type(clock) is SystemClock else clock.time
+        )
         self._policy = policy
         self._session: CopilotSession | None = None
         # (session, identity, fresh until monotonic, fresh until wall): what the lock-free
@@ -144,6 +162,7 @@ class SessionCore:
         self._retry_after = float("-inf")
         if initial is not None:
             self._check_endpoint(initial)
+            _check_token(initial)
             self._install(initial)
 
     # -- reading ----------------------------------------------------------------------------
@@ -155,10 +174,13 @@ class SessionCore:
     def hot(self, identity: LoginIdentity | None) -> CopilotSession | None:
         """The current session if it is FRESH for ``identity``; lock-free, the common path."""
         hot = self._hot
-        if hot is not None and (hot[1] is identity or hot[1] == identity):
-            clock = self._clock
-            if clock.monotonic() < hot[2] and clock.time() < hot[3]:
-                return hot[0]
+        if (
+            hot is not None
+            and (hot[1] is identity or hot[1] == identity)
+            and self._monotonic() < hot[2]
+            and self._time() < hot[3]
+        ):
+            return hot[0]
         return None
 
     def describe(self) -> str:
@@ -315,7 +337,8 @@ class SessionCore:
             )
         try:
             self._check_endpoint(result)
-        except OriginError as exc:
+            _check_token(result)
+        except (OriginError, ResponseError) as exc:
             return Landing(Outcome.FAILED, error=exc)
         self._install(result)
         log.debug(
@@ -355,6 +378,16 @@ class SessionCore:
                 f"{self._endpoint.origin}; register the models again",
                 code="origin_mismatch",
             )
+
+
+def _check_token(session: CopilotSession) -> None:
+    # The token goes into an HTTP header verbatim: printable ASCII only, so it can neither
+    # break the header encoding nor inject another header line.
+    token = session.token.reveal()
+    if not token or not (token.isascii() and token.isprintable()) or " " in token:
+        raise ResponseError(
+            "the host returned a session token that cannot be sent in an HTTP header"
+        )
 
 
 def settle(landing: Landing, plan: Plan) -> CopilotSession | None:
