@@ -419,6 +419,9 @@ class _Handler(BaseHTTPRequestHandler):
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    # Tests fire dozens of concurrent requests; the stdlib default backlog of 5 would reset
+    # some of them before a thread accepts them.
+    request_queue_size = 256
     # Requests in flight when the emulator stops are abandoned, not waited for.
     block_on_close = False
 

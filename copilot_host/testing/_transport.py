@@ -16,16 +16,23 @@ __all__ = ["AsyncLoopbackTransport", "LoopbackTransport"]
 
 def _rewrite(
     request: httpx2.Request, port: int, routed: frozenset[str], refuse: Callable[[str], None]
-) -> None:
+) -> httpx2.Request:
     url = request.url
     if url.scheme != "https" or url.host not in routed or url.port not in (None, 443):
         refuse(str(url.copy_with(query=None)))
         raise httpx2.ConnectError(
             f"the GitHub emulator does not route {url.scheme}://{url.host}", request=request
         )
-    # The Host header keeps the real name (httpx2 set it from the original URL), so the
-    # emulator knows which service was addressed.
-    request.url = url.copy_with(scheme="http", host="127.0.0.1", port=port)
+    # A copy, so an auth flow that resends the caller's request (a 401 retry) still sees
+    # the real URL. The Host header keeps the real name (httpx2 set it from the original
+    # URL), so the emulator knows which service was addressed.
+    return httpx2.Request(
+        request.method,
+        url.copy_with(scheme="http", host="127.0.0.1", port=port),
+        headers=request.headers,
+        stream=request.stream,
+        extensions=request.extensions,
+    )
 
 
 class LoopbackTransport(httpx2.BaseTransport):
@@ -36,8 +43,7 @@ class LoopbackTransport(httpx2.BaseTransport):
         self._inner = httpx2.HTTPTransport()
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
-        _rewrite(request, self._port, self._routed, self._refuse)
-        return self._inner.handle_request(request)
+        return self._inner.handle_request(_rewrite(request, self._port, self._routed, self._refuse))
 
     def close(self) -> None:
         self._inner.close()
@@ -51,8 +57,9 @@ class AsyncLoopbackTransport(httpx2.AsyncBaseTransport):
         self._inner = httpx2.AsyncHTTPTransport()
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        _rewrite(request, self._port, self._routed, self._refuse)
-        return await self._inner.handle_async_request(request)
+        return await self._inner.handle_async_request(
+            _rewrite(request, self._port, self._routed, self._refuse)
+        )
 
     async def aclose(self) -> None:
         await self._inner.aclose()
