@@ -383,3 +383,83 @@ def test_an_async_resolver_in_a_blocking_client_without_a_loop_says_what_to_do()
         client.get(ORIGIN + "/models")
     assert info.value.code == "refresh_needs_loop"
     assert rec.requests == [] and host.exchanges == 0
+
+
+# -- header handling ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "client_headers",
+    [
+        {},
+        {"AUTHORIZATION": "Bearer placeholder", "editor-version": "stale/0"},
+        {"X-Trace": "abc", "User-Agent": "custom/1"},
+    ],
+)
+def test_fast_header_path_matches_the_public_one(client_headers: dict[str, str]) -> None:
+    import copilot_host._auth as auth_module
+
+    assert auth_module._FAST_HEADERS  # the layout probe recognises this httpx2
+    host = CountingHost()
+    host_headers = {**host.request_headers(), "User-Agent": "tests-agent/2"}
+    resolver = SessionResolver(host, ENDPOINT, clock=host.clock)
+    auth = CopilotAuth(resolver, ENDPOINT, host_headers)
+    session = resolver.get()
+
+    def build() -> httpx2.Request:
+        return httpx2.Request("POST", CHAT, headers=client_headers, json={"a": 1})
+
+    fast = build()
+    auth._apply(fast, session)
+    slow = build()
+    slow.headers["Authorization"] = "Bearer " + session.token.reveal()
+    for name, value in host_headers.items():
+        slow.headers[name] = value
+    assert dict(fast.headers) == dict(slow.headers)
+    assert sorted(k.lower() for k, _ in fast.headers.raw) == sorted(
+        k.lower() for k, _ in slow.headers.raw
+    )
+    assert fast.headers.get_list("authorization") == [bearer_of(host, 0)]
+    assert fast.headers.get_list("user-agent") == ["tests-agent/2"]
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"Editor-Version": "x\r\nX-Injected: 1"},
+        {"Editor-Version": "caf\u00e9"},
+        {"Bad Name": "1"},
+        {"Host": "elsewhere.example"},
+        {"Proxy-Authorization": "Basic x"},
+        {"Editor-Version": "1", "editor-version": "2"},
+    ],
+)
+def test_host_headers_are_vetted(headers: dict[str, str]) -> None:
+    host = CountingHost()
+    resolver = SessionResolver(host, ENDPOINT, clock=host.clock)
+    with pytest.raises(ValueError):
+        CopilotAuth(resolver, ENDPOINT, headers)
+
+
+@pytest.mark.parametrize("bad", ["tid=abc\r\nX-Injected: 1", "tid=\u00e9t\u00e9", "two words", ""])
+def test_a_token_that_cannot_go_in_a_header_is_refused(bad: str) -> None:
+    host = CountingHost()
+    mint = host._mint
+
+    def exchange(who: ch.LoginIdentity) -> ch.CopilotSession:
+        session = mint(who)
+        return ch.CopilotSession(
+            token=ch.Secret(bad),
+            identity=session.identity,
+            endpoint=session.endpoint,
+            received_at=session.received_at,
+            refresh_at=session.refresh_at,
+            expires_at=session.expires_at,
+            expires_at_wall=session.expires_at_wall,
+        )
+
+    host.exchange = exchange  # type: ignore[method-assign]
+    resolver = SessionResolver(host, ENDPOINT, clock=host.clock)
+    with pytest.raises(ch.ResponseError) as info:
+        resolver.get()
+    assert bad not in info.value.message or not bad
