@@ -5,7 +5,6 @@ from __future__ import annotations
 import ipaddress
 import re
 from dataclasses import dataclass
-from importlib import resources
 
 from ._errors import OriginError
 from ._text import clean
@@ -191,6 +190,10 @@ def default_allowlist() -> OriginAllowlist:
     """The fixed list of Copilot inference origins shipped in the wheel."""
     global _default  # noqa: PLW0603 - a read-only, load-once cache
     if _default is None:
+        # Imported here: importlib.resources (and the tempfile machinery it pulls in) is
+        # a measurable share of the CLI's start-up, and only this loader needs it.
+        from importlib import resources
+
         text = (
             resources.files("copilot_host.allowlists")
             .joinpath("inference-origins.txt")

@@ -9,11 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from ._model import ModelSpec
-from ._origin import CopilotEndpoint
 from ._secret import Secret
+
+if TYPE_CHECKING:
+    # Annotations only: the store's header (and so `copilot-host status`) imports this
+    # module, and origins and models are a measurable share of that start-up.
+    from ._model import ModelSpec
+    from ._origin import CopilotEndpoint
 
 __all__ = [
     "AsyncCopilotHost",
