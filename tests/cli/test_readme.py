@@ -1,0 +1,131 @@
+"""README.md: its opening commands, and every command and snippet it shows, exercised."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from copilot_host.store import CredentialStore
+
+from .conftest import REPO, Cli
+
+README = (REPO / "README.md").read_text(encoding="utf-8")
+OPENING = """```
+pip install . && copilot-host demo
+pip install -e '.[test]' && pytest
+```
+"""
+_BLOCK = re.compile(r"^```(\w*)\n(.*?)^```\n", re.S | re.M)
+
+
+def _blocks(language: str) -> list[str]:
+    return [body for lang, body in _BLOCK.findall(README) if lang == language]
+
+
+def _shell_commands() -> list[list[str]]:
+    """Every ``copilot-host …`` invocation in README's shell blocks, in order."""
+    commands = []
+    for body in [*_blocks(""), *_blocks("sh")]:
+        for line in body.splitlines():
+            for part in line.split("&&"):
+                words = shlex.split(part.split("|")[0], comments=True)
+                if words[:1] == ["copilot-host"]:
+                    commands.append(words[1:])
+    return commands
+
+
+def test_readme_opens_with_the_two_commands() -> None:
+    assert README.startswith(OPENING)
+
+
+def test_readme_shows_every_command() -> None:
+    shown = {args[0] for args in _shell_commands()}
+    assert shown == {"demo", "login", "status", "models", "logout"}
+
+
+def _logged_in(cli: Cli, seam: Any) -> None:
+    if CredentialStore().header() is None:
+        assert cli("login", "--headless", seam=seam).exit_code == 0
+
+
+@pytest.mark.usefixtures("copilot_home")
+@pytest.mark.parametrize("args", _shell_commands(), ids=" ".join)
+def test_readme_command_works(cli: Cli, emulate: Any, args: list[str]) -> None:
+    env = emulate()
+    if args[0] == "login":
+        cli("logout")
+    elif args[0] in ("status", "models", "logout"):
+        _logged_in(cli, env.seam)
+    result = cli(*args, seam=env.seam)
+    assert result.exit_code == 0, result.stderr
+    if "--json" in args:
+        for line in result.stdout.splitlines():
+            json.loads(line)
+
+
+def test_readme_testing_snippet_runs_as_written(tmp_path: Path) -> None:
+    (snippet,) = [b for b in _blocks("python") if "GitHubEmulator" in b]
+    namespace: dict[str, Any] = {}
+    exec(compile(snippet, "README.md", "exec"), namespace)
+    namespace["test_my_app_talks_to_copilot"](tmp_path)
+
+
+class _OpenAIShape:
+    """The slice of ``openai.OpenAI`` the README uses, at the HTTP level: a POST of the
+    chat body to ``base_url + /chat/completions`` through the given ``http_client``."""
+
+    def __init__(self, *, base_url: str, api_key: str, http_client: Any) -> None:
+        self._base = base_url.rstrip("/")
+        self._key = api_key
+        self._http = http_client
+        self.chat = types.SimpleNamespace(completions=types.SimpleNamespace(create=self._create))
+
+    def _create(self, **body: Any) -> Any:
+        response = self._http.post(
+            self._base + "/chat/completions",
+            json=body,
+            headers={"Authorization": f"Bearer {self._key}"},
+        )
+        response.raise_for_status()
+        return response.json()
+
+
+def test_readme_embedding_snippet_against_the_emulator(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The embedding example, pointed at the emulator by rewriting its two I/O lines."""
+    from copilot_host.github import GitHubCopilotHost
+    from copilot_host.testing import GitHubEmulator
+
+    (snippet,) = [b for b in _blocks("python") if "openai.OpenAI" in b]
+    with GitHubEmulator() as emulator:
+        store = CredentialStore(tmp_path / "home")
+        with GitHubCopilotHost(store=store, transport=emulator.transport(), key_file=True) as h:
+            h.login(sleep=lambda _seconds: None)
+        rewritten = snippet.replace(
+            "GitHubCopilotHost()",
+            "GitHubCopilotHost(store=_store, transport=_emulator.transport())",
+        ).replace(
+            "httpx2.Client(auth=route.auth)",
+            "httpx2.Client(auth=route.auth, transport=_emulator.transport())",
+        )
+        assert rewritten.count("_emulator") == 2
+        monkeypatch.setitem(sys.modules, "openai", types.SimpleNamespace(OpenAI=_OpenAIShape))
+        namespace: dict[str, Any] = {"_store": store, "_emulator": emulator}
+        exec(compile(rewritten, "README.md", "exec"), namespace)
+        chats = emulator.requests_to("chat")
+    assert namespace["answer"]["choices"][0]["message"]["content"]
+    printed = capsys.readouterr().out
+    assert "github-copilot/gpt-4.1 openai-chat GPT-4.1" in printed
+    # The placeholder key never left the process: the session bearer replaced it.
+    assert len(chats) == 1
+    authorization = chats[0].headers["authorization"]
+    assert authorization.startswith("Bearer ")
+    assert authorization.removeprefix("Bearer ") in emulator.session_tokens
