@@ -138,3 +138,27 @@ def test_signal_cancel_off_the_main_thread_changes_nothing() -> None:
     thread.start()
     thread.join()
     assert seen == [before]
+
+
+@pytest.mark.parametrize(
+    ("env", "platform", "expected"),
+    [
+        ({"DISPLAY": ":0"}, "linux", True),
+        ({"WAYLAND_DISPLAY": "wayland-0"}, "linux", True),
+        ({}, "linux", False),
+        ({"DISPLAY": ":0", "SSH_CONNECTION": "10.0.0.1 22 10.0.0.2 5555"}, "linux", False),
+        ({}, "darwin", True),
+        ({"SSH_TTY": "/dev/pts/1"}, "darwin", False),
+    ],
+)
+def test_a_browser_is_tried_only_where_one_can_appear(
+    monkeypatch: pytest.MonkeyPatch, env: dict[str, str], platform: str, expected: bool
+) -> None:
+    from copilot_host_cli import _wait
+
+    for name in ("DISPLAY", "WAYLAND_DISPLAY", "SSH_CONNECTION", "SSH_TTY"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr(_wait.sys, "platform", platform)
+    assert _wait.can_open_browser() is expected
