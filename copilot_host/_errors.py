@@ -20,7 +20,7 @@ server text that went through :func:`copilot_host._text.clean`.
   x TransportError                  network_error, timeout        (retryable)
   x ServerError                     server_error, rate_limited    (retryable)
   x ResponseError                   bad_response, response_too_large, oauth_error
-  x SessionError                    session_expired, refresh_failed
+  x SessionError                    session_expired, refresh_failed, refresh_needs_loop
   x StoreError
     + StoreCorruptError             store_corrupt
     + StoreInsecureError            store_insecure
