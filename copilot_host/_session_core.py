@@ -149,9 +149,7 @@ class SessionCore:
         self._monotonic: Callable[[], float] = (
             time.monotonic if type(clock) is SystemClock else clock.monotonic
         )
-        self._time: Callable[[], float] = (
-            time.time if type(clock) is SystemClock else clock.time
-        )
+        self._time: Callable[[], float] = time.time if type(clock) is SystemClock else clock.time
         self._policy = policy
         self._session: CopilotSession | None = None
         # (session, identity, fresh until monotonic, fresh until wall): what the lock-free
