@@ -330,6 +330,9 @@ class EmulatorState:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Headers and body go out in separate writes; with Nagle's algorithm and the client's
+    # delayed ACK each keep-alive answer would stall ~40 ms.
+    disable_nagle_algorithm = True
     server: _Server
 
     def log_message(self, format: str, *args: Any) -> None:
