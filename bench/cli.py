@@ -3,10 +3,11 @@
     python bench/cli.py [--runs N]
 
 Each command runs N times as a fresh process (the installed ``copilot-host`` console
-script); the figure is the median wall time, and the ratio divides it by the median of
-``python -c "import click"`` measured interleaved with it, so machine load affects both
-alike. Targets: --version and --help at most 1.3x, status at most 1.6x. status is timed
-both logged out and logged in (key-file record in a throwaway COPILOT_HOST_HOME).
+script), interleaved with ``python -c "import click"`` so machine load affects both
+alike. The ratio uses the best of N runs (as timeit advises: the minimum is what the
+code costs, the rest is other processes); medians are printed beside it. Targets:
+--version and --help at most 1.3x, status at most 1.6x. status is timed logged out and
+logged in (a key-file record in a throwaway COPILOT_HOST_HOME).
 """
 
 from __future__ import annotations
@@ -72,15 +73,18 @@ def main() -> None:
             for name, (argv, env) in cases.items():
                 samples[name].append(_time(argv, env))
 
-    base = statistics.median(baseline)
-    print(f"python -c 'import click'     {base * 1000:7.1f} ms  (median of {runs})")
+    base, base_median = min(baseline), statistics.median(baseline)
+    print(f"{'':<31}  best of {runs}   median")
+    label = "python -c 'import click'"
+    print(f"{label:<31} {base * 1000:7.1f} ms {base_median * 1000:7.1f} ms")
     for name, values in samples.items():
-        median = statistics.median(values)
-        ratio = median / base
+        best, median = min(values), statistics.median(values)
+        ratio = best / base
         verdict = "ok" if ratio <= TARGETS[name] else "OVER TARGET"
         print(
-            f"copilot-host {name:<18} {median * 1000:7.1f} ms  {ratio:4.2f}x "
-            f"(target {TARGETS[name]}x) {verdict}"
+            f"copilot-host {name:<18} {best * 1000:7.1f} ms {median * 1000:7.1f} ms  "
+            f"{ratio:4.2f}x (median {median / base_median:4.2f}x; "
+            f"target {TARGETS[name]}x) {verdict}"
         )
 
 
