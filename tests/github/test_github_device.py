@@ -368,12 +368,10 @@ def test_ending_answers_store_nothing(
 
 def test_the_person_approves_while_we_wait(store: CredentialStore) -> None:
     with GitHubEmulator(Scenario(auto_approve=False, interval=1)) as emu:
-        polls_seen = threading.Event()
 
         def sleep(seconds: float) -> None:
             if len(emu.requests_to("access_token")) >= 2:
                 emu.authorize()
-            polls_seen.set()
 
         with GitHubCopilotHost(store=store, transport=emu.transport()) as host:
             identity = host.login(sleep=sleep)
@@ -426,7 +424,11 @@ def test_async_login_cancelled_stores_nothing(store: CredentialStore) -> None:
     async def main() -> None:
         with GitHubEmulator(Scenario(auto_approve=False, interval=1)) as emu:
             async with AsyncGitHubCopilotHost(store=store, transport=emu.async_transport()) as host:
-                task = asyncio.create_task(host.login())
+
+                async def quick(seconds: float) -> None:
+                    await asyncio.sleep(0.01)
+
+                task = asyncio.create_task(host.login(sleep=quick))
                 while not emu.requests_to("access_token"):
                     await asyncio.sleep(0.05)
                 task.cancel()
