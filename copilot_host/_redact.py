@@ -15,13 +15,21 @@ from collections.abc import Iterable
 
 from ._secret import Secret
 
-__all__ = ["REDACTED", "RedactingFilter", "install_redaction", "redact", "register_secret"]
+__all__ = [
+    "REDACTED",
+    "TOKEN_SHAPES",
+    "RedactingFilter",
+    "install_redaction",
+    "known_values",
+    "redact",
+    "register_secret",
+]
 
 REDACTED = "[REDACTED]"
 
 # GitHub tokens (gho_, ghu_, ghp_, ghs_, ghr_ and fine-grained github_pat_), Copilot session
 # tokens (semicolon-separated fields starting with tid=), and bearer/token schemes.
-_TOKEN_SHAPES = re.compile(
+TOKEN_SHAPES = re.compile(
     r"""
     \b(?:gh[oupsr]_[A-Za-z0-9_]{16,}|github_pat_[A-Za-z0-9_]{20,})
     | \btid=[^\s"',]+
@@ -33,26 +41,38 @@ _TOKEN_SHAPES = re.compile(
 _lock = threading.Lock()
 # Weak references: registering a secret must not keep it alive after its owner drops it.
 _known: weakref.WeakSet[Secret] = weakref.WeakSet()
+_generation = 0
+_cache: tuple[tuple[int, int], tuple[str, ...]] = ((-1, -1), ())
 
 
 def register_secret(secret: Secret) -> None:
     """Ask the redaction filter to scrub this exact value wherever it appears."""
+    global _generation  # noqa: PLW0603 - guarded by _lock
     if len(secret.reveal()) >= 6:
         with _lock:
-            _known.add(secret)
+            if secret not in _known:
+                _known.add(secret)
+                _generation += 1
 
 
-def _known_values() -> list[str]:
+def known_values() -> tuple[str, ...]:
+    """The registered values, longest first (so a value inside another is masked whole)."""
+    global _cache  # noqa: PLW0603 - guarded by _lock
     with _lock:
-        return sorted((s.reveal() for s in _known), key=len, reverse=True)
+        # Rebuilt only when a secret was added or collected: redaction runs per log record
+        # and validation per model string, so sorting on every call was the hot spot.
+        key = (_generation, len(_known))
+        if _cache[0] != key:
+            _cache = (key, tuple(sorted((s.reveal() for s in _known), key=len, reverse=True)))
+        return _cache[1]
 
 
 def redact(text: str, extra: Iterable[Secret] = ()) -> str:
     """Return ``text`` with registered secrets, ``extra`` and token shapes masked."""
-    for value in [*(s.reveal() for s in extra), *_known_values()]:
+    for value in [*(s.reveal() for s in extra), *known_values()]:
         if value and value in text:
             text = text.replace(value, REDACTED)
-    return _TOKEN_SHAPES.sub(REDACTED, text)
+    return TOKEN_SHAPES.sub(REDACTED, text)
 
 
 class RedactingFilter(logging.Filter):

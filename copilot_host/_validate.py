@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 
 from ._errors import ModelValidationError
 from ._model import ApiProtocol, ModelSpec
-from ._redact import REDACTED, redact
+from ._redact import REDACTED, TOKEN_SHAPES, known_values
 from ._secret import Secret
 
 __all__ = ["MAX_MODELS", "validate_inventory"]
@@ -24,7 +24,7 @@ _MAX_TOKENS = 100_000_000
 def _looks_secret(text: str, secrets: Sequence[str]) -> bool:
     if any(s and s in text for s in secrets):
         return True
-    return redact(text) != text or REDACTED in text or bool(_KEYLIKE.search(text))
+    return bool(TOKEN_SHAPES.search(text)) or REDACTED in text or bool(_KEYLIKE.search(text))
 
 
 def _describe(index: int, spec: object, secrets: Sequence[str]) -> str:
@@ -77,7 +77,9 @@ def validate_inventory(
     ``secrets`` are the credentials of this registration (session and GitHub tokens); an
     id or label containing one is refused without ever echoing it.
     """
-    revealed = [s.reveal() for s in secrets]
+    # Every registered secret (session tokens, the GitHub token of a loaded login) as well
+    # as the ones passed in; read once per inventory, not once per string.
+    revealed = [*(s.reveal() for s in secrets), *known_values()]
     result = tuple(specs)
     if len(result) > MAX_MODELS:
         raise ModelValidationError(

@@ -15,7 +15,9 @@ from hypothesis import settings
 settings.register_profile("default", max_examples=200, deadline=None)
 settings.register_profile("ci", max_examples=2000, deadline=None)
 settings.register_profile("long", max_examples=20000, deadline=None)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "default"))
+settings.load_profile(
+    os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "default")
+)
 
 
 class MemoryKeyring(keyring.backend.KeyringBackend):

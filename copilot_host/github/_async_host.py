@@ -83,7 +83,7 @@ class AsyncGitHubCopilotHost(HostCore):
 
     async def inventory(self, session: CopilotSession) -> Sequence[ModelSpec]:
         response = await self._sender.send(build_models_request(session, self._editor))
-        return self._screen(session, parse_models(response))
+        return parse_models(response)
 
     async def login(
         self,

@@ -1,19 +1,18 @@
 """What the blocking and asyncio GitHub hosts share: configuration, identity checks and
-the cached credential used to screen inventories. No I/O here."""
+the cached credential kept in the redaction registry. No I/O here."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from .._clock import Clock
 from .._errors import LoginChangedError
-from .._model import ModelSpec
-from .._seam import CopilotSession, LoginIdentity
+from .._redact import register_secret
+from .._seam import LoginIdentity
 from .._secret import Secret
-from .._validate import validate_inventory
 from ._headers import DEFAULT_EDITOR, EditorIdentity, check_client_id, copilot_headers
 
 if TYPE_CHECKING:
@@ -53,8 +52,9 @@ class HostCore:
         self._key_file = bool(key_file)
         self._headers: Mapping[str, str] = MappingProxyType(copilot_headers(self._editor))
         self._token_lock = threading.Lock()
-        # (login id, GitHub token) of the last credential loaded or saved, so inventories
-        # can be screened for it without another keyring read.
+        # (login id, GitHub token) of the last credential loaded or saved. Holding it keeps
+        # it in the redaction registry (a weak set), so logs are scrubbed of it and the
+        # core's inventory validation refuses a model id or label that carries it.
         self._known_token: tuple[str, Secret] | None = None
 
     @property
@@ -81,6 +81,7 @@ class HostCore:
         return self._headers
 
     def _remember(self, identity: LoginIdentity, token: Secret) -> None:
+        register_secret(token)
         with self._token_lock:
             self._known_token = (identity.login_id, token)
 
@@ -95,13 +96,6 @@ class HostCore:
                 "the stored login changed (logged out or logged in again elsewhere); "
                 "register the models again"
             )
-
-    def _screen(self, session: CopilotSession, specs: Sequence[ModelSpec]) -> tuple[ModelSpec, ...]:
-        secrets = [session.token]
-        known = self._known_token
-        if known is not None and known[0] == session.identity.login_id:
-            secrets.append(known[1])
-        return validate_inventory(specs, secrets=secrets)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(client_id={self._client_id!r})"

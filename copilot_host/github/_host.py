@@ -72,7 +72,7 @@ class GitHubCopilotHost(HostCore):
 
     def inventory(self, session: CopilotSession) -> Sequence[ModelSpec]:
         response = self._sender.send(build_models_request(session, self._editor))
-        return self._screen(session, parse_models(response))
+        return parse_models(response)
 
     # -- people-facing operations ---------------------------------------------------------
 

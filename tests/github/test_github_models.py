@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 import copilot_host as ch
+from copilot_host._validate import validate_inventory
 from copilot_host.github._models import parse_models
 from copilot_host.testing import chat_model, default_models
 from tests.github._support import response
@@ -141,7 +142,7 @@ def test_a_401_asks_for_a_fresh_session() -> None:
     assert caught.value.retryable
 
 
-def test_inventory_is_screened_for_this_logins_github_token(store: object) -> None:
+def test_registration_refuses_a_model_carrying_this_logins_github_token(store: object) -> None:
     from copilot_host._secret import Secret
     from copilot_host.github import GitHubCopilotHost
     from copilot_host.store import CredentialStore
@@ -150,19 +151,10 @@ def test_inventory_is_screened_for_this_logins_github_token(store: object) -> No
     identity = ch.LoginIdentity("id-1", "octocat")
     # A credential with no token shape: only the exact-value screen can catch it.
     credential = Secret("opensesame-phrase")
-    session = ch.CopilotSession(
-        token=Secret("tid=" + "a" * 8),
-        identity=identity,
-        endpoint=ch.CopilotEndpoint.parse("https://api.githubcopilot.com"),
-        received_at=0.0,
-        refresh_at=1.0,
-        expires_at=2.0,
-        expires_at_wall=2.0,
-    )
     specs = _parse(chat_model("fine"), chat_model("opensesame-phrase"))
     with GitHubCopilotHost(store=store) as host:
-        assert len(host._screen(session, specs)) == 2
+        assert len(validate_inventory(specs)) == 2
         host._remember(identity, credential)
         with pytest.raises(ch.ModelValidationError) as caught:
-            host._screen(session, specs)
+            validate_inventory(specs)
     assert "opensesame" not in caught.value.message
