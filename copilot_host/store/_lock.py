@@ -48,7 +48,7 @@ class StoreLock:
         self._depth = 0
         self._fd: int | None = None
 
-    def __enter__(self) -> StoreLock:
+    def __enter__(self) -> None:
         deadline = self._clock.monotonic() + self._timeout
         if not self._threads.acquire(timeout=max(self._timeout, 0.0)):
             raise self._locked_error(os.getpid())
@@ -59,7 +59,6 @@ class StoreLock:
         except BaseException:
             self._threads.release()
             raise
-        return self
 
     def __exit__(
         self,

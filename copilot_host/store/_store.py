@@ -12,7 +12,7 @@ import logging
 import os
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 from .._clock import SYSTEM_CLOCK, Clock
@@ -107,8 +107,13 @@ class CredentialStore:
     def __repr__(self) -> str:
         return f"CredentialStore(home={os.fspath(self._home)!r})"
 
-    def lock(self) -> StoreLock:
-        """The cross-process lock, as a context manager (re-entrant within a thread)."""
+    def lock(self) -> AbstractContextManager[None]:
+        """The cross-process lock, as a context manager (re-entrant within a thread).
+
+        Waits at most ``lock_timeout`` seconds, then raises StoreLockedError (retryable)
+        naming the holder's pid when known. Hold it around read-modify-write sequences,
+        never around a wait for the person.
+        """
         return self._lock
 
     # -- reading without the key -------------------------------------------------------

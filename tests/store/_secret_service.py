@@ -2,7 +2,9 @@
 
 Mirrors ``shared/scripts/with-secret-service``: the daemons run with a throwaway HOME and
 XDG_RUNTIME_DIR, the bus socket lives in that throwaway folder, and the caller's own
-keyring is never reachable (its bus address is never used).
+keyring is never reachable (its bus address is never used). Unlike ``dbus-run-session``,
+the bus has no service directories, so D-Bus activation cannot start a second, locked
+gnome-keyring that wins the race for the Secret Service name (seen under load).
 """
 
 from __future__ import annotations
@@ -18,23 +20,50 @@ from contextlib import contextmanager
 
 PROGRAMS = ("dbus-daemon", "gnome-keyring-daemon")
 _START_TIMEOUT = 15.0
+# A session bus without service directories: nothing can be started by D-Bus activation,
+# so the only Secret Service on it is the unlocked one started here (an activated
+# gnome-keyring would race it for the name and come up locked).
+_BUS_CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>session</type>
+  <listen>unix:path={socket}</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow send_destination="*" eavesdrop="true"/>
+    <allow eavesdrop="true"/>
+    <allow own="*"/>
+  </policy>
+</busconfig>
+"""
 
 
 def missing_programs() -> list[str]:
     return [name for name in PROGRAMS if shutil.which(name) is None]
 
 
-def _service_ready(address: str) -> bool:
+def _not_ready(address: str) -> str | None:
+    """Why the private Secret Service cannot be used yet, or None when it can."""
     import secretstorage
-    from jeepney.io.blocking import open_dbus_connection
+    import secretstorage.exceptions
+    from jeepney.bus_messages import message_bus
+    from jeepney.io.blocking import Proxy, open_dbus_connection
 
     try:
         connection = open_dbus_connection(bus=address)
-    except OSError:
-        return False
+    except OSError as exc:
+        return f"bus: {exc!r}"
     try:
-        # NameHasOwner, not activation: an activated daemon would start locked.
-        return bool(secretstorage.check_service_availability(connection))
+        if not Proxy(message_bus, connection).NameHasOwner("org.freedesktop.secrets")[0]:
+            return "org.freedesktop.secrets has no owner yet"
+        # Owning the name comes before the login collection is created and unlocked; a
+        # test that ran in between would meet an unlock prompt (and time out).
+        try:
+            if secretstorage.Collection(connection).is_locked():
+                return "the default collection is locked"
+        except secretstorage.exceptions.SecretStorageException as exc:
+            return f"no default collection: {exc!r}"
+        return None
     finally:
         connection.close()
 
@@ -55,11 +84,13 @@ def private_secret_service() -> Iterator[str]:
         "XDG_CONFIG_HOME": os.path.join(home, ".config"),
         "LANG": "C.UTF-8",
     }
+    config = os.path.join(scratch, "bus.conf")
+    with open(config, "w") as handle:
+        handle.write(_BUS_CONFIG.format(socket=os.path.join(run, "bus")))
     bus = subprocess.run(
         [
             "dbus-daemon",
-            "--session",
-            f"--address=unix:path={run}/bus",
+            f"--config-file={config}",
             "--print-address=1",
             "--print-pid=1",
             "--fork",
@@ -76,21 +107,28 @@ def private_secret_service() -> Iterator[str]:
     keyring_daemon: subprocess.Popen[bytes] | None = None
     try:
         env["DBUS_SESSION_BUS_ADDRESS"] = address
-        keyring_daemon = subprocess.Popen(
-            ["gnome-keyring-daemon", "--foreground", "--unlock", "--components=secrets"],
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        assert keyring_daemon.stdin is not None
-        # --unlock reads the password of the (new) login collection from stdin until EOF.
-        keyring_daemon.stdin.write(b"test-collection-password")
-        keyring_daemon.stdin.close()
+        # --unlock reads the login collection's password from stdin at start-up, and does
+        # not wait for it: the pipe holds the whole password (and EOF) before it starts.
+        password_in, password_out = os.pipe()
+        os.write(password_out, b"test-collection-password")
+        os.close(password_out)
+        try:
+            keyring_daemon = subprocess.Popen(
+                ["gnome-keyring-daemon", "--foreground", "--unlock", "--components=secrets"],
+                env=env,
+                stdin=password_in,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        finally:
+            os.close(password_in)
         deadline = time.monotonic() + _START_TIMEOUT
-        while not _service_ready(address):
+        while (why := _not_ready(address)) is not None:
             if keyring_daemon.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("gnome-keyring-daemon did not start a Secret Service")
+                raise RuntimeError(
+                    f"gnome-keyring-daemon did not start a Secret Service ({why}; "
+                    f"exit status {keyring_daemon.returncode})"
+                )
             time.sleep(0.02)
         yield address
     finally:

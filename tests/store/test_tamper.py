@@ -7,7 +7,7 @@ import struct
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from copilot_host import (
@@ -15,11 +15,15 @@ from copilot_host import (
     StoreCorruptError,
     StoreVersionError,
 )
-from copilot_host.store import CredentialStore
+from copilot_host.store import CredentialStore, Protection, RecordHeader
+from copilot_host.store._record import open_sealed, parse, seal
 from tests.conftest import MemoryKeyring
 from tests.store._support import canary_token
 
 MAGIC_LENGTH = len(b"copilot-host-credential\n")
+_KEY = bytes(range(32))
+_TOKEN = canary_token()
+_HEADER = RecordHeader(1, "ab" * 16, "octocat", 1.5, Protection("keyring", "Secret Service"))
 
 
 def _write(path: Path, data: bytes) -> None:
@@ -87,29 +91,33 @@ def test_every_truncation_and_extension_fails(copilot_home: Path, key_file: bool
         _clear_aside(copilot_home)
 
 
-@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     edits=st.lists(
         st.tuples(st.integers(min_value=0), st.integers(min_value=0, max_value=255)),
         min_size=1,
         max_size=6,
-    )
+    ),
+    cut=st.none() | st.integers(min_value=0),
 )
-def test_random_rewrites_never_yield_another_identity(
-    copilot_home: Path, edits: list[tuple[int, int]]
+def test_random_rewrites_never_yield_another_token(
+    edits: list[tuple[int, int]], cut: int | None
 ) -> None:
-    store = CredentialStore()
-    token = canary_token()
-    who = store.save("octocat", token)
-    original = store.record_path.read_bytes()
+    """The format layer alone (no files), so the CI profile's 2,000 examples stay cheap:
+    any rewrite either parses to a typed error, fails to authenticate, or is the original."""
+    original = seal(_HEADER, _KEY, _TOKEN)
     tampered = bytearray(original)
     for position, value in edits:
         tampered[position % len(tampered)] = value
-    _write(store.record_path, bytes(tampered))
-    outcome = _load_outcome(store, (who, token))
-    assert (outcome == "same") == (bytes(tampered) == original)
-    store.record_path.unlink(missing_ok=True)
-    _clear_aside(copilot_home)
+    if cut is not None:
+        del tampered[cut % len(tampered) :]
+    try:
+        token = open_sealed(parse(bytes(tampered)), _KEY)
+    except (StoreCorruptError, StoreVersionError):
+        token = None
+    if bytes(tampered) == original:
+        assert token == _TOKEN
+    else:
+        assert token is None
 
 
 def test_tampered_key_file_fails_and_the_record_is_kept_aside(copilot_home: Path) -> None:
