@@ -53,6 +53,9 @@ class AsyncGitHubCopilotHost(HostCore):
         self._sender = AsyncSender(transport=transport, timeout=timeout, clock=clock, sleep=sleep)
 
     async def begin_device_login(self) -> CopilotDeviceLogin:
+        # Fail before a code is shown if the login could not be stored afterwards; the
+        # keyring probe may block (bounded), so it runs off the event loop.
+        await asyncio.to_thread(self._store.preflight, key_file=self._key_file)
         request = build_device_code_request(self._client_id, self._editor)
         return parse_device_code(await self._sender.send(request))
 

@@ -57,6 +57,8 @@ class GitHubCopilotHost(HostCore):
     # -- the seam -----------------------------------------------------------------------
 
     def begin_device_login(self) -> CopilotDeviceLogin:
+        # Fail before a code is shown if the login could not be stored afterwards.
+        self._store.preflight(key_file=self._key_file)
         request = build_device_code_request(self._client_id, self._editor)
         return parse_device_code(self._sender.send(request))
 

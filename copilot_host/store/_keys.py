@@ -95,6 +95,20 @@ class KeyringKeys:
 
         return self._bounded(call, saving=True)
 
+    def probe(self) -> str:
+        """The display name of a recommended keyring that answers, else a typed error.
+
+        It reads an entry that never exists: a locked or hung keyring shows itself on a
+        read as it would on the write, and nothing is created.
+        """
+
+        def call() -> str:
+            backend = _recommended_backend()
+            backend.get_password(SERVICE, "preflight")
+            return backend_display_name(backend)
+
+        return self._bounded(call, saving=True)
+
     def get(self, login_id: str) -> bytes | None:
         """The key, or None when the keyring has no (well-formed) entry for this login."""
 

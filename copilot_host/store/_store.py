@@ -203,6 +203,18 @@ class CredentialStore:
             f"The credential record in {self._home} kept changing while it was read; try again"
         )
 
+    def preflight(self, *, key_file: bool = False) -> None:
+        """Raise now the error a later ``save(..., key_file=key_file)`` would meet for want
+        of a usable folder or keyring, so nobody authorizes a login that cannot be kept.
+
+        Writes nothing. A keyring that answers now can still fail at save time (locked in
+        between); ``save`` stays the authority.
+        """
+        with self._io("check"):
+            precheck_home(self._home)
+            if not key_file:
+                self._keyring.probe()
+
     def save(self, account: str, token: Secret, *, key_file: bool = False) -> LoginIdentity:
         """Persist a new login (fresh random login id) replacing any previous one.
 

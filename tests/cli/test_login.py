@@ -185,6 +185,10 @@ def test_no_usable_keyring_names_key_file_and_stores_nothing(cli: Cli, emulate: 
     assert "--key-file" in line
     assert "anyone who can read your files" in line
     assert CredentialStore().header() is None
+    # Refused before a code was requested or shown: nobody authorizes a login that
+    # could not be kept.
+    assert env.emulator.requests == ()
+    assert "github.com/login/device" not in result.stderr
 
     with_file = cli("login", "--headless", "--key-file", seam=env.seam)
     assert with_file.exit_code == 0, with_file.stderr

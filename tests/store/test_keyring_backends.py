@@ -189,3 +189,28 @@ def test_keyring_is_not_consulted_for_key_file_logins(
     assert store.load()[0] == who
     assert store.delete() is True
     assert hanging.calls == 0
+
+
+@pytest.mark.parametrize(
+    "backend",
+    [keyring.backends.fail.Keyring(), LowPriorityKeyring(), LockedKeyring()],
+    ids=["fail", "not-recommended", "locked"],
+)
+def test_preflight_names_the_problem_before_anything_is_written(
+    copilot_home: Path, backend: keyring.backend.KeyringBackend
+) -> None:
+    keyring.set_keyring(backend)
+    store = CredentialStore()
+    with pytest.raises(KeyringUnavailableError) as caught:
+        store.preflight()
+    assert "--key-file" in str(caught.value)
+    store.preflight(key_file=True)  # the explicit choice needs no keyring
+    assert os.listdir(copilot_home) == []
+
+
+def test_preflight_passes_with_a_working_keyring(
+    copilot_home: Path, memory_keyring: MemoryKeyring
+) -> None:
+    CredentialStore().preflight()
+    assert memory_keyring.items == {}
+    assert os.listdir(copilot_home) == []
