@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from ._errors import __all__ as _ERROR_NAMES  # dependency-free: the tree is cheap to load
 from ._version import __version__
 
 if TYPE_CHECKING:
@@ -69,33 +70,7 @@ _EXPORTS: dict[str, str] = {
     "SystemClock": "_clock",
     "await_device_login": "_device",
     "wait_for_device_login": "_device",
-    **dict.fromkeys(
-        [
-            "AccessDeniedError",
-            "CopilotHostError",
-            "DeviceCodeExpiredError",
-            "EntitlementError",
-            "KeyringUnavailableError",
-            "LoginCancelledError",
-            "LoginChangedError",
-            "LoginError",
-            "LoginRevokedError",
-            "ModelValidationError",
-            "NotLoggedInError",
-            "OriginError",
-            "ResponseError",
-            "RouteCollisionError",
-            "ServerError",
-            "SessionError",
-            "StoreCorruptError",
-            "StoreError",
-            "StoreInsecureError",
-            "StoreLockedError",
-            "StoreVersionError",
-            "TransportError",
-        ],
-        "_errors",
-    ),
+    **dict.fromkeys(_ERROR_NAMES, "_errors"),
     "ApiProtocol": "_model",
     "ModelRoute": "_model",
     "ModelSpec": "_model",

@@ -77,7 +77,29 @@ def _build_routes(
     )
 
 
-class CopilotProvider:
+class _ProviderBase:
+    """What both providers share: identity, endpoint, and the validate-and-swap step."""
+
+    provider_id: str
+    endpoint: CopilotEndpoint
+    auth: CopilotAuth
+
+    def _bind(self, provider_id: str, endpoint: CopilotEndpoint) -> None:
+        self.provider_id = _check_provider_id(provider_id)
+        self.endpoint = endpoint
+
+    def _swap(
+        self, catalog: Catalog, session: CopilotSession, inventory: Sequence[ModelSpec]
+    ) -> RegistrationResult:
+        routes = _build_routes(self.provider_id, self.endpoint, self.auth, session, inventory)
+        catalog.replace_provider(self.provider_id, routes)
+        return RegistrationResult(routes, self.provider_id, self.endpoint.origin)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.provider_id!r}, {self.endpoint.origin!r})"
+
+
+class CopilotProvider(_ProviderBase):
     """One :class:`CopilotHost` bound to one explicit endpoint."""
 
     def __init__(
@@ -91,28 +113,20 @@ class CopilotProvider:
         from ._auth import CopilotAuth
         from ._resolver import SessionResolver
 
-        self.provider_id = _check_provider_id(host.provider_id)
+        self._bind(host.provider_id, endpoint)
         self.host = host
-        self.endpoint = endpoint
         self.resolver: SessionResolver = SessionResolver(
             host, endpoint, clock=clock, initial=initial_session
         )
-        self.auth: CopilotAuth = CopilotAuth(self.resolver, endpoint, host.request_headers())
-
-    def __repr__(self) -> str:
-        return f"CopilotProvider({self.provider_id!r}, {self.endpoint.origin!r})"
+        self.auth = CopilotAuth(self.resolver, endpoint, host.request_headers())
 
     def register_models(self, catalog: Catalog) -> RegistrationResult:
         """availability -> session -> inventory -> validate -> one atomic swap."""
         session = self.resolver.get()
-        routes = _build_routes(
-            self.provider_id, self.endpoint, self.auth, session, self.host.inventory(session)
-        )
-        catalog.replace_provider(self.provider_id, routes)
-        return RegistrationResult(routes, self.provider_id, self.endpoint.origin)
+        return self._swap(catalog, session, self.host.inventory(session))
 
 
-class AsyncCopilotProvider:
+class AsyncCopilotProvider(_ProviderBase):
     """One :class:`AsyncCopilotHost` bound to one explicit endpoint."""
 
     def __init__(
@@ -126,21 +140,14 @@ class AsyncCopilotProvider:
         from ._auth import CopilotAuth
         from ._resolver import AsyncSessionResolver
 
-        self.provider_id = _check_provider_id(host.provider_id)
+        self._bind(host.provider_id, endpoint)
         self.host = host
-        self.endpoint = endpoint
         self.resolver: AsyncSessionResolver = AsyncSessionResolver(
             host, endpoint, clock=clock, initial=initial_session
         )
-        self.auth: CopilotAuth = CopilotAuth(self.resolver, endpoint, host.request_headers())
-
-    def __repr__(self) -> str:
-        return f"AsyncCopilotProvider({self.provider_id!r}, {self.endpoint.origin!r})"
+        self.auth = CopilotAuth(self.resolver, endpoint, host.request_headers())
 
     async def register_models(self, catalog: Catalog) -> RegistrationResult:
+        """The asyncio twin of :meth:`CopilotProvider.register_models`."""
         session = await self.resolver.get()
-        routes = _build_routes(
-            self.provider_id, self.endpoint, self.auth, session, await self.host.inventory(session)
-        )
-        catalog.replace_provider(self.provider_id, routes)
-        return RegistrationResult(routes, self.provider_id, self.endpoint.origin)
+        return self._swap(catalog, session, await self.host.inventory(session))
