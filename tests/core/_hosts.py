@@ -18,22 +18,7 @@ from copilot_host import (
     Pending,
     Secret,
 )
-
-
-@dataclass
-class FakeClock:
-    now: float = 1000.0
-    wall: float = 1_700_000_000.0
-
-    def monotonic(self) -> float:
-        return self.now
-
-    def time(self) -> float:
-        return self.wall
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
-        self.wall += seconds
+from tests._clock import FakeClock
 
 
 def spec(model_id: str, protocol: ApiProtocol = ApiProtocol.OPENAI_CHAT) -> ModelSpec:

@@ -6,7 +6,8 @@ from dataclasses import replace
 import pytest
 
 import copilot_host as ch
-from tests.core._hosts import AsyncMemoryHost, FakeClock, MemoryHost, spec
+from tests._clock import FakeClock
+from tests.core._hosts import AsyncMemoryHost, MemoryHost, spec
 from tests.core._routes import make_route
 
 

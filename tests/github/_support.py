@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import secrets
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from copilot_host._seam import CopilotDeviceLogin
@@ -11,32 +10,6 @@ from copilot_host._secret import Secret
 from copilot_host.github._wire import WireResponse
 
 DEVICE_PAGE = "https://github.com/login/device"
-
-
-@dataclass
-class FakeClock:
-    """A clock tests move by hand; ``sleep`` advances it (and remembers each pause)."""
-
-    now: float = 1000.0
-    wall: float = 1_700_000_000.0
-    sleeps: list[float] = field(default_factory=list)
-
-    def monotonic(self) -> float:
-        return self.now
-
-    def time(self) -> float:
-        return self.wall
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
-        self.wall += seconds
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.advance(seconds)
-
-    async def asleep(self, seconds: float) -> None:
-        self.sleep(seconds)
 
 
 def canary_github_token() -> str:

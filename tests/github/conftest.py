@@ -9,7 +9,7 @@ import pytest
 
 from copilot_host.store import CredentialStore
 from copilot_host.testing import GitHubEmulator, Scenario
-from tests.github._support import FakeClock
+from tests._clock import FakeClock
 
 
 @pytest.fixture

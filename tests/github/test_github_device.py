@@ -20,7 +20,8 @@ from copilot_host.github._device_code import parse_device_code
 from copilot_host.github._poll import Granted, parse_poll
 from copilot_host.store import CredentialStore
 from copilot_host.testing import GitHubEmulator, Scenario
-from tests.github._support import DEVICE_PAGE, FakeClock, device_login, response
+from tests._clock import FakeClock
+from tests.github._support import DEVICE_PAGE, device_login, response
 
 # -- step 1: the device code ------------------------------------------------------------
 

@@ -14,7 +14,8 @@ from copilot_host.github import KNOWN_NOTIFICATIONS, GitHubCopilotHost
 from copilot_host.github._exchange import parse_exchange
 from copilot_host.store import CredentialStore
 from copilot_host.testing import GitHubEmulator, Scenario
-from tests.github._support import FakeClock, canary_github_token, response
+from tests._clock import FakeClock
+from tests.github._support import canary_github_token, response
 
 IDENTITY = ch.LoginIdentity("id-1", "octocat")
 

@@ -11,7 +11,7 @@ from copilot_host._secret import Secret
 from copilot_host.github import AsyncGitHubCopilotHost, GitHubCopilotHost
 from copilot_host.store import CredentialStore
 from copilot_host.testing import GitHubEmulator, RawAnswer, Scenario, chat_model
-from tests.github._support import FakeClock
+from tests._clock import FakeClock
 
 LOGIN_ENDPOINTS = ("device_code", "access_token", "copilot_token", "user")
 

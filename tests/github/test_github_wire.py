@@ -17,7 +17,8 @@ import copilot_host as ch
 from copilot_host._secret import Secret
 from copilot_host.github import DEFAULT_CLIENT_ID, EditorIdentity, GitHubCopilotHost
 from copilot_host.store import CredentialStore
-from tests.github._support import DEVICE_PAGE, FakeClock, canary_github_token
+from tests._clock import FakeClock
+from tests.github._support import DEVICE_PAGE, canary_github_token
 
 ORIGIN = "https://api.individual.githubcopilot.com"
 EDITOR = EditorIdentity(

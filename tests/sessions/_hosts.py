@@ -19,6 +19,7 @@ from copilot_host import (
     Secret,
 )
 from copilot_host._seam import Authorized
+from tests._clock import FakeClock
 
 ORIGIN = "https://api.individual.githubcopilot.com"
 ENDPOINT = CopilotEndpoint.parse(ORIGIN)
@@ -32,24 +33,6 @@ def canary() -> str:
 
 def identity(account: str = "octocat") -> LoginIdentity:
     return LoginIdentity(secrets.token_hex(8), account)
-
-
-@dataclass
-class FakeClock:
-    """Monotonic and wall clocks that move only when a test says so (thread-safe reads)."""
-
-    now: float = 5000.0
-    wall: float = 1_700_000_000.0
-
-    def monotonic(self) -> float:
-        return self.now
-
-    def time(self) -> float:
-        return self.wall
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
-        self.wall += seconds
 
 
 def make_session(

@@ -18,7 +18,8 @@ from copilot_host._policy import (
     SessionState,
     deadlines_from_exchange,
 )
-from tests.sessions._hosts import ENDPOINT, FakeClock, canary, identity, make_session
+from tests._clock import FakeClock
+from tests.sessions._hosts import ENDPOINT, canary, identity, make_session
 
 FRESH, ADVISORY, MANDATORY, EXPIRED = (
     SessionState.FRESH,
