@@ -70,6 +70,35 @@ def _log_answer(request: WireRequest, response: WireResponse) -> None:
         )
 
 
+class _CappedBody:
+    """Collects a response body up to the request's cap (the I/O-free half of a read)."""
+
+    __slots__ = ("_chunks", "_received", "_request", "_response", "_total")
+
+    def __init__(self, request: WireRequest, response: httpx2.Response, clock: Clock) -> None:
+        self._received = (clock.monotonic(), clock.time())
+        if _declared_too_large(response, request):
+            raise _too_large(request)
+        self._request = request
+        self._response = response
+        self._chunks: list[bytes] = []
+        self._total = 0
+
+    def add(self, chunk: bytes) -> None:
+        self._total += len(chunk)
+        if self._total > self._request.limit:
+            raise _too_large(self._request)
+        self._chunks.append(chunk)
+
+    def answer(self) -> WireResponse:
+        return WireResponse(
+            self._response.status_code,
+            _lower_headers(self._response),
+            b"".join(self._chunks),
+            *self._received,
+        )
+
+
 class Sender:
     """Blocking shell over one ``httpx2.Client`` (created on first use)."""
 
@@ -116,24 +145,10 @@ class Sender:
             with self._get_client().stream(
                 request.method, request.url, headers=request.headers, content=request.body
             ) as response:
-                received_monotonic = self._clock.monotonic()
-                received_wall = self._clock.time()
-                if _declared_too_large(response, request):
-                    raise _too_large(request)
-                chunks: list[bytes] = []
-                total = 0
+                body = _CappedBody(request, response, self._clock)
                 for chunk in response.iter_bytes():
-                    total += len(chunk)
-                    if total > request.limit:
-                        raise _too_large(request)
-                    chunks.append(chunk)
-                answer = WireResponse(
-                    response.status_code,
-                    _lower_headers(response),
-                    b"".join(chunks),
-                    received_monotonic,
-                    received_wall,
-                )
+                    body.add(chunk)
+                answer = body.answer()
         except httpx2.HTTPError as exc:
             raise _error_for(exc, request) from None
         _log_answer(request, answer)
@@ -194,24 +209,10 @@ class AsyncSender:
             async with self._get_client().stream(
                 request.method, request.url, headers=request.headers, content=request.body
             ) as response:
-                received_monotonic = self._clock.monotonic()
-                received_wall = self._clock.time()
-                if _declared_too_large(response, request):
-                    raise _too_large(request)
-                chunks: list[bytes] = []
-                total = 0
+                body = _CappedBody(request, response, self._clock)
                 async for chunk in response.aiter_bytes():
-                    total += len(chunk)
-                    if total > request.limit:
-                        raise _too_large(request)
-                    chunks.append(chunk)
-                answer = WireResponse(
-                    response.status_code,
-                    _lower_headers(response),
-                    b"".join(chunks),
-                    received_monotonic,
-                    received_wall,
-                )
+                    body.add(chunk)
+                answer = body.answer()
         except httpx2.HTTPError as exc:
             raise _error_for(exc, request) from None
         _log_answer(request, answer)
