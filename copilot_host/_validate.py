@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 from ._errors import ModelValidationError
 from ._model import ApiProtocol, ModelSpec
-from ._redact import REDACTED, TOKEN_SHAPES, known_values
+from ._redact import TOKEN_SHAPES, known_values
 from ._secret import Secret
 
 __all__ = ["MAX_MODELS", "validate_inventory"]
@@ -21,36 +21,48 @@ _KEYLIKE = re.compile(r"(?=[A-Za-z0-9_]*[0-9])(?=[A-Za-z0-9_]*[A-Za-z])[A-Za-z0-
 _MAX_TOKENS = 100_000_000
 
 
-def _looks_secret(text: str, secrets: Sequence[str]) -> bool:
-    if any(s and s in text for s in secrets):
-        return True
-    return bool(TOKEN_SHAPES.search(text)) or REDACTED in text or bool(_KEYLIKE.search(text))
+class _Screen:
+    """Finds credential material in a text: this inventory's known secret values (one
+    compiled alternation, built once per inventory), token shapes and key-like runs."""
+
+    __slots__ = ("_values",)
+
+    def __init__(self, secrets: Iterable[str]) -> None:
+        values = sorted({v for v in secrets if v}, key=len, reverse=True)
+        self._values = re.compile("|".join(map(re.escape, values))) if values else None
+
+    def __call__(self, text: str) -> bool:
+        return bool(
+            (self._values is not None and self._values.search(text))
+            or TOKEN_SHAPES.search(text)
+            or _KEYLIKE.search(text)
+        )
 
 
-def _describe(index: int, spec: object, secrets: Sequence[str]) -> str:
+def _describe(index: int, spec: object, screen: _Screen) -> str:
+    # Built only when an error is raised; an id that may be secret is never echoed.
     model_id = getattr(spec, "model_id", None)
-    if (
-        isinstance(model_id, str)
-        and _MODEL_ID.fullmatch(model_id)
-        and not _looks_secret(model_id, secrets)
-    ):
+    if isinstance(model_id, str) and _MODEL_ID.fullmatch(model_id) and not screen(model_id):
         return f"model {model_id!r}"
     return f"model #{index}"
 
 
-def _check(index: int, spec: ModelSpec, secrets: Sequence[str]) -> None:
-    where = _describe(index, spec, secrets)
+def _check(index: int, spec: ModelSpec, screen: _Screen) -> None:
+    def fail(why: str) -> ModelValidationError:
+        return ModelValidationError(f"{_describe(index, spec, screen)}: {why}")
+
     if not isinstance(spec, ModelSpec):
-        raise ModelValidationError(f"{where}: not a ModelSpec")
+        raise fail("not a ModelSpec")
     if not isinstance(spec.model_id, str) or not _MODEL_ID.fullmatch(spec.model_id):
-        raise ModelValidationError(f"{where}: id must be 1-128 of letters, digits and . _ : + -")
+        raise fail("id must be 1-128 of letters, digits and . _ : + -")
     if not isinstance(spec.display_name, str) or not _DISPLAY_NAME.fullmatch(spec.display_name):
-        raise ModelValidationError(f"{where}: display name has characters outside the safe set")
-    for text, what in ((spec.model_id, "id"), (spec.display_name, "display name")):
-        if _looks_secret(text, secrets):
-            raise ModelValidationError(f"{where}: {what} looks like credential material")
+        raise fail("display name has characters outside the safe set")
+    # NUL cannot occur in either (charsets above), so no match can straddle the two.
+    if screen(f"{spec.model_id}\0{spec.display_name}"):
+        what = "id" if screen(spec.model_id) else "display name"
+        raise fail(f"{what} looks like credential material")
     if not isinstance(spec.protocol, ApiProtocol):
-        raise ModelValidationError(f"{where}: protocol must be an explicit ApiProtocol")
+        raise fail("protocol must be an explicit ApiProtocol")
     for value, what in (
         (spec.context_window, "context window"),
         (spec.max_output_tokens, "max output tokens"),
@@ -58,15 +70,15 @@ def _check(index: int, spec: ModelSpec, secrets: Sequence[str]) -> None:
         if value is not None and (
             isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= _MAX_TOKENS
         ):
-            raise ModelValidationError(f"{where}: {what} must be a positive integer")
+            raise fail(f"{what} must be a positive integer")
     if not isinstance(spec.input_modalities, tuple) or not 1 <= len(spec.input_modalities) <= 16:
-        raise ModelValidationError(f"{where}: input modalities must be a tuple of 1-16 names")
+        raise fail("input modalities must be a tuple of 1-16 names")
     for modality in spec.input_modalities:
         if not isinstance(modality, str) or not _MODALITY.fullmatch(modality):
-            raise ModelValidationError(f"{where}: input modality names must be short lower-case")
+            raise fail("input modality names must be short lower-case")
     for flag, what in ((spec.supports_reasoning, "reasoning"), (spec.picker_enabled, "picker")):
         if not isinstance(flag, bool):
-            raise ModelValidationError(f"{where}: the {what} flag must be a bool")
+            raise fail(f"the {what} flag must be a bool")
 
 
 def validate_inventory(
@@ -79,7 +91,7 @@ def validate_inventory(
     """
     # Every registered secret (session tokens, the GitHub token of a loaded login) as well
     # as the ones passed in; read once per inventory, not once per string.
-    revealed = [*(s.reveal() for s in secrets), *known_values()]
+    screen = _Screen([*(s.reveal() for s in secrets), *known_values()])
     result = tuple(specs)
     if len(result) > MAX_MODELS:
         raise ModelValidationError(
@@ -87,7 +99,7 @@ def validate_inventory(
         )
     seen: set[str] = set()
     for index, spec in enumerate(result):
-        _check(index, spec, revealed)
+        _check(index, spec, screen)
         if spec.model_id in seen:
             raise ModelValidationError(f"model {spec.model_id!r} is listed twice")
         seen.add(spec.model_id)
