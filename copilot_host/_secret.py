@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hmac
 from typing import NoReturn
 
 __all__ = ["Secret"]
@@ -43,7 +42,10 @@ class Secret:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Secret):
             return NotImplemented
-        return hmac.compare_digest(self.__value.encode(), other.__value.encode())
+        # Imported here: hmac pulls in OpenSSL's hashlib, a visible share of CLI start-up.
+        from hmac import compare_digest
+
+        return compare_digest(self.__value.encode(), other.__value.encode())
 
     def __ne__(self, other: object) -> bool:
         result = self.__eq__(other)

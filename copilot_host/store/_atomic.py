@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import errno
 import os
-import secrets
 from pathlib import Path
 from typing import NamedTuple
 
@@ -69,7 +68,7 @@ def read_private(
 
 def write_private(dir_fd: int, name: str, data: bytes) -> None:
     """Replace ``name`` with ``data`` atomically and durably, mode 0600."""
-    temp = TEMP_PREFIX + secrets.token_hex(8)
+    temp = TEMP_PREFIX + os.urandom(8).hex()
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     fd = os.open(temp, flags, 0o600, dir_fd=dir_fd)
     try:

@@ -21,7 +21,6 @@ import json
 import math
 import os
 import re
-import secrets
 import struct
 from dataclasses import dataclass
 from typing import Any
@@ -68,7 +67,7 @@ class SealedRecord:
 
 
 def new_login_id() -> str:
-    return secrets.token_hex(16)
+    return os.urandom(16).hex()
 
 
 def check_account(account: object) -> str:
