@@ -148,8 +148,8 @@ Decide = Callable[[httpx2.Request], bool]
 
 
 class FailingTransport(httpx2.BaseTransport):
-    """Delegates to ``inner`` but, for requests ``matches`` picks, raises ``error`` (or
-    cuts the answer's body short when ``truncate``)."""
+    """Delegates to ``inner`` but, for requests ``matches`` picks, raises ``error``, answers
+    ``status`` itself, or cuts the real answer's body short (``truncate``)."""
 
     def __init__(
         self,
@@ -158,11 +158,13 @@ class FailingTransport(httpx2.BaseTransport):
         error: Exception | None = None,
         *,
         truncate: bool = False,
+        status: int | None = None,
     ) -> None:
         self._inner = inner
         self._matches = matches
         self._error = error
         self._truncate = truncate
+        self._status = status
         self.failed = 0
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
@@ -171,6 +173,8 @@ class FailingTransport(httpx2.BaseTransport):
         self.failed += 1
         if self._error is not None:
             raise self._error
+        if self._status is not None:  # a gateway's answer: the request never arrived
+            return httpx2.Response(self._status, text="<html>Bad Gateway</html>")
         response = self._inner.handle_request(request)
         body = response.read()
         response.close()
