@@ -38,7 +38,9 @@ def configure_logging(debug: bool) -> Callable[[], None]:
     handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
     handler.addFilter(RedactingFilter())
     root.addHandler(handler)
-    # Also every handler someone else configured on the root logger before us.
+    # Also every handler someone else configured on the root logger before us; remember
+    # what each had, so undo leaves an embedding process's logging as it found it.
+    before = {target: list(target.filters) for target in (root, *root.handlers)}
     install_redaction(root)
     previous_level = root.level
     if debug:
@@ -46,6 +48,10 @@ def configure_logging(debug: bool) -> Callable[[], None]:
 
     def undo() -> None:
         root.removeHandler(handler)
+        for target, filters in before.items():
+            for added in [f for f in target.filters if f not in filters]:
+                if isinstance(added, RedactingFilter):
+                    target.removeFilter(added)
         root.setLevel(previous_level)
 
     return undo
