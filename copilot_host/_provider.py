@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Self
 
 from ._catalog import Catalog
 from ._clock import SYSTEM_CLOCK, Clock
@@ -83,6 +83,7 @@ class _ProviderBase:
     provider_id: str
     endpoint: CopilotEndpoint
     auth: CopilotAuth
+    resolver: SessionResolver | AsyncSessionResolver
 
     def _bind(self, provider_id: str, endpoint: CopilotEndpoint) -> None:
         self.provider_id = _check_provider_id(provider_id)
@@ -94,6 +95,26 @@ class _ProviderBase:
         routes = _build_routes(self.provider_id, self.endpoint, self.auth, session, inventory)
         catalog.replace_provider(self.provider_id, routes)
         return RegistrationResult(routes, self.provider_id, self.endpoint.origin)
+
+    def close(self) -> None:
+        """Drop the session this provider holds, so its token leaves memory now.
+
+        The provider owns no connection (the host does). Its routes stay valid: a later
+        request through ``route.auth`` exchanges again, as after any invalidation.
+        """
+        self.resolver.invalidate()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self.close()
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.provider_id!r}, {self.endpoint.origin!r})"

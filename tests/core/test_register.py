@@ -129,3 +129,23 @@ def test_sync_and_async_entry_points_refuse_the_wrong_kind_of_host() -> None:
         ch.register_models(ch.Catalog(), AsyncMemoryHost())  # type: ignore[arg-type]
     with pytest.raises(TypeError):
         asyncio.run(ch.aregister_models(ch.Catalog(), MemoryHost()))  # type: ignore[arg-type]
+
+
+def test_providers_are_context_managers_that_drop_their_session() -> None:
+    host = MemoryHost()
+    endpoint = ch.CopilotEndpoint.parse(host.origin)
+    catalog = ch.Catalog()
+    with ch.CopilotProvider(host, endpoint, clock=host.clock) as provider:
+        (route,) = provider.register_models(catalog).routes
+        assert provider.resolver.peek() is not None
+    assert provider.resolver.peek() is None  # the token left memory with the block
+    assert catalog.get(route.route_id) is route  # the routes stay; they exchange again
+
+    async def main() -> None:
+        async_host = AsyncMemoryHost(MemoryHost(clock=FakeClock()))
+        async with ch.AsyncCopilotProvider(async_host, endpoint, clock=async_host.inner.clock) as p:
+            await p.register_models(ch.Catalog())
+            assert p.resolver.peek() is not None
+        assert p.resolver.peek() is None
+
+    asyncio.run(main())
