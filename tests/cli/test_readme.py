@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import re
 import shlex
-import sys
-import types
 from pathlib import Path
 from typing import Any
 
@@ -77,30 +75,11 @@ def test_readme_testing_snippet_runs_as_written(tmp_path: Path) -> None:
     namespace["test_my_app_talks_to_copilot"](tmp_path)
 
 
-class _OpenAIShape:
-    """The slice of ``openai.OpenAI`` the README uses, at the HTTP level: a POST of the
-    chat body to ``base_url + /chat/completions`` through the given ``http_client``."""
-
-    def __init__(self, *, base_url: str, api_key: str, http_client: Any) -> None:
-        self._base = base_url.rstrip("/")
-        self._key = api_key
-        self._http = http_client
-        self.chat = types.SimpleNamespace(completions=types.SimpleNamespace(create=self._create))
-
-    def _create(self, **body: Any) -> Any:
-        response = self._http.post(
-            self._base + "/chat/completions",
-            json=body,
-            headers={"Authorization": f"Bearer {self._key}"},
-        )
-        response.raise_for_status()
-        return response.json()
-
-
 def test_readme_embedding_snippet_against_the_emulator(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The embedding example, pointed at the emulator by rewriting its two I/O lines."""
+    """The embedding example with the real OpenAI SDK, pointed at the emulator by
+    rewriting its two I/O lines."""
     from copilot_host.github import GitHubCopilotHost
     from copilot_host.testing import GitHubEmulator
 
@@ -117,11 +96,10 @@ def test_readme_embedding_snippet_against_the_emulator(
             "httpx2.Client(auth=route.auth, transport=_emulator.transport())",
         )
         assert rewritten.count("_emulator") == 2
-        monkeypatch.setitem(sys.modules, "openai", types.SimpleNamespace(OpenAI=_OpenAIShape))
         namespace: dict[str, Any] = {"_store": store, "_emulator": emulator}
         exec(compile(rewritten, "README.md", "exec"), namespace)
         chats = emulator.requests_to("chat")
-    assert namespace["answer"]["choices"][0]["message"]["content"]
+    assert namespace["answer"].choices[0].message.content == "echo: Hello"
     printed = capsys.readouterr().out
     assert "github-copilot/gpt-4.1 openai-chat GPT-4.1" in printed
     # The placeholder key never left the process: the session bearer replaced it.
