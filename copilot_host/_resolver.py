@@ -8,7 +8,9 @@ Both keep one Copilot session per resolver and hand it out per request:
 * a FRESH session is served without a lock; otherwise one exchange runs for everyone. In
   the advisory window only the caller that starts the refresh waits; a failed advisory
   refresh keeps the old session (next attempt no sooner than 30 s later). In the mandatory
-  window everyone waits and a failure raises;
+  window everyone waits and a failure raises; for the next second (the policy's
+  ``min_refresh_interval``) callers get that same error without another exchange, so a
+  burst of requests while GitHub fails costs one exchange per second, not one each;
 * ``refresh()`` discards the session and exchanges; ``invalidate()`` discards it. Both bump
   the generation, so an exchange that started earlier cannot install its result.
 

@@ -126,6 +126,7 @@ class SessionCore:
         "_flight",
         "_generation",
         "_hot",
+        "_last_failure",
         "_lock",
         "_monotonic",
         "_policy",
@@ -158,6 +159,9 @@ class SessionCore:
         self._generation = 0
         self._flight: Flight | None = None
         self._retry_after = float("-inf")
+        # (when, login, error) of the last automatic exchange that failed: callers in the
+        # next min_refresh_interval get that error again instead of a new exchange.
+        self._last_failure: tuple[float, LoginIdentity, Exception] | None = None
         if initial is not None:
             self._check_endpoint(initial)
             _check_token(initial)
@@ -225,6 +229,15 @@ class SessionCore:
                 self._generation += 1
             if not start:
                 return None
+            failure = self._last_failure
+            if (
+                failure is not None
+                and failure[1] == identity
+                and self._clock.monotonic() - failure[0] < self._policy.min_refresh_interval
+            ):
+                # Storm guard for failures: a burst of requests while GitHub is failing
+                # costs one exchange per interval, not one per request.
+                raise for_waiter(failure[2])
             log.debug("no usable session: exchanging")
             return Plan(self._start(identity, explicit=False), leader=True, must=True)
 
@@ -306,6 +319,7 @@ class SessionCore:
             return Landing(Outcome.STALE)
         if isinstance(result, Exception):
             if not flight.explicit:
+                self._last_failure = (self._clock.monotonic(), flight.identity, result)
                 delay = self._policy.advisory_retry_delay
                 self._retry_after = self._clock.monotonic() + delay
                 session = self._session
@@ -361,11 +375,13 @@ class SessionCore:
         self._session = None
         self._hot = None
         self._retry_after = float("-inf")
+        self._last_failure = None
 
     def _install(self, session: CopilotSession) -> None:
         register_secret(session.token)
         self._session = session
         self._retry_after = float("-inf")
+        self._last_failure = None
         fresh_mono, fresh_wall = self._policy.fresh_until(session)
         self._hot = (session, session.identity, fresh_mono, fresh_wall)
 

@@ -166,6 +166,7 @@ def test_failed_advisory_refresh_is_retried_at_once_when_the_mandatory_window_ar
     with pytest.raises(TransportError):
         r.get()  # mandatory: a failure raises
     assert host.exchanges == 2
+    host.clock.advance(1)  # past the failure guard (one exchange per second at most)
     assert r.get() is host.issued[0]
 
 
@@ -179,8 +180,36 @@ def test_mandatory_failure_raises_for_every_waiter_then_the_next_call_succeeds()
     assert host.exchanges == 1
     assert all(isinstance(e, ServerError) and e.code == "server_error" for e in results)
     assert len({id(e) for e in results}) == 16  # each waiter raised its own copy
+    host.clock.advance(1)  # past the failure guard (one exchange per second at most)
     session = r.get()
     assert host.exchanges == 2 and session is host.issued[0]
+
+
+def test_failures_cost_at_most_one_exchange_per_interval() -> None:
+    host = CountingHost(failures=[ServerError("HTTP 503")])
+    r = resolver_for(host)
+    with pytest.raises(ServerError):
+        r.get()
+    for _ in range(50):  # a burst of requests while GitHub is failing
+        with pytest.raises(ServerError):
+            r.get()
+    assert host.exchanges == 1
+    host.clock.advance(0.99)
+    with pytest.raises(ServerError):
+        r.get()
+    assert host.exchanges == 1
+    host.clock.advance(0.02)
+    assert r.get() is host.issued[0]
+    assert host.exchanges == 2
+
+
+def test_an_invalidation_lifts_the_failure_guard() -> None:
+    host = CountingHost(failures=[ServerError("HTTP 503")])
+    r = resolver_for(host)
+    with pytest.raises(ServerError):
+        r.get()
+    r.invalidate()  # e.g. the person logged in again: try at once
+    assert r.get() is host.issued[0]
 
 
 def test_exchange_failure_with_no_session_raises_and_leaves_none() -> None:
