@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Self
 from ._catalog import Catalog
 from ._clock import SYSTEM_CLOCK, Clock
 from ._errors import OriginError
-from ._model import ModelRoute, ModelSpec
+from ._model import ApiProtocol, ModelRoute, ModelSpec
 from ._origin import CopilotEndpoint
 from ._seam import AsyncCopilotHost, CopilotHost, CopilotSession
 from ._validate import validate_inventory
@@ -63,13 +63,14 @@ def _build_routes(
     _check_session(session, endpoint)
     specs = validate_inventory(inventory, secrets=(session.token,))
     origin = endpoint.origin
+    urls = {protocol: origin + protocol.path for protocol in ApiProtocol}
     return tuple(
         ModelRoute(
             route_id=f"{provider_id}/{spec.model_id}",
             model_id=spec.model_id,
             protocol=spec.protocol,
             origin=origin,
-            url=origin + spec.protocol.path,
+            url=urls[spec.protocol],
             auth=auth,
             spec=spec,
         )
