@@ -17,7 +17,7 @@ server text that went through :func:`copilot_host._text.clean`.
     + LoginCancelledError           login_cancelled
     + LoginRevokedError             login_invalid
   x EntitlementError                no_copilot_access, subscription_ended, ...
-  x TransportError                  network_error, timeout        (retryable)
+  x TransportError                  network_error, timeout (retryable), network_config
   x ServerError                     server_error, rate_limited    (retryable)
   x ResponseError                   bad_response, response_too_large, oauth_error
   x SessionError                    session_expired, refresh_failed, refresh_needs_loop

@@ -42,6 +42,16 @@ def _error_for(exc: httpx2.HTTPError, request: WireRequest) -> CopilotHostError:
     return ResponseError(f"{where} sent an answer that could not be decoded ({type(exc).__name__})")
 
 
+def _setup_error(exc: Exception) -> TransportError:
+    # Only the exception's type: its text can quote a proxy URL with a password in it.
+    return TransportError(
+        "could not set up the HTTPS client: check SSL_CERT_FILE, SSL_CERT_DIR and the "
+        f"HTTPS_PROXY/ALL_PROXY settings ({type(exc).__name__})",
+        code="network_config",
+        retryable=False,
+    )
+
+
 def _too_large(request: WireRequest) -> ResponseError:
     return ResponseError(
         f"{request.what} answered with more than {request.limit // 1024} KiB; refusing to read it",
@@ -126,9 +136,12 @@ class Sender:
             if self._client is None:
                 # No trust_env override and no proxy argument: httpx2's defaults honour
                 # HTTPS_PROXY, SSL_CERT_FILE and the system trust store.
-                self._client = httpx2.Client(
-                    transport=self._transport, timeout=self._timeout, follow_redirects=False
-                )
+                try:
+                    self._client = httpx2.Client(
+                        transport=self._transport, timeout=self._timeout, follow_redirects=False
+                    )
+                except (OSError, ValueError, ImportError) as exc:  # ssl.SSLError is an OSError
+                    raise _setup_error(exc) from None
             return self._client
 
     def close(self) -> None:
@@ -191,9 +204,12 @@ class AsyncSender:
         if self._closed:
             raise RuntimeError("this GitHub host is closed")
         if self._client is None:
-            self._client = httpx2.AsyncClient(
-                transport=self._transport, timeout=self._timeout, follow_redirects=False
-            )
+            try:
+                self._client = httpx2.AsyncClient(
+                    transport=self._transport, timeout=self._timeout, follow_redirects=False
+                )
+            except (OSError, ValueError, ImportError) as exc:  # ssl.SSLError is an OSError
+                raise _setup_error(exc) from None
         return self._client
 
     async def aclose(self) -> None:
