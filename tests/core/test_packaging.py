@@ -139,3 +139,40 @@ def test_editable_install_reads_the_same_allowlist() -> None:
         ROOT / "allowlists" / "inference-origins.txt"
     ).read_text(encoding="utf-8")
     assert len(default_allowlist().origins) == 4
+
+
+def test_all_is_literal_and_matches_the_lazy_table() -> None:
+    import copilot_host
+
+    exports = copilot_host._EXPORTS  # type: ignore[attr-defined]
+    assert copilot_host.__all__ == ["__version__", *sorted(exports)]
+
+
+def test_an_embedding_app_type_checks_against_the_public_names(tmp_path: Path) -> None:
+    """mypy --strict on a client of the public API, as an embedding application runs it."""
+    client = tmp_path / "client.py"
+    client.write_text(
+        "import httpx2\n"
+        "import copilot_host as ch\n"
+        "from copilot_host.github import GitHubCopilotHost\n\n"
+        "def run() -> list[str]:\n"
+        "    catalog = ch.Catalog()\n"
+        "    with GitHubCopilotHost() as host:\n"
+        "        result: ch.RegistrationResult = ch.register_models(catalog, host)\n"
+        "    route: ch.ModelRoute = result.routes[0]\n"
+        "    client = httpx2.Client(auth=route.auth)\n"
+        "    client.close()\n"
+        "    secret: ch.Secret = ch.Secret('x')\n"
+        "    assert isinstance(secret, ch.Secret)\n"
+        "    try:\n"
+        "        ch.CopilotEndpoint.parse(route.origin)\n"
+        "    except ch.CopilotHostError as exc:\n"
+        "        return [exc.code]\n"
+        "    return [r.route_id for r in catalog.routes().values()]\n"
+    )
+    result = _run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", str(client)],
+        cwd=tmp_path,
+        env={**os.environ, "MYPYPATH": str(ROOT)},
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
