@@ -20,7 +20,8 @@ server text that went through :func:`copilot_host._text.clean`.
   x TransportError                  network_error, timeout (retryable), network_config
   x ServerError                     server_error, rate_limited    (retryable)
   x ResponseError                   bad_response, response_too_large, oauth_error
-  x SessionError                    session_expired, refresh_failed, refresh_needs_loop
+  x SessionError                    session_expired, refresh_failed, refresh_needs_loop,
+                                    host_closed, wrong_event_loop
   x StoreError
     + StoreCorruptError             store_corrupt
     + StoreInsecureError            store_insecure

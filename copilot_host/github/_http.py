@@ -7,14 +7,16 @@ decode or one over its cap), so nothing above this module sees a raw httpx2 exce
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
+import weakref
 from collections.abc import Awaitable, Callable
 
 import httpx2
 
 from .._clock import Clock
-from .._errors import CopilotHostError, ResponseError, TransportError
+from .._errors import CopilotHostError, ResponseError, SessionError, TransportError
 from .._redact import redact
 from .._text import clean
 from ._status import retry_delay
@@ -52,6 +54,14 @@ def _setup_error(exc: Exception) -> TransportError:
     )
 
 
+def _closed_error() -> SessionError:
+    return SessionError(
+        "the GitHub host behind these routes was closed; keep the host open while its "
+        "routes are in use, or register the models again with an open host",
+        code="host_closed",
+    )
+
+
 def _too_large(request: WireRequest) -> ResponseError:
     return ResponseError(
         f"{request.what} answered with more than {request.limit // 1024} KiB; refusing to read it",
@@ -61,7 +71,8 @@ def _too_large(request: WireRequest) -> ResponseError:
 
 def _declared_too_large(response: httpx2.Response, request: WireRequest) -> bool:
     declared = response.headers.get("content-length", "")
-    return declared.isdigit() and len(declared) < 20 and int(declared) > request.limit
+    digits = declared.isascii() and declared.isdigit()  # isdigit() alone accepts "¹"
+    return digits and len(declared) < 20 and int(declared) > request.limit
 
 
 def _lower_headers(response: httpx2.Response) -> dict[str, str]:
@@ -132,7 +143,7 @@ class Sender:
         # Built on first use: `status` and availability checks never pay for a TLS context.
         with self._lock:
             if self._closed:
-                raise RuntimeError("this GitHub host is closed")
+                raise _closed_error()
             if self._client is None:
                 # No trust_env override and no proxy argument: httpx2's defaults honour
                 # HTTPS_PROXY, SSL_CERT_FILE and the system trust store.
@@ -197,12 +208,14 @@ class AsyncSender:
         self._clock = clock
         self._sleep = sleep
         self._client: httpx2.AsyncClient | None = None
+        self._loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
         self._closed = False
 
     def _get_client(self) -> httpx2.AsyncClient:
         # One event loop owns this object, so creation needs no lock (no await inside).
         if self._closed:
-            raise RuntimeError("this GitHub host is closed")
+            raise _closed_error()
+        loop = asyncio.get_running_loop()
         if self._client is None:
             try:
                 self._client = httpx2.AsyncClient(
@@ -210,12 +223,24 @@ class AsyncSender:
                 )
             except (OSError, ValueError, ImportError) as exc:  # ssl.SSLError is an OSError
                 raise _setup_error(exc) from None
+            self._loop = weakref.ref(loop)
+        elif self._loop is not None and self._loop() is not loop:
+            # An httpx2 client's connections belong to the loop that opened them; used from
+            # another (a second asyncio.run) they fail with a bare "Event loop is closed".
+            raise SessionError(
+                "this AsyncGitHubCopilotHost is bound to the event loop it was first used on; "
+                "create one host per event loop (e.g. inside the asyncio.run that uses it)",
+                code="wrong_event_loop",
+            )
         return self._client
 
     async def aclose(self) -> None:
         self._closed = True
         client, self._client = self._client, None
+        owner = self._loop() if self._loop is not None else None
         if client is not None:
+            if owner is not None and owner is not asyncio.get_running_loop():
+                return  # its connections died with their loop; nothing left to close here
             await client.aclose()
         elif self._transport is not None:
             await self._transport.aclose()

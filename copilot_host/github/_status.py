@@ -29,7 +29,7 @@ def retry_after(response: WireResponse) -> float | None:
     raw = response.headers.get("retry-after", "").strip()
     if not raw:
         return None
-    if raw.isdigit():
+    if raw.isascii() and raw.isdigit():  # str.isdigit() also accepts "¹" and "٣"
         return float(int(raw[:9]))
     try:
         when = email.utils.parsedate_to_datetime(raw)

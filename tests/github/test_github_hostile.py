@@ -177,3 +177,16 @@ def test_connection_refused_is_a_network_error(store: CredentialStore) -> None:
     ):
         host.begin_device_login()
     assert caught.value.code == "network_error"
+
+
+def test_non_ascii_digits_in_headers_are_not_numbers() -> None:
+    """str.isdigit() accepts superscripts and other scripts' digits; int() does not."""
+    from copilot_host.github._http import _declared_too_large
+    from copilot_host.github._status import retry_after
+    from copilot_host.github._wire import WireRequest, WireResponse
+
+    for raw in ("¹", "٣", "²⁵"):
+        assert retry_after(WireResponse(429, {"retry-after": raw}, b"", 0.0, 0.0)) is None
+        response = httpx2.Response(200, headers=[(b"content-length", raw.encode())])
+        request = WireRequest("GET", "https://api.github.com/user", "test", (), limit=10)
+        assert _declared_too_large(response, request) is False
