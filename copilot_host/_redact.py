@@ -23,6 +23,7 @@ __all__ = [
     "known_values",
     "redact",
     "register_secret",
+    "scrub",
 ]
 
 REDACTED = "[REDACTED]"
@@ -75,6 +76,22 @@ def redact(text: str, extra: Iterable[Secret] = ()) -> str:
     return TOKEN_SHAPES.sub(REDACTED, text)
 
 
+def scrub(text: object, *, limit: int = 200) -> str:
+    """Server text made fit for a message: invisible characters removed *before* secrets
+    are masked (a token split by a zero-width character would otherwise pass the mask and
+    be joined back together by the cleaning), then cut to ``limit``."""
+    from ._text import clean
+
+    return clean(redact(clean(text, limit=limit * 4)), limit=limit)
+
+
+# Format characters (zero-width, bidi) and line/paragraph separators: removed from log
+# records before masking, for the same reason as in scrub(); newlines and tabs stay.
+_INVISIBLE = re.compile(
+    "[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2028\u2029\u2060-\u206f\ufeff\ufff9-\ufffb]"
+)
+
+
 class RedactingFilter(logging.Filter):
     """A logging filter that rewrites each record's message with secrets masked.
 
@@ -86,7 +103,7 @@ class RedactingFilter(logging.Filter):
             message = record.getMessage()
         except Exception:  # a malformed record must not escape unredacted
             message = f"{record.msg!r} (unformattable arguments)"
-        record.msg = redact(message)
+        record.msg = redact(_INVISIBLE.sub("", message))
         record.args = None
         if record.exc_info and record.exc_info[1] is not None:
             # Format the traceback now, redacted, so handlers never format the raw one.

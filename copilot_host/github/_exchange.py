@@ -16,7 +16,7 @@ from .._errors import (
 )
 from .._origin import default_allowlist
 from .._policy import deadlines_from_exchange
-from .._redact import redact, register_secret
+from .._redact import register_secret, scrub
 from .._seam import CopilotSession, LoginIdentity
 from .._secret import Secret
 from .._text import clean
@@ -78,7 +78,7 @@ def entitlement_error(response: WireResponse) -> CopilotHostError:
         )
     except ResponseError:
         notification, server_text = None, None
-    detail = clean(redact(server_text), limit=200) if server_text else ""
+    detail = scrub(server_text, limit=200) if server_text else ""
     if notification is not None and notification in KNOWN_NOTIFICATIONS:
         return EntitlementError(KNOWN_NOTIFICATIONS[notification], code=notification)
     if notification is not None and _NOTIFICATION_ID.fullmatch(notification):

@@ -17,8 +17,7 @@ import httpx2
 
 from .._clock import Clock
 from .._errors import CopilotHostError, ResponseError, SessionError, TransportError
-from .._redact import redact
-from .._text import clean
+from .._redact import scrub
 from ._status import retry_delay
 from ._wire import WireRequest, WireResponse
 
@@ -39,7 +38,7 @@ def _error_for(exc: httpx2.HTTPError, request: WireRequest) -> CopilotHostError:
     if isinstance(exc, httpx2.TimeoutException):
         return TransportError(f"{where} timed out; check the network and try again", code="timeout")
     if isinstance(exc, httpx2.TransportError):
-        reason = clean(redact(str(exc)), limit=120) or type(exc).__name__
+        reason = scrub(str(exc), limit=120) or type(exc).__name__
         return TransportError(f"{where} failed on the network: {reason}")
     return ResponseError(f"{where} sent an answer that could not be decoded ({type(exc).__name__})")
 

@@ -10,10 +10,9 @@ import re
 from dataclasses import dataclass, field
 
 from .._errors import AccessDeniedError, DeviceCodeExpiredError, ResponseError
-from .._redact import redact, register_secret
+from .._redact import register_secret, scrub
 from .._seam import CopilotDeviceLogin, Pending
 from .._secret import Secret
-from .._text import clean
 from ._device_code import MAX_EXPIRES_IN
 from ._headers import EditorIdentity, oauth_headers
 from ._oauth import (
@@ -90,5 +89,5 @@ def parse_poll(response: WireResponse, login: CopilotDeviceLogin) -> Pending | G
         raise AccessDeniedError("the login was denied on GitHub; nothing was stored")
     raw = body.get("error_description")
     description = raw if isinstance(raw, str) and raw else error
-    detail = clean(redact(f"{error}: {description}" if description != error else error), limit=200)
+    detail = scrub(f"{error}: {description}" if description != error else error, limit=200)
     raise ResponseError(f"GitHub ended the device login: {detail}", code="oauth_error")

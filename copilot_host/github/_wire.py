@@ -13,8 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .._errors import ResponseError
-from .._redact import redact
-from .._text import clean
+from .._redact import scrub
 
 __all__ = [
     "LARGE_BODY",
@@ -188,4 +187,4 @@ def server_message(response: WireResponse) -> str:
             if isinstance(nested, str) and nested:
                 parts.append(nested)
     # A hostile server may echo a credential back: registered secrets and token shapes go.
-    return clean(redact(": ".join(parts)), limit=200)
+    return scrub(": ".join(parts), limit=200)
