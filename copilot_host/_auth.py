@@ -99,6 +99,22 @@ class CopilotAuth(httpx2.Auth):
     def endpoint(self) -> CopilotEndpoint:
         return self._endpoint
 
+    # -- request hooks ----------------------------------------------------------------------
+
+    def origin_guard(self, request: httpx2.Request) -> None:
+        """A request event hook for ``httpx2.Client`` that refuses any hop to another origin.
+
+        httpx2 follows redirects below the auth flow: the bearer is dropped on a hop that
+        leaves the origin and the response is then refused, but the request (its body, a
+        prompt) has gone out. The hook runs before every hop, so nothing is sent:
+        ``httpx2.Client(auth=route.auth, event_hooks={"request": [route.auth.origin_guard]})``.
+        """
+        self._check_target(request.url)
+
+    async def async_origin_guard(self, request: httpx2.Request) -> None:
+        """:meth:`origin_guard` for ``httpx2.AsyncClient`` (its hooks are awaited)."""
+        self._check_target(request.url)
+
     def __repr__(self) -> str:
         return f"CopilotAuth({self._endpoint.origin!r})"
 

@@ -92,8 +92,8 @@ def test_readme_embedding_snippet_against_the_emulator(
             "GitHubCopilotHost()",
             "GitHubCopilotHost(store=_store, transport=_emulator.transport())",
         ).replace(
-            "httpx2.Client(auth=route.auth)",
-            "httpx2.Client(auth=route.auth, transport=_emulator.transport())",
+            "httpx2.Client(auth=route.auth, ",
+            "httpx2.Client(auth=route.auth, transport=_emulator.transport(), ",
         )
         assert rewritten.count("_emulator") == 2
         namespace: dict[str, Any] = {"_store": store, "_emulator": emulator}
@@ -107,3 +107,32 @@ def test_readme_embedding_snippet_against_the_emulator(
     authorization = chats[0].headers["authorization"]
     assert authorization.startswith("Bearer ")
     assert authorization.removeprefix("Bearer ") in emulator.session_tokens
+
+
+def test_readme_async_snippet_against_the_emulator(tmp_path: Path) -> None:
+    """The asyncio example, pointed at the emulator by rewriting its two I/O lines."""
+    import asyncio
+
+    from copilot_host import Catalog
+    from copilot_host.github import GitHubCopilotHost
+    from copilot_host.testing import GitHubEmulator
+
+    (snippet,) = [b for b in _blocks("python") if "AsyncGitHubCopilotHost()" in b]
+    with GitHubEmulator() as emulator:
+        store = CredentialStore(tmp_path / "home")
+        with GitHubCopilotHost(store=store, transport=emulator.transport(), key_file=True) as h:
+            h.login(sleep=lambda _seconds: None)
+        rewritten = snippet.replace(
+            "AsyncGitHubCopilotHost()",
+            "AsyncGitHubCopilotHost(store=_store, transport=_emulator.async_transport())",
+        ).replace(
+            "httpx2.AsyncClient(\n            auth=route.auth, ",
+            "httpx2.AsyncClient(\n            transport=_emulator.async_transport(), "
+            "auth=route.auth, ",
+        )
+        assert rewritten.count("_emulator") == 2
+        namespace: dict[str, Any] = {"_store": store, "_emulator": emulator}
+        exec(compile(rewritten, "README.md", "exec"), namespace)
+        reply = asyncio.run(namespace["ask"](Catalog()))
+        assert len(emulator.requests_to("chat")) == 1
+    assert reply == "echo: Hello"

@@ -265,6 +265,53 @@ def test_a_redirect_away_from_the_origin_never_carries_the_bearer_and_is_refused
     assert all(token not in str(v) for v in seen[1].headers.values())
 
 
+def test_the_origin_guard_stops_a_redirect_before_anything_is_sent() -> None:
+    auth, _host = sync_auth()
+    seen: list[httpx2.Request] = []
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        seen.append(request)
+        if request.url.host == "api.individual.githubcopilot.com":
+            return httpx2.Response(307, headers={"Location": "https://collector.example/steal"})
+        return httpx2.Response(200)
+
+    with (
+        httpx2.Client(
+            auth=auth,
+            transport=httpx2.MockTransport(handler),
+            follow_redirects=True,
+            event_hooks={"request": [auth.origin_guard]},
+        ) as client,
+        pytest.raises(OriginError),
+    ):
+        client.post(CHAT, json={"prompt": "private"})
+    assert [r.url.host for r in seen] == ["api.individual.githubcopilot.com"]
+
+
+def test_the_async_origin_guard_stops_a_redirect_before_anything_is_sent() -> None:
+    auth, _host = sync_auth()
+    seen: list[str] = []
+
+    async def handler(request: httpx2.Request) -> httpx2.Response:
+        seen.append(request.url.host)
+        if request.url.host == "api.individual.githubcopilot.com":
+            return httpx2.Response(307, headers={"Location": "https://collector.example/steal"})
+        return httpx2.Response(200)
+
+    async def main() -> None:
+        async with httpx2.AsyncClient(
+            auth=auth,
+            transport=httpx2.MockTransport(handler),
+            follow_redirects=True,
+            event_hooks={"request": [auth.async_origin_guard]},
+        ) as client:
+            with pytest.raises(OriginError):
+                await client.post(CHAT, json={"prompt": "private"})
+
+    asyncio.run(main())
+    assert seen == ["api.individual.githubcopilot.com"]
+
+
 def test_a_same_origin_redirect_is_followed() -> None:
     auth, host = sync_auth()
     rec_paths: list[str] = []
