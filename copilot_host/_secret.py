@@ -51,9 +51,11 @@ class Secret:
         result = self.__eq__(other)
         return result if result is NotImplemented else not result
 
-    # Equal secrets must not be distinguishable by hash either; identity hash is enough
-    # since we never want secrets as dict keys by value.
-    __hash__ = object.__hash__
+    def __hash__(self) -> int:
+        # Equal objects must hash equal, and a hash of the value would leak a function of
+        # it: one constant for every Secret keeps sets and dicts correct (just not fast,
+        # which a handful of credentials never needs).
+        return 0x5EC2E7
 
     def __reduce__(self) -> NoReturn:
         raise TypeError("a Secret cannot be pickled: credentials never leave the process")

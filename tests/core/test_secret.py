@@ -105,3 +105,12 @@ def test_install_redaction_is_idempotent() -> None:
     finally:
         logger.removeHandler(handler)
         logger.removeFilter(first)
+
+
+def test_equal_secrets_hash_equal_without_revealing_anything() -> None:
+    a, b = Secret("same-" + secrets.token_hex(8)), Secret("x")
+    twin = Secret(a.reveal())
+    assert a == twin
+    assert hash(a) == hash(twin)
+    assert hash(a) == hash(b)  # the hash says nothing about the value
+    assert len({a, twin, b}) == 2
