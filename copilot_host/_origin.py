@@ -106,7 +106,8 @@ class CopilotEndpoint:
             raise _fail(url, "expected https://host")
         if scheme not in ("https", "http"):
             # Upper-case schemes are refused rather than folded: configuration is exact.
-            raise _fail(url, "scheme must be https")
+            why = "write the scheme in lower case" if scheme.lower() == "https" else None
+            raise _fail(url, why or "scheme must be https")
         if "?" in rest or "#" in rest:
             raise _fail(url, "queries and fragments are not allowed")
         authority, slash, path = rest.partition("/")
