@@ -245,4 +245,14 @@ def _after_signal(
             f"{clean(message.identity.account)} (run `copilot-host logout` to undo)",
             code="interrupted_after_login",
         )
+    if worker.is_alive():
+        # Still winding down after the grace period: most likely an HTTP poll waiting on
+        # its timeout, but a save that began just before the signal runs to its end (the
+        # store's lock and keyring waits are bounded, not interruptible). Do not promise.
+        raise Interrupted(
+            signum,
+            "login cancelled; if it was completing at that moment it may have been stored: "
+            "run `copilot-host status` to check",
+            code="login_cancelled",
+        )
     raise Interrupted(signum, "login cancelled; nothing was stored", code="login_cancelled")
