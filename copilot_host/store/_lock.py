@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import logging
 import os
 import threading
 import time
@@ -25,6 +26,7 @@ from ._paths import LOCK_NAME, check_owned_private, file_symlink_error, open_hom
 
 __all__ = ["StoreLock"]
 
+_log = logging.getLogger("copilot_host.store")
 _FIRST_PAUSE = 0.002
 _LONGEST_PAUSE = 0.05
 
@@ -72,7 +74,7 @@ class StoreLock:
                 fd, self._fd = self._fd, None
                 try:
                     # Forget our pid first so a waiter never names a process that left.
-                    os.ftruncate(fd, 0)
+                    _forget_holder(fd)
                 finally:
                     os.close(fd)  # closing releases the flock
         finally:
@@ -107,8 +109,7 @@ class StoreLock:
                         raise self._locked_error(_holder(fd)) from None
                     self._sleep(pause)
                     pause = min(pause * 2, _LONGEST_PAUSE)
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+            _record_holder(fd)
         except BaseException:
             os.close(fd)
             raise
@@ -120,6 +121,23 @@ class StoreLock:
             f"The credential store {self._home} is busy: {who} has held its lock for more "
             f"than {self._timeout:g} s; try again when it finishes"
         )
+
+
+def _record_holder(fd: int) -> None:
+    """Write our pid into the lock file, best effort: it only improves a waiter's error
+    message, so a full disk or a quota must not stop a logout that frees space."""
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    except OSError as exc:
+        _log.debug("could not record the lock holder's pid: %s", exc.strerror)
+
+
+def _forget_holder(fd: int) -> None:
+    try:
+        os.ftruncate(fd, 0)
+    except OSError as exc:
+        _log.debug("could not clear the lock holder's pid: %s", exc.strerror)
 
 
 def _holder(fd: int) -> int | None:
