@@ -3,8 +3,10 @@
 Every keyring call runs in a daemon worker thread and is abandoned after a timeout: a
 locked keyring waiting on a prompt, or a hung D-Bus service, yields a typed error instead
 of hanging the caller. (An abandoned call may still finish later; the worst it can do is
-store a key under a fresh, unused login id.) The keyring is looked up when a key is needed,
-never at import time, and only a recommended backend (priority >= 1) is accepted.
+store a key under a fresh, unused login id.) Until it does, further calls fail at once,
+so a hung keyring costs one thread, not one per call. The keyring is looked up when a key
+is needed, never at import time, and only a recommended backend (priority >= 1) is
+accepted.
 """
 
 from __future__ import annotations
@@ -48,6 +50,29 @@ _KEY_FILE_HINT = (
     "to keep the key in a 0600 file beside the record instead, log in with --key-file "
     "(key_file=True): anyone who can read your files can then use the credential"
 )
+
+
+class _Abandoned:
+    """The completion event of the last keyring call given up on, if it is still running.
+
+    The backend is one per process (keyring.get_keyring()), so a call stuck in it blocks
+    every store alike: one record for the whole process, not one per store.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._done: threading.Event | None = None
+
+    def still_running(self) -> bool:
+        with self._lock:
+            return self._done is not None and not self._done.is_set()
+
+    def remember(self, done: threading.Event) -> None:
+        with self._lock:
+            self._done = done
+
+
+_ABANDONED = _Abandoned()
 
 
 class _NoRecommendedKeyring(Exception):
@@ -139,6 +164,15 @@ class KeyringKeys:
         return self._bounded(call, saving=False)
 
     def _bounded(self, call: Callable[[], T], *, saving: bool) -> T:
+        hint = f"; nothing was saved: {_KEY_FILE_HINT}" if saving else ""
+        if _ABANDONED.still_running():
+            # Starting another worker would only strand one more thread behind it.
+            _log.debug("keyring call refused: an abandoned call is still running")
+            raise KeyringUnavailableError(
+                "The OS keyring is not answering (an earlier request is still waiting; "
+                f"it may be locked or showing an unlock prompt); unlock it and try again{hint}",
+                code="keyring_timeout",
+            )
         box: dict[str, Any] = {}
         done = threading.Event()
 
@@ -152,9 +186,9 @@ class KeyringKeys:
 
         worker = threading.Thread(target=run, name="copilot-host-keyring", daemon=True)
         worker.start()
-        hint = f"; nothing was saved: {_KEY_FILE_HINT}" if saving else ""
         if not done.wait(self._timeout):
             _log.debug("keyring call abandoned after %.1f s", self._timeout)
+            _ABANDONED.remember(done)
             raise KeyringUnavailableError(
                 f"The OS keyring did not answer within {self._timeout:g} s (it may be locked "
                 f"or waiting for an unlock prompt); unlock it and try again{hint}",

@@ -69,12 +69,19 @@ class LowPriorityKeyring(MemoryKeyring):
     priority = 0.5  # type: ignore[assignment]
 
 
+def _keyring_workers() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "copilot-host-keyring"]
+
+
 @pytest.fixture
 def hanging() -> Iterator[HangingKeyring]:
     backend = HangingKeyring()
     keyring.set_keyring(backend)
     yield backend
     backend.release.set()  # let the abandoned worker threads finish
+    # ...and wait for them: while one runs, this process's keyring calls fail at once.
+    for worker in _keyring_workers():
+        worker.join(10)
 
 
 @pytest.mark.parametrize(
@@ -214,3 +221,33 @@ def test_preflight_passes_with_a_working_keyring(
     CredentialStore().preflight()
     assert memory_keyring.items == {}
     assert os.listdir(copilot_home) == []
+
+
+def test_a_hung_keyring_strands_one_thread_not_one_per_call(
+    tmp_path: Path, memory_keyring: MemoryKeyring, hanging: HangingKeyring
+) -> None:
+    # Two stores: the backend is one per process, so one hung call stops both.
+    stores = [
+        CredentialStore(tmp_path / "a", keyring_timeout=0.2),
+        CredentialStore(tmp_path / "b", keyring_timeout=0.2),
+    ]
+    before = len(_keyring_workers())
+    codes = []
+    started = time.monotonic()
+    for i in range(50):
+        with pytest.raises(KeyringUnavailableError) as caught:
+            stores[i % 2].preflight()
+        codes.append(caught.value.code)
+    elapsed = time.monotonic() - started
+    assert codes == ["keyring_timeout"] * 50
+    assert hanging.calls == 1
+    assert len(_keyring_workers()) - before <= 1
+    assert elapsed < 5, elapsed  # one 0.2 s wait, not fifty
+    # Once the stuck call returns, the keyring is asked again.
+    hanging.release.set()
+    for worker in _keyring_workers():
+        worker.join(10)
+    keyring.set_keyring(memory_keyring)
+    stores[0].preflight()
+    who = stores[1].save("octocat", canary_token())
+    assert stores[1].load()[0] == who
