@@ -16,7 +16,15 @@ from typing import NamedTuple
 
 from ._paths import TEMP_PREFIX, check_owned_private, file_symlink_error
 
-__all__ = ["FileIdentity", "identity_of", "read_private", "remove", "rename", "write_private"]
+__all__ = [
+    "FileIdentity",
+    "identity_of",
+    "probe_writable",
+    "read_private",
+    "remove",
+    "rename",
+    "write_private",
+]
 
 # ELOOP on Linux and macOS, EMLINK on FreeBSD: what O_NOFOLLOW reports for a symlink.
 _SYMLINK_ERRNOS = frozenset({errno.ELOOP, errno.EMLINK})
@@ -87,6 +95,16 @@ def write_private(dir_fd: int, name: str, data: bytes) -> None:
         raise
     # The rename itself must survive a power cut, not only the file's bytes.
     os.fsync(dir_fd)
+
+
+def probe_writable(dir_fd: int) -> None:
+    """Create and remove an empty temp file: raises the OSError a real write would meet
+    for want of permission or a writable file system. (A crash in between leaves a temp
+    file that the next writer's sweep removes.)"""
+    temp = TEMP_PREFIX + os.urandom(8).hex()
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    os.close(os.open(temp, flags, 0o600, dir_fd=dir_fd))
+    remove(dir_fd, temp)
 
 
 def remove(dir_fd: int, name: str) -> bool:

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from .._errors import StoreInsecureError
+from .._errors import StoreError, StoreInsecureError
 
 __all__ = [
     "DAMAGED_PREFIX",
@@ -98,6 +98,30 @@ def _symlink_error(path: Path, what: str) -> StoreInsecureError:
     )
 
 
+def _not_a_folder_error(path: Path) -> StoreInsecureError | None:
+    """When ``path`` or one of its parents is something other than a folder (a regular
+    file, a device...), the error that names it; None when no such part is found."""
+    for part in (*reversed(path.parents), path):
+        try:
+            # Parents may be symlinks to folders (/tmp on some systems); the home itself
+            # is never followed.
+            st = os.lstat(part) if part == path else os.stat(part)
+        except OSError:
+            return None
+        if stat.S_ISDIR(st.st_mode):
+            continue
+        if part == path:
+            return StoreInsecureError(
+                f"The credential store folder {path} is not a regular folder; "
+                "remove it or point COPILOT_HOST_HOME elsewhere"
+            )
+        return StoreInsecureError(
+            f"The credential store folder {path} cannot be used: {part} is not a folder; "
+            "remove it or point COPILOT_HOST_HOME elsewhere"
+        )
+    return None
+
+
 def _open_dir(path: Path) -> int:
     flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
@@ -106,15 +130,26 @@ def _open_dir(path: Path) -> int:
         # O_NOFOLLOW on a symlink: ELOOP on Linux, and ENOTDIR when O_DIRECTORY wins.
         if exc.errno in (errno.ELOOP, errno.ENOTDIR) and path.is_symlink():
             raise _symlink_error(path, "folder") from None
+        if exc.errno == errno.ENOTDIR:
+            # A file where the folder (or one of its parents) should be: say which, the
+            # same way whichever command meets it first.
+            better = _not_a_folder_error(path)
+            if better is not None:
+                raise better from None
         raise
 
 
 def _create_home(path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         os.mkdir(path, 0o700)
     except FileExistsError:
-        return  # another process won the race; the checks on open decide.
+        if path.parent.is_dir():
+            return  # another process won the race; the checks on open decide.
+        raise _not_a_folder_error(path) or _cannot_create(path, None) from None
+    except OSError as exc:
+        # /proc, a read-only mount, a missing permission: name the folder and the remedy.
+        raise _cannot_create(path, exc) from exc
     # The umask can only narrow mkdir's mode; set it exactly so the folder is usable.
     # Only a folder we just created is ever chmod-ed: an existing one is never widened.
     os.chmod(path, 0o700, follow_symlinks=False)
@@ -137,6 +172,15 @@ def open_home(path: Path, *, create: bool) -> Iterator[int | None]:
         yield fd
     finally:
         os.close(fd)
+
+
+def _cannot_create(path: Path, exc: OSError | None) -> StoreError:
+    why = (exc.strerror or type(exc).__name__) if exc is not None else "a file is in the way"
+    return StoreError(
+        f"Could not create the credential store folder {path}: {why}; "
+        "point COPILOT_HOST_HOME at a folder you can write",
+        code="store_io",
+    )
 
 
 def precheck_home(path: Path) -> None:

@@ -26,7 +26,15 @@ from .._errors import (
 )
 from .._seam import LoginIdentity
 from .._secret import Secret
-from ._atomic import FileIdentity, identity_of, read_private, remove, rename, write_private
+from ._atomic import (
+    FileIdentity,
+    identity_of,
+    probe_writable,
+    read_private,
+    remove,
+    rename,
+    write_private,
+)
 from ._header import KEY_FILE, KEYRING, Protection, RecordHeader
 from ._keys import KeyringKeys, read_key_file, remove_key_file, write_key_file
 from ._lock import StoreLock
@@ -133,15 +141,22 @@ class CredentialStore:
         Any change of the record file (device, inode, size, mtime, ctime) re-reads its
         header, so a logout or another login by another process shows on the next call.
         """
-        try:
-            st = os.lstat(self._record_str)
-        except (FileNotFoundError, NotADirectoryError):
-            self._cache = None
-            return None
-        cached = self._cache
-        if cached is not None and cached[0] == identity_of(st):
-            return cached[1]
         with self._io("read"):
+            try:
+                st = os.lstat(self._record_str)
+            except FileNotFoundError:
+                # Only "no such file" means logged out; anything else is a store problem.
+                self._cache = None
+                return None
+            except OSError:
+                self._cache = None
+                # A file where the folder should be, a symlink loop...: the same typed
+                # error header(), save() and the CLI give; else the OSError as store_io.
+                precheck_home(self._home)
+                raise
+            cached = self._cache
+            if cached is not None and cached[0] == identity_of(st):
+                return cached[1]
             found = self._read_checked()
         if found is None:
             self._cache = None
@@ -207,11 +222,16 @@ class CredentialStore:
         """Raise now the error a later ``save(..., key_file=key_file)`` would meet for want
         of a usable folder or keyring, so nobody authorizes a login that cannot be kept.
 
-        Writes nothing. A keyring that answers now can still fail at save time (locked in
-        between); ``save`` stays the authority.
+        Creates the store folder (0700) when it is missing, exactly as ``save`` would, and
+        proves a file can be created in it (the probe file is removed at once); writes
+        nothing else and never touches a record or the keyring's entries. A keyring that
+        answers now can still fail at save time (locked in between); ``save`` stays the
+        authority.
         """
         with self._io("check"):
-            precheck_home(self._home)
+            with open_home(self._home, create=True) as dir_fd:
+                assert dir_fd is not None
+                probe_writable(dir_fd)
             if not key_file:
                 self._keyring.probe()
 
@@ -260,17 +280,25 @@ class CredentialStore:
     def delete(self) -> bool:
         """Log out locally: remove the record and its key; True when anything was removed.
 
-        The lock file and records set aside as damaged stay.
+        A record that cannot be parsed is not deleted but renamed aside like any damaged
+        record (``set_aside()`` lists it); that counts as removed. The lock file and
+        records set aside stay. With nothing to remove, nothing is created (not even the
+        folder or the lock file).
         """
         removed = False
         previous: RecordHeader | None = None
-        with self._io("delete"), self._lock, open_home(self._home, create=False) as dir_fd:
-            if dir_fd is not None:
-                previous = self._previous_header(dir_fd, keep_damaged=False)
-                if remove(dir_fd, RECORD_NAME):
-                    removed = True
-                    os.fsync(dir_fd)
-                removed = self._sweep(dir_fd, keep=None) or removed
+        with self._io("delete"):
+            if not self._anything_to_delete():
+                self._cache = None
+                return False
+            with self._lock, open_home(self._home, create=False) as dir_fd:
+                if dir_fd is not None:
+                    previous, moved = self._previous_header(dir_fd)
+                    removed = moved is not None
+                    if remove(dir_fd, RECORD_NAME):
+                        removed = True
+                        os.fsync(dir_fd)
+                    removed = self._sweep(dir_fd, keep=None) or removed
         self._cache = None
         if previous is not None and previous.protection.kind == KEYRING:
             try:
@@ -361,30 +389,41 @@ class CredentialStore:
             serial += 1
             name = f"{DAMAGED_PREFIX}{stamp}-{serial}"
         rename(dir_fd, RECORD_NAME, name)
-        _log.warning("credential record failed to authenticate; kept as %s", name)
+        _log.warning("damaged credential record set aside as %s", name)
         return self._home / name
 
-    def _previous_header(self, dir_fd: int, *, keep_damaged: bool) -> RecordHeader | None:
-        """The current record's header (under the lock). A newer format is refused; an
-        unparseable record is moved aside when ``keep_damaged``."""
+    def _anything_to_delete(self) -> bool:
+        """Without the lock: is there a folder with a record, key file or temp file in it?
+
+        A "no" is safe to act on without locking: anything a concurrent login writes
+        afterwards is simply newer than this logout."""
+        with open_home(self._home, create=False) as dir_fd:
+            if dir_fd is None:
+                return False
+            return any(
+                name == RECORD_NAME or KEY_FILE_PATTERN.match(name) or TEMP_PATTERN.match(name)
+                for name in os.listdir(dir_fd)
+            )
+
+    def _previous_header(self, dir_fd: int) -> tuple[RecordHeader | None, Path | None]:
+        """The current record's header (under the lock), and where an unparseable record
+        was moved aside (kept, never deleted). A newer format is refused."""
         found = read_private(dir_fd, RECORD_NAME, self._home, MAX_RECORD_BYTES)
         if found is None:
-            return None
+            return None, None
         try:
-            return parse(found[0]).header
+            return parse(found[0]).header, None
         except StoreVersionError as exc:
             raise StoreVersionError(
                 f"The credential record {self._record_path} was left unchanged: {exc.message}"
             ) from None
         except StoreCorruptError:
-            if keep_damaged:
-                self._rename_aside(dir_fd)
-            return None
+            return None, self._rename_aside(dir_fd)
 
     def _persist(self, blob: bytes, login_id: str, key: bytes | None) -> RecordHeader | None:
         with self._lock, open_home(self._home, create=True) as dir_fd:
             assert dir_fd is not None
-            previous = self._previous_header(dir_fd, keep_damaged=True)
+            previous, _ = self._previous_header(dir_fd)
             try:
                 if key is not None:
                     # The key first, under its own new name: a crash before the record is
