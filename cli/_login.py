@@ -46,6 +46,7 @@ def login(headless: bool, as_json: bool, force: bool, key_file: bool) -> None:
     account may use Copilot, and only then stores the credential.
     """
     from copilot_host._clock import SYSTEM_CLOCK
+    from copilot_host._errors import StoreCorruptError
     from copilot_host._text import clean
 
     from ._status import describe_protection
@@ -58,7 +59,18 @@ def login(headless: bool, as_json: bool, force: bool, key_file: bool) -> None:
     s = seam()
     store = make_store()
 
-    current = store.header()
+    set_aside_before = set(store.set_aside())
+    try:
+        current = store.header()
+    except StoreCorruptError:
+        # An unreadable record is no login to protect: replace it without asking. It is
+        # set aside (kept) only when the new login is stored, so a failed login changes
+        # nothing.
+        current = None
+        out.warn(
+            "the stored login record is damaged and cannot be used; "
+            "it will be set aside when the new login is stored"
+        )
     if current is not None and not force:
         who = clean(current.account)
         if headless or as_json:
@@ -90,3 +102,6 @@ def login(headless: bool, as_json: bool, force: bool, key_file: bool) -> None:
         out.result(f"{out.good('Logged in')} to GitHub as {out.strong(account)}.")
     if protection is not None:
         out.info(f"Stored encrypted; the key is kept in the {describe_protection(protection)}.")
+    for path in store.set_aside():
+        if path not in set_aside_before:
+            out.info(f"The damaged login record was set aside at {path}; delete it if unneeded.")

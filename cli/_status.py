@@ -32,6 +32,7 @@ Examples:
    "protection":{"kind":"keyring","backend":"Secret Service"},
    "store":"/path/to/record","home":"/path","set_aside":[]}
 Logged out: {"v":1,"logged_in":false,...}; exit code 1.
+A damaged record: {"v":1,"logged_in":false,"damaged":true,...}; exit code 1.
 """
 
 
@@ -51,6 +52,7 @@ def status(as_json: bool) -> None:
     Reads only this machine's record (no network, no keyring). Exit code 0 when logged
     in, 1 when not.
     """
+    from copilot_host._errors import StoreCorruptError
     from copilot_host._text import clean
 
     from ._events import iso_utc
@@ -59,11 +61,18 @@ def status(as_json: bool) -> None:
     if as_json:
         use_json_errors()
     store = make_store()
-    header = store.header()
+    damaged: StoreCorruptError | None = None
+    try:
+        header = store.header()
+    except StoreCorruptError as exc:
+        # A state to report, not a failure of status: logged out, with a record to replace.
+        header, damaged = None, exc
     set_aside = [str(p) for p in store.set_aside()]
 
     if as_json:
         doc: dict[str, Any] = {"v": JSON_VERSION, "logged_in": header is not None}
+        if damaged is not None:
+            doc["damaged"] = True
         if header is not None:
             doc.update(
                 account=clean(header.account),
@@ -76,6 +85,8 @@ def status(as_json: bool) -> None:
             )
         doc.update(store=str(store.record_path), home=str(store.home), set_aside=set_aside)
         out.json(doc)
+    elif damaged is not None:
+        out.result("Not logged in: the stored login record is damaged.")
     elif header is None:
         out.result("Not logged in.")
         out.hint("Run `copilot-host login` to log in.")
@@ -91,6 +102,8 @@ def status(as_json: bool) -> None:
         out.result(f"Logged in to GitHub as {out.strong(clean(header.account))}")
         for label, value in rows:
             out.result(f"  {label:<11} {value}")
+    if damaged is not None:
+        out.error(damaged.message)
     for path in set_aside:
         out.warn(
             f"a damaged login record was set aside at {path}; delete it when you no longer need it"

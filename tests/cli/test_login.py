@@ -254,3 +254,59 @@ def test_sigint_during_the_wait_cancels_in_process(cli: Cli, emulate: Any) -> No
     assert signal.getsignal(signal.SIGINT) is before
     # No poll succeeded, and the wait ended long before the 5 s interval.
     assert not env.emulator.requests_to("copilot_token")
+
+
+def _plant_damaged_record() -> bytes:
+    record = CredentialStore().record_path
+    fd = os.open(record, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, b"garbage\n")
+    finally:
+        os.close(fd)
+    return record.read_bytes()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("--headless",), ("--headless", "--force", "--key-file"), ("--json",), ()],
+    ids=["headless", "force-key-file", "json", "interactive"],
+)
+def test_a_damaged_record_is_no_login_to_protect(
+    cli: Cli, emulate: Any, args: tuple[str, ...]
+) -> None:
+    damaged = _plant_damaged_record()
+    env = emulate()
+    result = cli("login", *args, seam=env.seam, input="")  # no question is asked
+    assert result.exit_code == 0, result.stderr
+    assert "Replace that login?" not in result.stderr
+    assert "damaged" in result.stderr
+    header = CredentialStore().header()
+    assert header is not None and header.account == "octocat"
+    aside = CredentialStore().set_aside()
+    assert [p.read_bytes() for p in aside] == [damaged]
+    assert f"set aside at {aside[0]}" in result.stderr
+
+
+def test_a_failed_login_leaves_a_damaged_record_where_it_was(cli: Cli, emulate: Any) -> None:
+    damaged = _plant_damaged_record()
+    env = emulate(Scenario(login_result="access_denied"))
+    result = cli("login", "--headless", seam=env.seam)
+    assert result.exit_code == 1
+    assert CredentialStore().record_path.read_bytes() == damaged
+    assert CredentialStore().set_aside() == ()
+
+
+def test_a_folder_that_cannot_be_created_fails_before_a_code_is_shown(
+    cli: Cli, emulate: Any
+) -> None:
+    import secrets
+
+    home = f"/proc/copilot-host-test-{secrets.token_hex(6)}"
+    env = emulate()
+    result = cli(
+        "login", "--headless", "--key-file", seam=env.seam, env={"COPILOT_HOST_HOME": home}
+    )
+    assert result.exit_code == 1
+    assert result.stderr.startswith("error: Could not create the credential store folder")
+    assert result.stderr.count("\n") == 1
+    assert env.emulator.requests == ()

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from copilot_host.store import CredentialStore
 from copilot_host.testing import Scenario, chat_model
 
 from .conftest import Cli
@@ -79,6 +80,20 @@ def test_models_not_logged_in(cli: Cli, emulate: Any) -> None:
     as_json = cli("models", "--json", seam=env.seam)
     assert json.loads(as_json.stdout)["error"]["code"] == "not_logged_in"
     assert not env.emulator.requests  # nothing went over the wire
+
+
+def test_models_with_a_damaged_record_says_to_log_in_again(cli: Cli, emulate: Any) -> None:
+    env = _logged_in(cli, emulate)
+    record = CredentialStore().record_path
+    record.write_bytes(b"garbage\n")
+    result = cli("models", seam=env.seam)
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert result.stderr.count("\n") == 1
+    assert result.stderr.startswith(f"error: The credential record {record} is damaged")
+    assert "log in again" in result.stderr
+    as_json = cli("models", "--json", seam=env.seam)
+    assert json.loads(as_json.stdout)["error"]["code"] == "store_corrupt"
 
 
 def test_models_with_a_revoked_login_is_one_line(cli: Cli, emulate: Any) -> None:

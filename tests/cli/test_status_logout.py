@@ -181,3 +181,89 @@ def test_status_and_logout_mention_a_set_aside_record(
     logout = cli("logout")
     assert logout.exit_code == 0
     assert str(aside[0]) in logout.stderr
+
+
+def _plant_damaged_record(home: Path) -> Path:
+    record = home / "credential"
+    fd = os.open(record, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, b"garbage\n")
+    finally:
+        os.close(fd)
+    return record
+
+
+def test_status_reports_a_damaged_record_as_a_state(cli: Cli, copilot_home: Path) -> None:
+    record = _plant_damaged_record(copilot_home)
+    result = cli("status")
+    assert result.exit_code == 1
+    assert result.stdout == "Not logged in: the stored login record is damaged.\n"
+    assert result.stderr.count("\n") == 1
+    assert result.stderr.startswith("error: ")
+    assert str(record) in result.stderr
+    assert "log in again" in result.stderr
+    as_json = cli("status", "--json")
+    assert as_json.exit_code == 1
+    assert json.loads(as_json.stdout) == {
+        "v": 1,
+        "logged_in": False,
+        "damaged": True,
+        "store": str(record),
+        "home": str(copilot_home),
+        "set_aside": [],
+    }
+    assert record.read_bytes() == b"garbage\n"  # status only looks
+
+
+def test_logout_sets_a_damaged_record_aside_and_succeeds(cli: Cli, copilot_home: Path) -> None:
+    record = _plant_damaged_record(copilot_home)
+    result = cli("logout")
+    assert result.exit_code == 0, result.stderr
+    aside = CredentialStore().set_aside()
+    assert [p.read_bytes() for p in aside] == [b"garbage\n"]
+    assert result.stdout == f"Logged out: moved the damaged login record aside to {aside[0]}.\n"
+    assert not record.exists()
+    assert cli("logout").stdout == "Already logged out: nothing to remove.\n"
+    status = cli("status", "--json")
+    assert json.loads(status.stdout)["set_aside"] == [str(aside[0])]
+    assert "damaged" not in json.loads(status.stdout)
+
+
+def test_logout_with_no_folder_creates_nothing(cli: Cli, tmp_path: Path) -> None:
+    home = tmp_path / "never-made"
+    result = cli("logout", env={"COPILOT_HOST_HOME": str(home)})
+    assert result.exit_code == 0
+    assert result.stdout == "Already logged out: nothing to remove.\n"
+    assert not home.exists()
+
+
+@pytest.mark.parametrize("below", [False, True], ids=["home-is-a-file", "parent-is-a-file"])
+def test_a_file_in_the_way_is_the_same_error_for_every_command(
+    cli: Cli, tmp_path: Path, below: bool
+) -> None:
+    blocker = tmp_path / "blocker"
+    blocker.write_text("x")
+    env = {"COPILOT_HOST_HOME": str(blocker / "home" if below else blocker)}
+    lines = set()
+    for args in (("status", "--json"), ("models", "--json"), ("logout",)):
+        result = cli(*args, env=env)
+        assert result.exit_code == 1, args
+        last = result.stderr.splitlines()[-1]
+        assert last.startswith("error: "), args
+        lines.add(last)
+        if "--json" in args:
+            assert json.loads(result.stdout)["error"]["code"] == "store_insecure"
+    assert len(lines) == 1, lines
+    (line,) = lines
+    assert str(blocker) in line and "COPILOT_HOST_HOME" in line
+
+
+def test_models_in_a_symlink_loop_is_a_store_error_not_an_internal_one(
+    cli: Cli, tmp_path: Path
+) -> None:
+    (tmp_path / "loop").symlink_to("loop")
+    env = {"COPILOT_HOST_HOME": str(tmp_path / "loop" / "home")}
+    for args in (("models", "--json"), ("status", "--json")):
+        result = cli(*args, env=env)
+        assert result.exit_code == 1
+        assert json.loads(result.stdout)["error"]["code"] == "store_io", args
