@@ -81,7 +81,13 @@ def test_sigkill_during_rewrites_leaves_the_old_or_the_new_record(
         done = [int(line.split()[1]) for line in lines if line.startswith("done ")]
         old = f"acct-{done[-1]}" if done else current
         new = f"acct-{begun[-1]}"
-        who, token = store.load()
+        try:
+            who, token = store.load()
+        except NotLoggedInError:
+            # Killed inside the very first save (1 run in 31): there was no old record.
+            assert old is None
+            number = begun[-1] + 1
+            continue
         assert who.account in {old, new}
         assert token == token_for(seed, who.account)
         assert store.set_aside() == ()
