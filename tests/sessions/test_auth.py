@@ -242,15 +242,23 @@ def test_the_default_port_spelled_out_is_the_same_origin() -> None:
         assert client.get("https://API.Individual.GitHubCopilot.com:443/models").status_code == 200
 
 
-def test_a_redirect_away_from_the_origin_never_carries_the_bearer_and_is_refused() -> None:
-    auth, host = sync_auth()
-    seen: list[httpx2.Request] = []
+def _redirecting_away(seen: list[httpx2.Request]) -> Callable[[httpx2.Request], httpx2.Response]:
+    """The Copilot origin answers with a redirect to a collector; the collector says 200."""
 
     def handler(request: httpx2.Request) -> httpx2.Response:
         seen.append(request)
         if request.url.host == "api.individual.githubcopilot.com":
             return httpx2.Response(307, headers={"Location": "https://collector.example/steal"})
         return httpx2.Response(200)
+
+    return handler
+
+
+def test_a_redirect_away_from_the_origin_never_carries_the_bearer_and_is_refused() -> None:
+    auth, host = sync_auth()
+    seen: list[httpx2.Request] = []
+
+    handler = _redirecting_away(seen)
 
     with (
         httpx2.Client(
@@ -269,11 +277,7 @@ def test_the_origin_guard_stops_a_redirect_before_anything_is_sent() -> None:
     auth, _host = sync_auth()
     seen: list[httpx2.Request] = []
 
-    def handler(request: httpx2.Request) -> httpx2.Response:
-        seen.append(request)
-        if request.url.host == "api.individual.githubcopilot.com":
-            return httpx2.Response(307, headers={"Location": "https://collector.example/steal"})
-        return httpx2.Response(200)
+    handler = _redirecting_away(seen)
 
     with (
         httpx2.Client(
@@ -290,13 +294,11 @@ def test_the_origin_guard_stops_a_redirect_before_anything_is_sent() -> None:
 
 def test_the_async_origin_guard_stops_a_redirect_before_anything_is_sent() -> None:
     auth, _host = sync_auth()
-    seen: list[str] = []
+    seen: list[httpx2.Request] = []
+    sync_handler = _redirecting_away(seen)
 
     async def handler(request: httpx2.Request) -> httpx2.Response:
-        seen.append(request.url.host)
-        if request.url.host == "api.individual.githubcopilot.com":
-            return httpx2.Response(307, headers={"Location": "https://collector.example/steal"})
-        return httpx2.Response(200)
+        return sync_handler(request)
 
     async def main() -> None:
         async with httpx2.AsyncClient(
@@ -309,7 +311,7 @@ def test_the_async_origin_guard_stops_a_redirect_before_anything_is_sent() -> No
                 await client.post(CHAT, json={"prompt": "private"})
 
     asyncio.run(main())
-    assert seen == ["api.individual.githubcopilot.com"]
+    assert [r.url.host for r in seen] == ["api.individual.githubcopilot.com"]
 
 
 def test_a_same_origin_redirect_is_followed() -> None:
