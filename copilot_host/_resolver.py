@@ -39,6 +39,8 @@ class _ResolverBase:
     __slots__ = ("__weakref__", "_core")
 
     _core: SessionCore
+    # Both host kinds answer availability() synchronously (a cached stat).
+    _host: CopilotHost | AsyncCopilotHost
 
     @property
     def endpoint(self) -> CopilotEndpoint:
@@ -52,6 +54,15 @@ class _ResolverBase:
         401 with a session that has since been replaced must not throw the new one away.
         """
         self._core.invalidate(session)
+
+    def peek(self) -> CopilotSession | None:
+        """The session ``get()`` would return without waiting, or None if it would wait."""
+        identity = self._host.availability()
+        session = self._core.hot(identity)
+        if session is not None:
+            return session
+        planned = self._core.plan(identity, start=False)
+        return planned if isinstance(planned, CopilotSession) else None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._core.endpoint.origin!r}, {self._core.describe()})"
@@ -67,6 +78,7 @@ class SessionResolver(_ResolverBase):
     """Resolves the current session for a blocking :class:`CopilotHost`; thread-safe."""
 
     __slots__ = ("_host",)
+    _host: CopilotHost
 
     def __init__(
         self,
@@ -87,15 +99,6 @@ class SessionResolver(_ResolverBase):
         if session is not None:
             return session
         return self._resolve(identity, None)
-
-    def peek(self) -> CopilotSession | None:
-        """The session ``get()`` would return without waiting, or None if it would wait."""
-        identity = self._host.availability()
-        session = self._core.hot(identity)
-        if session is not None:
-            return session
-        planned = self._core.plan(identity, start=False)
-        return planned if isinstance(planned, CopilotSession) else None
 
     def refresh(self) -> CopilotSession:
         """Discard the session and exchange for a new one; a failure leaves no session."""
@@ -152,6 +155,7 @@ class AsyncSessionResolver(_ResolverBase):
     """
 
     __slots__ = ("_host", "_loop")
+    _host: AsyncCopilotHost
 
     def __init__(
         self,
@@ -174,15 +178,6 @@ class AsyncSessionResolver(_ResolverBase):
         if session is not None:
             return session
         return await self._resolve(identity, None)
-
-    def peek(self) -> CopilotSession | None:
-        """The session ``get()`` would return without waiting, or None if it would wait."""
-        identity = self._host.availability()
-        session = self._core.hot(identity)
-        if session is not None:
-            return session
-        planned = self._core.plan(identity, start=False)
-        return planned if isinstance(planned, CopilotSession) else None
 
     async def refresh(self) -> CopilotSession:
         """Discard the session and exchange for a new one; a failure leaves no session."""
