@@ -2,31 +2,38 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from ._format import table
-from ._seam import JSON_VERSION, make_host, make_store, output, use_json_errors
+from ._output import Output
+from ._seam import JSON_VERSION, make_host, make_store, output, set_error_sink, use_json_errors
 
 if TYPE_CHECKING:
-    from copilot_host._model import ModelRoute
+    from copilot_host import ModelRoute, SkippedModel
 
-__all__ = ["models", "route_document"]
+    from ._failure import Problem
+
+__all__ = ["models", "route_document", "skipped_document"]
 
 _EPILOG = """\b
 Examples:
   copilot-host models
+  copilot-host models --all        also the models this account cannot use, and why
   copilot-host models --json | jq -r '.models[].route_id'
 
 \b
 --json prints one document (fields are only ever added):
   {"v":1,"provider":"github-copilot","origin":"https://api.…githubcopilot.com",
    "models":[{"route_id":"github-copilot/<id>","model_id":"<id>",
-     "display_name":"…","protocol":"openai-chat"|"openai-responses","url":"…",
-     "context_window":128000,"max_output_tokens":16384,
+     "display_name":"…","protocol":"openai-responses"|"openai-chat"|"anthropic-messages",
+     "protocols":["…"],"url":"…","context_window":128000,"max_output_tokens":16384,
      "input_modalities":["text"],"supports_reasoning":false,
-     "picker_enabled":true}]}
+     "picker_enabled":true,"warnings":[]}],
+   "skipped":[{"model_id":"<id>","reason":"policy_not_enabled","message":"…"}]}
+With no usable model: {"v":1,"error":{"code":"no_models",...},"skipped":[...]}; exit 1.
 """
 
 
@@ -37,30 +44,65 @@ def route_document(route: ModelRoute) -> dict[str, Any]:
         "model_id": route.model_id,
         "display_name": spec.display_name,
         "protocol": route.protocol.value,
+        "protocols": sorted(p.value for p in spec.protocols),
         "url": route.url,
         "context_window": spec.context_window,
         "max_output_tokens": spec.max_output_tokens,
         "input_modalities": list(spec.input_modalities),
         "supports_reasoning": spec.supports_reasoning,
         "picker_enabled": spec.picker_enabled,
+        "warnings": list(spec.warnings),
     }
+
+
+def skipped_document(entry: SkippedModel) -> dict[str, str]:
+    return {"model_id": entry.model_id, "reason": entry.reason, "message": entry.message}
 
 
 def _tokens(n: int | None) -> str:
     return "-" if n is None else f"{n:,}"
 
 
+def _print_skipped(out: Output, skipped: Sequence[SkippedModel]) -> None:
+    from copilot_host import clean
+
+    if not skipped:
+        return
+    out.result()
+    rows = [
+        (entry.model_id or "(not shown)", entry.reason, clean(entry.message))
+        for entry in sorted(skipped, key=lambda e: (e.reason, e.model_id))
+    ]
+    for line in table(("SKIPPED", "REASON", "WHY"), rows):
+        out.result(line)
+
+
+def _print_notes(out: Output, routes: Iterable[ModelRoute]) -> None:
+    """The service's notes on models, once per distinct text (real inventories repeat one
+    billing note on every model)."""
+    seen: dict[str, list[str]] = {}
+    for route in routes:
+        for warning in route.spec.warnings:
+            seen.setdefault(warning, []).append(route.model_id)
+    for warning, model_ids in seen.items():
+        which = model_ids[0] if len(model_ids) == 1 else f"{len(model_ids)} models"
+        out.info(f"note from GitHub ({which}): {warning}")
+
+
 @click.command(epilog=_EPILOG)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
-def models(as_json: bool) -> None:
+@click.option(
+    "--all", "show_all", is_flag=True, help="Also list models that cannot be used, and why."
+)
+def models(as_json: bool, show_all: bool) -> None:
     """List the Copilot models this login can use.
 
     Registers the account's models into a fresh, empty catalog (exactly what an
-    application's register_models call does) and prints each route.
+    application's register_models call does) and prints each route. Entries of the
+    account's inventory that cannot be used (not chat models, not enabled by policy,
+    served only on endpoints copilot-host does not speak) are listed with --all.
     """
-    from copilot_host._catalog import Catalog
-    from copilot_host._register import register_models
-    from copilot_host._text import clean
+    import copilot_host as ch
 
     out = output()
     if as_json:
@@ -68,8 +110,16 @@ def models(as_json: bool) -> None:
     store = make_store()
     if out.err_is_tty:
         out.live("Asking GitHub Copilot for this account's models...")
-    with make_host(store) as host:
-        result = register_models(Catalog(), host)
+    try:
+        with make_host(store) as host:
+            result = ch.register_models(ch.Catalog(), host)
+    except ch.NoEligibleModelsError as exc:
+        # Nothing usable, but the person (or program) still learns what there was.
+        if as_json:
+            _json_error_with_skipped(out, exc.skipped)
+        else:
+            _print_skipped(out, exc.skipped)
+        raise
     routes = sorted(result.routes, key=lambda r: r.route_id)
 
     if as_json:
@@ -79,16 +129,14 @@ def models(as_json: bool) -> None:
                 "provider": result.provider_id,
                 "origin": result.origin,
                 "models": [route_document(r) for r in routes],
+                "skipped": [skipped_document(s) for s in result.skipped],
             }
         )
         return
-    if not routes:
-        out.result("This account has no Copilot models available.")
-        return
     rows = [
         (
-            clean(r.route_id),
-            clean(r.spec.display_name),
+            ch.clean(r.route_id),
+            ch.clean(r.spec.display_name),
             r.protocol.value,
             _tokens(r.spec.context_window),
             "shown" if r.spec.picker_enabled else "hidden",
@@ -97,4 +145,25 @@ def models(as_json: bool) -> None:
     ]
     for line in table(("ROUTE", "NAME", "PROTOCOL", "CONTEXT", "PICKER"), rows):
         out.result(line)
-    out.hint(f"{len(routes)} models at {result.origin}")
+    if show_all:
+        _print_skipped(out, result.skipped)
+    _print_notes(out, routes)
+    hidden = "" if show_all or not result.skipped else f"; {len(result.skipped)} skipped (--all)"
+    out.hint(f"{len(routes)} models at {result.origin}{hidden}")
+
+
+def _json_error_with_skipped(out: Output, skipped: Sequence[SkippedModel]) -> None:
+    def sink(problem: Problem) -> None:
+        out.json(
+            {
+                "v": JSON_VERSION,
+                "error": {
+                    "code": problem.code,
+                    "message": problem.message,
+                    "retryable": problem.retryable,
+                },
+                "skipped": [skipped_document(s) for s in skipped],
+            }
+        )
+
+    set_error_sink(sink)

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from ._device import await_device_login, wait_for_device_login
     from ._errors import (
         AccessDeniedError,
+        ClientOutdatedError,
         CopilotHostError,
         DeviceCodeExpiredError,
         EntitlementError,
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
         LoginError,
         LoginRevokedError,
         ModelValidationError,
+        NoEligibleModelsError,
         NotLoggedInError,
         OriginError,
         ResponseError,
@@ -43,7 +45,7 @@ if TYPE_CHECKING:
         StoreVersionError,
         TransportError,
     )
-    from ._model import ApiProtocol, ModelRoute, ModelSpec
+    from ._model import ApiProtocol, Inventory, ModelRoute, ModelSpec, SkippedModel
     from ._origin import CopilotEndpoint, OriginAllowlist, default_allowlist
     from ._policy import RefreshPolicy, SessionState
     from ._provider import AsyncCopilotProvider, CopilotProvider, RegistrationResult
@@ -72,8 +74,10 @@ _EXPORTS: dict[str, str] = {
     "wait_for_device_login": "_device",
     **dict.fromkeys(_ERROR_NAMES, "_errors"),
     "ApiProtocol": "_model",
+    "Inventory": "_model",
     "ModelRoute": "_model",
     "ModelSpec": "_model",
+    "SkippedModel": "_model",
     "CopilotEndpoint": "_origin",
     "OriginAllowlist": "_origin",
     "default_allowlist": "_origin",
@@ -111,6 +115,7 @@ __all__ = [
     "AsyncSessionResolver",
     "Authorized",
     "Catalog",
+    "ClientOutdatedError",
     "Clock",
     "CopilotAuth",
     "CopilotDeviceLogin",
@@ -121,6 +126,7 @@ __all__ = [
     "CopilotSession",
     "DeviceCodeExpiredError",
     "EntitlementError",
+    "Inventory",
     "KeyringUnavailableError",
     "LoginCancelledError",
     "LoginChangedError",
@@ -130,6 +136,7 @@ __all__ = [
     "ModelRoute",
     "ModelSpec",
     "ModelValidationError",
+    "NoEligibleModelsError",
     "NotLoggedInError",
     "OriginAllowlist",
     "OriginError",
@@ -145,6 +152,7 @@ __all__ = [
     "SessionError",
     "SessionResolver",
     "SessionState",
+    "SkippedModel",
     "StoreCorruptError",
     "StoreError",
     "StoreInsecureError",

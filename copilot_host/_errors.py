@@ -8,6 +8,7 @@ server text that went through :func:`copilot_host._text.clean`.
 * CopilotHostError
   x OriginError                     invalid_origin, origin_not_allowed, origin_mismatch
   x ModelValidationError            invalid_model
+    + NoEligibleModelsError         no_models
   x RouteCollisionError             route_collision
   x LoginError
     + NotLoggedInError              not_logged_in
@@ -20,6 +21,7 @@ server text that went through :func:`copilot_host._text.clean`.
   x TransportError                  network_error, timeout (retryable), network_config
   x ServerError                     server_error, rate_limited    (retryable)
   x ResponseError                   bad_response, response_too_large, oauth_error
+  x ClientOutdatedError             client_outdated
   x SessionError                    session_expired, refresh_failed, refresh_needs_loop,
                                     host_closed, wrong_event_loop
   x StoreError
@@ -32,8 +34,15 @@ server text that went through :func:`copilot_host._text.clean`.
 
 from __future__ import annotations
 
+import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ._model import SkippedModel
+
 __all__ = [
     "AccessDeniedError",
+    "ClientOutdatedError",
     "CopilotHostError",
     "DeviceCodeExpiredError",
     "EntitlementError",
@@ -43,6 +52,7 @@ __all__ = [
     "LoginError",
     "LoginRevokedError",
     "ModelValidationError",
+    "NoEligibleModelsError",
     "NotLoggedInError",
     "OriginError",
     "ResponseError",
@@ -62,13 +72,23 @@ class CopilotHostError(Exception):
     """Base of every error copilot-host raises on purpose.
 
     ``code`` is stable across releases; ``retryable`` says whether the same call may
-    succeed later without the person doing anything.
+    succeed later without the person doing anything. ``request_id`` is GitHub's
+    ``x-github-request-id`` of the answer the error was built from, when it had one (also
+    named in the message): what GitHub Support asks for.
     """
 
     code: str = "error"
     retryable: bool = False
+    request_id: str | None = None
 
-    def __init__(self, message: str, *, code: str | None = None, retryable: bool | None = None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        retryable: bool | None = None,
+        request_id: str | None = None,
+    ):
         # Imported here so that the error module stays dependency-free for the lazy package.
         from ._text import one_line
 
@@ -77,23 +97,46 @@ class CopilotHostError(Exception):
             self.code = code
         if retryable is not None:
             self.retryable = retryable
+        if request_id is not None:
+            self.note_request_id(request_id)
 
     @property
     def message(self) -> str:
         return str(self.args[0]) if self.args else ""
 
+    def note_request_id(self, request_id: str | None) -> None:
+        """Record the request id of the answer this error came from (once; a malformed id
+        is ignored), and name it in the message."""
+        if self.request_id is not None or not isinstance(request_id, str):
+            return
+        if not _REQUEST_ID.fullmatch(request_id):
+            return
+        self.request_id = request_id
+        self.args = (f"{self.message} (GitHub request id {request_id})", *self.args[1:])
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(code={self.code!r}, message={self.message!r})"
 
     def __reduce__(self) -> tuple[object, ...]:
-        # Keep code and retryable across pickling (multiprocessing, concurrent.futures).
-        return (_rebuild, (type(self), self.message, self.code, self.retryable))
+        # Keep code, retryable and request id across pickling (multiprocessing,
+        # concurrent.futures).
+        return (
+            _rebuild,
+            (type(self), self.message, self.code, self.retryable, self.request_id),
+        )
+
+
+# GitHub's request ids are hex groups joined by ':' (e.g. "C0DE:1A2B:3C4D5E:6F7A8B:65F0"); a
+# bounded, inert charset, so a hostile header cannot smuggle text into a message.
+_REQUEST_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9:._-]{0,79}")
 
 
 def _rebuild(
-    cls: type[CopilotHostError], message: str, code: str, retryable: bool
+    cls: type[CopilotHostError], message: str, code: str, retryable: bool, request_id: str | None
 ) -> CopilotHostError:
-    return cls(message, code=code, retryable=retryable)
+    error = cls(message, code=code, retryable=retryable)
+    error.request_id = request_id
+    return error
 
 
 class OriginError(CopilotHostError, ValueError):
@@ -106,6 +149,17 @@ class ModelValidationError(CopilotHostError, ValueError):
     """A model in the inventory failed validation; registration adds nothing."""
 
     code = "invalid_model"
+
+
+class NoEligibleModelsError(ModelValidationError):
+    """The inventory holds no model that can be registered; nothing was registered.
+
+    ``skipped`` lists every entry and why it was skipped, so a program (or
+    ``copilot-host models --all``) can still show them.
+    """
+
+    code = "no_models"
+    skipped: tuple[SkippedModel, ...] = ()
 
 
 class RouteCollisionError(CopilotHostError):
@@ -172,6 +226,14 @@ class ResponseError(CopilotHostError):
     """The server's answer was malformed, too large, or an unexpected error."""
 
     code = "bad_response"
+
+
+class ClientOutdatedError(CopilotHostError):
+    """The service refused this client as too old (HTTP 466, a model's minimum editor
+    version, a retired API version): upgrade copilot-host, or have the embedding
+    application present a newer editor identity."""
+
+    code = "client_outdated"
 
 
 class SessionError(CopilotHostError):

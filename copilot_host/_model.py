@@ -3,36 +3,56 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import httpx2
 
-__all__ = ["ApiProtocol", "ModelRoute", "ModelSpec"]
+__all__ = ["ApiProtocol", "Inventory", "ModelRoute", "ModelSpec", "SkippedModel"]
 
 
 class ApiProtocol(enum.Enum):
-    """The wire protocol a route speaks; always explicit, never guessed from a model name."""
+    """The wire protocol a route speaks; always explicit, never guessed from a model name.
 
-    OPENAI_CHAT = "openai-chat"
+    Declared in order of preference: a model that lists several is routed to the first.
+    """
+
     OPENAI_RESPONSES = "openai-responses"
+    OPENAI_CHAT = "openai-chat"
+    ANTHROPIC_MESSAGES = "anthropic-messages"
 
     @property
     def path(self) -> str:
         """The request path on the inference origin."""
         return _PATHS[self]
 
+    @classmethod
+    def preferred(cls, protocols: frozenset[ApiProtocol]) -> ApiProtocol | None:
+        """The first of ``protocols`` in order of preference, or None when empty."""
+        for protocol in cls:
+            if protocol in protocols:
+                return protocol
+        return None
+
 
 _PATHS = {
-    ApiProtocol.OPENAI_CHAT: "/chat/completions",
     ApiProtocol.OPENAI_RESPONSES: "/responses",
+    ApiProtocol.OPENAI_CHAT: "/chat/completions",
+    ApiProtocol.ANTHROPIC_MESSAGES: "/v1/messages",
 }
 
 
 @dataclass(frozen=True, slots=True)
 class ModelSpec:
-    """What the inventory says about one model: display data only, never credentials."""
+    """What the inventory says about one model: display data only, never credentials.
+
+    ``protocol`` is the one a route uses; ``protocols`` every protocol the model speaks that
+    copilot-host speaks too (it always contains ``protocol``: left out, it is added).
+    ``warnings`` are the service's notes on the model (a preview, a retirement date), made
+    inert for a terminal when the model is registered.
+    """
 
     model_id: str
     display_name: str
@@ -42,6 +62,45 @@ class ModelSpec:
     input_modalities: tuple[str, ...] = ("text",)
     supports_reasoning: bool = False
     picker_enabled: bool = True
+    protocols: frozenset[ApiProtocol] = field(default=frozenset())
+    warnings: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        protocol, protocols = self.protocol, self.protocols
+        if (
+            isinstance(protocol, ApiProtocol)
+            and isinstance(protocols, frozenset)
+            and protocol not in protocols
+        ):
+            object.__setattr__(self, "protocols", protocols | {protocol})
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedModel:
+    """An inventory entry that is not a usable model, and why; never fatal on its own.
+
+    ``reason`` is a stable code: ``not_chat``, ``no_supported_protocol``,
+    ``policy_not_enabled``, ``malformed``, ``invalid_id``, ``duplicate_id`` or
+    ``credential_like``. ``model_id`` and ``display_name`` are made safe for display at
+    registration (``model_id`` is ``""`` when the entry had no usable id); ``message`` says
+    what it means and, where a person can act, what to do.
+    """
+
+    model_id: str
+    reason: str
+    message: str = ""
+    display_name: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Inventory:
+    """What a host's ``inventory()`` may return: the usable models and the skipped entries.
+
+    A host that skips nothing may return a plain sequence of :class:`ModelSpec` instead.
+    """
+
+    models: Sequence[ModelSpec]
+    skipped: Sequence[SkippedModel] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,14 +7,15 @@ wait for the host.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Self
 
 from ._catalog import Catalog
 from ._clock import SYSTEM_CLOCK, Clock
-from ._errors import OriginError
-from ._model import ApiProtocol, ModelRoute, ModelSpec
+from ._errors import NoEligibleModelsError, OriginError
+from ._model import ApiProtocol, Inventory, ModelRoute, ModelSpec, SkippedModel
 from ._origin import CopilotEndpoint
 from ._seam import AsyncCopilotHost, CopilotHost, CopilotSession
 from ._validate import validate_inventory
@@ -30,12 +31,14 @@ _PROVIDER_ID = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
 
 @dataclass(frozen=True, slots=True)
 class RegistrationResult:
-    """What one registration did: the routes now in the catalog under ``provider_id``."""
+    """What one registration did: the routes now in the catalog under ``provider_id``,
+    and the inventory entries that were skipped (never fatal), each with its reason."""
 
     routes: tuple[ModelRoute, ...]
     provider_id: str
     origin: str | None
     offline: bool = False
+    skipped: tuple[SkippedModel, ...] = ()
 
 
 def _check_provider_id(provider_id: object) -> str:
@@ -53,18 +56,33 @@ def _check_session(session: CopilotSession, endpoint: CopilotEndpoint) -> None:
         )
 
 
+def _no_models(skipped: tuple[SkippedModel, ...]) -> NoEligibleModelsError:
+    if skipped:
+        reasons = Counter(entry.reason for entry in skipped)
+        summary = ", ".join(f"{count} {reason}" for reason, count in reasons.most_common())
+        text = f"none of the {len(skipped)} models listed can be registered ({summary})"
+    else:
+        text = "the account's inventory lists no models"
+    error = NoEligibleModelsError(f"{text}; nothing was registered")
+    error.skipped = skipped
+    return error
+
+
 def _build_routes(
     provider_id: str,
     endpoint: CopilotEndpoint,
     auth: CopilotAuth,
     session: CopilotSession,
-    inventory: Sequence[ModelSpec],
-) -> tuple[ModelRoute, ...]:
+    found: Inventory | Sequence[ModelSpec],
+) -> tuple[tuple[ModelRoute, ...], tuple[SkippedModel, ...]]:
     _check_session(session, endpoint)
-    specs = validate_inventory(inventory, secrets=(session.token,))
+    inventory = validate_inventory(found, secrets=(session.token,))
+    skipped = tuple(inventory.skipped)
+    if not inventory.models:
+        raise _no_models(skipped)
     origin = endpoint.origin
     urls = {protocol: origin + protocol.path for protocol in ApiProtocol}
-    return tuple(
+    routes = tuple(
         ModelRoute(
             route_id=f"{provider_id}/{spec.model_id}",
             model_id=spec.model_id,
@@ -74,8 +92,9 @@ def _build_routes(
             auth=auth,
             spec=spec,
         )
-        for spec in specs
+        for spec in inventory.models
     )
+    return routes, skipped
 
 
 class _ProviderBase:
@@ -91,11 +110,11 @@ class _ProviderBase:
         self.endpoint = endpoint
 
     def _swap(
-        self, catalog: Catalog, session: CopilotSession, inventory: Sequence[ModelSpec]
+        self, catalog: Catalog, session: CopilotSession, found: Inventory | Sequence[ModelSpec]
     ) -> RegistrationResult:
-        routes = _build_routes(self.provider_id, self.endpoint, self.auth, session, inventory)
+        routes, skipped = _build_routes(self.provider_id, self.endpoint, self.auth, session, found)
         catalog.replace_provider(self.provider_id, routes)
-        return RegistrationResult(routes, self.provider_id, self.endpoint.origin)
+        return RegistrationResult(routes, self.provider_id, self.endpoint.origin, skipped=skipped)
 
     def close(self) -> None:
         """Drop the session this provider holds, so its token leaves memory now.

@@ -16,7 +16,7 @@ from ._secret import Secret
 if TYPE_CHECKING:
     # Annotations only: the store's header (and so `copilot-host status`) imports this
     # module, and origins and models are a measurable share of that start-up.
-    from ._model import ModelSpec
+    from ._model import Inventory, ModelSpec
     from ._origin import CopilotEndpoint
 
 __all__ = [
@@ -103,7 +103,9 @@ class CopilotHost(Protocol):
 
     def exchange(self, identity: LoginIdentity) -> CopilotSession: ...
 
-    def inventory(self, session: CopilotSession) -> Sequence[ModelSpec]: ...
+    def inventory(self, session: CopilotSession) -> Inventory | Sequence[ModelSpec]:
+        """The account's models; entries that are not usable go in ``Inventory.skipped``."""
+        ...
 
     def request_headers(self) -> Mapping[str, str]:
         """Headers every inference request carries besides the bearer (editor identity)."""
@@ -125,6 +127,6 @@ class AsyncCopilotHost(Protocol):
 
     async def exchange(self, identity: LoginIdentity) -> CopilotSession: ...
 
-    async def inventory(self, session: CopilotSession) -> Sequence[ModelSpec]: ...
+    async def inventory(self, session: CopilotSession) -> Inventory | Sequence[ModelSpec]: ...
 
     def request_headers(self) -> Mapping[str, str]: ...

@@ -1,126 +1,235 @@
-"""Where a model inventory is validated before any of it reaches a catalog."""
+"""Where a model inventory is validated before any of it reaches a catalog.
+
+Real inventories drift (new fields, odd limits, models only another client can call), so
+one odd entry must never cost the person every model: an entry that is not usable is
+*skipped* and reported with a stable reason. Only what makes the whole answer
+untrustworthy fails it: an envelope that is not an inventory, or an id or name carrying a
+credential of this login (an echoed secret means the answer cannot be shown anywhere).
+"""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from ._errors import ModelValidationError
-from ._model import ApiProtocol, ModelSpec
-from ._redact import TOKEN_SHAPES, known_values
+from ._model import ApiProtocol, Inventory, ModelSpec, SkippedModel
+from ._redact import REDACTED, TOKEN_SHAPES, known_values
 from ._secret import Secret
+from ._text import clean
 
-__all__ = ["MAX_MODELS", "validate_inventory"]
+__all__ = ["DISPLAY_NAME_LIMIT", "MAX_MODELS", "validate_inventory"]
 
 MAX_MODELS = 10_000
+# Route ids are "<provider>/<model id>": '/' would make them ambiguous, and ids end up in
+# URLs, file names and log lines, so they keep to a small, inert set.
 _MODEL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:+\-]{0,127}")
-_DISPLAY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9 ._:()/+,&\-]{0,119}")
+DISPLAY_NAME_LIMIT = 120
 _MODALITY = re.compile(r"[a-z][a-z0-9_\-]{0,31}")
 # A long unbroken run of letters and digits mixing both looks like key material, not a name.
 _KEYLIKE = re.compile(r"(?=[A-Za-z0-9_]*[0-9])(?=[A-Za-z0-9_]*[A-Za-z])[A-Za-z0-9_]{32,}")
 _MAX_TOKENS = 100_000_000
+_MAX_WARNINGS = 8
+_WARNING_LIMIT = 300
+_CREDENTIAL_LIKE = "the entry's id or name looks like a credential, so it is not shown"
 
 
-class _Screen:
-    """Finds credential material in a text: this inventory's known secret values (one
-    alternation compiled once per inventory), token shapes and key-like runs.
-
-    Three searches rather than one combined pattern: each keeps its own literal-prefix
-    fast path, which a single alternation loses (measured slower)."""
-
-    __slots__ = ("_values",)
-
-    def __init__(self, secrets: Iterable[str]) -> None:
-        values = sorted({v for v in secrets if v}, key=len, reverse=True)
-        self._values = re.compile("|".join(map(re.escape, values))) if values else None
-
-    def __call__(self, text: str) -> bool:
-        return bool(
-            (self._values is not None and self._values.search(text))
-            or TOKEN_SHAPES.search(text)
-            or _KEYLIKE.search(text)
-        )
-
-
-def _describe(index: int, spec: object, screen: _Screen) -> str:
-    # Built only when an error is raised; an id that may be secret is never echoed.
-    model_id = getattr(spec, "model_id", None)
-    if isinstance(model_id, str) and _MODEL_ID.fullmatch(model_id) and not screen(model_id):
-        return f"model {model_id!r}"
-    return f"model #{index}"
-
-
-def _count_ok(value: object) -> bool:
-    # type() rather than isinstance(): bool is an int subclass and is not a count.
-    return value is None or (type(value) is int and 0 < value <= _MAX_TOKENS)
-
-
-def _modalities_ok(modalities: object) -> bool:
-    return (
-        type(modalities) is tuple
-        and 1 <= len(modalities) <= 16
-        and all(type(m) is str and _MODALITY.fullmatch(m) for m in modalities)
+def _token_like(*texts: object) -> bool:
+    return any(
+        isinstance(text, str) and bool(TOKEN_SHAPES.search(text) or _KEYLIKE.search(text))
+        for text in texts
     )
 
 
-def _untrusted(value: object) -> Any:
-    # Undo the type checker's narrowing: the fields are checked, not assumed.
-    return value
+class _KnownSecrets:
+    """This registration's exact secret values as one alternation, compiled once."""
+
+    __slots__ = ("_pattern",)
+
+    def __init__(self, values: Iterable[str]) -> None:
+        ordered = sorted({v for v in values if v}, key=len, reverse=True)
+        self._pattern = re.compile("|".join(map(re.escape, ordered))) if ordered else None
+
+    def __call__(self, *texts: object) -> bool:
+        pattern = self._pattern
+        return pattern is not None and any(
+            isinstance(text, str) and pattern.search(text) is not None for text in texts
+        )
+
+    def mask(self, text: str) -> str:
+        return text if self._pattern is None else self._pattern.sub(REDACTED, text)
 
 
-def _problem(spec: Any, screen: _Screen) -> str | None:
-    """Why ``spec`` may not enter a catalog, or None. One pass; most specs pass.
+def _entries(found: object) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    models: object = found
+    skipped: object = ()
+    if isinstance(found, Inventory):
+        models, skipped = found.models, found.skipped
+    if not isinstance(models, Sequence) or isinstance(models, str | bytes):
+        raise ModelValidationError("the host's inventory is not a sequence of models")
+    if not isinstance(skipped, Sequence) or isinstance(skipped, str | bytes):
+        raise ModelValidationError("the host's list of skipped models is not a sequence")
+    return tuple(models), tuple(skipped)
 
-    ``Any`` on purpose: a host is outside code, so every field's runtime type is checked
-    whatever the dataclass annotations promise.
+
+def _count(value: object) -> int | None:
+    # type() rather than isinstance(): bool is an int subclass and is not a count. An odd
+    # limit is dropped, not fatal: the model stays usable without it.
+    return value if type(value) is int and 0 < value <= _MAX_TOKENS else None
+
+
+def _warnings(value: object, secrets: _KnownSecrets) -> tuple[str, ...] | None:
+    if type(value) is not tuple or not all(type(w) is str for w in value):
+        return None
+    kept: list[str] = []
+    for text in value[:_MAX_WARNINGS]:
+        # Inert for a terminal, and no secret in it even if a server echoed one.
+        inert = clean(TOKEN_SHAPES.sub(REDACTED, secrets.mask(clean(text))), limit=_WARNING_LIMIT)
+        if inert:
+            kept.append(inert)
+    return tuple(kept)
+
+
+def _skip(model_id: object, reason: str, message: str, name: object = "") -> SkippedModel:
+    return SkippedModel(_display_id(model_id), reason, message, _display_name(name))
+
+
+def _display_id(model_id: object) -> str:
+    if not isinstance(model_id, str) or _token_like(model_id):
+        return ""
+    return clean(model_id, limit=128)
+
+
+def _display_name(name: object) -> str:
+    if not isinstance(name, str) or _token_like(name):
+        return ""
+    return clean(name, limit=DISPLAY_NAME_LIMIT)
+
+
+def _check(entry: object, secrets: _KnownSecrets) -> ModelSpec | SkippedModel:
+    """One entry: the spec made display-safe, or why it is skipped.
+
+    A host is outside code, so every field's runtime type is checked whatever the
+    dataclass annotations promise.
     """
-    if not isinstance(spec, ModelSpec):
-        return "not a ModelSpec"
-    spec = _untrusted(spec)
+    if not isinstance(entry, ModelSpec):
+        return _skip("", "malformed", "the host listed something that is not a model")
+    # Read through Any: the checks below are about what the fields really hold.
+    spec: Any = entry
     model_id, name = spec.model_id, spec.display_name
-    if type(model_id) is not str or not _MODEL_ID.fullmatch(model_id):
-        return "id must be 1-128 of letters, digits and . _ : + -"
-    if type(name) is not str or not _DISPLAY_NAME.fullmatch(name):
-        return "display name has characters outside the safe set"
-    # NUL cannot occur in either (charsets above), so no match can straddle the two.
-    if screen(f"{model_id}\0{name}"):
-        return f"{'id' if screen(model_id) else 'display name'} looks like credential material"
-    if type(spec.protocol) is not ApiProtocol:
-        return "protocol must be an explicit ApiProtocol"
-    if not _count_ok(spec.context_window):
-        return "context window must be a positive integer"
-    if not _count_ok(spec.max_output_tokens):
-        return "max output tokens must be a positive integer"
-    if not _modalities_ok(spec.input_modalities):
-        return "input modalities must be a tuple of 1-16 short lower-case names"
+    if type(model_id) is not str or not model_id:
+        return _skip("", "malformed", "the entry has no id")
+    if _token_like(model_id, name):
+        return _skip("", "credential_like", _CREDENTIAL_LIKE)
+    if not _MODEL_ID.fullmatch(model_id):
+        return _skip(
+            model_id,
+            "invalid_id",
+            "the id has characters a route id cannot carry ('/', spaces or symbols)",
+            name,
+        )
+    protocols = spec.protocols
+    if (
+        type(spec.protocol) is not ApiProtocol
+        or type(protocols) is not frozenset
+        or not all(type(p) is ApiProtocol for p in protocols)
+        or spec.protocol not in protocols
+    ):
+        return _skip(model_id, "malformed", "the entry names no explicit protocol", name)
+    modalities = spec.input_modalities
+    if not (
+        type(modalities) is tuple
+        and 1 <= len(modalities) <= 16
+        and all(type(m) is str and _MODALITY.fullmatch(m) for m in modalities)
+    ):
+        return _skip(model_id, "malformed", "the entry's input modalities are malformed", name)
     if type(spec.supports_reasoning) is not bool or type(spec.picker_enabled) is not bool:
-        return "the reasoning and picker flags must be bools"
-    return None
+        return _skip(model_id, "malformed", "the entry's capability flags are malformed", name)
+    warnings = _warnings(spec.warnings, secrets)
+    if warnings is None:
+        return _skip(model_id, "malformed", "the entry's warnings are malformed", name)
+    display = (clean(name, limit=DISPLAY_NAME_LIMIT) if type(name) is str else "") or model_id
+    context, output = _count(spec.context_window), _count(spec.max_output_tokens)
+    if (
+        display == name
+        and context == spec.context_window
+        and output == spec.max_output_tokens
+        and warnings == spec.warnings
+    ):
+        return entry  # the common case: nothing to change, nothing to copy
+    return replace(
+        entry,
+        display_name=display,
+        context_window=context,
+        max_output_tokens=output,
+        warnings=warnings,
+    )
 
 
 def validate_inventory(
-    specs: Iterable[ModelSpec], *, secrets: Iterable[Secret] = ()
-) -> tuple[ModelSpec, ...]:
-    """Return the inventory as a tuple if every model passes, else raise.
+    found: Inventory | Sequence[ModelSpec], *, secrets: Iterable[Secret] = ()
+) -> Inventory:
+    """The usable models, display-safe, and every skipped entry with its reason.
 
-    ``secrets`` are the credentials of this registration (session and GitHub tokens); an
-    id or label containing one is refused without ever echoing it.
+    Raises :class:`ModelValidationError` only when the answer as a whole cannot be used:
+    it is not an inventory, it is too large, or an id or name (of any entry, skipped ones
+    included) carries one of ``secrets`` or another registered secret value. The error
+    never echoes the entry. An id listed more than once is ambiguous: every entry carrying
+    it is skipped (``duplicate_id``).
     """
-    # Every registered secret (session tokens, the GitHub token of a loaded login) as well
-    # as the ones passed in; read once per inventory, not once per string.
-    screen = _Screen([*(s.reveal() for s in secrets), *known_values()])
-    result = tuple(specs)
-    if len(result) > MAX_MODELS:
+    models, skipped = _entries(found)
+    if len(models) + len(skipped) > MAX_MODELS:
         raise ModelValidationError(
-            f"the inventory lists {len(result)} models; at most {MAX_MODELS}"
+            f"the inventory lists {len(models) + len(skipped)} models; at most {MAX_MODELS}"
         )
-    seen: set[str] = set()
-    for index, spec in enumerate(result):
-        problem = _problem(spec, screen)
-        if problem is not None:
-            raise ModelValidationError(f"{_describe(index, spec, screen)}: {problem}")
-        if spec.model_id in seen:
-            raise ModelValidationError(f"model {spec.model_id!r} is listed twice")
-        seen.add(spec.model_id)
-    return result
+    # Every registered secret (session tokens, the GitHub token of a loaded login, device
+    # codes) and the ones passed in; compiled once per inventory, not once per string.
+    known = _KnownSecrets([*(s.reveal() for s in secrets), *known_values()])
+    for index, entry in enumerate((*models, *skipped)):
+        texts = (
+            (entry.model_id, entry.display_name)
+            if isinstance(entry, ModelSpec)
+            else (entry.model_id, entry.display_name, entry.message)
+            if isinstance(entry, SkippedModel)
+            else ()
+        )
+        if known(*texts):
+            raise ModelValidationError(
+                f"inventory entry #{index} carries a credential of this login in its id or "
+                "name; nothing was registered"
+            )
+    checked = [_check(spec, known) for spec in models]
+    ids = Counter(
+        entry.model_id
+        for entry in (*models, *skipped)
+        if isinstance(entry, ModelSpec | SkippedModel) and isinstance(entry.model_id, str)
+    )
+    usable: list[ModelSpec] = []
+    dropped: list[SkippedModel] = []
+    for entry in checked:
+        if isinstance(entry, SkippedModel):
+            dropped.append(entry)
+        elif ids[entry.model_id] > 1:
+            dropped.append(
+                _skip(
+                    entry.model_id,
+                    "duplicate_id",
+                    "the id is listed more than once, so it is ambiguous",
+                    entry.display_name,
+                )
+            )
+        else:
+            usable.append(entry)
+    for entry in skipped:
+        if not isinstance(entry, SkippedModel):
+            dropped.append(_skip("", "malformed", "the host listed something that is not a model"))
+        elif _token_like(entry.model_id, entry.display_name):
+            dropped.append(_skip("", "credential_like", _CREDENTIAL_LIKE))
+        else:
+            message = clean(TOKEN_SHAPES.sub(REDACTED, clean(entry.message)), limit=_WARNING_LIMIT)
+            reason = clean(entry.reason, limit=40) or "malformed"
+            dropped.append(_skip(entry.model_id, reason, message, entry.display_name))
+    return Inventory(tuple(usable), tuple(dropped))

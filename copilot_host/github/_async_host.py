@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from types import TracebackType
 from typing import TYPE_CHECKING
 
@@ -11,11 +11,11 @@ import httpx2
 
 from .._clock import SYSTEM_CLOCK, Clock
 from .._device import await_device_login
-from .._model import ModelSpec
+from .._model import Inventory
 from .._seam import Authorized, CopilotDeviceLogin, CopilotSession, LoginIdentity, Pending
-from ._core import UNSAVED_IDENTITY, HostCore
+from ._core import HostCore
 from ._device_code import build_device_code_request, parse_device_code
-from ._exchange import build_exchange_request, parse_exchange
+from ._exchange import build_exchange_request, parse_exchange, parse_grant
 from ._headers import DEFAULT_CLIENT_ID, EditorIdentity
 from ._http import AsyncSender
 from ._models import build_models_request, parse_models
@@ -65,9 +65,7 @@ class AsyncGitHubCopilotHost(HostCore):
         if not isinstance(outcome, Granted):
             return outcome
         token = outcome.token
-        parse_exchange(
-            await self._sender.send(build_exchange_request(token, self._editor)), UNSAVED_IDENTITY
-        )
+        parse_grant(await self._sender.send(build_exchange_request(token, self._editor)))
         account = parse_user(await self._sender.send(build_user_request(token, self._editor)))
         # Persisted without an await: once this starts, a task cancellation cannot split
         # "stored" from "reported", so a cancelled login has stored nothing and a login that
@@ -84,7 +82,7 @@ class AsyncGitHubCopilotHost(HostCore):
         response = await self._sender.send(build_exchange_request(token, self._editor))
         return parse_exchange(response, stored)
 
-    async def inventory(self, session: CopilotSession) -> Sequence[ModelSpec]:
+    async def inventory(self, session: CopilotSession) -> Inventory:
         response = await self._sender.send(build_models_request(session, self._editor))
         return parse_models(response)
 

@@ -18,13 +18,10 @@ from ._headers import DEFAULT_EDITOR, EditorIdentity, check_client_id, copilot_h
 if TYPE_CHECKING:
     from ..store import CredentialStore
 
-__all__ = ["PROVIDER_ID", "UNSAVED_IDENTITY", "HostCore"]
+__all__ = ["PROVIDER_ID", "HostCore"]
 
 # The catalog owner key and route-id prefix of every route this adapter registers.
 PROVIDER_ID = "github-copilot"
-# A placeholder identity for the one exchange that checks entitlement during a login,
-# before the login has an id; that session is discarded.
-UNSAVED_IDENTITY = LoginIdentity(login_id="unsaved", account="unsaved")
 
 
 class HostCore:

@@ -11,7 +11,6 @@ import re
 from .._errors import ResponseError
 from .._redact import register_secret
 from .._seam import CopilotDeviceLogin
-from .._secret import Secret
 from ._headers import EditorIdentity, oauth_headers
 from ._oauth import form_body
 from ._status import status_error
@@ -21,9 +20,11 @@ from ._wire import (
     WireResponse,
     json_object,
     opt_number,
+    reads_response,
     req_number,
     req_str,
     server_message,
+    take_secret,
 )
 
 __all__ = [
@@ -53,6 +54,7 @@ def build_device_code_request(client_id: str, editor: EditorIdentity) -> WireReq
     return WireRequest("POST", DEVICE_CODE_URL, WHAT, tuple(headers.items()), body)
 
 
+@reads_response
 def parse_device_code(response: WireResponse) -> CopilotDeviceLogin:
     """A bounded :class:`CopilotDeviceLogin`, its deadline measured from receipt."""
     if response.status != 200:
@@ -68,13 +70,14 @@ def parse_device_code(response: WireResponse) -> CopilotDeviceLogin:
     if "error" in body:
         detail = server_message(response)
         raise ResponseError(f"GitHub refused to start a device login: {detail}", code="oauth_error")
-    device_code = req_str(body, "device_code", WHAT, max_len=512)
+    # The device code lets its holder collect the credential: a Secret before any check.
+    device_code = take_secret(body, "device_code", WHAT, shape=_OPAQUE)
+    if device_code is None:
+        raise ResponseError(f"{WHAT} answered without the field 'device_code'")
     user_code = req_str(body, "user_code", WHAT, max_len=16)
     uri = req_str(body, "verification_uri", WHAT, max_len=200)
     expires_in = req_number(body, "expires_in", WHAT)
     interval = opt_number(body, "interval", WHAT)
-    if not _OPAQUE.fullmatch(device_code):
-        raise ResponseError(f"{WHAT} answered with a malformed device code")
     if not _USER_CODE.fullmatch(user_code):
         raise ResponseError(f"{WHAT} answered with a user code that is not a short A-Z/0-9 code")
     if uri != VERIFICATION_URI:
@@ -92,13 +95,12 @@ def parse_device_code(response: WireResponse) -> CopilotDeviceLogin:
     # Never faster than asked, never faster than once a second; beyond the lifetime the
     # login simply ends at its deadline.
     interval = min(max(interval, MIN_INTERVAL), MAX_EXPIRES_IN)
-    secret = Secret(device_code)
-    register_secret(secret)
+    register_secret(device_code)
     return CopilotDeviceLogin(
         user_code=user_code,
         verification_uri=VERIFICATION_URI,
         expires_in=expires_in,
         interval=interval,
         deadline=response.received_monotonic + expires_in,
-        device_code=secret,
+        device_code=device_code,
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from types import TracebackType
 from typing import TYPE_CHECKING
 
@@ -13,11 +13,11 @@ import httpx2
 from .._clock import SYSTEM_CLOCK, Clock
 from .._device import wait_for_device_login
 from .._errors import LoginCancelledError
-from .._model import ModelSpec
+from .._model import Inventory
 from .._seam import Authorized, CopilotDeviceLogin, CopilotSession, LoginIdentity, Pending
-from ._core import UNSAVED_IDENTITY, HostCore
+from ._core import HostCore
 from ._device_code import build_device_code_request, parse_device_code
-from ._exchange import build_exchange_request, parse_exchange
+from ._exchange import build_exchange_request, parse_exchange, parse_grant
 from ._headers import DEFAULT_CLIENT_ID, EditorIdentity
 from ._http import Sender
 from ._models import build_models_request, parse_models
@@ -72,7 +72,7 @@ class GitHubCopilotHost(HostCore):
         response = self._sender.send(build_exchange_request(token, self._editor))
         return parse_exchange(response, stored)
 
-    def inventory(self, session: CopilotSession) -> Sequence[ModelSpec]:
+    def inventory(self, session: CopilotSession) -> Inventory:
         response = self._sender.send(build_models_request(session, self._editor))
         return parse_models(response)
 
@@ -117,9 +117,7 @@ class GitHubCopilotHost(HostCore):
             return outcome
         token = outcome.token
         # Entitlement first: an account without Copilot must not leave a credential behind.
-        parse_exchange(
-            self._sender.send(build_exchange_request(token, self._editor)), UNSAVED_IDENTITY
-        )
+        parse_grant(self._sender.send(build_exchange_request(token, self._editor)))
         account = parse_user(self._sender.send(build_user_request(token, self._editor)))
         if cancel is not None and cancel.is_set():
             raise LoginCancelledError("the login was cancelled; nothing was stored")

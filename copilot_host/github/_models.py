@@ -1,31 +1,38 @@
 """Step 4: discover the account's models on the vetted inference origin (sans-IO).
 
-Eligibility and protocol follow DESIGN.md exactly; every other field is optional and
-type-checked. One malformed item fails the whole inventory, so a catalog is never built
-from part of an answer.
+Real inventories drift: dozens of entries, new fields, limits sent as floats or zero,
+models only another client can call (``ws:/responses``), embeddings, models a policy has
+not enabled yet. Each entry is therefore read on its own: a usable chat model becomes a
+:class:`ModelSpec`, anything else a :class:`SkippedModel` with a stable reason, and only an
+answer that is not an inventory at all fails discovery. The core then validates every
+entry (ids, names, credential material) before any of it reaches a catalog.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 from .._errors import ModelValidationError, SessionError
-from .._model import ApiProtocol, ModelSpec
+from .._model import ApiProtocol, Inventory, ModelSpec, SkippedModel
 from .._origin import default_allowlist
 from .._seam import CopilotSession
 from .._validate import MAX_MODELS
 from ._headers import EditorIdentity, copilot_headers
-from ._status import status_error
+from ._status import client_outdated_error, status_error
 from ._urls import MODELS_PATH
-from ._wire import LARGE_BODY, WireRequest, WireResponse, json_object
+from ._wire import LARGE_BODY, WireRequest, WireResponse, json_object, reads_response
 
-__all__ = ["build_models_request", "parse_models"]
+__all__ = ["SETTINGS_URL", "build_models_request", "parse_models"]
 
 WHAT = "Copilot model discovery"
-_CHAT = "/chat/completions"
-_RESPONSES = "/responses"
+# Where a person enables the models their plan offers but a policy has not switched on.
+SETTINGS_URL = "https://github.com/settings/copilot/features"
+# The endpoints copilot-host speaks, by the names the inventory uses. Anything else listed
+# (e.g. "ws:/responses", a WebSocket transport) is another client's, and ignored.
+_PROTOCOLS = {protocol.path: protocol for protocol in ApiProtocol}
 _MAX_ENDPOINTS = 32
-_MAX_TEXT = 256
+_MAX_WARNINGS = 8
 
 
 def build_models_request(session: CopilotSession, editor: EditorIdentity) -> WireRequest:
@@ -45,103 +52,136 @@ def build_models_request(session: CopilotSession, editor: EditorIdentity) -> Wir
     )
 
 
-class _Bad(Exception):
-    """A field failed its type check; turned into ModelValidationError with the item index."""
-
-
-def _opt(obj: Mapping[str, object], key: str, kind: type | tuple[type, ...]) -> object:
-    value = obj.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) and kind is not bool:
-        raise _Bad(f"field {key!r} has the wrong type")
-    if not isinstance(value, kind):
-        raise _Bad(f"field {key!r} has the wrong type")
-    if isinstance(value, str) and len(value) > _MAX_TEXT:
-        raise _Bad(f"field {key!r} is too long")
-    return value
-
-
 def _obj(obj: Mapping[str, object], key: str) -> Mapping[str, object]:
-    value = _opt(obj, key, dict)
+    value = obj.get(key)
     return value if isinstance(value, dict) else {}
 
 
+def _text(obj: Mapping[str, object], key: str) -> str | None:
+    value = obj.get(key)
+    return value if isinstance(value, str) and value else None
+
+
 def _limit(limits: Mapping[str, object], key: str) -> int | None:
-    value = _opt(limits, key, int)
-    if value is None:
+    """A positive token count; a whole-number float counts, anything else is no limit."""
+    value = limits.get(key)
+    if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    if not isinstance(value, int) or not 0 < value <= 100_000_000:
-        raise _Bad(f"limit {key!r} is out of range")
-    return value
+    if isinstance(value, float):
+        if not (math.isfinite(value) and value.is_integer()):
+            return None
+        value = int(value)
+    return value if value > 0 else None
 
 
-def _endpoints(item: Mapping[str, object]) -> tuple[str, ...] | None:
-    value = _opt(item, "supported_endpoints", list)
-    if value is None:
+def _protocols(item: Mapping[str, object]) -> frozenset[ApiProtocol] | None:
+    """The protocols listed that we speak; None when the field is present but not a list.
+
+    An entry without ``supported_endpoints`` predates the field: Chat Completions.
+    """
+    listed = item.get("supported_endpoints")
+    if listed is None:
+        return frozenset({ApiProtocol.OPENAI_CHAT})
+    if not isinstance(listed, list):
         return None
-    if not isinstance(value, list) or len(value) > _MAX_ENDPOINTS:
-        raise _Bad("field 'supported_endpoints' is too long")
-    if not all(isinstance(e, str) and len(e) <= _MAX_TEXT for e in value):
-        raise _Bad("field 'supported_endpoints' lists something that is not a path")
-    return tuple(value)
-
-
-def _protocol(endpoints: tuple[str, ...] | None) -> ApiProtocol | None:
-    if endpoints is None:
-        return ApiProtocol.OPENAI_CHAT
-    if _RESPONSES in endpoints:
-        return ApiProtocol.OPENAI_RESPONSES
-    if _CHAT in endpoints:
-        return ApiProtocol.OPENAI_CHAT
-    return None  # only other protocols (e.g. /v1/messages): not a route we can serve
-
-
-def _reasoning(supports: Mapping[str, object]) -> bool:
-    efforts = _opt(supports, "reasoning_effort", list)
-    if isinstance(efforts, list) and not all(isinstance(e, str) for e in efforts):
-        raise _Bad("field 'reasoning_effort' lists something that is not a name")
-    budget = _opt(supports, "max_thinking_budget", int)
-    thinking = _opt(supports, "thinking", bool)
-    adaptive = _opt(supports, "adaptive_thinking", bool)
-    return bool(efforts) or (isinstance(budget, int) and budget > 0) or bool(thinking or adaptive)
-
-
-def _item(item: object) -> ModelSpec | None:
-    """One inventory entry: a spec, ``None`` when not eligible, or ``_Bad``."""
-    if not isinstance(item, dict):
-        raise _Bad("an entry is not an object")
-    model_id = _opt(item, "id", str)
-    if not isinstance(model_id, str) or not model_id:
-        raise _Bad("an entry has no string 'id'")
-    name = _opt(item, "name", str)
-    picker = _opt(item, "model_picker_enabled", bool)
-    capabilities = _obj(item, "capabilities")
-    kind = _opt(capabilities, "type", str)
-    limits = _obj(capabilities, "limits")
-    supports = _obj(capabilities, "supports")
-    context_window = _limit(limits, "max_context_window_tokens")
-    max_output = _limit(limits, "max_output_tokens")
-    vision = _opt(supports, "vision", bool)
-    reasoning = _reasoning(supports)
-    state = _opt(_obj(item, "policy"), "state", str)
-    protocol = _protocol(_endpoints(item))
-    if kind != "chat" or state not in (None, "enabled") or protocol is None:
-        return None
-    return ModelSpec(
-        model_id=model_id,
-        display_name=name if isinstance(name, str) and name else model_id,
-        protocol=protocol,
-        context_window=context_window,
-        max_output_tokens=max_output,
-        input_modalities=("text", "image") if vision else ("text",),
-        supports_reasoning=reasoning,
-        picker_enabled=picker if isinstance(picker, bool) else True,
+    return frozenset(
+        _PROTOCOLS[path]
+        for path in listed[:_MAX_ENDPOINTS]
+        if isinstance(path, str) and path in _PROTOCOLS
     )
 
 
-def parse_models(response: WireResponse) -> tuple[ModelSpec, ...]:
-    """The eligible models, in the server's order; any malformed entry fails them all."""
+def _reasoning(supports: Mapping[str, object]) -> bool:
+    efforts = supports.get("reasoning_effort")
+    budget = supports.get("max_thinking_budget")
+    return (
+        (isinstance(efforts, list) and any(isinstance(e, str) for e in efforts))
+        or (isinstance(budget, int) and not isinstance(budget, bool) and budget > 0)
+        or supports.get("thinking") is True
+        or supports.get("adaptive_thinking") is True
+    )
+
+
+def _warnings(item: Mapping[str, object]) -> tuple[str, ...]:
+    """``warning_message`` (one text) and ``warning_messages`` (texts, or objects with a
+    ``message``); the core makes them inert before anyone sees them."""
+    found: list[str] = []
+    single = _text(item, "warning_message")
+    if single is not None:
+        found.append(single)
+    many = item.get("warning_messages")
+    if isinstance(many, list):
+        for entry in many[:_MAX_WARNINGS]:
+            text = _text(entry, "message") if isinstance(entry, dict) else entry
+            if isinstance(text, str) and text and text not in found:
+                found.append(text)
+    return tuple(found[:_MAX_WARNINGS])
+
+
+def _policy_message(state: str) -> str:
+    if state == "disabled":
+        return (
+            "disabled by a Copilot policy; if you manage your own plan, enable it at "
+            f"{SETTINGS_URL}, otherwise ask your organization's administrator"
+        )
+    return (
+        f"not enabled for this account yet (policy {state!r}); enable it at {SETTINGS_URL} "
+        "(or accept its terms in a Copilot chat client), then list the models again"
+    )
+
+
+def _entry(item: object) -> ModelSpec | SkippedModel:
+    if not isinstance(item, dict):
+        return SkippedModel("", "malformed", "the entry is not a JSON object")
+    raw_id = item.get("id")
+    if not isinstance(raw_id, str) or not raw_id:
+        return SkippedModel("", "malformed", "the entry has no string id")
+    model_id = raw_id
+    name = _text(item, "name") or model_id
+    capabilities = _obj(item, "capabilities")
+    kind = capabilities.get("type")
+    if kind != "chat":
+        what = f"a {kind!r} model" if isinstance(kind, str) else "a model of no stated type"
+        return SkippedModel(model_id, "not_chat", f"{what}, not a chat model", name)
+    protocols = _protocols(item)
+    if protocols is None:
+        return SkippedModel(model_id, "malformed", "its 'supported_endpoints' is not a list", name)
+    protocol = ApiProtocol.preferred(protocols)
+    if protocol is None:
+        return SkippedModel(
+            model_id,
+            "no_supported_protocol",
+            "it is served only on endpoints copilot-host does not speak",
+            name,
+        )
+    state = _obj(item, "policy").get("state")
+    if state is not None and state != "enabled":
+        shown = state if isinstance(state, str) else "unknown"
+        return SkippedModel(model_id, "policy_not_enabled", _policy_message(shown), name)
+    limits = _obj(capabilities, "limits")
+    supports = _obj(capabilities, "supports")
+    picker = item.get("model_picker_enabled")
+    return ModelSpec(
+        model_id=model_id,
+        display_name=name,
+        protocol=protocol,
+        context_window=_limit(limits, "max_context_window_tokens"),
+        max_output_tokens=_limit(limits, "max_output_tokens"),
+        input_modalities=("text", "image") if supports.get("vision") is True else ("text",),
+        supports_reasoning=_reasoning(supports),
+        picker_enabled=picker if isinstance(picker, bool) else True,
+        protocols=protocols,
+        warnings=_warnings(item),
+    )
+
+
+@reads_response
+def parse_models(response: WireResponse) -> Inventory:
+    """Every entry in the server's order: usable chat models and skipped entries.
+
+    Only an answer that is not an inventory (not JSON, no ``data`` list, too many entries)
+    raises; whatever is wrong with one entry skips that entry.
+    """
     if response.status == 401:
         raise SessionError(
             "the Copilot API did not accept the session token for model discovery; "
@@ -149,6 +189,9 @@ def parse_models(response: WireResponse) -> tuple[ModelSpec, ...]:
             code="session_expired",
             retryable=True,
         )
+    outdated = client_outdated_error(response, WHAT)
+    if outdated is not None:
+        raise outdated
     if response.status != 200:
         raise status_error(response, WHAT)
     body = json_object(response, WHAT)
@@ -157,14 +200,12 @@ def parse_models(response: WireResponse) -> tuple[ModelSpec, ...]:
         raise ModelValidationError(f"{WHAT} answered without a 'data' list of models")
     if len(data) > MAX_MODELS:
         raise ModelValidationError(f"{WHAT} listed {len(data)} models; at most {MAX_MODELS}")
-    specs: list[ModelSpec] = []
-    for index, item in enumerate(data):
-        try:
-            spec = _item(item)
-        except _Bad as bad:
-            raise ModelValidationError(
-                f"{WHAT}: model #{index} is malformed ({bad}); nothing was registered"
-            ) from None
-        if spec is not None:
-            specs.append(spec)
-    return tuple(specs)
+    models: list[ModelSpec] = []
+    skipped: list[SkippedModel] = []
+    for item in data:
+        entry = _entry(item)
+        if isinstance(entry, ModelSpec):
+            models.append(entry)
+        else:
+            skipped.append(entry)
+    return Inventory(tuple(models), tuple(skipped))

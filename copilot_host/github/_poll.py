@@ -24,7 +24,15 @@ from ._oauth import (
 )
 from ._status import status_error
 from ._urls import ACCESS_TOKEN_URL
-from ._wire import WireRequest, WireResponse, json_object, opt_number, opt_str
+from ._wire import (
+    WireRequest,
+    WireResponse,
+    json_object,
+    opt_number,
+    opt_str,
+    reads_response,
+    take_secret,
+)
 
 __all__ = ["SLOW_DOWN_STEP", "Granted", "build_poll_request", "parse_poll"]
 
@@ -57,6 +65,7 @@ def _server_interval(body: dict[str, object]) -> float | None:
     return min(interval, MAX_EXPIRES_IN)
 
 
+@reads_response
 def parse_poll(response: WireResponse, login: CopilotDeviceLogin) -> Pending | Granted:
     """``Pending`` with the interval to keep, ``Granted``, or a typed error ending the login.
 
@@ -66,16 +75,16 @@ def parse_poll(response: WireResponse, login: CopilotDeviceLogin) -> Pending | G
     if response.status not in (200, 400, 401):
         raise status_error(response, WHAT)
     body = json_object(response, WHAT)
+    # A Secret before any check can raise (see take_secret).
+    token = take_secret(body, "access_token", WHAT, shape=_TOKEN)
     error = opt_str(body, "error", WHAT, max_len=200)
     if error is None:
         if response.status != 200:
             raise status_error(response, WHAT)
-        token = opt_str(body, "access_token", WHAT, max_len=1024)
-        if token is None or not _TOKEN.fullmatch(token):
+        if token is None:
             raise ResponseError(f"{WHAT} answered with neither an error nor a usable token")
-        secret = Secret(token)
-        register_secret(secret)
-        return Granted(secret)
+        register_secret(token)
+        return Granted(token)
     server = _server_interval(body)
     if error == AUTHORIZATION_PENDING:
         return Pending(max(login.interval, server or 0.0))

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import email.utils
+import json
 import math
 
-from .._errors import CopilotHostError, ResponseError, ServerError
+from .._errors import ClientOutdatedError, CopilotHostError, ResponseError, ServerError
 from ._wire import WireResponse, server_message
 
 __all__ = [
+    "CLIENT_NOT_SUPPORTED",
     "DEFAULT_BACKOFF",
     "MAX_RETRY_AFTER",
+    "UPGRADE_HINT",
+    "client_outdated_error",
     "rate_limit_error",
     "retry_after",
     "retry_delay",
@@ -97,3 +101,55 @@ def retry_delay(response: WireResponse) -> float | None:
     if wait is None:
         return DEFAULT_BACKOFF
     return wait if wait <= MAX_RETRY_AFTER else None
+
+
+# Error codes the Copilot service uses when it refuses a client version rather than the
+# request: a model with a higher minimum editor version, a retired client or API version.
+_OUTDATED_CODES = frozenset(
+    {
+        "model_not_supported_in_version",
+        "client_not_supported",
+        "client_version_not_supported",
+        "unsupported_client_version",
+        "unsupported_api_version",
+    }
+)
+# 466 is the status the Copilot service answers a client it no longer supports with.
+CLIENT_NOT_SUPPORTED = 466
+UPGRADE_HINT = (
+    "upgrade copilot-host (pip install --upgrade copilot-host), or have the embedding "
+    "application present a newer editor identity (copilot_host.github.EditorIdentity)"
+)
+
+
+def _error_code(response: WireResponse) -> str | None:
+    """The machine-readable error code of an answer, JSON or plain text."""
+    try:
+        value = json.loads(response.body.decode("utf-8"))
+    except (ValueError, RecursionError):
+        text = response.body[:512].decode("utf-8", "replace")
+        return next((code for code in _OUTDATED_CODES if code in text), None)
+    if not isinstance(value, dict):
+        return None
+    error = value.get("error")
+    for holder in (error if isinstance(error, dict) else {}, value):
+        code = holder.get("code")
+        if isinstance(code, str):
+            return code
+    return error if isinstance(error, str) else None
+
+
+def client_outdated_error(response: WireResponse, what: str) -> ClientOutdatedError | None:
+    """The typed error for an answer that refuses this client as too old, else None."""
+    if response.status == CLIENT_NOT_SUPPORTED:
+        reason = "the Copilot service no longer supports this client version"
+    elif 400 <= response.status < 500 and _error_code(response) in _OUTDATED_CODES:
+        reason = f"the Copilot service requires a newer client ({_error_code(response)})"
+    else:
+        return None
+    detail = server_message(response)
+    return ClientOutdatedError(
+        f"{what} was refused (HTTP {response.status}): {reason}"
+        + (f": {detail}" if detail else "")
+        + f"; {UPGRADE_HINT}"
+    )

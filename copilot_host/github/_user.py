@@ -9,7 +9,7 @@ from .._secret import Secret
 from ._headers import EditorIdentity, rest_headers
 from ._status import status_error
 from ._urls import USER_URL
-from ._wire import WireRequest, WireResponse, json_object, req_str
+from ._wire import WireRequest, WireResponse, json_object, reads_response, req_str
 
 __all__ = ["build_user_request", "parse_user"]
 
@@ -24,6 +24,7 @@ def build_user_request(github_token: Secret, editor: EditorIdentity) -> WireRequ
     return WireRequest("GET", USER_URL, WHAT, tuple(headers.items()))
 
 
+@reads_response
 def parse_user(response: WireResponse) -> str:
     if response.status == 401:
         raise LoginRevokedError(

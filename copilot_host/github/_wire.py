@@ -7,13 +7,17 @@ arbitrary bytes raises only ``CopilotHostError`` subclasses.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Concatenate, ParamSpec, TypeVar
 
-from .._errors import ResponseError
+from .._errors import CopilotHostError, ResponseError
 from .._redact import scrub
+from .._secret import Secret
 
 __all__ = [
     "LARGE_BODY",
@@ -21,14 +25,14 @@ __all__ = [
     "WireRequest",
     "WireResponse",
     "json_object",
-    "opt_bool",
-    "opt_int",
+    "reads_response",
     "opt_number",
     "opt_object",
     "opt_str",
     "req_number",
     "req_str",
     "server_message",
+    "take_secret",
 ]
 
 # Device, token and user answers are a few hundred bytes; a model inventory with a few
@@ -68,6 +72,37 @@ class WireResponse:
     received_monotonic: float
     received_wall: float
 
+    @property
+    def request_id(self) -> str | None:
+        """GitHub's id for this answer (``x-github-request-id``), for support requests."""
+        return self.headers.get("x-github-request-id")
+
+
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
+
+
+def reads_response(
+    parse: Callable[Concatenate[WireResponse, _P], _T],
+) -> Callable[Concatenate[WireResponse, _P], _T]:
+    """Every error a parser raises about an answer names that answer's request id.
+
+    One place instead of every raise site: the parser's own error is amended in flight
+    (message and ``request_id``) and re-raised with its traceback.
+    """
+
+    @functools.wraps(parse)
+    def parse_noting_request_id(
+        response: WireResponse, /, *args: _P.args, **kwargs: _P.kwargs
+    ) -> _T:
+        try:
+            return parse(response, *args, **kwargs)
+        except CopilotHostError as exc:
+            exc.note_request_id(response.request_id)
+            raise
+
+    return parse_noting_request_id
+
 
 def _reject_constant(name: str) -> float:
     raise ValueError(f"non-standard JSON constant {name}")
@@ -80,20 +115,32 @@ def _finite_float(text: str) -> float:
     return value
 
 
+_INVALID = object()
+
+
+def _decode(body: bytes) -> object:
+    """The JSON value of ``body``, or ``_INVALID``. Its own frame, gone before anyone
+    raises: the decoded text (which may hold a token) never sits in a traceback."""
+    try:
+        return json.loads(
+            body.decode("utf-8"), parse_constant=_reject_constant, parse_float=_finite_float
+        )
+    except (ValueError, RecursionError):
+        return _INVALID
+
+
 def json_object(response: WireResponse, what: str) -> dict[str, object]:
     """Decode the body as one JSON object, or raise ``ResponseError``.
 
     NaN/Infinity, overflowing floats, integers with thousands of digits, deep nesting and
     invalid UTF-8 are all malformed answers, not crashes.
     """
-    try:
-        text = response.body.decode("utf-8")
-        value = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
-    except (ValueError, RecursionError):
+    value = _decode(response.body)
+    if value is _INVALID:
         raise ResponseError(
             f"{what} answered with something that is not valid JSON "
             f"(HTTP {response.status}); try again later"
-        ) from None
+        )
     if not isinstance(value, dict):
         raise ResponseError(f"{what} answered with JSON that is not an object")
     return value
@@ -123,6 +170,25 @@ def req_str(obj: Mapping[str, object], key: str, what: str, *, max_len: int = 10
     return value
 
 
+def take_secret(
+    obj: dict[str, object], key: str, what: str, *, shape: re.Pattern[str]
+) -> Secret | None:
+    """Remove ``key`` from a decoded answer and return it as a :class:`Secret` (None when
+    absent). Wrapped before it is checked, and before anything else of the answer is: no
+    frame of a refusal holds a credential as plain text for a locals-capturing traceback
+    (pytest -l, rich, error trackers) to show."""
+    value = obj.pop(key, None)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise _wrong(what, key, "a string")
+    secret = Secret(value)
+    del value
+    if not shape.fullmatch(secret.reveal()):
+        raise ResponseError(f"{what} answered with a malformed {key.replace('_', ' ')}")
+    return secret
+
+
 def opt_number(obj: Mapping[str, object], key: str, what: str) -> float | None:
     """A finite JSON number (int or float; ``true`` is not a number here)."""
     value = obj.get(key)
@@ -142,24 +208,6 @@ def req_number(obj: Mapping[str, object], key: str, what: str) -> float:
     return value
 
 
-def opt_int(obj: Mapping[str, object], key: str, what: str) -> int | None:
-    value = obj.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or abs(value) > 10**15:
-        raise _wrong(what, key, "an integer in range")
-    return value
-
-
-def opt_bool(obj: Mapping[str, object], key: str, what: str) -> bool | None:
-    value = obj.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, bool):
-        raise _wrong(what, key, "true or false")
-    return value
-
-
 def opt_object(obj: Mapping[str, object], key: str, what: str) -> dict[str, object] | None:
     value = obj.get(key)
     if value is None:
@@ -170,11 +218,19 @@ def opt_object(obj: Mapping[str, object], key: str, what: str) -> dict[str, obje
 
 
 def server_message(response: WireResponse) -> str:
-    """The server's own explanation, if it gave one, made safe for a terminal."""
+    """The server's own explanation, if it gave one, made safe for a terminal.
+
+    JSON answers carry it in ``error``/``message``/``error_description``; many Copilot API
+    refusals are plain text, whose first line is the explanation.
+    """
     try:
         value = json.loads(response.body.decode("utf-8"), parse_constant=_reject_constant)
     except (ValueError, RecursionError):
-        return ""
+        content_type = response.headers.get("content-type", "")
+        if not content_type.startswith("text/plain"):
+            return ""
+        first = response.body[:1024].decode("utf-8", "replace").strip().split("\n", 1)[0]
+        return scrub(first, limit=200)
     if not isinstance(value, dict):
         return ""
     parts: list[str] = []

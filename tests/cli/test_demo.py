@@ -49,7 +49,7 @@ def test_demo_runs_the_journey_without_keyring_or_home(cli: Cli, copilot_home: P
     ]
     assert "WDJB-MJHT at https://github.com/login/device" in result.stdout
     assert "mode 0600, no plain token in it" in result.stdout
-    assert "3 routes from https://api.individual.githubcopilot.com" in result.stdout
+    assert "4 routes from https://api.individual.githubcopilot.com" in result.stdout
     assert result.stdout.rstrip().splitlines()[-1].startswith("Done in ")
     assert sorted(os.listdir(copilot_home)) == before
 

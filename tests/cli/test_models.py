@@ -29,6 +29,7 @@ def test_models_table_is_aligned_and_sorted(cli: Cli, emulate: Any) -> None:
     assert lines[0].split() == ["ROUTE", "NAME", "PROTOCOL", "CONTEXT", "PICKER"]
     rows = lines[1:]
     assert [r.split()[0] for r in rows] == [
+        "github-copilot/claude-messages-only",
         "github-copilot/claude-sonnet-4",
         "github-copilot/gpt-4.1",
         "github-copilot/gpt-5-mini",
@@ -44,7 +45,46 @@ def test_models_table_is_aligned_and_sorted(cli: Cli, emulate: Any) -> None:
     assert "openai-responses" in by_route["github-copilot/gpt-5-mini"]
     assert "openai-chat" in by_route["github-copilot/gpt-4.1"]
     assert "128,000" in by_route["github-copilot/gpt-4.1"]
-    assert result.stderr == "3 models at https://api.individual.githubcopilot.com\n"
+    assert "anthropic-messages" in by_route["github-copilot/claude-messages-only"]
+    assert result.stderr == (
+        "4 models at https://api.individual.githubcopilot.com; 2 skipped (--all)\n"
+    )
+
+
+def test_models_all_lists_skipped_entries_with_their_reason(cli: Cli, emulate: Any) -> None:
+    env = _logged_in(cli, emulate)
+    result = cli("models", "--all", seam=env.seam)
+    assert result.exit_code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    start = lines.index(next(line for line in lines if line.startswith("SKIPPED")))
+    assert lines[start].split()[:3] == ["SKIPPED", "REASON", "WHY"]
+    skipped = {line.split()[0]: line.split()[1] for line in lines[start + 1 :]}
+    assert skipped == {"text-embedding-3-small": "not_chat", "o3-disabled": "policy_not_enabled"}
+    assert "administrator" in lines[-1]
+    assert result.stderr == "4 models at https://api.individual.githubcopilot.com\n"
+
+
+def test_models_shows_the_services_notes_once_per_text(cli: Cli, emulate: Any) -> None:
+    note = "Your billing plan has changed to usage-based billing."
+    inventory = []
+    for model_id in ("a", "b", "c"):
+        item = chat_model(model_id)
+        item["warning_message"] = note
+        inventory.append(item)
+    inventory[0]["warning_messages"] = ["Retiring on 2026-12-31."]
+    env = _logged_in(cli, emulate, Scenario(models=tuple(inventory)))
+    result = cli("models", seam=env.seam)
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr.splitlines()[:2] == [
+        f"note from GitHub (3 models): {note}",
+        "note from GitHub (a): Retiring on 2026-12-31.",
+    ]
+    doc = json.loads(cli("models", "--json", seam=env.seam).stdout)
+    assert [m["warnings"] for m in doc["models"]] == [
+        [note, "Retiring on 2026-12-31."],
+        [note],
+        [note],
+    ]
 
 
 def test_models_json_document(cli: Cli, emulate: Any) -> None:
@@ -61,13 +101,19 @@ def test_models_json_document(cli: Cli, emulate: Any) -> None:
         "model_id": "gpt-5-mini",
         "display_name": "GPT-5 mini",
         "protocol": "openai-responses",
+        "protocols": ["openai-chat", "openai-responses"],
         "url": "https://api.individual.githubcopilot.com/responses",
         "context_window": 128000,
         "max_output_tokens": 16384,
         "input_modalities": ["text"],
         "supports_reasoning": True,
         "picker_enabled": True,
+        "warnings": [],
     }
+    assert sorted((s["model_id"], s["reason"]) for s in doc["skipped"]) == [
+        ("o3-disabled", "policy_not_enabled"),
+        ("text-embedding-3-small", "not_chat"),
+    ]
     assert result.stderr == ""
 
 
@@ -116,5 +162,27 @@ def test_models_refuses_a_hostile_inventory_without_echoing_it(cli: Cli, emulate
 def test_models_with_an_empty_inventory(cli: Cli, emulate: Any) -> None:
     env = _logged_in(cli, emulate, Scenario(models=()))
     result = cli("models", seam=env.seam)
-    assert result.exit_code == 0
-    assert result.stdout == "This account has no Copilot models available.\n"
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert result.stderr == (
+        "error: the account's inventory lists no models; nothing was registered\n"
+    )
+
+
+def test_models_with_nothing_usable_still_shows_what_was_skipped(cli: Cli, emulate: Any) -> None:
+    inventory = (
+        chat_model("emb", kind="embeddings"),
+        chat_model("ws", endpoints=["ws:/responses"]),
+    )
+    env = _logged_in(cli, emulate, Scenario(models=inventory))
+    result = cli("models", seam=env.seam)
+    assert result.exit_code == 1
+    assert [line.split()[:2] for line in result.stdout.splitlines()[1:]] == [
+        ["SKIPPED", "REASON"],
+        ["ws", "no_supported_protocol"],
+        ["emb", "not_chat"],
+    ]
+    assert result.stderr.startswith("error: none of the 2 models listed can be registered")
+    doc = json.loads(cli("models", "--json", seam=env.seam).stdout)
+    assert doc["error"]["code"] == "no_models"
+    assert {s["model_id"] for s in doc["skipped"]} == {"emb", "ws"}

@@ -116,7 +116,7 @@ def test_harness_models(proc: Proc, leak_guard: LeakGuard, tmp_path: Path) -> No
     models = proc.harness("--logged-in", "--canaries", str(canaries), "--", "models", "--json")
     _canaries(leak_guard, canaries)
     assert models.returncode == 0, models.stderr
-    assert len(json.loads(models.stdout)["models"]) == 3
+    assert len(json.loads(models.stdout)["models"]) == 4
 
     table = proc.harness("--logged-in", "--canaries", str(canaries), "--", "models")
     _canaries(leak_guard, canaries)

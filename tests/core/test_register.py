@@ -67,8 +67,9 @@ def test_a_failed_registration_leaves_the_catalog_exactly_as_it_was(breakage: st
         host.fail_inventory = ch.ResponseError("bad inventory")
         expected = ch.ResponseError
     elif breakage == "invalid_model":
-        host.models = [spec("fine"), replace(spec("x"), display_name="<bad>")]
-        expected = ch.ModelValidationError
+        # Every entry is skipped, so nothing is eligible: that fails the registration whole.
+        host.models = [spec("a/b"), replace(spec("x"), input_modalities=())]
+        expected = ch.NoEligibleModelsError
     elif breakage == "collision":
         host.models = [spec("fresh"), spec("taken")]
         expected = ch.RouteCollisionError

@@ -1,3 +1,6 @@
+"""Inventory validation: odd entries are skipped with a reason; only an answer that cannot be
+trusted as a whole (too large, or carrying a credential of this login) fails it."""
+
 from __future__ import annotations
 
 import secrets
@@ -5,7 +8,14 @@ from dataclasses import replace
 
 import pytest
 
-from copilot_host import ApiProtocol, ModelSpec, ModelValidationError, Secret
+from copilot_host import (
+    ApiProtocol,
+    Inventory,
+    ModelSpec,
+    ModelValidationError,
+    Secret,
+    SkippedModel,
+)
 from copilot_host._validate import validate_inventory
 
 GOOD = ModelSpec(
@@ -20,71 +30,172 @@ GOOD = ModelSpec(
 )
 
 
-def test_good_inventory_passes_as_a_tuple() -> None:
+def _reasons(inventory: Inventory) -> list[tuple[str, str]]:
+    return [(s.model_id, s.reason) for s in inventory.skipped]
+
+
+def test_good_inventory_passes_unchanged() -> None:
     other = replace(
         GOOD, model_id="o3-mini", display_name="o3-mini", protocol=ApiProtocol.OPENAI_RESPONSES
     )
-    assert validate_inventory([GOOD, other]) == (GOOD, other)
-    assert validate_inventory([]) == ()
+    result = validate_inventory([GOOD, other])
+    assert tuple(result.models) == (GOOD, other)
+    assert result.models[0] is GOOD  # nothing to change: not copied
+    assert result.skipped == ()
+    assert validate_inventory([]) == Inventory((), ())
+
+
+def test_protocols_always_hold_the_route_protocol() -> None:
+    assert GOOD.protocols == frozenset({ApiProtocol.OPENAI_CHAT})
+    both = replace(GOOD, protocol=ApiProtocol.ANTHROPIC_MESSAGES)
+    assert both.protocols == {ApiProtocol.OPENAI_CHAT, ApiProtocol.ANTHROPIC_MESSAGES}
 
 
 @pytest.mark.parametrize(
-    "changes",
+    ("changes", "reason", "shown_id"),
     [
-        {"model_id": ""},
-        {"model_id": "a/b"},
-        {"model_id": "../etc"},
-        {"model_id": "x" * 129},
-        {"model_id": "gpt\x1b[2J"},
-        {"model_id": "gpt 4o"},
-        {"model_id": "gpt\u202e"},
-        {"display_name": ""},
-        {"display_name": "<script>"},
-        {"display_name": "n\u200bame"},
-        {"display_name": "line\nbreak"},
-        {"display_name": "y" * 121},
-        {"protocol": "openai-chat"},
-        {"context_window": 0},
-        {"context_window": -5},
-        {"context_window": True},
-        {"context_window": 10**12},
-        {"max_output_tokens": 1.5},
-        {"input_modalities": ()},
-        {"input_modalities": ["text"]},
-        {"input_modalities": ("Text",)},
-        {"supports_reasoning": "yes"},
-        {"picker_enabled": 1},
+        ({"model_id": ""}, "malformed", ""),
+        ({"model_id": "a/b"}, "invalid_id", "a/b"),
+        ({"model_id": "../etc"}, "invalid_id", "../etc"),
+        ({"model_id": "x" * 129}, "invalid_id", "x" * 127 + "…"),
+        ({"model_id": "gpt\x1b[2J"}, "invalid_id", "gpt[2J"),
+        ({"model_id": "gpt 4o"}, "invalid_id", "gpt 4o"),
+        ({"model_id": "gpt\u202e"}, "invalid_id", "gpt"),
+        ({"model_id": "k" + "0a" * 20}, "credential_like", ""),
+        ({"display_name": "Model gho_" + "ab12" * 9}, "credential_like", ""),
+        ({"protocol": "openai-chat"}, "malformed", "gpt-4o-2024-11-20"),
+        ({"protocols": {ApiProtocol.OPENAI_RESPONSES}}, "malformed", None),
+        ({"protocols": frozenset({"openai-chat"})}, "malformed", None),
+        ({"input_modalities": ()}, "malformed", None),
+        ({"input_modalities": ["text"]}, "malformed", None),
+        ({"input_modalities": ("Text",)}, "malformed", None),
+        ({"supports_reasoning": "yes"}, "malformed", None),
+        ({"picker_enabled": 1}, "malformed", None),
+        ({"warnings": ["a list"]}, "malformed", None),
     ],
 )
-def test_bad_fields_fail_the_whole_inventory(changes: dict[str, object]) -> None:
+def test_a_bad_entry_is_skipped_and_the_rest_registered(
+    changes: dict[str, object], reason: str, shown_id: str | None
+) -> None:
     bad = replace(GOOD, **changes)  # type: ignore[arg-type]
-    with pytest.raises(ModelValidationError):
-        validate_inventory([replace(GOOD, model_id="fine"), bad])
+    result = validate_inventory([replace(GOOD, model_id="fine"), bad])
+    assert [s.model_id for s in result.models] == ["fine"]
+    expected_id = GOOD.model_id if shown_id is None else shown_id
+    assert _reasons(result) == [(expected_id, reason)]
 
 
-def test_duplicates_are_refused() -> None:
-    with pytest.raises(ModelValidationError, match="twice"):
-        validate_inventory([GOOD, replace(GOOD, display_name="Again")])
+@pytest.mark.parametrize(
+    ("name", "shown"),
+    [
+        ("Claude Sonnet 4.5 – Anthropic's best", "Claude Sonnet 4.5 – Anthropic's best"),
+        ("<script>", "<script>"),
+        ("n\u200bame", "name"),
+        ("line\nbreak", "line break"),
+        ("\x1b[31mred\x1b[0m", "[31mred[0m"),
+        ("y" * 121, "y" * 119 + "…"),
+        ("", GOOD.model_id),
+        ("\u200b", GOOD.model_id),
+    ],
+)
+def test_display_names_are_any_text_made_inert_and_bounded(name: str, shown: str) -> None:
+    (spec,) = validate_inventory([replace(GOOD, display_name=name)]).models
+    assert spec.display_name == shown
 
 
-def test_credential_material_is_refused_and_never_echoed() -> None:
-    session = Secret("sess" + secrets.token_hex(10))
-    gho = "gho_" + secrets.token_hex(18)
-    cases = [
-        replace(GOOD, model_id=gho),
-        replace(GOOD, display_name=f"Model {gho}"),
-        replace(GOOD, model_id="m-" + session.reveal()),
-        replace(GOOD, display_name="x " + session.reveal()),
-        replace(GOOD, model_id="k" + secrets.token_hex(20)),  # key-shaped
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("context_window", 0),
+        ("context_window", -5),
+        ("context_window", True),
+        ("context_window", 10**12),
+        ("max_output_tokens", 1.5),
+    ],
+)
+def test_an_odd_limit_is_dropped_and_the_model_kept(field: str, value: object) -> None:
+    (spec,) = validate_inventory([replace(GOOD, **{field: value})]).models  # type: ignore[arg-type]
+    assert getattr(spec, field) is None
+
+
+def test_warnings_are_made_inert_and_masked() -> None:
+    session = Secret("sess-" + secrets.token_hex(10))
+    warning = f"Retires soon\x1b[2J {session.reveal()} ghp_{'x1' * 12}"
+    (spec,) = validate_inventory(
+        [replace(GOOD, warnings=(warning, "", "second"))], secrets=[session]
+    ).models
+    assert spec.warnings == ("Retires soon[2J [REDACTED] [REDACTED]", "second")
+
+
+def test_an_id_listed_twice_is_ambiguous_and_every_copy_skipped() -> None:
+    result = validate_inventory(
+        [GOOD, replace(GOOD, display_name="Again"), replace(GOOD, model_id="other")]
+    )
+    assert [s.model_id for s in result.models] == ["other"]
+    assert _reasons(result) == [(GOOD.model_id, "duplicate_id")] * 2
+
+
+def test_a_duplicate_of_a_skipped_entry_counts_too() -> None:
+    result = validate_inventory(
+        Inventory([GOOD], [SkippedModel(GOOD.model_id, "not_chat", "an embeddings model")])
+    )
+    assert result.models == ()
+    assert sorted(_reasons(result)) == [
+        (GOOD.model_id, "duplicate_id"),
+        (GOOD.model_id, "not_chat"),
     ]
-    for spec in cases:
+
+
+def test_a_known_secret_anywhere_fails_the_whole_inventory_and_is_never_echoed() -> None:
+    session = Secret("sess" + secrets.token_hex(10))
+    value = session.reveal()
+    cases: list[Inventory] = [
+        Inventory([replace(GOOD, model_id="m-" + value)]),
+        Inventory([replace(GOOD, display_name="x " + value)]),
+        # Even where the entry would only have been skipped: a secret must never reach
+        # result.skipped.
+        Inventory([replace(GOOD, model_id="a/" + value)]),
+        Inventory([GOOD], [SkippedModel(value, "not_chat")]),
+        Inventory([GOOD], [SkippedModel("e", "not_chat", display_name=value)]),
+        Inventory([GOOD], [SkippedModel("e", "not_chat", message=f"see {value}")]),
+    ]
+    for inventory in cases:
         with pytest.raises(ModelValidationError) as info:
-            validate_inventory([spec], secrets=[session])
-        assert gho not in str(info.value)
-        assert session.reveal() not in str(info.value)
+            validate_inventory(inventory, secrets=[session])
+        assert value not in str(info.value)
+        assert value not in repr(info.value)
+
+
+def test_skipped_entries_from_the_host_are_made_display_safe() -> None:
+    shaped = "gho_" + secrets.token_hex(18)
+    result = validate_inventory(
+        Inventory(
+            [GOOD],
+            [
+                SkippedModel("emb\x1b[2J", "not_chat", "an embeddings\nmodel", "Emb\u202e"),
+                SkippedModel(shaped, "not_chat"),
+                "not a skipped model",  # type: ignore[list-item]
+            ],
+        )
+    )
+    assert [(s.model_id, s.reason, s.message, s.display_name) for s in result.skipped] == [
+        ("emb[2J", "not_chat", "an embeddings model", "Emb"),
+        (
+            "",
+            "credential_like",
+            "the entry's id or name looks like a credential, so it is not shown",
+            "",
+        ),
+        ("", "malformed", "the host listed something that is not a model", ""),
+    ]
 
 
 def test_too_many_models_are_refused() -> None:
     specs = [replace(GOOD, model_id=f"m{i}") for i in range(10_001)]
     with pytest.raises(ModelValidationError):
         validate_inventory(specs)
+
+
+@pytest.mark.parametrize("found", ["gpt-4o", b"x", 5, None])
+def test_an_inventory_that_is_not_a_sequence_is_refused(found: object) -> None:
+    with pytest.raises(ModelValidationError):
+        validate_inventory(found)  # type: ignore[arg-type]

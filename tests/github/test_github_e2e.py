@@ -41,6 +41,11 @@ def test_sync_end_to_end(store: CredentialStore) -> None:
             "github-copilot/gpt-4.1",
             "github-copilot/gpt-5-mini",
             "github-copilot/claude-sonnet-4",
+            "github-copilot/claude-messages-only",
+        }
+        assert {(s.model_id, s.reason) for s in result.skipped} == {
+            ("text-embedding-3-small", "not_chat"),
+            ("o3-disabled", "policy_not_enabled"),
         }
         chat = catalog.get("github-copilot/gpt-4.1")
         responses = catalog.get("github-copilot/gpt-5-mini")
@@ -93,7 +98,7 @@ def test_async_end_to_end(store: CredentialStore) -> None:
 
                 catalog = ch.Catalog()
                 result = await ch.aregister_models(catalog, host)
-                assert len(result.routes) == 3
+                assert len(result.routes) == 4
                 chat = catalog.get("github-copilot/claude-sonnet-4")
                 responses = catalog.get("github-copilot/gpt-5-mini")
                 assert chat is not None and responses is not None

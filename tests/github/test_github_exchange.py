@@ -126,7 +126,7 @@ def test_401_means_log_in_again_and_keeps_the_credential(store: CredentialStore)
     assert store.availability() == identity
 
 
-@pytest.mark.parametrize("notification", sorted(KNOWN_NOTIFICATIONS))
+@pytest.mark.parametrize("notification", sorted(set(KNOWN_NOTIFICATIONS) - {"server_error"}))
 def test_403_names_the_specific_refusal(notification: str) -> None:
     body = json.dumps(
         {
@@ -141,6 +141,38 @@ def test_403_names_the_specific_refusal(notification: str) -> None:
         parse_exchange(response(403, body), IDENTITY)
     assert caught.value.code == notification
     assert caught.value.message == KNOWN_NOTIFICATIONS[notification]
+
+
+def test_403_server_error_is_retryable() -> None:
+    body = json.dumps({"error_details": {"notification_id": "server_error", "message": "oops"}})
+    with pytest.raises(ch.ServerError) as caught:
+        parse_exchange(response(403, body), IDENTITY)
+    assert caught.value.retryable
+
+
+def test_not_signed_up_says_how_to_sign_up() -> None:
+    body = json.dumps({"error_details": {"notification_id": "not_signed_up", "message": "x"}})
+    with pytest.raises(ch.EntitlementError) as caught:
+        parse_exchange(response(403, body), IDENTITY)
+    assert caught.value.code == "not_signed_up"
+    assert "sign up" in caught.value.message
+    assert "https://github.com/settings/copilot" in caught.value.message
+
+
+def test_404_means_an_oauth_app_that_is_not_enabled_for_copilot() -> None:
+    with pytest.raises(ch.EntitlementError) as caught:
+        parse_exchange(response(404, '{"message": "Not Found"}'), IDENTITY)
+    assert caught.value.code == "oauth_app_not_enabled"
+    assert "client_id" in caught.value.message
+    assert not caught.value.retryable
+
+
+def test_a_personal_access_token_is_named_as_the_problem() -> None:
+    body = '{"message": "Resource not accessible by personal access token"}'
+    with pytest.raises(ch.EntitlementError) as caught:
+        parse_exchange(response(403, body), IDENTITY)
+    assert caught.value.code == "personal_access_token"
+    assert "copilot-host login" in caught.value.message
 
 
 def test_403_with_an_unknown_id_keeps_the_id_and_sanitized_text() -> None:

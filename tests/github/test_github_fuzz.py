@@ -218,8 +218,12 @@ def test_fuzz_models(status: int, body: bytes, hdrs: dict[str, str]) -> None:
     answer = WireResponse(status, hdrs, body, 0.0, 1_700_000_000.0)
 
     def parse() -> None:
-        for spec in parse_models(answer):
+        inventory = parse_models(answer)
+        for spec in inventory.models:
             assert isinstance(spec.protocol, ch.ApiProtocol)
+            assert spec.protocol in spec.protocols
+        for entry in inventory.skipped:
+            assert isinstance(entry.reason, str) and entry.reason
 
     _only_typed_errors(parse)
 

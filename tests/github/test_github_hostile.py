@@ -23,11 +23,11 @@ def _login(emu: GitHubEmulator, store: CredentialStore, clock: FakeClock, **kw: 
 
 def _register(
     emu: GitHubEmulator, store: CredentialStore, catalog: ch.Catalog, **kw: object
-) -> None:
+) -> ch.RegistrationResult:
     with GitHubCopilotHost(
         store=store, transport=emu.transport(), sleep=lambda s: None, **kw
     ) as host:  # type: ignore[arg-type]
-        ch.register_models(catalog, host)
+        return ch.register_models(catalog, host)
 
 
 @pytest.mark.parametrize("endpoint", LOGIN_ENDPOINTS)
@@ -97,9 +97,11 @@ def test_models_malformed_oversized_and_slow(store: CredentialStore) -> None:
     for scenario, code in [
         (Scenario(malformed=frozenset({"models"})), "bad_response"),
         (Scenario(oversized=frozenset({"models"})), "response_too_large"),
-        (Scenario(models=(chat_model("ok"), {"id": 5})), "invalid_model"),
-        (Scenario(models=(chat_model("ok"), chat_model("ok"))), "invalid_model"),
-        (Scenario(models=(chat_model("bad id with spaces"),)), "invalid_model"),
+        # Odd entries are skipped; with nothing left to register, registration fails whole.
+        (Scenario(models=({"id": 5}, chat_model("e", kind="embeddings"))), "no_models"),
+        (Scenario(models=(chat_model("ok"), chat_model("ok"))), "no_models"),
+        (Scenario(models=(chat_model("bad id with spaces"),)), "no_models"),
+        (Scenario(models=()), "no_models"),
         (Scenario(models_failures=(503, 503)), "server_error"),
         (Scenario(models_failures=(429, 429)), "rate_limited"),
     ]:
@@ -118,7 +120,7 @@ def test_models_retried_once_after_a_503(store: CredentialStore) -> None:
         catalog = ch.Catalog()
         _register(emu, store, catalog)
         assert len(emu.requests_to("models")) == 2
-    assert len(catalog) == 3
+    assert len(catalog) == 4
 
 
 def test_slow_models_time_out(store: CredentialStore) -> None:
@@ -131,17 +133,21 @@ def test_slow_models_time_out(store: CredentialStore) -> None:
     assert len(catalog) == 0
 
 
-def test_echoed_token_in_models_is_refused_without_echoing(store: CredentialStore) -> None:
+def test_a_token_shaped_model_is_skipped_without_echoing(store: CredentialStore) -> None:
+    """Not this login's credential, but shaped like one: skipped, its id never shown."""
     with GitHubEmulator() as probe:
         pass
-    scenario = Scenario(models=(chat_model("fine"), chat_model("x" + probe.github_token[4:])))
+    shaped = "x" + probe.github_token[4:]
+    scenario = Scenario(models=(chat_model("fine"), chat_model(shaped, name=f"Model {shaped}")))
     with GitHubEmulator(scenario) as emu:
         store.save("octocat", Secret(emu.github_token))
         catalog = ch.Catalog()
-        with pytest.raises(ch.ModelValidationError) as caught:
-            _register(emu, store, catalog)
-    assert probe.github_token[4:] not in str(caught.value)
-    assert len(catalog) == 0
+        result = _register(emu, store, catalog)
+    assert set(catalog.routes()) == {"github-copilot/fine"}
+    assert [(s.model_id, s.reason, s.display_name) for s in result.skipped] == [
+        ("", "credential_like", "")
+    ]
+    assert shaped not in repr(result)
 
 
 def test_async_hostile_answers_are_typed_too(store: CredentialStore) -> None:

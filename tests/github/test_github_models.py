@@ -1,5 +1,5 @@
-"""Discovery: DESIGN.md step 4's eligibility and protocol rules, strict types, no partial
-catalogs."""
+"""Discovery: eligibility and protocol rules; an odd entry is skipped with its reason,
+never fatal to the others."""
 
 from __future__ import annotations
 
@@ -15,23 +15,41 @@ from copilot_host.testing import chat_model, default_models
 from tests.github._support import response
 
 
-def _parse(*items: Any) -> tuple[ch.ModelSpec, ...]:
+def _inventory(*items: Any) -> ch.Inventory:
     return parse_models(response(body=json.dumps({"data": list(items)})))
 
 
+def _parse(*items: Any) -> tuple[ch.ModelSpec, ...]:
+    return tuple(_inventory(*items).models)
+
+
+def _skipped(*items: Any) -> dict[str, str]:
+    return {s.model_id: s.reason for s in _inventory(*items).skipped}
+
+
 def test_default_inventory_mapping() -> None:
-    specs = {s.model_id: s for s in _parse(*default_models())}
-    assert set(specs) == {"gpt-4.1", "gpt-5-mini", "claude-sonnet-4"}
+    inventory = _inventory(*default_models())
+    specs = {s.model_id: s for s in inventory.models}
+    assert set(specs) == {"gpt-4.1", "gpt-5-mini", "claude-sonnet-4", "claude-messages-only"}
     assert specs["gpt-4.1"].protocol is ch.ApiProtocol.OPENAI_CHAT
     assert specs["gpt-4.1"].input_modalities == ("text", "image")
     assert specs["gpt-4.1"].display_name == "GPT-4.1"
     assert specs["gpt-4.1"].context_window == 128_000
     assert specs["gpt-4.1"].max_output_tokens == 16_384
     assert specs["gpt-5-mini"].protocol is ch.ApiProtocol.OPENAI_RESPONSES
+    assert specs["gpt-5-mini"].protocols == {
+        ch.ApiProtocol.OPENAI_RESPONSES,
+        ch.ApiProtocol.OPENAI_CHAT,
+    }
     assert specs["gpt-5-mini"].supports_reasoning
     # No supported_endpoints at all: Chat Completions. The picker flag is a hint only.
     assert specs["claude-sonnet-4"].protocol is ch.ApiProtocol.OPENAI_CHAT
     assert specs["claude-sonnet-4"].picker_enabled is False
+    assert specs["claude-messages-only"].protocol is ch.ApiProtocol.ANTHROPIC_MESSAGES
+    assert {(s.model_id, s.reason) for s in inventory.skipped} == {
+        ("text-embedding-3-small", "not_chat"),
+        ("o3-disabled", "policy_not_enabled"),
+    }
 
 
 @pytest.mark.parametrize(
@@ -42,34 +60,58 @@ def test_default_inventory_mapping() -> None:
         (["/responses"], ch.ApiProtocol.OPENAI_RESPONSES),
         (["/chat/completions", "/responses"], ch.ApiProtocol.OPENAI_RESPONSES),
         (["/v1/messages", "/chat/completions"], ch.ApiProtocol.OPENAI_CHAT),
-        (["/v1/messages"], None),
+        (["/v1/messages"], ch.ApiProtocol.ANTHROPIC_MESSAGES),
+        (["/responses", "ws:/responses"], ch.ApiProtocol.OPENAI_RESPONSES),
+        (["ws:/responses"], None),
         ([], None),
     ],
 )
 def test_protocol_from_supported_endpoints(
     endpoints: list[str] | None, protocol: ch.ApiProtocol | None
 ) -> None:
-    specs = _parse(chat_model("m1", endpoints=endpoints))
+    """The preferred protocol the entry lists (Responses, then Chat, then Messages); never
+    from the model's name."""
+    item = chat_model("m1", endpoints=endpoints)
+    specs = _parse(item)
     assert [s.protocol for s in specs] == ([protocol] if protocol else [])
+    if protocol is None:
+        assert _skipped(item) == {"m1": "no_supported_protocol"}
+
+
+def test_protocols_hold_every_listed_protocol_we_speak() -> None:
+    (spec,) = _parse(
+        chat_model("claude-x", endpoints=["/v1/messages", "ws:/responses", "/chat/completions"])
+    )
+    assert spec.protocol is ch.ApiProtocol.OPENAI_CHAT
+    assert spec.protocols == {ch.ApiProtocol.OPENAI_CHAT, ch.ApiProtocol.ANTHROPIC_MESSAGES}
 
 
 @pytest.mark.parametrize(
-    ("kind", "policy", "eligible"),
+    ("kind", "policy", "reason"),
     [
-        ("chat", "enabled", True),
-        ("chat", None, True),
-        ("chat", "disabled", False),
-        ("chat", "unconfigured", False),
-        ("embeddings", "enabled", False),
-        ("completion", None, False),
+        ("chat", "enabled", None),
+        ("chat", None, None),
+        ("chat", "disabled", "policy_not_enabled"),
+        ("chat", "unconfigured", "policy_not_enabled"),
+        ("embeddings", "enabled", "not_chat"),
+        ("completion", None, "not_chat"),
     ],
 )
-def test_eligibility(kind: str, policy: str | None, eligible: bool) -> None:
-    assert len(_parse(chat_model("m1", kind=kind, policy=policy))) == int(eligible)
+def test_eligibility(kind: str, policy: str | None, reason: str | None) -> None:
+    item = chat_model("m1", kind=kind, policy=policy)
+    assert len(_parse(item)) == int(reason is None)
+    assert _skipped(item) == ({} if reason is None else {"m1": reason})
 
 
-def test_model_without_capabilities_is_not_eligible() -> None:
-    assert _parse({"id": "bare"}) == ()
+def test_a_policy_pending_model_says_how_to_enable_it() -> None:
+    (entry,) = _inventory(chat_model("m1", policy="unconfigured")).skipped
+    assert "https://github.com/settings/copilot/features" in entry.message
+    (entry,) = _inventory(chat_model("m1", policy="disabled")).skipped
+    assert "administrator" in entry.message
+
+
+def test_model_without_capabilities_is_skipped_not_fatal() -> None:
+    assert _skipped({"id": "bare"}) == {"bare": "not_chat"}
 
 
 def test_name_falls_back_to_the_id_and_server_order_is_kept() -> None:
@@ -82,6 +124,14 @@ def test_name_falls_back_to_the_id_and_server_order_is_kept() -> None:
     ]
 
 
+def test_warnings_are_kept_from_either_field() -> None:
+    item = chat_model("m1")
+    item["warning_message"] = "Usage-based billing applies."
+    item["warning_messages"] = [{"code": "x", "message": "Retires on 2026-12-01."}, "Preview"]
+    (spec,) = _parse(item)
+    assert spec.warnings == ("Usage-based billing applies.", "Retires on 2026-12-01.", "Preview")
+
+
 def _broken(path: tuple[str, ...], value: object) -> dict[str, Any]:
     item: dict[str, Any] = chat_model("ok-model", vision=True, reasoning=True)
     target = item
@@ -92,40 +142,61 @@ def _broken(path: tuple[str, ...], value: object) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(
-    ("path", "value"),
+    ("path", "value", "reason"),
     [
-        (("id",), 42),
-        (("id",), ""),
-        (("name",), ["x"]),
-        (("model_picker_enabled",), "yes"),
-        (("capabilities",), "chat"),
-        (("capabilities", "type"), 1),
-        (("capabilities", "limits"), []),
-        (("capabilities", "limits", "max_context_window_tokens"), "128k"),
-        (("capabilities", "limits", "max_context_window_tokens"), -1),
-        (("capabilities", "limits", "max_output_tokens"), 10**30),
-        (("capabilities", "limits", "max_output_tokens"), 1.5),
-        (("capabilities", "limits", "max_output_tokens"), True),
-        (("capabilities", "supports"), "all"),
-        (("capabilities", "supports", "vision"), "true"),
-        (("capabilities", "supports", "reasoning_effort"), [1, 2]),
-        (("policy",), "enabled"),
-        (("policy", "state"), False),
-        (("supported_endpoints",), "/responses"),
-        (("supported_endpoints",), [None]),
-        (("supported_endpoints",), ["/x"] * 100),
+        (("id",), 42, "malformed"),
+        (("id",), "", "malformed"),
+        (("capabilities",), "chat", "not_chat"),
+        (("capabilities", "type"), 1, "not_chat"),
+        (("policy", "state"), False, "policy_not_enabled"),
+        (("supported_endpoints",), "/responses", "malformed"),
+        (("supported_endpoints",), [None], "no_supported_protocol"),
+        (("supported_endpoints",), ["/x"] * 100, "no_supported_protocol"),
     ],
 )
-def test_one_malformed_item_fails_the_whole_inventory(path: tuple[str, ...], value: object) -> None:
-    with pytest.raises(ch.ModelValidationError) as caught:
-        _parse(chat_model("fine"), _broken(path, value), chat_model("also-fine"))
-    assert "#1" in caught.value.message
+def test_an_odd_entry_is_skipped_and_the_others_stay(
+    path: tuple[str, ...], value: object, reason: str
+) -> None:
+    inventory = _inventory(chat_model("fine"), _broken(path, value), chat_model("also-fine"))
+    assert [s.model_id for s in inventory.models] == ["fine", "also-fine"]
+    assert [s.reason for s in inventory.skipped] == [reason]
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "field", "expected"),
+    [
+        (("name",), ["x"], "display_name", "ok-model"),
+        (("model_picker_enabled",), "yes", "picker_enabled", True),
+        (("capabilities", "limits"), [], "context_window", None),
+        (("capabilities", "limits", "max_context_window_tokens"), "128k", "context_window", None),
+        (("capabilities", "limits", "max_context_window_tokens"), -1, "context_window", None),
+        (("capabilities", "limits", "max_context_window_tokens"), 0, "context_window", None),
+        (("capabilities", "limits", "max_context_window_tokens"), 1e6, "context_window", 10**6),
+        (("capabilities", "limits", "max_output_tokens"), 1.5, "max_output_tokens", None),
+        (("capabilities", "limits", "max_output_tokens"), True, "max_output_tokens", None),
+        (("capabilities", "supports"), "all", "input_modalities", ("text",)),
+        (("capabilities", "supports", "vision"), "true", "input_modalities", ("text",)),
+        (("capabilities", "supports", "reasoning_effort"), [1, 2], "supports_reasoning", False),
+        (("policy",), "enabled", "picker_enabled", True),
+        (("warning_messages",), [5, None], "warnings", ()),
+    ],
+)
+def test_odd_fields_are_tolerated_and_the_model_kept(
+    path: tuple[str, ...], value: object, field: str, expected: object
+) -> None:
+    """Drift in optional fields costs that field, never the model."""
+    item = _broken(path, value)
+    if path == ("capabilities", "supports", "reasoning_effort"):
+        item["capabilities"]["supports"].pop("max_thinking_budget", None)
+    (spec,) = _parse(item)
+    assert getattr(spec, field) == expected
 
 
 @pytest.mark.parametrize("item", [None, 5, "gpt-4", ["gpt-4"]])
-def test_an_item_that_is_not_an_object_fails_everything(item: object) -> None:
-    with pytest.raises(ch.ModelValidationError):
-        _parse(chat_model("fine"), item)
+def test_an_item_that_is_not_an_object_is_skipped(item: object) -> None:
+    inventory = _inventory(chat_model("fine"), item)
+    assert [s.model_id for s in inventory.models] == ["fine"]
+    assert [(s.model_id, s.reason) for s in inventory.skipped] == [("", "malformed")]
 
 
 @pytest.mark.parametrize(
@@ -151,9 +222,9 @@ def test_registration_refuses_a_model_carrying_this_logins_github_token(store: o
     identity = ch.LoginIdentity("id-1", "octocat")
     # A credential with no token shape: only the exact-value screen can catch it.
     credential = Secret("opensesame-phrase")
-    specs = _parse(chat_model("fine"), chat_model("opensesame-phrase"))
+    specs = _inventory(chat_model("fine"), chat_model("opensesame-phrase"))
     with GitHubCopilotHost(store=store) as host:
-        assert len(validate_inventory(specs)) == 2
+        assert len(validate_inventory(specs).models) == 2
         host._remember(identity, credential)
         with pytest.raises(ch.ModelValidationError) as caught:
             validate_inventory(specs)

@@ -170,7 +170,7 @@ def test_exchange_and_models_requests(httpx2_mock: HTTPXMock, store: CredentialS
     assert models.headers["Editor-Plugin-Version"] == "myplugin/0.1"
     assert models.headers["User-Agent"] == "MyEditor/2.0"
     assert models.headers["X-GitHub-Api-Version"] == "2025-05-01"
-    assert [s.model_id for s in specs] == ["gpt-4.1"]
+    assert [s.model_id for s in specs.models] == ["gpt-4.1"]
     assert session.endpoint.origin == ORIGIN
     assert session.identity == identity
     assert dict(headers) == {

@@ -169,7 +169,7 @@ def _prepare(
         other.save("octocat", ch.Secret(healthy.github_token))
         with GitHubCopilotHost(store=other, transport=healthy.transport()) as host:
             ch.register_models(catalog, host)
-    assert len(catalog) == 3
+    assert len(catalog) == 4
     if not login:
         store.save("octocat", ch.Secret(emu.github_token))
     return catalog

@@ -202,12 +202,27 @@ def _sync_flows(ev: Evidence) -> None:
 
         session = host.exchange(identity)
         specs = host.inventory(session)
-        ev.show("sync.models", session, session.token, session.endpoint, *specs)
+        ev.show(
+            "sync.models",
+            session,
+            session.token,
+            session.endpoint,
+            specs,
+            *specs.models,
+            *specs.skipped,
+        )
         ev.flow("sync.models")
 
         catalog = ch.Catalog()
         result = ch.register_models(catalog, host)
-        ev.show("sync.register_models", result, catalog, catalog.routes(), *result.routes)
+        ev.show(
+            "sync.register_models",
+            result,
+            catalog,
+            catalog.routes(),
+            *result.routes,
+            *result.skipped,
+        )
         ev.show(
             "sync.register_models",
             *(r.auth for r in result.routes),
@@ -277,7 +292,7 @@ async def _async_flows(ev: Evidence) -> None:
 
             session = await host.exchange(identity)
             specs = await host.inventory(session)
-            ev.show("async.models", session, *specs)
+            ev.show("async.models", session, specs, *specs.models, *specs.skipped)
             ev.flow("async.models")
 
             catalog = ch.Catalog()
