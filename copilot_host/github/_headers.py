@@ -1,7 +1,12 @@
 """The one place that knows which headers GitHub and the Copilot API expect.
 
-An embedding application may present its own editor identity (``EditorIdentity``) and its
-own OAuth app (``client_id``), always as constructor arguments, never from the environment.
+The Copilot API serves known editors only, and gates new models on the editor's version:
+a stale identity gets ``model_not_supported_in_version`` for new models and, once GitHub
+retires it, HTTP 466 for everything. The default identity below is therefore the newest
+pairing that VS Code's own Copilot extension has shipped with (docs/WIRE.md, "Editor
+identity", says where each value was read and how to update them together); an embedding
+application may present its own (``EditorIdentity``) and its own OAuth app
+(``client_id``), always as constructor arguments, never from the environment.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ __all__ = [
     "DEFAULT_CLIENT_ID",
     "DEFAULT_EDITOR",
     "REST_API_VERSION",
+    "TOKEN_API_VERSION",
     "EditorIdentity",
     "check_client_id",
     "copilot_headers",
@@ -30,6 +36,9 @@ DEFAULT_CLIENT_ID = "Iv1.b507a08c87ecfe98"
 # The api.github.com REST version for `GET /user`: a REST endpoint rejects Copilot-API
 # version dates, so the two are kept apart.
 REST_API_VERSION = "2022-11-28"
+# What VS Code's Copilot extension sends to the token exchange (copilot_internal/v2/token),
+# which is versioned apart from the inference API.
+TOKEN_API_VERSION = "2025-04-01"  # noqa: S105 - a version date, not a secret
 
 # Printable ASCII without spaces at the ends: header values that can never inject a line.
 _HEADER_VALUE = re.compile(r"[\x21-\x7e](?:[\x20-\x7e]{0,198}[\x21-\x7e])?")
@@ -44,11 +53,13 @@ class EditorIdentity:
     integration GitHub's own chat clients use; ``user_agent`` also says which library sent it.
     """
 
-    editor_version: str = "vscode/1.104.1"
-    plugin_version: str = "copilot-chat/0.31.0"
+    # VS Code's Copilot extension 0.49.0 (engines ^1.121.0) and the inference API version
+    # it sends; docs/WIRE.md records the source and the update procedure.
+    editor_version: str = "vscode/1.121.0"
+    plugin_version: str = "copilot-chat/0.49.0"
     integration_id: str = "vscode-chat"
-    user_agent: str = f"GitHubCopilotChat/0.31.0 copilot-host/{__version__}"
-    api_version: str = "2025-05-01"
+    user_agent: str = f"GitHubCopilotChat/0.49.0 copilot-host/{__version__}"
+    api_version: str = "2026-01-09"
 
     def __post_init__(self) -> None:
         for name in (
@@ -90,7 +101,7 @@ def exchange_headers(editor: EditorIdentity) -> dict[str, str]:
         "User-Agent": editor.user_agent,
         "Editor-Version": editor.editor_version,
         "Editor-Plugin-Version": editor.plugin_version,
-        "X-GitHub-Api-Version": editor.api_version,
+        "X-GitHub-Api-Version": TOKEN_API_VERSION,
     }
 
 

@@ -124,7 +124,8 @@ def test_full_login_requests(
     assert exchange.headers["Editor-Version"] == "myeditor/2.0"
     assert exchange.headers["Editor-Plugin-Version"] == "myplugin/0.1"
     assert exchange.headers["User-Agent"] == "MyEditor/2.0"
-    assert exchange.headers["X-GitHub-Api-Version"] == "2025-05-01"
+    # The token exchange is versioned apart from the inference API (as VS Code sends it).
+    assert exchange.headers["X-GitHub-Api-Version"] == "2025-04-01"
     assert exchange.content == b""
 
     assert (user.method, str(user.url)) == ("GET", "https://api.github.com/user")
