@@ -48,9 +48,8 @@ if TYPE_CHECKING:
     from ._model import ApiProtocol, Inventory, ModelRoute, ModelSpec, SkippedModel
     from ._origin import CopilotEndpoint, OriginAllowlist, default_allowlist
     from ._policy import RefreshPolicy, SessionState
-    from ._provider import AsyncCopilotProvider, CopilotProvider, RegistrationResult
     from ._redact import RedactingFilter, install_redaction, redact, register_secret
-    from ._register import aregister_models, register_models
+    from ._register import RegistrationResult, aregister_models, register_models
     from ._resolver import AsyncSessionResolver, SessionResolver
     from ._seam import (
         AsyncCopilotHost,
@@ -83,9 +82,7 @@ _EXPORTS: dict[str, str] = {
     "default_allowlist": "_origin",
     "RefreshPolicy": "_policy",
     "SessionState": "_policy",
-    "AsyncCopilotProvider": "_provider",
-    "CopilotProvider": "_provider",
-    "RegistrationResult": "_provider",
+    "RegistrationResult": "_register",
     "RedactingFilter": "_redact",
     "install_redaction": "_redact",
     "redact": "_redact",
@@ -111,7 +108,6 @@ __all__ = [
     "AccessDeniedError",
     "ApiProtocol",
     "AsyncCopilotHost",
-    "AsyncCopilotProvider",
     "AsyncSessionResolver",
     "Authorized",
     "Catalog",
@@ -122,7 +118,6 @@ __all__ = [
     "CopilotEndpoint",
     "CopilotHost",
     "CopilotHostError",
-    "CopilotProvider",
     "CopilotSession",
     "DeviceCodeExpiredError",
     "EntitlementError",

@@ -1,21 +1,27 @@
 """Dynamic httpx2 auth: the current session bearer per request, for one origin only.
 
-One generator (:meth:`CopilotAuth._steps`) holds the protocol — check the target, get a
-session, set the headers, send, and on a 401 invalidate and send once more. Blocking
-clients run it directly as their auth flow (it calls the resolver itself); the asyncio
-driver has it yield :data:`_SESSION` ("give me a session") and answers with an ``await``,
-so the logic exists once.
+Per request: check the target, read what the body says (image input, who started the
+turn), get the session, write the headers, send; on a refusal (401, or 403 on a session
+from the cache) the resolver decides whether one more try is worth a new exchange. The
+steps are methods shared by the two drivers (``sync_auth_flow`` and ``async_auth_flow``),
+which only differ in how they wait for a session.
+
+Which client a route serves follows from its host: a blocking host's routes serve
+``httpx2.Client`` and ``httpx2.AsyncClient`` (an exchange the async client needs runs in a
+worker thread); an asynchronous host's routes serve ``httpx2.AsyncClient`` only, since
+its exchanges run on an event loop a blocking client does not have.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Callable, Coroutine, Generator, Mapping
-from typing import Any, Final, NoReturn
+from collections.abc import AsyncGenerator, Generator, Mapping
+from typing import Final, NoReturn
 
 import httpx2
 
 from ._errors import OriginError
+from ._inspect import inspect_body, protocol_of_path
 from ._origin import CopilotEndpoint
 from ._resolver import AsyncSessionResolver, SessionResolver
 from ._seam import CopilotSession
@@ -23,21 +29,14 @@ from ._text import clean
 
 __all__ = ["CopilotAuth"]
 
+INITIATOR = "X-Initiator"
+VISION = "Copilot-Vision-Request"
+_INITIATOR_KEY = INITIATOR.lower().encode("ascii")
+_VISION_ENTRY = (VISION.encode("ascii"), VISION.lower().encode("ascii"), b"true")
 
-class _Need:
-    """The sentinel a step yields to ask its driver for the current session."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "<session needed>"
-
-
-_SESSION: Final = _Need()
-
-
-_Step = httpx2.Request | _Need
-_Steps = Generator[_Step, Any, None]
+# (image input, initiator) of a request whose body is not an inference turn.
+_Facts = tuple[bool, str | None]
+_NOT_A_TURN: Final[_Facts] = (False, None)
 
 
 class CopilotAuth(httpx2.Auth):
@@ -45,24 +44,20 @@ class CopilotAuth(httpx2.Auth):
 
     * Only requests for ``endpoint``'s origin get the bearer; any other target (a wrong
       base URL, a redirect that left the origin) is refused with ``OriginError``
-      (``origin_mismatch``).
+      (``origin_mismatch``), and so is a session that names another endpoint (the account
+      moved: register the models again).
     * An ``Authorization`` header the client set itself (an SDK's placeholder API key) is
       replaced, never sent.
-    * A 401 invalidates the session it was sent with and the request goes out once more
-      with a new one; a second 401 is returned to the caller as it is.
-    * It serves ``httpx2.Client`` and ``httpx2.AsyncClient`` with either resolver. A blocking
-      resolver used from an async client serves a usable session inline and runs a needed
-      exchange in a worker thread; an async resolver used from a blocking client follows
-      :meth:`AsyncSessionResolver.get_blocking`.
+    * On an inference request it sets ``Copilot-Vision-Request: true`` exactly when the
+      body carries image input (a client-set value is removed otherwise) and
+      ``X-Initiator`` (``user``/``agent``) from the body, unless the client set one.
+    * A 401, or a 403 on a session from the cache, drops that session and the request goes
+      out once more with a new one, at most one new exchange per second however many
+      requests are refused; otherwise the refusal is returned as it is.
 
     The object holds no token: the session lives in the resolver and the header value is
     built per request. It cannot be pickled; copying returns the same object.
     """
-
-    # The request body must be replayable so that the retry after a 401 can resend it;
-    # the flows below buffer a streaming body only when it is not already in memory.
-    requires_request_body = True
-    requires_response_body = False
 
     def __init__(
         self,
@@ -70,11 +65,6 @@ class CopilotAuth(httpx2.Auth):
         endpoint: CopilotEndpoint,
         headers: Mapping[str, str],
     ) -> None:
-        if resolver.endpoint != endpoint:
-            raise OriginError(
-                f"the resolver serves {resolver.endpoint.origin}, not {endpoint.origin}",
-                code="origin_mismatch",
-            )
         self._resolver = resolver
         self._endpoint = endpoint
         self._headers: tuple[tuple[str, str], ...] = _check_headers(headers)
@@ -83,17 +73,12 @@ class CopilotAuth(httpx2.Auth):
             (name.encode("ascii"), name.lower().encode("ascii"), value.encode("ascii"))
             for name, value in self._headers
         )
-        self._owned = frozenset({b"authorization", *(lower for _, lower, _ in self._encoded)})
+        self._owned = frozenset(
+            {b"authorization", _VISION_ENTRY[1], *(lower for _, lower, _ in self._encoded)}
+        )
         host = endpoint.host.strip("[]")
         self._target = (endpoint.scheme, host.encode("ascii"), endpoint.port)
-        self._sync_session: Callable[[], CopilotSession]
-        self._async_session: Callable[[], Coroutine[Any, Any, CopilotSession]]
-        if isinstance(resolver, AsyncSessionResolver):
-            self._sync_session = resolver.get_blocking
-            self._async_session = resolver.get
-        else:
-            self._sync_session = resolver.get
-            self._async_session = self._session_off_loop
+        self._blocking = isinstance(resolver, SessionResolver)
 
     @property
     def endpoint(self) -> CopilotEndpoint:
@@ -130,31 +115,77 @@ class CopilotAuth(httpx2.Auth):
     def __deepcopy__(self, memo: object) -> CopilotAuth:
         return self
 
-    # -- the protocol, once ---------------------------------------------------------------
+    # -- the drivers ------------------------------------------------------------------------
 
-    def _steps(self, request: httpx2.Request, session_now: Callable[[], object]) -> _Steps:
-        """The whole protocol. ``session_now()`` returns a session, or :data:`_SESSION` when
-        the driver must supply one (the generator then yields it and is sent the session).
-        The blocking driver passes the resolver itself, so httpx2 drives this generator
-        directly with no layer in between."""
-        self._check_target(request.url)
-        session = session_now()
-        if session is _SESSION:
-            session = yield _SESSION
-        assert isinstance(session, CopilotSession)
-        self._apply(request, session)
-        response: httpx2.Response = yield request
-        self._check_landing(response)
-        if response.status_code != 401:
-            return
-        self._resolver.invalidate(session)
-        session = session_now()
-        if session is _SESSION:
-            session = yield _SESSION
-        assert isinstance(session, CopilotSession)
-        self._apply(request, session)
+    def sync_auth_flow(
+        self, request: httpx2.Request
+    ) -> Generator[httpx2.Request, httpx2.Response, None]:
+        resolver = self._resolver
+        if not isinstance(resolver, SessionResolver):
+            raise TypeError(
+                "this route belongs to an asynchronous host (AsyncGitHubCopilotHost): use "
+                "httpx2.AsyncClient, or register with a blocking GitHubCopilotHost to use "
+                "httpx2.Client"
+            )
+        return self._sync_flow(request, resolver)
+
+    def _sync_flow(
+        self, request: httpx2.Request, resolver: SessionResolver
+    ) -> Generator[httpx2.Request, httpx2.Response, None]:
+        if _needs_buffer(request):
+            request.read()  # the retry after a refusal resends the same body
+        facts = self._prepare(request)
+        asked = resolver.now()
+        session = resolver.get()
+        self._apply(request, session, facts)
         response = yield request
+        if self._retry(response, session, asked):
+            self._apply(request, resolver.get(), facts)
+            response = yield request
+            self._check_landing(response)
+
+    async def async_auth_flow(
+        self, request: httpx2.Request
+    ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        if _needs_buffer(request):
+            await request.aread()
+        facts = self._prepare(request)
+        asked = self._resolver.now()
+        # A session that needs no waiting is served inline: no coroutine, no thread hop.
+        session = self._resolver.peek() or await self._session()
+        self._apply(request, session, facts)
+        response = yield request
+        if self._retry(response, session, asked):
+            self._apply(request, await self._session(), facts)
+            response = yield request
+            self._check_landing(response)
+
+    async def _session(self) -> CopilotSession:
+        resolver = self._resolver
+        if isinstance(resolver, AsyncSessionResolver):
+            return await resolver.get()
+        # A blocking host's exchange is network I/O: it runs in a worker thread, and a
+        # cancelled request leaves it running for the other callers waiting on it.
+        return await asyncio.to_thread(resolver.get)
+
+    # -- the steps, once ----------------------------------------------------------------------
+
+    def _prepare(self, request: httpx2.Request) -> _Facts:
+        """Refuse another origin; read what an inference body says about its turn."""
+        url = request.url
+        self._check_target(url)
+        protocol = protocol_of_path(url.path)
+        if protocol is None or request.method != "POST":
+            return _NOT_A_TURN
+        return inspect_body(protocol, request.content)
+
+    def _retry(self, response: httpx2.Response, session: CopilotSession, asked: float) -> bool:
+        """Whether a refusal is worth one more try with a new session."""
         self._check_landing(response)
+        status = response.status_code
+        if status not in (401, 403):
+            return False
+        return self._resolver.rejected(session, asked, forbidden=status == 403)
 
     def _check_target(self, url: httpx2.URL) -> None:
         if (url.scheme, url.raw_host, url.port) != self._target:
@@ -172,66 +203,63 @@ class CopilotAuth(httpx2.Auth):
             for hop in (*response.history, response):
                 self._check_target(hop.request.url)
 
-    def _apply(self, request: httpx2.Request, session: CopilotSession) -> None:
+    def _apply(self, request: httpx2.Request, session: CopilotSession, facts: _Facts) -> None:
+        if session.endpoint is not self._endpoint and session.endpoint != self._endpoint:
+            # The one place a session's endpoint meets a route's: the account now lives on
+            # another inference host, and these routes point at the old one.
+            raise OriginError(
+                f"the Copilot session names {session.endpoint.origin}, but these routes were "
+                f"registered for {self._endpoint.origin}; register the models again",
+                code="origin_mismatch",
+            )
+        vision, initiator = facts
         headers = request.headers
         if _FAST_HEADERS:
             # One pass over httpx2's header list drops every header we own (whatever its
-            # case, duplicates included) and appends ours. Setting six headers one by one
-            # costs about ten times as much, over 10% of a warm request; Headers.update
-            # more still. The layout was checked at import (see _probe_header_layout).
+            # case, duplicates included) and appends ours. Setting the headers one by one
+            # costs several times as much on the per-request path; Headers.update more
+            # still. The layout was checked at import (see _probe_header_layout).
             entries: list[tuple[bytes, bytes, bytes]] = headers._list
             owned = self._owned
-            entries[:] = [entry for entry in entries if entry[1] not in owned]
+            client_initiator = False
+            kept = []
+            for entry in entries:
+                if entry[1] not in owned:
+                    kept.append(entry)
+                    client_initiator = client_initiator or entry[1] == _INITIATOR_KEY
             # The resolver admits only printable-ASCII tokens, so this cannot fail.
             bearer = b"Bearer " + session.token.reveal().encode("ascii")
-            entries.append((b"Authorization", b"authorization", bearer))
-            entries.extend(self._encoded)
+            kept.append((b"Authorization", b"authorization", bearer))
+            kept.extend(self._encoded)
+            if vision:
+                kept.append(_VISION_ENTRY)
+            if initiator is not None and not client_initiator:
+                kept.append((INITIATOR.encode("ascii"), _INITIATOR_KEY, initiator.encode()))
+            entries[:] = kept
         else:  # pragma: no cover - only if a future httpx2 changes its header layout
             headers["Authorization"] = "Bearer " + session.token.reveal()
             for name, value in self._headers:
                 headers[name] = value
-
-    # -- drivers ---------------------------------------------------------------------------
-
-    def sync_auth_flow(
-        self, request: httpx2.Request
-    ) -> Generator[httpx2.Request, httpx2.Response, None]:
-        _buffer_body(request)
-        # With a blocking session source the steps never yield _SESSION: they are the flow.
-        return self._steps(request, self._sync_session)  # type: ignore[return-value]
-
-    async def async_auth_flow(
-        self, request: httpx2.Request
-    ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
-        if _needs_buffer(request):
-            await request.aread()
-        steps = self._steps(request, self._session_inline)
-        step = next(steps)
-        while True:
-            if step is _SESSION:
-                answer: object = await self._async_session()
+            if vision:
+                headers[VISION] = "true"
             else:
-                answer = yield step  # type: ignore[misc]
-            try:
-                step = steps.send(answer)
-            except StopIteration:
-                return
-
-    def _session_inline(self) -> object:
-        # On the event loop, a session that needs no waiting is served inline (no
-        # coroutine, no thread hop); only a refresh goes through the async driver.
-        session = self._resolver.peek()
-        return _SESSION if session is None else session
-
-    async def _session_off_loop(self) -> CopilotSession:
-        # A blocking resolver's exchange is network I/O: it runs in a worker thread, and a
-        # cancelled request leaves it running for the other callers waiting on it.
-        resolver = self._resolver
-        assert isinstance(resolver, SessionResolver)
-        return await asyncio.to_thread(resolver.get)
+                headers.pop(VISION, None)
+            if initiator is not None and INITIATOR not in headers:
+                headers[INITIATOR] = initiator
 
 
-_FORBIDDEN = frozenset({"authorization", "proxy-authorization", "host", "cookie", "content-length"})
+_FORBIDDEN = frozenset(
+    {
+        "authorization",
+        "proxy-authorization",
+        "host",
+        "cookie",
+        "content-length",
+        # Decided per request from the body, never fixed by a host.
+        VISION.lower(),
+        INITIATOR.lower(),
+    }
+)
 
 
 def _check_headers(headers: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
@@ -275,8 +303,3 @@ def _needs_buffer(request: httpx2.Request) -> bool:
     except httpx2.RequestNotRead:
         return True
     return False
-
-
-def _buffer_body(request: httpx2.Request) -> None:
-    if _needs_buffer(request):
-        request.read()

@@ -9,7 +9,9 @@ __all__ = ["Clock", "SYSTEM_CLOCK", "SystemClock"]
 
 
 class Clock(Protocol):
-    """``monotonic()`` orders deadlines; ``time()`` (wall clock) is only for display."""
+    """``monotonic()`` orders deadlines. ``time()`` (the wall clock) is shown to people and
+    also bounds a session's life: it keeps counting while a laptop is suspended, when the
+    monotonic clock stops (see :mod:`copilot_host._policy`)."""
 
     def monotonic(self) -> float: ...
 

@@ -28,6 +28,7 @@ __all__ = [
     "MANDATORY_LEAD",
     "MANDATORY_MAX_FRACTION",
     "MAX_LIFETIME",
+    "MAX_WAIT",
     "MIN_REFRESH_INTERVAL",
     "RefreshPolicy",
     "SessionState",
@@ -56,6 +57,10 @@ MIN_REFRESH_INTERVAL = 1.0
 # Server answers are clamped to at most this lifetime; a token claiming to live for days is
 # a clock or parsing problem, and an early refresh is cheap.
 MAX_LIFETIME = 12 * 3600.0
+# How long a caller waits for an exchange another caller started before it gives up with a
+# typed, retryable error. The GitHub adapter ends its own steps sooner (three read timeouts,
+# 90 s by default); this bounds the wait whatever host is behind the resolver.
+MAX_WAIT = 120.0
 
 
 class SessionState(enum.Enum):
@@ -89,6 +94,7 @@ class RefreshPolicy:
     advisory_retry_delay: float = ADVISORY_RETRY_DELAY
     min_refresh_interval: float = MIN_REFRESH_INTERVAL
     max_lifetime: float = MAX_LIFETIME
+    max_wait: float = MAX_WAIT
 
     def __post_init__(self) -> None:
         for name in (
@@ -97,6 +103,7 @@ class RefreshPolicy:
             "advisory_retry_delay",
             "min_refresh_interval",
             "max_lifetime",
+            "max_wait",
         ):
             if _finite(getattr(self, name), name) < 0:
                 raise ValueError(f"{name} must not be negative")

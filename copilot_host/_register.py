@@ -1,27 +1,42 @@
-"""``register_models``: the one call an embedding application makes."""
+"""``register_models``: the one call an embedding application makes.
+
+availability -> a session from a new resolver (its first exchange) -> the host's inventory
+-> validation -> every eligible route added under the host's owner key in one swap. The
+resolver and one :class:`CopilotAuth` live on in the routes; nothing else is built.
+"""
 
 from __future__ import annotations
 
 import inspect
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
 
+from ._auth import CopilotAuth
 from ._catalog import Catalog
 from ._clock import SYSTEM_CLOCK, Clock
-from ._errors import NotLoggedInError
-from ._provider import AsyncCopilotProvider, CopilotProvider, RegistrationResult
-from ._seam import AsyncCopilotHost, CopilotHost, LoginIdentity
+from ._errors import NoEligibleModelsError
+from ._model import ApiProtocol, Inventory, ModelRoute, ModelSpec, SkippedModel
+from ._resolver import AsyncSessionResolver, SessionResolver
+from ._seam import AsyncCopilotHost, CopilotHost, CopilotSession
+from ._validate import validate_inventory
 
-__all__ = ["aregister_models", "register_models"]
+__all__ = ["RegistrationResult", "aregister_models", "register_models"]
 
-
-def _identity(host: CopilotHost | AsyncCopilotHost) -> LoginIdentity:
-    identity = host.availability()
-    if identity is None:
-        raise NotLoggedInError("not logged in: run `copilot-host login` first")
-    return identity
+_PROVIDER_ID = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
 
 
-def _offline(host: CopilotHost | AsyncCopilotHost) -> RegistrationResult:
-    return RegistrationResult((), host.provider_id, None, offline=True)
+@dataclass(frozen=True, slots=True)
+class RegistrationResult:
+    """What one registration did: the routes now in the catalog under ``provider_id``,
+    and the inventory entries that were skipped (never fatal), each with its reason."""
+
+    routes: tuple[ModelRoute, ...]
+    provider_id: str
+    origin: str | None
+    offline: bool = False
+    skipped: tuple[SkippedModel, ...] = ()
 
 
 def register_models(
@@ -33,18 +48,26 @@ def register_models(
 ) -> RegistrationResult:
     """Register the account's Copilot models as routes in ``catalog``.
 
-    The first exchange names the vetted inference origin; a :class:`CopilotProvider` bound
-    to it then adds every route under ``host.provider_id`` in one atomic swap (replacing
-    that owner's earlier routes). Any failure raises and leaves ``catalog`` as it was.
-    ``offline=True`` makes no network call, changes nothing and returns no routes.
+    Every route is added under ``host.provider_id`` in one atomic swap (replacing that
+    owner's earlier routes). Any failure raises and leaves ``catalog`` as it was; entries
+    that are not usable models are skipped and listed in the result. ``offline=True``
+    makes no network call, changes nothing and returns no routes.
     """
     if inspect.iscoroutinefunction(host.exchange):
         raise TypeError("this host is asynchronous: use `await aregister_models(...)`")
+    provider_id = _provider_id(host)
     if offline:
-        return _offline(host)
-    session = host.exchange(_identity(host))
-    provider = CopilotProvider(host, session.endpoint, initial_session=session, clock=clock)
-    return provider.register_models(catalog)
+        return RegistrationResult((), provider_id, None, offline=True)
+    resolver = SessionResolver(host, clock=clock)
+    session = resolver.get()
+    found = host.inventory(session)
+    return _swap(
+        catalog,
+        provider_id,
+        CopilotAuth(resolver, session.endpoint, host.request_headers()),
+        session,
+        found,
+    )
 
 
 async def aregister_models(
@@ -57,8 +80,65 @@ async def aregister_models(
     """The asyncio twin of :func:`register_models`."""
     if not inspect.iscoroutinefunction(host.exchange):
         raise TypeError("this host is synchronous: use `register_models(...)`")
+    provider_id = _provider_id(host)
     if offline:
-        return _offline(host)
-    session = await host.exchange(_identity(host))
-    provider = AsyncCopilotProvider(host, session.endpoint, initial_session=session, clock=clock)
-    return await provider.register_models(catalog)
+        return RegistrationResult((), provider_id, None, offline=True)
+    resolver = AsyncSessionResolver(host, clock=clock)
+    session = await resolver.get()
+    found = await host.inventory(session)
+    return _swap(
+        catalog,
+        provider_id,
+        CopilotAuth(resolver, session.endpoint, host.request_headers()),
+        session,
+        found,
+    )
+
+
+def _provider_id(host: CopilotHost | AsyncCopilotHost) -> str:
+    provider_id = host.provider_id
+    if not isinstance(provider_id, str) or not _PROVIDER_ID.fullmatch(provider_id):
+        raise ValueError("a provider id is 1-64 of lower-case letters, digits and . _ -")
+    return provider_id
+
+
+def _swap(
+    catalog: Catalog,
+    provider_id: str,
+    auth: CopilotAuth,
+    session: CopilotSession,
+    found: Inventory | Sequence[ModelSpec],
+) -> RegistrationResult:
+    """Validate, build the routes and swap them in; the catalog changes only at the end."""
+    inventory = validate_inventory(found, secrets=(session.token,))
+    skipped = tuple(inventory.skipped)
+    if not inventory.models:
+        raise _no_models(skipped)
+    origin = session.endpoint.origin
+    urls = {protocol: origin + protocol.path for protocol in ApiProtocol}
+    routes = tuple(
+        ModelRoute(
+            route_id=f"{provider_id}/{spec.model_id}",
+            model_id=spec.model_id,
+            protocol=spec.protocol,
+            origin=origin,
+            url=urls[spec.protocol],
+            auth=auth,
+            spec=spec,
+        )
+        for spec in inventory.models
+    )
+    catalog.replace_provider(provider_id, routes)
+    return RegistrationResult(routes, provider_id, origin, skipped=skipped)
+
+
+def _no_models(skipped: tuple[SkippedModel, ...]) -> NoEligibleModelsError:
+    if skipped:
+        reasons = Counter(entry.reason for entry in skipped)
+        summary = ", ".join(f"{count} {reason}" for reason, count in reasons.most_common())
+        text = f"none of the {len(skipped)} models listed can be registered ({summary})"
+    else:
+        text = "the account's inventory lists no models"
+    error = NoEligibleModelsError(f"{text}; nothing was registered")
+    error.skipped = skipped
+    return error

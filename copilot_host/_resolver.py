@@ -11,41 +11,50 @@ Both keep one Copilot session per resolver and hand it out per request:
   window everyone waits and a failure raises; for the next second (the policy's
   ``min_refresh_interval``) callers get that same error without another exchange, so a
   burst of requests while GitHub fails costs one exchange per second, not one each;
+* a caller waits for a shared exchange at most the policy's ``max_wait`` seconds, then
+  gets ``SessionError`` (``timeout``, retryable); the exchange itself goes on for the
+  others;
 * ``refresh()`` discards the session and exchanges; ``invalidate()`` discards it. Both bump
   the generation, so an exchange that started earlier cannot install its result.
 
-Neither shell holds the token anywhere but in the current :class:`CopilotSession`.
+A session names its own inference endpoint (vetted by the host when it parsed the
+exchange); the resolver does not look at it. Neither shell holds the token anywhere but in
+the current :class:`CopilotSession`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import weakref
+import concurrent.futures
 from typing import NoReturn
 
 from ._clock import SYSTEM_CLOCK, Clock
 from ._errors import SessionError
-from ._origin import CopilotEndpoint
 from ._policy import RefreshPolicy
 from ._seam import AsyncCopilotHost, CopilotHost, CopilotSession, LoginIdentity
-from ._session_core import MAX_ROUNDS, Flight, Plan, SessionCore, gave_up, settle
+from ._session_core import MAX_ROUNDS, Flight, Landing, Plan, SessionCore, gave_up, settle
 
 __all__ = ["AsyncSessionResolver", "SessionResolver"]
 
 _DEFAULT_POLICY = RefreshPolicy()
 
 
+def _waited_too_long(limit: float) -> SessionError:
+    return SessionError(
+        f"no Copilot session within {limit:g} s (the exchange with GitHub is still running); "
+        "try again",
+        code="timeout",
+        retryable=True,
+    )
+
+
 class _ResolverBase:
-    __slots__ = ("__weakref__", "_core")
+    __slots__ = ("__weakref__", "_core", "_policy")
 
     _core: SessionCore
+    _policy: RefreshPolicy
     # Both host kinds answer availability() synchronously (a cached stat).
     _host: CopilotHost | AsyncCopilotHost
-
-    @property
-    def endpoint(self) -> CopilotEndpoint:
-        """The endpoint every session must name (the routes' origin)."""
-        return self._core.endpoint
 
     def invalidate(self, session: CopilotSession | None = None) -> None:
         """Discard the current session; a refresh already under way cannot install its result.
@@ -64,8 +73,17 @@ class _ResolverBase:
         planned = self._core.plan(identity, start=False)
         return planned if isinstance(planned, CopilotSession) else None
 
+    def rejected(self, session: CopilotSession, asked_at: float, *, forbidden: bool) -> bool:
+        """The inference origin refused ``session``: whether to try once more (see
+        :meth:`SessionCore.rejected`; ``asked_at`` is :meth:`now` when the request asked)."""
+        return self._core.rejected(session, asked_at, forbidden=forbidden)
+
+    def now(self) -> float:
+        """The resolver's monotonic clock."""
+        return self._core.monotonic()
+
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({self._core.endpoint.origin!r}, {self._core.describe()})"
+        return f"{type(self).__name__}({self._core.describe()})"
 
     def __reduce__(self) -> NoReturn:
         raise TypeError("a session resolver holds a live credential and cannot be pickled")
@@ -83,14 +101,13 @@ class SessionResolver(_ResolverBase):
     def __init__(
         self,
         host: CopilotHost,
-        endpoint: CopilotEndpoint,
         *,
         clock: Clock = SYSTEM_CLOCK,
-        initial: CopilotSession | None = None,
         policy: RefreshPolicy = _DEFAULT_POLICY,
     ) -> None:
         self._host = host
-        self._core = SessionCore(endpoint, clock, policy, initial)
+        self._policy = policy
+        self._core = SessionCore(clock, policy)
 
     def get(self) -> CopilotSession:
         """The session to use for one request now (see the module docstring)."""
@@ -116,13 +133,20 @@ class SessionResolver(_ResolverBase):
                 plan = planned
             if plan.leader:
                 self._fly(plan.flight)
-            session = settle(plan.flight.future.result(), plan)
+            session = settle(self._wait(plan.flight), plan)
             plan = None
             identity = self._host.availability()
             # The login may have changed while we waited: confirm before handing it out.
             if session is not None and session.identity == identity:
                 return session
         raise gave_up()
+
+    def _wait(self, flight: Flight) -> Landing:
+        limit = self._policy.max_wait
+        try:
+            return flight.future.result(timeout=limit)
+        except concurrent.futures.TimeoutError:
+            raise _waited_too_long(limit) from None
 
     def _fly(self, flight: Flight) -> None:
         core = self._core
@@ -154,22 +178,19 @@ class AsyncSessionResolver(_ResolverBase):
     must keep running until the refresh ends, and the host's ``exchange`` must work on it.
     """
 
-    __slots__ = ("_host", "_loop")
+    __slots__ = ("_host",)
     _host: AsyncCopilotHost
 
     def __init__(
         self,
         host: AsyncCopilotHost,
-        endpoint: CopilotEndpoint,
         *,
         clock: Clock = SYSTEM_CLOCK,
-        initial: CopilotSession | None = None,
         policy: RefreshPolicy = _DEFAULT_POLICY,
     ) -> None:
         self._host = host
-        self._core = SessionCore(endpoint, clock, policy, initial)
-        # The loop that last needed a refresh: where a blocking caller sends its refresh.
-        self._loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
+        self._policy = policy
+        self._core = SessionCore(clock, policy)
 
     async def get(self) -> CopilotSession:
         """The session to use for one request now (see the module docstring)."""
@@ -184,35 +205,9 @@ class AsyncSessionResolver(_ResolverBase):
         identity = self._host.availability()
         return await self._resolve(identity, self._core.begin_refresh(identity))
 
-    def get_blocking(self) -> CopilotSession:
-        """``get()`` for a thread with no event loop of its own (``httpx2.Client``).
-
-        A session that needs no refresh is served at once. A refresh runs on the loop that
-        last used this resolver, if that loop is running in another thread; otherwise the
-        refresh has nowhere to run and ``SessionError`` (``refresh_needs_loop``) says to
-        use ``httpx2.AsyncClient``.
-        """
-        session = self.peek()
-        if session is not None:
-            return session
-        loop = self._loop() if self._loop is not None else None
-        try:
-            current: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-        except RuntimeError:
-            current = None
-        if loop is None or loop.is_closed() or not loop.is_running() or loop is current:
-            raise SessionError(
-                "the Copilot session needs a refresh and this async resolver has no running "
-                "event loop to do it on; use httpx2.AsyncClient with an async host, or a "
-                "blocking host with httpx2.Client",
-                code="refresh_needs_loop",
-            )
-        return asyncio.run_coroutine_threadsafe(self.get(), loop).result()
-
     async def _resolve(self, identity: LoginIdentity | None, plan: Plan | None) -> CopilotSession:
         core = self._core
         loop = asyncio.get_running_loop()
-        self._loop = weakref.ref(loop)
         for _ in range(MAX_ROUNDS):
             if plan is None:
                 planned = core.plan(identity)
@@ -223,14 +218,23 @@ class AsyncSessionResolver(_ResolverBase):
             if plan.leader:
                 # Its own task: the refresh outlives any caller that is cancelled.
                 plan.flight.task = loop.create_task(self._fly(plan.flight))
-            landing = await asyncio.wrap_future(plan.flight.future)
-            session = settle(landing, plan)
+            session = settle(await self._wait(plan.flight), plan)
             plan = None
             identity = self._host.availability()
             # The login may have changed while we waited: confirm before handing it out.
             if session is not None and session.identity == identity:
                 return session
         raise gave_up()
+
+    async def _wait(self, flight: Flight) -> Landing:
+        limit = self._policy.max_wait
+        try:
+            # The flight's future is RUNNING, so the timeout's cancellation cannot cancel
+            # the shared exchange, only this wait.
+            async with asyncio.timeout(limit):
+                return await asyncio.wrap_future(flight.future)
+        except TimeoutError:
+            raise _waited_too_long(limit) from None
 
     async def _fly(self, flight: Flight) -> None:
         core = self._core

@@ -15,6 +15,10 @@ Vocabulary:
 * a waiter either **must** have a new session (none usable: no session, mandatory window,
   explicit refresh) — a failure raises for it — or **may** take one (the advisory leader,
   who falls back to the still-valid session when the refresh fails).
+* a **rejection** is the inference origin refusing a session (401, or 403 on a session
+  from the cache): it costs at most one automatic exchange per ``min_refresh_interval``,
+  however many requests are refused, so an outage or a proxy answering 401 to everything
+  cannot turn into an exchange storm against GitHub.
 """
 
 from __future__ import annotations
@@ -33,11 +37,9 @@ from ._clock import Clock, SystemClock
 from ._errors import (
     LoginChangedError,
     NotLoggedInError,
-    OriginError,
     ResponseError,
     SessionError,
 )
-from ._origin import CopilotEndpoint
 from ._policy import RefreshPolicy, SessionState
 from ._redact import register_secret
 from ._seam import CopilotSession, LoginIdentity
@@ -122,32 +124,26 @@ class SessionCore:
 
     __slots__ = (
         "_clock",
-        "_endpoint",
+        "_exchanged_at",
         "_flight",
         "_generation",
         "_hot",
+        "_installed_at",
         "_last_failure",
         "_lock",
-        "_monotonic",
         "_policy",
         "_retry_after",
         "_session",
         "_time",
+        "monotonic",
     )
 
-    def __init__(
-        self,
-        endpoint: CopilotEndpoint,
-        clock: Clock,
-        policy: RefreshPolicy,
-        initial: CopilotSession | None,
-    ) -> None:
+    def __init__(self, clock: Clock, policy: RefreshPolicy) -> None:
         self._lock = threading.Lock()
-        self._endpoint = endpoint
         self._clock = clock
         # The hot path reads the clocks on every call: skip two Python-level hops when the
         # clock is the system one.
-        self._monotonic: Callable[[], float] = (
+        self.monotonic: Callable[[], float] = (
             time.monotonic if type(clock) is SystemClock else clock.monotonic
         )
         self._time: Callable[[], float] = time.time if type(clock) is SystemClock else clock.time
@@ -162,16 +158,12 @@ class SessionCore:
         # (when, login, error) of the last automatic exchange that failed: callers in the
         # next min_refresh_interval get that error again instead of a new exchange.
         self._last_failure: tuple[float, LoginIdentity, Exception] | None = None
-        if initial is not None:
-            self._check_endpoint(initial)
-            _check_token(initial)
-            self._install(initial)
+        # When the current session was installed, and when the last exchange ended
+        # (installed or failed): what a rejection is judged against.
+        self._installed_at = float("-inf")
+        self._exchanged_at = float("-inf")
 
     # -- reading ----------------------------------------------------------------------------
-
-    @property
-    def endpoint(self) -> CopilotEndpoint:
-        return self._endpoint
 
     def hot(self, identity: LoginIdentity | None) -> CopilotSession | None:
         """The current session if it is FRESH for ``identity``; lock-free, the common path."""
@@ -179,7 +171,7 @@ class SessionCore:
         if (
             hot is not None
             and (hot[1] is identity or hot[1] == identity)
-            and self._monotonic() < hot[2]
+            and self.monotonic() < hot[2]
             and self._time() < hot[3]
         ):
             return hot[0]
@@ -209,7 +201,7 @@ class SessionCore:
                 if self._session is not None or self._flight is not None:
                     log.debug("no login is available: dropping the session")
                     self._drop()
-                raise NotLoggedInError("no login is available; log in first")
+                raise NotLoggedInError("not logged in: run `copilot-host login` first")
             session = self._session
             if session is not None and session.identity != identity:
                 log.debug("the login changed: dropping the session minted for the old one")
@@ -278,7 +270,7 @@ class SessionCore:
         with self._lock:
             self._drop()
             if identity is None:
-                raise NotLoggedInError("no login is available; log in first")
+                raise NotLoggedInError("not logged in: run `copilot-host login` first")
             log.debug("explicit refresh: the old session is discarded")
             return Plan(self._start(identity, explicit=True), leader=True, must=True)
 
@@ -289,6 +281,35 @@ class SessionCore:
                 return  # already replaced: the request that saw a 401 used an old one
             log.debug("session invalidated")
             self._drop()
+
+    def rejected(self, session: CopilotSession, asked_at: float, *, forbidden: bool) -> bool:
+        """The origin refused ``session`` (401; 403 with ``forbidden``) for a request that
+        asked for a session at ``asked_at``. Returns whether to send it once more with the
+        session a ``get()`` gives next; drops ``session`` when that needs a new exchange.
+
+        * A 403 on a session exchanged for this very request is the answer, not an expiry.
+        * A new exchange is started at most once per ``min_refresh_interval``: within it,
+          the refusal is returned as it is and the session kept.
+        * A session already replaced (another request was refused too) is simply retried
+          with its replacement, which costs no exchange.
+        """
+        with self._lock:
+            now = self._clock.monotonic()
+            current = self._session
+            recent = now - self._exchanged_at < self._policy.min_refresh_interval
+            if current is session:
+                if forbidden and self._installed_at >= asked_at:
+                    return False
+                if recent:
+                    log.debug("session refused again within the refresh bound: kept")
+                    return False
+                log.debug("session refused by the origin: exchanging once more")
+                self._drop()
+                return True
+            if current is not None:
+                return True
+            flight = self._flight
+            return (flight is not None and flight.generation == self._generation) or not recent
 
     def is_current(self, flight: Flight) -> bool:
         return flight.generation == self._generation
@@ -313,6 +334,8 @@ class SessionCore:
         if isinstance(result, BaseException) and not isinstance(result, Exception):
             log.debug("session exchange interrupted (%s)", type(result).__name__)
             return Landing(Outcome.CANCELLED)
+        if result is not None:
+            self._exchanged_at = self._clock.monotonic()
         if flight.generation != self._generation or result is None:
             # Invalidated meanwhile: whatever came back belongs to a discarded past.
             log.debug("discarding the result of an exchange that began before an invalidation")
@@ -348,9 +371,8 @@ class SessionCore:
                 ),
             )
         try:
-            self._check_endpoint(result)
             _check_token(result)
-        except (OriginError, ResponseError) as exc:
+        except ResponseError as exc:
             return Landing(Outcome.FAILED, error=exc)
         self._install(result)
         log.debug(
@@ -379,19 +401,12 @@ class SessionCore:
 
     def _install(self, session: CopilotSession) -> None:
         register_secret(session.token)
+        self._installed_at = self._clock.monotonic()
         self._session = session
         self._retry_after = float("-inf")
         self._last_failure = None
         fresh_mono, fresh_wall = self._policy.fresh_until(session)
         self._hot = (session, session.identity, fresh_mono, fresh_wall)
-
-    def _check_endpoint(self, session: CopilotSession) -> None:
-        if session.endpoint != self._endpoint:
-            raise OriginError(
-                f"the session names {session.endpoint.origin}, but this resolver serves "
-                f"{self._endpoint.origin}; register the models again",
-                code="origin_mismatch",
-            )
 
 
 def _check_token(session: CopilotSession) -> None:

@@ -38,6 +38,7 @@ class MemoryHost:
     lifetime: float = 1500.0
     fail_exchange: Exception | None = None
     fail_inventory: Exception | None = None
+    echo_token_in_name: bool = False
     exchanges: int = 0
     issued: list[Secret] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -76,6 +77,9 @@ class MemoryHost:
     def inventory(self, session: CopilotSession) -> Sequence[ModelSpec]:
         if self.fail_inventory is not None:
             raise self.fail_inventory
+        if self.echo_token_in_name:
+            echoed = ModelSpec("echo", f"echo {session.token.reveal()}", ApiProtocol.OPENAI_CHAT)
+            return [*self.models, echoed]
         return list(self.models)
 
     def request_headers(self) -> Mapping[str, str]:

@@ -47,7 +47,7 @@ def test_re_registration_replaces_the_provider_routes_in_one_swap() -> None:
 
 @pytest.mark.parametrize(
     "breakage",
-    ["logged_out", "exchange", "inventory", "invalid_model", "collision", "origin"],
+    ["logged_out", "exchange", "inventory", "invalid_model", "collision", "secret"],
 )
 def test_a_failed_registration_leaves_the_catalog_exactly_as_it_was(breakage: str) -> None:
     catalog = ch.Catalog()
@@ -73,17 +73,12 @@ def test_a_failed_registration_leaves_the_catalog_exactly_as_it_was(breakage: st
     elif breakage == "collision":
         host.models = [spec("fresh"), spec("taken")]
         expected = ch.RouteCollisionError
-    elif breakage == "origin":
-        host.origin = "https://127.0.0.1"  # well-formed, but a provider never re-points
-        expected = ch.CopilotHostError
+    elif breakage == "secret":
+        # The inventory echoes this registration's own session token in a name.
+        host.echo_token_in_name = True
+        expected = ch.ModelValidationError
     with pytest.raises(expected):
-        if breakage == "origin":
-            provider = ch.CopilotProvider(
-                host, ch.CopilotEndpoint.parse("https://api.githubcopilot.com"), clock=host.clock
-            )
-            provider.register_models(catalog)
-        else:
-            ch.register_models(catalog, host, clock=host.clock)
+        ch.register_models(catalog, host, clock=host.clock)
     assert catalog.routes() is before
 
 
@@ -132,21 +127,32 @@ def test_sync_and_async_entry_points_refuse_the_wrong_kind_of_host() -> None:
         asyncio.run(ch.aregister_models(ch.Catalog(), MemoryHost()))  # type: ignore[arg-type]
 
 
-def test_providers_are_context_managers_that_drop_their_session() -> None:
+def test_a_registration_builds_one_auth_for_its_routes_and_the_skipped_are_reported() -> None:
+    host = MemoryHost(models=[spec("a"), spec("b", ch.ApiProtocol.ANTHROPIC_MESSAGES), spec("c/d")])
+    result = ch.register_models(ch.Catalog(), host, clock=host.clock)
+    assert len({id(route.auth) for route in result.routes}) == 1
+    assert [r.url for r in result.routes] == [
+        "https://api.githubcopilot.com/chat/completions",
+        "https://api.githubcopilot.com/v1/messages",
+    ]
+    assert [(s.model_id, s.reason) for s in result.skipped] == [("c/d", "invalid_id")]
+
+
+def test_routes_refuse_a_session_that_moved_to_another_origin() -> None:
+    """The account's inference host changed after registration: the routes say to register
+    again instead of sending the new session to the old host (or the old URL to the new)."""
+    import httpx2
+
     host = MemoryHost()
-    endpoint = ch.CopilotEndpoint.parse(host.origin)
-    catalog = ch.Catalog()
-    with ch.CopilotProvider(host, endpoint, clock=host.clock) as provider:
-        (route,) = provider.register_models(catalog).routes
-        assert provider.resolver.peek() is not None
-    assert provider.resolver.peek() is None  # the token left memory with the block
-    assert catalog.get(route.route_id) is route  # the routes stay; they exchange again
-
-    async def main() -> None:
-        async_host = AsyncMemoryHost(MemoryHost(clock=FakeClock()))
-        async with ch.AsyncCopilotProvider(async_host, endpoint, clock=async_host.inner.clock) as p:
-            await p.register_models(ch.Catalog())
-            assert p.resolver.peek() is not None
-        assert p.resolver.peek() is None
-
-    asyncio.run(main())
+    (route,) = ch.register_models(ch.Catalog(), host, clock=host.clock).routes
+    host.origin = "https://api.business.githubcopilot.com"
+    route.auth._resolver.invalidate()  # type: ignore[attr-defined]
+    sent: list[httpx2.Request] = []
+    transport = httpx2.MockTransport(lambda r: sent.append(r) or httpx2.Response(200))
+    with (
+        httpx2.Client(auth=route.auth, transport=transport) as client,
+        pytest.raises(ch.OriginError) as caught,
+    ):
+        client.post(route.url, json={})
+    assert caught.value.code == "origin_mismatch"
+    assert sent == []

@@ -12,6 +12,7 @@ import copilot_host as ch
 from copilot_host.github import AsyncGitHubCopilotHost, GitHubCopilotHost
 from copilot_host.store import CredentialStore
 from copilot_host.testing import GitHubEmulator, Scenario
+from tests._clock import FakeClock
 
 SCENARIO = Scenario(pending_polls=1, interval=1)
 ORIGIN = "https://api.individual.githubcopilot.com"
@@ -22,9 +23,10 @@ def _chat_body(model: str) -> dict[str, object]:
 
 
 def test_sync_end_to_end(store: CredentialStore) -> None:
+    clock = FakeClock()
     with (
         GitHubEmulator(SCENARIO) as emu,
-        GitHubCopilotHost(store=store, transport=emu.transport()) as host,
+        GitHubCopilotHost(store=store, transport=emu.transport(), clock=clock) as host,
     ):
         shown: list[str] = []
         identity = host.login(
@@ -35,7 +37,7 @@ def test_sync_end_to_end(store: CredentialStore) -> None:
         assert host.availability() == identity
 
         catalog = ch.Catalog()
-        result = ch.register_models(catalog, host)
+        result = ch.register_models(catalog, host, clock=clock)
         assert result.origin == ORIGIN
         assert set(catalog.routes()) == {
             "github-copilot/gpt-4.1",
@@ -64,8 +66,10 @@ def test_sync_end_to_end(store: CredentialStore) -> None:
             assert answer.status_code == 200
             assert answer.json()["output"][0]["content"][0]["text"] == "echo: hello"
 
-            # The server drops every session: one 401, a fresh exchange, the retry succeeds.
+            # The server drops every session: one 401, a fresh exchange, the retry succeeds
+            # (the session is from the cache by now, so a new exchange is worth it).
             exchanges = len(emu.requests_to("copilot_token"))
+            clock.advance(2.0)
             emu.revoke_sessions()
             assert client.post(chat.url, json=_chat_body("gpt-4.1")).status_code == 200
             assert len(emu.requests_to("copilot_token")) == exchanges + 1

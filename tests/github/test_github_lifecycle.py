@@ -12,6 +12,7 @@ import copilot_host as ch
 from copilot_host.github import AsyncGitHubCopilotHost, GitHubCopilotHost
 from copilot_host.store import CredentialStore
 from copilot_host.testing import GitHubEmulator
+from tests._clock import FakeClock
 
 BODY = {"model": "gpt-4.1", "messages": [{"role": "user", "content": "hi"}]}
 
@@ -22,13 +23,15 @@ def test_routes_of_a_closed_host_fail_with_a_typed_error_at_the_next_exchange(
     with GitHubEmulator() as emulator:
         store = CredentialStore(tmp_path / "home")
         catalog = ch.Catalog()
+        clock = FakeClock()
         with GitHubCopilotHost(store=store, transport=emulator.transport(), key_file=True) as h:
             h.login(sleep=lambda _seconds: None)
-            ch.register_models(catalog, h)
+            ch.register_models(catalog, h, clock=clock)
         route = catalog.get("github-copilot/gpt-4.1")
         assert route is not None
         with httpx2.Client(auth=route.auth, transport=emulator.transport()) as client:
             assert client.post(route.url, json=BODY).status_code == 200  # cached session
+            clock.advance(2.0)
             emulator.revoke_sessions()  # the next request needs a new exchange
             with pytest.raises(ch.SessionError) as caught:
                 client.post(route.url, json=BODY)

@@ -27,7 +27,7 @@ import sys
 import threading
 import types
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,7 @@ import copilot_host as ch
 from copilot_host.github import AsyncGitHubCopilotHost, GitHubCopilotHost
 from copilot_host.store import CredentialStore
 from copilot_host.testing import GitHubEmulator, RawAnswer, Scenario
+from tests._clock import FakeClock
 from tests.conftest import MemoryKeyring
 from tests.security._support import AsyncFailingTransport, CliRun, FailingTransport
 from tests.store._file_keyring import FileKeyring
@@ -276,17 +277,21 @@ def test_a_failed_exchange_inside_route_auth_is_typed_and_the_next_request_recov
         with GitHubCopilotHost(store=store, transport=emu.transport(), sleep=_no_sleep) as good:
             session = good.exchange(store.load()[0])
         with GitHubCopilotHost(store=store, transport=transport, sleep=_no_sleep) as host:
-            provider = ch.CopilotProvider(host, session.endpoint)
+            auth = ch.CopilotAuth(
+                ch.SessionResolver(host), session.endpoint, host.request_headers()
+            )
             with (
-                httpx2.Client(transport=emu.transport(), auth=provider.auth) as client,
+                httpx2.Client(transport=emu.transport(), auth=auth) as client,
                 pytest.raises(ch.CopilotHostError) as caught,
             ):
                 client.post(session.endpoint.url("/chat/completions"), json=CHAT)
             assert caught.value.code in {"network_error", "timeout"}
         assert emu.requests_to("chat") == ()  # nothing went out without a bearer
         with GitHubCopilotHost(store=store, transport=emu.transport(), sleep=_no_sleep) as host:
-            provider = ch.CopilotProvider(host, session.endpoint)
-            with httpx2.Client(transport=emu.transport(), auth=provider.auth) as client:
+            auth = ch.CopilotAuth(
+                ch.SessionResolver(host), session.endpoint, host.request_headers()
+            )
+            with httpx2.Client(transport=emu.transport(), auth=auth) as client:
                 answer = client.post(session.endpoint.url("/chat/completions"), json=CHAT)
                 assert answer.status_code == 200
 
@@ -534,7 +539,8 @@ class _Ctx:
     emu: GitHubEmulator
     points: _Points
     catalog: ch.Catalog
-    provider: ch.AsyncCopilotProvider | None = None
+    clock: FakeClock = field(default_factory=FakeClock)
+    resolver: ch.AsyncSessionResolver | None = None
     old: ch.CopilotSession | None = None
 
 
@@ -561,8 +567,8 @@ async def _request_flow(ctx: _Ctx) -> None:
 
 
 async def _refresh_flow(ctx: _Ctx) -> None:
-    assert ctx.provider is not None
-    await ctx.provider.resolver.refresh()
+    assert ctx.resolver is not None
+    await ctx.resolver.refresh()
 
 
 async def _logout_flow(ctx: _Ctx) -> None:
@@ -589,13 +595,15 @@ MIN_POINTS = {
 
 async def _setup(ctx: _Ctx, store: CredentialStore, name: str) -> None:
     store.save("octocat", ch.Secret(ctx.emu.github_token))
-    await ch.aregister_models(ctx.catalog, ctx.host)
+    await ch.aregister_models(ctx.catalog, ctx.host, clock=ctx.clock)
     route = ctx.catalog.get("github-copilot/gpt-4.1")
     assert route is not None
     if name == "resolver_refresh":
-        ctx.provider = ch.AsyncCopilotProvider(ctx.host, ch.CopilotEndpoint.parse(route.origin))
-        ctx.old = await ctx.provider.resolver.get()
+        ctx.resolver = ch.AsyncSessionResolver(ctx.host)
+        ctx.old = await ctx.resolver.get()
     if name == "request_through_route_auth":
+        # The session is from the cache now, so a 401 is worth one new exchange.
+        ctx.clock.advance(2.0)
         ctx.emu.revoke_sessions()
 
 
@@ -609,9 +617,9 @@ async def _works_again(ctx: _Ctx, name: str) -> None:
         # The refresh discarded the old session at once: it is never served again. (The
         # exchange itself is the resolver's shared flight, which a cancelled caller does not
         # cancel: it may have installed its new session, else the next use exchanges.)
-        assert ctx.provider is not None and ctx.old is not None
+        assert ctx.resolver is not None and ctx.old is not None
         exchanges = len(ctx.emu.requests_to("copilot_token"))
-        session = await ctx.provider.resolver.get()
+        session = await ctx.resolver.get()
         assert session.token != ctx.old.token
         assert len(ctx.emu.requests_to("copilot_token")) <= exchanges + 1
         return

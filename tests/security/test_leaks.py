@@ -34,6 +34,7 @@ import copilot_host as ch
 from copilot_host.github import AsyncGitHubCopilotHost, GitHubCopilotHost
 from copilot_host.store import CredentialStore
 from copilot_host.testing import GitHubEmulator, Scenario
+from tests._clock import FakeClock
 from tests.conftest import MemoryKeyring
 from tests.security._support import (
     TOKEN_SHAPES,
@@ -214,7 +215,8 @@ def _sync_flows(ev: Evidence) -> None:
         ev.flow("sync.models")
 
         catalog = ch.Catalog()
-        result = ch.register_models(catalog, host)
+        clock = FakeClock()
+        result = ch.register_models(catalog, host, clock=clock)
         ev.show(
             "sync.register_models",
             result,
@@ -230,8 +232,9 @@ def _sync_flows(ev: Evidence) -> None:
         )
         ev.flow("sync.register_models")
 
-        provider = ch.CopilotProvider(host, session.endpoint)
-        ev.show("sync.provider", provider, provider.resolver, provider.auth)
+        resolver = ch.SessionResolver(host)
+        auth = ch.CopilotAuth(resolver, session.endpoint, host.request_headers())
+        ev.show("sync.resolver", resolver, resolver.get(), auth)
         chat, responses = _route(catalog, "gpt-4.1"), _route(catalog, "gpt-5-mini")
         with httpx2.Client(transport=emu.transport(), auth=chat.auth) as client:
             answer = client.post(chat.url, json=CHAT)
@@ -243,11 +246,12 @@ def _sync_flows(ev: Evidence) -> None:
             ev.show("sync.responses", answer.request, answer.request.headers, answer.text)
             ev.flow("sync.responses")
 
-            refreshed = provider.resolver.refresh()
+            refreshed = resolver.refresh()
             assert refreshed.token != session.token
-            ev.show("sync.refresh", refreshed, provider.resolver, provider.auth)
+            ev.show("sync.refresh", refreshed, resolver, auth)
             ev.flow("sync.refresh")
 
+            clock.advance(2.0)  # the route's session is from the cache: a 401 is retried
             emu.revoke_sessions()  # every session so far now answers 401
             before = len(emu.requests_to("chat"))
             answer = client.post(chat.url, json=CHAT)
@@ -296,12 +300,14 @@ async def _async_flows(ev: Evidence) -> None:
             ev.flow("async.models")
 
             catalog = ch.Catalog()
-            result = await ch.aregister_models(catalog, host)
+            aclock = FakeClock()
+            result = await ch.aregister_models(catalog, host, clock=aclock)
             ev.show("async.aregister_models", result, catalog.routes(), *result.routes)
             ev.flow("async.aregister_models")
 
-            provider = ch.AsyncCopilotProvider(host, session.endpoint)
-            ev.show("async.provider", provider, provider.resolver, provider.auth)
+            aresolver = ch.AsyncSessionResolver(host)
+            aauth = ch.CopilotAuth(aresolver, session.endpoint, host.request_headers())
+            ev.show("async.resolver", aresolver, await aresolver.get(), aauth)
             chat, responses = _route(catalog, "gpt-4.1"), _route(catalog, "gpt-5-mini")
             async with httpx2.AsyncClient(transport=emu.async_transport()) as client:
                 answer = await client.post(chat.url, json=CHAT, auth=chat.auth)
@@ -313,10 +319,11 @@ async def _async_flows(ev: Evidence) -> None:
                 ev.show("async.responses", answer.request, answer.request.headers)
                 ev.flow("async.responses")
 
-                refreshed = await provider.resolver.refresh()
-                ev.show("async.refresh", refreshed, provider.resolver)
+                refreshed = await aresolver.refresh()
+                ev.show("async.refresh", refreshed, aresolver, aauth)
                 ev.flow("async.refresh")
 
+                aclock.advance(2.0)  # the route's session is from the cache
                 emu.revoke_sessions()
                 before = len(emu.requests_to("chat"))
                 answer = await client.post(chat.url, json=CHAT, auth=chat.auth)

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from copilot_host import (
     ApiProtocol,
+    AsyncSessionResolver,
     CopilotDeviceLogin,
     CopilotEndpoint,
     CopilotSession,
@@ -17,6 +18,7 @@ from copilot_host import (
     ModelSpec,
     Pending,
     Secret,
+    SessionResolver,
 )
 from copilot_host._seam import Authorized
 from tests._clock import FakeClock
@@ -60,6 +62,21 @@ def make_session(
 Script = Callable[[LoginIdentity], "CopilotSession | BaseException | None"]
 
 
+def prime(
+    resolver: SessionResolver | AsyncSessionResolver, host: CountingHost, session: CopilotSession
+) -> CopilotSession:
+    """Install ``session`` in ``resolver`` the way a first exchange would, without counting
+    it as one of the host's exchanges (tests of what happens to a session already held)."""
+    with host._lock:
+        host.primed.append(session)
+    if isinstance(resolver, AsyncSessionResolver):
+        got = asyncio.run(resolver.get())
+    else:
+        got = resolver.get()
+    assert got is session
+    return session
+
+
 @dataclass
 class CountingHost:
     """A blocking host that counts exchanges; each can be gated, scripted to fail, or both.
@@ -84,6 +101,8 @@ class CountingHost:
     models: list[ModelSpec] = field(
         default_factory=lambda: [ModelSpec("gpt-4o", "GPT-4o", ApiProtocol.OPENAI_CHAT)]
     )
+    # Sessions the next exchanges hand out as they are (see prime()); not counted.
+    primed: list[CopilotSession] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -102,6 +121,8 @@ class CountingHost:
 
     def exchange(self, identity: LoginIdentity) -> CopilotSession:
         with self._lock:
+            if self.primed:
+                return self.primed.pop(0)
             self.exchanges += 1
             failure = self.failures.pop(0) if self.failures else None
         self.entered.set()
@@ -154,6 +175,8 @@ class AsyncCountingHost:
     async def exchange(self, identity: LoginIdentity) -> CopilotSession:
         inner = self.inner
         with inner._lock:
+            if inner.primed:
+                return inner.primed.pop(0)
             inner.exchanges += 1
             failure = inner.failures.pop(0) if inner.failures else None
         inner.entered.set()

@@ -14,7 +14,6 @@ from copilot_host import (
     AsyncSessionResolver,
     CopilotAuth,
     OriginError,
-    SessionError,
     SessionResolver,
 )
 from tests.sessions._hosts import (
@@ -23,6 +22,7 @@ from tests.sessions._hosts import (
     OTHER_ENDPOINT,
     AsyncCountingHost,
     CountingHost,
+    prime,
 )
 
 CHAT = ORIGIN + "/chat/completions"
@@ -47,14 +47,21 @@ class Recorder:
 
 def sync_auth(host: CountingHost | None = None) -> tuple[CopilotAuth, CountingHost]:
     host = host or CountingHost()
-    resolver = SessionResolver(host, ENDPOINT, clock=host.clock)
+    resolver = SessionResolver(host, clock=host.clock)
     return CopilotAuth(resolver, ENDPOINT, host.request_headers()), host
 
 
 def async_auth(host: CountingHost | None = None) -> tuple[CopilotAuth, CountingHost]:
     inner = host or CountingHost()
-    resolver = AsyncSessionResolver(AsyncCountingHost(inner), ENDPOINT, clock=inner.clock)
+    resolver = AsyncSessionResolver(AsyncCountingHost(inner), clock=inner.clock)
     return CopilotAuth(resolver, ENDPOINT, inner.request_headers()), inner
+
+
+def cached(auth: CopilotAuth, host: CountingHost) -> None:
+    """Give the auth a session from the cache: exchanged (uncounted) two seconds ago, so the
+    one-exchange-per-second bound does not hold back a retry."""
+    prime(auth._resolver, host, host._mint(host.who))  # type: ignore[arg-type]
+    host.clock.advance(2.0)
 
 
 def bearer_of(host: CountingHost, i: int) -> str:
@@ -105,19 +112,26 @@ def test_warm_requests_reuse_the_session() -> None:
     assert set(rec.bearers) == {bearer_of(host, 0)}
 
 
-def test_a_host_may_not_add_authorization_itself() -> None:
+@pytest.mark.parametrize("name", ["Authorization", "Copilot-Vision-Request", "X-Initiator"])
+def test_a_host_may_not_fix_headers_the_auth_decides(name: str) -> None:
     host = CountingHost()
-    resolver = SessionResolver(host, ENDPOINT, clock=host.clock)
+    resolver = SessionResolver(host, clock=host.clock)
     with pytest.raises(ValueError):
-        CopilotAuth(resolver, ENDPOINT, {"Authorization": "x"})
+        CopilotAuth(resolver, ENDPOINT, {name: "x"})
 
 
-def test_auth_and_resolver_must_agree_on_the_endpoint() -> None:
-    host = CountingHost()
-    resolver = SessionResolver(host, ENDPOINT, clock=host.clock)
-    with pytest.raises(OriginError) as info:
-        CopilotAuth(resolver, OTHER_ENDPOINT, {})
+def test_a_session_naming_another_endpoint_is_never_sent_and_says_register_again() -> None:
+    """The account moved to another inference host: routes for the old one refuse."""
+    auth, _host = sync_auth(CountingHost(endpoint=OTHER_ENDPOINT))
+    rec = Recorder()
+    with (
+        httpx2.Client(auth=auth, transport=httpx2.MockTransport(rec)) as client,
+        pytest.raises(OriginError) as info,
+    ):
+        client.post(CHAT, json={})
     assert info.value.code == "origin_mismatch"
+    assert "register the models again" in info.value.message
+    assert rec.requests == []
 
 
 # -- 401 ---------------------------------------------------------------------------------------
@@ -125,18 +139,103 @@ def test_auth_and_resolver_must_agree_on_the_endpoint() -> None:
 
 def test_401_once_re_exchanges_and_one_retry_succeeds_with_the_same_body() -> None:
     auth, host = sync_auth()
+    cached(auth, host)
     rec = Recorder(lambda n: 401 if n == 1 else 200)
     with httpx2.Client(auth=auth, transport=httpx2.MockTransport(rec)) as client:
         response = client.post(CHAT, json={"messages": [{"role": "user", "content": "hi"}]})
     assert response.status_code == 200
     assert len(rec.requests) == 2
-    assert host.exchanges == 2
+    assert host.exchanges == 1
     assert rec.bearers == [bearer_of(host, 0), bearer_of(host, 1)]
     assert rec.bodies[0] == rec.bodies[1] and b"hi" in rec.bodies[1]
 
 
+def test_a_401_on_a_session_exchanged_for_this_request_is_the_answer() -> None:
+    """No exchange storm: the session is brand new, so a 401 is not about its age."""
+    auth, host = sync_auth()
+    rec = Recorder(lambda n: 401)
+    with httpx2.Client(auth=auth, transport=httpx2.MockTransport(rec)) as client:
+        assert client.post(CHAT, json={}).status_code == 401
+    assert len(rec.requests) == 1
+    assert host.exchanges == 1
+
+
+def test_a_401_storm_costs_about_one_exchange_per_second() -> None:
+    """An outage or a proxy answering 401 to everything: 100 requests over 0.2 s make one
+    exchange, and the callers get the 401, not a new exchange each."""
+    auth, host = sync_auth()
+    cached(auth, host)
+    rec = Recorder(lambda n: 401)
+    with httpx2.Client(auth=auth, transport=httpx2.MockTransport(rec)) as client:
+        statuses = []
+        for _ in range(100):
+            statuses.append(client.get(ORIGIN + "/models").status_code)
+            host.clock.advance(0.002)
+        assert statuses == [401] * 100
+        assert host.exchanges == 1
+        assert len(rec.requests) == 101  # one retry, for the first request only
+        for _ in range(5):  # a second later, one more exchange is allowed, and only one
+            host.clock.advance(0.5)
+            client.get(ORIGIN + "/models")
+    assert host.exchanges == 3
+
+
+def test_a_401_storm_from_many_threads_is_bounded_too() -> None:
+    auth, host = sync_auth()
+    cached(auth, host)
+    rec = Recorder(lambda n: 401)
+    with httpx2.Client(auth=auth, transport=httpx2.MockTransport(rec)) as client:
+        barrier = threading.Barrier(32)
+
+        def call() -> None:
+            barrier.wait(5)
+            for _ in range(10):
+                client.get(ORIGIN + "/models")
+
+        threads = [threading.Thread(target=call) for _ in range(32)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(20)
+    assert host.exchanges == 1
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_a_403_on_a_cached_session_is_handled_like_a_401(kind: str) -> None:
+    """The enterprise host answers an expired session with a bare 403."""
+    auth, host = sync_auth() if kind == "sync" else async_auth()
+    cached(auth, host)
+    rec = Recorder(lambda n: 403 if n == 1 else 200)
+    if kind == "sync":
+        with httpx2.Client(auth=auth, transport=httpx2.MockTransport(rec)) as client:
+            status = client.post(CHAT, json={}).status_code
+    else:
+
+        async def main() -> int:
+            async with httpx2.AsyncClient(auth=auth, transport=httpx2.MockTransport(rec)) as c:
+                return (await c.post(CHAT, json={})).status_code
+
+        status = asyncio.run(main())
+    assert status == 200
+    assert rec.bearers == [bearer_of(host, 0), bearer_of(host, 1)]
+    assert host.exchanges == 1
+
+
+def test_a_403_on_a_session_exchanged_for_this_request_is_returned_as_it_is() -> None:
+    auth, host = sync_auth()
+    rec = Recorder(lambda n: 403)
+    with httpx2.Client(auth=auth, transport=httpx2.MockTransport(rec)) as client:
+        assert client.post(CHAT, json={}).status_code == 403
+        host.clock.advance(5.0)  # even when the answer came slowly
+        assert client.post(CHAT, json={}).status_code == 403
+    # The second request's session came from the cache: one retry with a new exchange.
+    assert host.exchanges == 2
+    assert len(rec.requests) == 3
+
+
 def test_401_once_with_a_streaming_body_is_retried_with_the_whole_body() -> None:
-    auth, _ = sync_auth()
+    auth, host = sync_auth()
+    cached(auth, host)
     rec = Recorder(lambda n: 401 if n == 1 else 200)
 
     def body() -> Iterator[bytes]:
@@ -151,12 +250,13 @@ def test_401_once_with_a_streaming_body_is_retried_with_the_whole_body() -> None
 
 def test_401_always_returns_the_401_after_exactly_two_attempts() -> None:
     auth, host = sync_auth()
+    cached(auth, host)
     rec = Recorder(lambda n: 401)
     with httpx2.Client(auth=auth, transport=httpx2.MockTransport(rec)) as client:
         response = client.post(CHAT, json={})
     assert response.status_code == 401
     assert len(rec.requests) == 2
-    assert host.exchanges == 2
+    assert host.exchanges == 1
 
 
 def test_concurrent_401s_for_one_session_cost_one_re_exchange() -> None:
@@ -169,9 +269,10 @@ def test_concurrent_401s_for_one_session_cost_one_re_exchange() -> None:
             return httpx2.Response(401)
         return httpx2.Response(200)
 
+    cached(auth, host)
     with httpx2.Client(auth=auth, transport=httpx2.MockTransport(handler)) as client:
         client.get(ORIGIN + "/models")  # warm: first session, 401, second session
-        assert host.exchanges == 2
+        assert host.exchanges == 1
         host.exchanges = 0
         barrier = threading.Barrier(16)
         statuses: list[int] = []
@@ -337,6 +438,7 @@ def test_a_same_origin_redirect_is_followed() -> None:
 
 def test_async_client_with_an_async_resolver_and_a_401_retry() -> None:
     auth, host = async_auth()
+    cached(auth, host)
     rec = Recorder(lambda n: 401 if n == 1 else 200)
 
     async def main() -> httpx2.Response:
@@ -355,6 +457,7 @@ def test_async_client_with_an_async_resolver_and_a_401_retry() -> None:
 
 def test_async_client_401_always_two_attempts() -> None:
     auth, host = async_auth()
+    cached(auth, host)
     rec = Recorder(lambda n: 401)
 
     async def main() -> int:
@@ -362,7 +465,7 @@ def test_async_client_401_always_two_attempts() -> None:
             return (await client.get(ORIGIN + "/models")).status_code
 
     assert asyncio.run(main()) == 401
-    assert len(rec.requests) == 2 and host.exchanges == 2
+    assert len(rec.requests) == 2 and host.exchanges == 1
 
 
 def test_async_client_refuses_other_origins() -> None:
@@ -413,25 +516,22 @@ def test_a_blocking_resolver_in_an_async_client_exchanges_off_the_loop_only() ->
     assert set(rec.bearers) == {bearer_of(host, 0)}
 
 
-def test_an_async_resolver_in_a_blocking_client_serves_a_usable_session() -> None:
+@pytest.mark.parametrize("warm", [False, True])
+def test_an_async_hosts_routes_refuse_a_blocking_client_and_name_the_blocking_host(
+    warm: bool,
+) -> None:
     auth, host = async_auth()
-    asyncio.run(auth._resolver.get())  # type: ignore[misc]
-    rec = Recorder()
-    with httpx2.Client(auth=auth, transport=httpx2.MockTransport(rec)) as client:
-        assert client.get(ORIGIN + "/models").status_code == 200
-    assert rec.bearers == [bearer_of(host, 0)]
-
-
-def test_an_async_resolver_in_a_blocking_client_without_a_loop_says_what_to_do() -> None:
-    auth, host = async_auth()
+    if warm:
+        cached(auth, host)
     rec = Recorder()
     with (
         httpx2.Client(auth=auth, transport=httpx2.MockTransport(rec)) as client,
-        pytest.raises(SessionError) as info,
+        pytest.raises(TypeError) as info,
     ):
         client.get(ORIGIN + "/models")
-    assert info.value.code == "refresh_needs_loop"
-    assert rec.requests == [] and host.exchanges == 0
+    assert "GitHubCopilotHost" in str(info.value)
+    assert "httpx2.AsyncClient" in str(info.value)
+    assert rec.requests == []
 
 
 # -- header handling ---------------------------------------------------------------------------
@@ -451,7 +551,7 @@ def test_fast_header_path_matches_the_public_one(client_headers: dict[str, str])
     assert auth_module._FAST_HEADERS  # the layout probe recognises this httpx2
     host = CountingHost()
     host_headers = {**host.request_headers(), "User-Agent": "tests-agent/2"}
-    resolver = SessionResolver(host, ENDPOINT, clock=host.clock)
+    resolver = SessionResolver(host, clock=host.clock)
     auth = CopilotAuth(resolver, ENDPOINT, host_headers)
     session = resolver.get()
 
@@ -459,7 +559,7 @@ def test_fast_header_path_matches_the_public_one(client_headers: dict[str, str])
         return httpx2.Request("POST", CHAT, headers=client_headers, json={"a": 1})
 
     fast = build()
-    auth._apply(fast, session)
+    auth._apply(fast, session, (False, None))
     slow = build()
     slow.headers["Authorization"] = "Bearer " + session.token.reveal()
     for name, value in host_headers.items():
@@ -485,7 +585,7 @@ def test_fast_header_path_matches_the_public_one(client_headers: dict[str, str])
 )
 def test_host_headers_are_vetted(headers: dict[str, str]) -> None:
     host = CountingHost()
-    resolver = SessionResolver(host, ENDPOINT, clock=host.clock)
+    resolver = SessionResolver(host, clock=host.clock)
     with pytest.raises(ValueError):
         CopilotAuth(resolver, ENDPOINT, headers)
 
@@ -508,7 +608,7 @@ def test_a_token_that_cannot_go_in_a_header_is_refused(bad: str) -> None:
         )
 
     host.exchange = exchange  # type: ignore[method-assign]
-    resolver = SessionResolver(host, ENDPOINT, clock=host.clock)
+    resolver = SessionResolver(host, clock=host.clock)
     with pytest.raises(ch.ResponseError) as info:
         resolver.get()
     assert bad not in info.value.message or not bad

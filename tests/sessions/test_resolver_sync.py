@@ -13,26 +13,29 @@ import copilot_host as ch
 from copilot_host import (
     LoginChangedError,
     NotLoggedInError,
-    OriginError,
     ServerError,
     SessionResolver,
     TransportError,
 )
 from copilot_host._policy import RefreshPolicy
 from tests.sessions._hosts import (
-    ENDPOINT,
-    OTHER_ENDPOINT,
     CountingHost,
     FakeClock,
     identity,
     make_session,
+    prime,
 )
 
 THREADS = 64
 
 
-def resolver_for(host: CountingHost, **kwargs: object) -> SessionResolver:
-    return SessionResolver(host, ENDPOINT, clock=host.clock, **kwargs)  # type: ignore[arg-type]
+def resolver_for(
+    host: CountingHost, initial: ch.CopilotSession | None = None, **kwargs: object
+) -> SessionResolver:
+    resolver = SessionResolver(host, clock=host.clock, **kwargs)  # type: ignore[arg-type]
+    if initial is not None:
+        prime(resolver, host, initial)
+    return resolver
 
 
 def run_threads(n: int, target: Callable[[], object]) -> list[object]:
@@ -68,22 +71,6 @@ def test_first_get_exchanges_once_then_serves_the_same_session() -> None:
     assert r.get() is first and r.get() is first
     assert host.exchanges == 1
     assert host.availability_calls == before + 2  # asked before every reuse
-
-
-def test_an_initial_session_is_used_without_an_exchange() -> None:
-    host = CountingHost()
-    initial = make_session(host.clock, host.who)  # type: ignore[arg-type]
-    r = resolver_for(host, initial=initial)
-    assert r.get() is initial
-    assert host.exchanges == 0
-
-
-def test_an_initial_session_naming_another_endpoint_is_refused() -> None:
-    host = CountingHost()
-    initial = make_session(host.clock, host.who, endpoint=OTHER_ENDPOINT)  # type: ignore[arg-type]
-    with pytest.raises(OriginError) as info:
-        resolver_for(host, initial=initial)
-    assert info.value.code == "origin_mismatch"
 
 
 def test_64_threads_on_an_expired_session_cause_exactly_one_exchange() -> None:
@@ -388,17 +375,6 @@ def test_a_session_for_another_login_than_asked_is_refused() -> None:
     with pytest.raises(LoginChangedError):
         r.get()
     assert asked is host.who
-
-
-def test_a_session_naming_another_endpoint_is_refused() -> None:
-    host = CountingHost(endpoint=OTHER_ENDPOINT)
-    r = resolver_for(host)
-    with pytest.raises(OriginError) as info:
-        r.get()
-    assert info.value.code == "origin_mismatch"
-    assert "api.business.githubcopilot.com" in info.value.message
-    with pytest.raises(OriginError):
-        r.get()  # and it is not installed
 
 
 def test_refresh_storm_is_bounded_with_ten_second_tokens() -> None:

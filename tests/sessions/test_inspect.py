@@ -1,0 +1,253 @@
+"""The body rules route.auth applies: image input by structure, and who started the turn
+(docs/WIRE.md "X-Initiator" and "Copilot-Vision-Request")."""
+
+from __future__ import annotations
+
+import json
+
+import httpx2
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from copilot_host import ApiProtocol, CopilotAuth, SessionResolver
+from copilot_host._inspect import inspect_body, protocol_of_path
+from tests.sessions._hosts import ENDPOINT, ORIGIN, CountingHost
+
+CHAT, RESPONSES, MESSAGES = (
+    ApiProtocol.OPENAI_CHAT,
+    ApiProtocol.OPENAI_RESPONSES,
+    ApiProtocol.ANTHROPIC_MESSAGES,
+)
+IMAGE_URL = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
+INPUT_IMAGE = {"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo="}
+ANTHROPIC_IMAGE = {
+    "type": "image",
+    "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="},
+}
+
+
+def facts(protocol: ApiProtocol, body: object) -> tuple[bool, str]:
+    return inspect_body(protocol, json.dumps(body).encode())
+
+
+# -- X-Initiator -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("messages", "initiator"),
+    [
+        ([{"role": "user", "content": "hi"}], "user"),
+        ([{"role": "system", "content": "s"}, {"role": "user", "content": "hi"}], "user"),
+        ([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "partial"}], "agent"),
+        (
+            [
+                {"role": "user", "content": "run it"},
+                {"role": "assistant", "tool_calls": [{"id": "c1"}]},
+                {"role": "tool", "tool_call_id": "c1", "content": "42"},
+            ],
+            "agent",
+        ),
+        # System and developer messages are skipped when finding the last item.
+        ([{"role": "tool", "content": "42"}, {"role": "developer", "content": "d"}], "agent"),
+        ([{"role": "user", "content": "hi"}, {"role": "system", "content": "s"}], "user"),
+        ([], "user"),
+        ([{"role": "mystery", "content": "x"}], "user"),
+    ],
+)
+def test_chat_initiator_is_the_last_messages_role(messages: list[object], initiator: str) -> None:
+    assert facts(CHAT, {"model": "m", "messages": messages}) == (False, initiator)
+
+
+@pytest.mark.parametrize(
+    ("given", "initiator"),
+    [
+        ("a plain string", "user"),
+        ([{"role": "user", "content": "hi"}], "user"),
+        ([{"type": "message", "role": "user", "content": [{"type": "input_text"}]}], "user"),
+        ([{"role": "user", "content": "hi"}, {"type": "function_call", "call_id": "c"}], "agent"),
+        ([{"type": "function_call_output", "call_id": "c", "output": "42"}], "agent"),
+        ([{"role": "assistant", "content": "partial"}], "agent"),
+        ([{"type": "reasoning", "summary": []}], "agent"),
+        ([{"role": "user", "content": "hi"}, {"role": "developer", "content": "d"}], "user"),
+        ([], "user"),
+    ],
+)
+def test_responses_initiator_is_the_last_input_item(given: object, initiator: str) -> None:
+    assert facts(RESPONSES, {"model": "m", "input": given}) == (False, initiator)
+
+
+@pytest.mark.parametrize(
+    ("messages", "initiator"),
+    [
+        ([{"role": "user", "content": "hi"}], "user"),
+        ([{"role": "user", "content": [{"type": "text", "text": "hi"}, ANTHROPIC_IMAGE]}], "user"),
+        ([{"role": "assistant", "content": "prefill"}], "agent"),
+        (
+            [
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t"}]},
+            ],
+            "agent",
+        ),
+        (
+            [
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "tool_result", "tool_use_id": "t"},
+                        {"type": "text", "text": "and also"},
+                    ],
+                },
+            ],
+            "agent",
+        ),
+    ],
+)
+def test_anthropic_initiator_is_the_last_message(messages: list[object], initiator: str) -> None:
+    assert facts(MESSAGES, {"model": "m", "messages": messages})[1] == initiator
+
+
+@pytest.mark.parametrize("body", [b"", b"not json", b"[1, 2]", b'"a string"', b"{", b" \n "])
+@pytest.mark.parametrize("protocol", list(ApiProtocol))
+def test_a_body_that_is_not_a_json_object_is_a_persons_turn(
+    body: bytes, protocol: ApiProtocol
+) -> None:
+    assert inspect_body(protocol, body) == (False, "user")
+
+
+# -- image input ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("protocol", "body"),
+    [
+        (CHAT, {"messages": [{"role": "user", "content": [{"type": "text"}, IMAGE_URL]}]}),
+        # An image earlier in the conversation still needs the header.
+        (
+            CHAT,
+            {
+                "messages": [
+                    {"role": "user", "content": [IMAGE_URL]},
+                    {"role": "assistant", "content": "a cat"},
+                    {"role": "user", "content": "and now?"},
+                ]
+            },
+        ),
+        # An image a tool returned.
+        (CHAT, {"messages": [{"role": "tool", "tool_call_id": "c", "content": [IMAGE_URL]}]}),
+        (RESPONSES, {"input": [{"role": "user", "content": [INPUT_IMAGE]}]}),
+        (
+            RESPONSES,
+            {"input": [{"type": "function_call_output", "call_id": "c", "output": [INPUT_IMAGE]}]},
+        ),
+        (MESSAGES, {"messages": [{"role": "user", "content": [ANTHROPIC_IMAGE]}]}),
+        (
+            MESSAGES,
+            {
+                "messages": [
+                    {
+                        "role": "user",
+                        "content": [{"type": "tool_result", "content": [ANTHROPIC_IMAGE]}],
+                    }
+                ]
+            },
+        ),
+    ],
+)
+def test_image_input_is_found_by_structure(protocol: ApiProtocol, body: object) -> None:
+    assert facts(protocol, body)[0] is True
+
+
+@pytest.mark.parametrize(
+    ("protocol", "body"),
+    [
+        (CHAT, {"messages": [{"role": "user", "content": 'please explain "image_url" parts'}]}),
+        (
+            CHAT,
+            {"messages": [{"role": "user", "content": [{"type": "text", "text": "image_url"}]}]},
+        ),
+        (RESPONSES, {"input": "draw an input_image for me"}),
+        (RESPONSES, {"input": [{"role": "user", "content": [{"type": "input_text"}]}]}),
+        (MESSAGES, {"messages": [{"role": "user", "content": "what is an image block?"}]}),
+        # The right type name under the wrong protocol is not an image of this protocol.
+        (MESSAGES, {"messages": [{"role": "user", "content": [IMAGE_URL]}]}),
+    ],
+)
+def test_a_mere_mention_of_images_is_not_image_input(protocol: ApiProtocol, body: object) -> None:
+    assert facts(protocol, body)[0] is False
+
+
+def test_an_escaped_type_name_is_still_an_image() -> None:
+    body = b'{"messages": [{"role": "user", "content": [{"type": "\\u0069mage_url"}]}]}'
+    assert inspect_body(CHAT, body) == (True, "user")
+
+
+def test_paths_name_their_protocol_exactly() -> None:
+    assert protocol_of_path("/chat/completions") is CHAT
+    assert protocol_of_path("/responses") is RESPONSES
+    assert protocol_of_path("/v1/messages") is MESSAGES
+    assert protocol_of_path("/models") is None
+    assert protocol_of_path("/v1/chat/completions") is None
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(["role", "type", "content", "messages", "input", "output", "x"]),
+            inner,
+            max_size=4,
+        )
+    ),
+    max_leaves=30,
+)
+
+
+@given(st.sampled_from(list(ApiProtocol)), _json)
+def test_any_json_body_gives_a_verdict_and_never_raises(
+    protocol: ApiProtocol, value: object
+) -> None:
+    vision, initiator = inspect_body(protocol, json.dumps(value).encode())
+    assert isinstance(vision, bool)
+    assert initiator in ("user", "agent")
+
+
+# -- what route.auth sends ---------------------------------------------------------------------
+
+
+def _sent(path: str, body: object, headers: dict[str, str] | None = None) -> httpx2.Headers:
+    host = CountingHost()
+    auth = CopilotAuth(SessionResolver(host, clock=host.clock), ENDPOINT, host.request_headers())
+    seen: list[httpx2.Request] = []
+    transport = httpx2.MockTransport(lambda r: seen.append(r) or httpx2.Response(200))
+    with httpx2.Client(auth=auth, transport=transport) as client:
+        client.post(ORIGIN + path, json=body, headers=headers)
+    return seen[0].headers
+
+
+def test_route_auth_sets_both_headers_from_the_body() -> None:
+    sent = _sent("/chat/completions", {"messages": [{"role": "user", "content": [IMAGE_URL]}]})
+    assert sent["copilot-vision-request"] == "true"
+    assert sent["x-initiator"] == "user"
+    sent = _sent("/responses", {"input": [{"type": "function_call_output", "output": "1"}]})
+    assert "copilot-vision-request" not in sent
+    assert sent["x-initiator"] == "agent"
+
+
+def test_an_applications_own_initiator_is_kept_and_its_vision_header_is_ours() -> None:
+    body = {"messages": [{"role": "user", "content": "no image here"}]}
+    sent = _sent("/v1/messages", body, {"X-Initiator": "agent", "Copilot-Vision-Request": "true"})
+    assert sent.get_list("x-initiator") == ["agent"]
+    assert "copilot-vision-request" not in sent
+
+
+def test_requests_that_are_not_turns_get_neither_header() -> None:
+    host = CountingHost()
+    auth = CopilotAuth(SessionResolver(host, clock=host.clock), ENDPOINT, host.request_headers())
+    seen: list[httpx2.Request] = []
+    transport = httpx2.MockTransport(lambda r: seen.append(r) or httpx2.Response(200))
+    with httpx2.Client(auth=auth, transport=transport) as client:
+        client.get(ORIGIN + "/models", headers={"Copilot-Vision-Request": "true"})
+    assert "x-initiator" not in seen[0].headers
+    assert "copilot-vision-request" not in seen[0].headers
