@@ -1,20 +1,25 @@
 """A loopback emulator of GitHub.com and the Copilot API, for tests and demos.
 
 ``GitHubEmulator`` serves the device flow, the Copilot token exchange, ``/user``,
-``/models`` and minimal ``/chat/completions`` and ``/responses`` answers on 127.0.0.1;
-its transports route GitHub's real hostnames there, so the adapter under test keeps its
-fixed URLs and the inference-origin allowlist stays strict. ``Scenario`` scripts it.
-Nothing in the library imports this package.
+``/models`` and the three model protocols (``/chat/completions``, ``/responses`` and
+``/v1/messages``, whole or streamed) on 127.0.0.1, refusing what the real service refuses
+with its real status, body and content type; its transports route GitHub's real hostnames
+there, so the adapter under test keeps its fixed URLs and the inference-origin allowlist
+stays strict. ``Scenario`` scripts it. Nothing in the library imports this package, and it
+needs nothing beyond the library's own dependencies.
 """
 
 from __future__ import annotations
 
 from ._emulator import GitHubEmulator
+from ._inventory import chat_model, default_models, inventory_of, realistic_models
 from ._record import RecordedRequest
-from ._scenario import ENDPOINTS, RawAnswer, Scenario, chat_model, default_models, inventory_of
+from ._scenario import CHECKS, ENDPOINTS, VSCODE_CLIENT_ID, RawAnswer, Scenario
 
 __all__ = [
+    "CHECKS",
     "ENDPOINTS",
+    "VSCODE_CLIENT_ID",
     "GitHubEmulator",
     "RawAnswer",
     "RecordedRequest",
@@ -22,4 +27,5 @@ __all__ = [
     "chat_model",
     "default_models",
     "inventory_of",
+    "realistic_models",
 ]

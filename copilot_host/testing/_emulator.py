@@ -42,6 +42,8 @@ class GitHubEmulator:
         return self
 
     def stop(self) -> None:
+        # Answers still pausing (a stream, a drip, a stall) end at their next pause.
+        self._state.stopping.set()
         if self._thread is not None:
             self._server.shutdown()
             self._thread.join(timeout=5)
@@ -131,10 +133,33 @@ class GitHubEmulator:
         with self._state.lock:
             return tuple(self._state.refused)
 
+    @property
+    def disconnects(self) -> tuple[RecordedRequest, ...]:
+        """Requests whose client went away before the whole answer was written: the proof
+        that a gateway cancelled its upstream stream when its own client left."""
+        return tuple(r for r in self.requests if r.disconnected)
+
+    def wait_for_disconnects(
+        self, count: int = 1, timeout: float = 5.0
+    ) -> tuple[RecordedRequest, ...]:
+        """Block until ``count`` requests have been disconnected and return them.
+
+        The emulator notices a client that hangs up while it pauses between events (or at
+        its next write), on its own thread; this waits for that instead of polling. Raises
+        ``TimeoutError`` after ``timeout`` seconds.
+        """
+        state = self._state
+        with state.changed:
+            done = state.changed.wait_for(
+                lambda: sum(r.disconnected for r in state.requests) >= count, timeout
+            )
+            seen = tuple(r for r in state.requests if r.disconnected)
+        if not done:
+            raise TimeoutError(f"{len(seen)} of {count} disconnects within {timeout} s")
+        return seen
+
     def clear_requests(self) -> None:
-        with self._state.lock:
-            self._state.requests.clear()
-            self._state.refused.clear()
+        self._state.clear()
 
     def __repr__(self) -> str:
         return f"GitHubEmulator(port={self.port})"

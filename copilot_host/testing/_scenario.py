@@ -1,110 +1,60 @@
-"""What the emulated GitHub does: a frozen, scriptable scenario and inventory helpers."""
+"""What the emulated GitHub does: a frozen, scriptable scenario."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-__all__ = [
-    "ENDPOINTS",
-    "RawAnswer",
-    "Scenario",
-    "chat_model",
-    "default_models",
-    "inventory_of",
-]
+from ._inventory import default_models
+
+__all__ = ["CHECKS", "ENDPOINTS", "VSCODE_CLIENT_ID", "RawAnswer", "Scenario"]
 
 # Names of the emulated endpoints, used by Scenario's per-endpoint knobs.
 ENDPOINTS = frozenset(
-    {"device_code", "access_token", "copilot_token", "user", "models", "chat", "responses"}
+    {
+        "device_code",
+        "access_token",
+        "copilot_token",
+        "user",
+        "models",
+        "chat",
+        "responses",
+        "messages",
+    }
 )
+
+# The refusals the real service makes that a scenario may switch off (``Scenario(lenient=)``),
+# for a client that is known not to comply yet. Each name is one check:
+#   editor_version      a Copilot request without Editor-Version (400)
+#   integration_id      a Copilot request without Copilot-Integration-Id (400)
+#   vision_header       image input without Copilot-Vision-Request: true (400)
+#   model_endpoint      a model called on an endpoint its entry does not list (400)
+#   copilot_client_id   the exchange for a token of an app not enabled for Copilot (404)
+CHECKS = frozenset(
+    {"editor_version", "integration_id", "vision_header", "model_endpoint", "copilot_client_id"}
+)
+
+# The OAuth app GitHub's own Copilot editors (VS Code) log in with: the exchange accepts its
+# tokens. Tokens of other OAuth apps (gh's, an application's own) get 404.
+VSCODE_CLIENT_ID = "Iv1.b507a08c87ecfe98"
+
+_VERSION = re.compile(r"\d+(?:\.\d+)*")
+_API_VERSION = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 @dataclass(frozen=True, slots=True)
 class RawAnswer:
-    """An exact answer to serve instead of the emulated one (hostile-response tests)."""
+    """An exact answer to serve instead of the emulated one (hostile-response tests).
+
+    The emulator still adds its ``x-github-request-id`` (and ``x-request-id`` on a Copilot
+    host) unless ``headers`` names them.
+    """
 
     status: int = 200
     body: bytes = b"{}"
     headers: tuple[tuple[str, str], ...] = (("Content-Type", "application/json"),)
-
-
-def chat_model(
-    model_id: str,
-    *,
-    name: str | None = None,
-    endpoints: Sequence[str] | None = ("/chat/completions",),
-    kind: str = "chat",
-    vision: bool = False,
-    reasoning: bool = False,
-    picker: bool = True,
-    policy: str | None = "enabled",
-    context_window: int | None = 128_000,
-    max_output_tokens: int | None = 16_384,
-) -> dict[str, object]:
-    """One inventory entry shaped like the Copilot API's ``GET /models`` items."""
-    supports: dict[str, object] = {"streaming": True, "tool_calls": True}
-    if vision:
-        supports["vision"] = True
-    if reasoning:
-        supports["reasoning_effort"] = ["low", "medium", "high"]
-    limits: dict[str, object] = {}
-    if context_window is not None:
-        limits["max_context_window_tokens"] = context_window
-    if max_output_tokens is not None:
-        limits["max_output_tokens"] = max_output_tokens
-    item: dict[str, object] = {
-        "id": model_id,
-        "name": name if name is not None else model_id,
-        "object": "model",
-        "vendor": "emulated",
-        "version": model_id,
-        "preview": False,
-        "model_picker_enabled": picker,
-        "capabilities": {
-            "type": kind,
-            "family": model_id,
-            "object": "model_capabilities",
-            "limits": limits,
-            "supports": supports,
-        },
-    }
-    if policy is not None:
-        item["policy"] = {"state": policy, "terms": "emulated terms"}
-    if endpoints is not None:
-        item["supported_endpoints"] = list(endpoints)
-    return item
-
-
-def default_models() -> tuple[dict[str, object], ...]:
-    """A small inventory covering each eligibility rule of DESIGN.md step 4."""
-    return (
-        chat_model("gpt-4.1", name="GPT-4.1", vision=True),
-        chat_model(
-            "gpt-5-mini",
-            name="GPT-5 mini",
-            endpoints=("/chat/completions", "/responses"),
-            reasoning=True,
-        ),
-        chat_model("claude-sonnet-4", name="Claude Sonnet 4", endpoints=None, picker=False),
-        # Not eligible: an embedding model, a disabled policy, an Anthropic-only route.
-        chat_model("text-embedding-3-small", kind="embeddings", endpoints=None),
-        chat_model("o3-disabled", name="o3 (disabled)", policy="disabled"),
-        chat_model("claude-messages-only", endpoints=("/v1/messages",)),
-    )
-
-
-def inventory_of(count: int, *, responses_every: int = 3) -> tuple[dict[str, object], ...]:
-    """``count`` eligible models (every ``responses_every``-th one speaks Responses)."""
-    return tuple(
-        chat_model(
-            f"emu-model-{index:05d}",
-            name=f"Emulated model {index}",
-            endpoints=("/responses",) if index % responses_every == 0 else ("/chat/completions",),
-        )
-        for index in range(count)
-    )
 
 
 @dataclass(frozen=True)
@@ -115,17 +65,30 @@ class Scenario:
     ``pending_polls`` authorization_pending answers, then ``login_result``
     (``"approved"``, ``"access_denied"``, ``"expired_token"`` or any other OAuth error
     string). With ``auto_approve=False`` polls stay pending until
-    :meth:`GitHubEmulator.authorize` (or ``deny``) is called.
+    :meth:`GitHubEmulator.authorize` (or ``deny``) is called. The answers are JSON when the
+    request says ``Accept: application/json`` and form-encoded otherwise, as on github.com.
 
-    Exchange: ``entitlement`` (a notification id such as ``"no_copilot_access"``) answers
-    403; ``revoked`` answers 401 (and ``/user`` 401); ``exchange_failures`` /
-    ``models_failures`` are statuses served before success (e.g. ``(429,)``, ``(503,)``)
-    with ``retry_after`` as their ``Retry-After``; ``api_endpoint`` is the
-    ``endpoints.api`` the exchange names (set it off the allowlist to test refusal).
+    Exchange: ``entitlement`` (a notification id such as ``"no_copilot_access"`` or
+    ``"not_signed_up"``) answers 403; ``revoked`` answers 401 (and ``/user`` 401);
+    ``exchange_failures`` / ``models_failures`` are statuses served before success (e.g.
+    ``(429,)``, ``(503,)``) with ``retry_after`` as their ``Retry-After``; ``api_endpoint``
+    is the ``endpoints.api`` the exchange names (set it off the allowlist to test refusal;
+    ``https://api.enterprise.githubcopilot.com`` answers a stale session with 403, as that
+    host does). ``copilot_client_ids`` are the OAuth apps whose tokens the exchange accepts
+    (a token is issued for the ``client_id`` its login used; the emulator's initial token is
+    VS Code's); a personal access token (``ghp_``/``github_pat_``) is refused with 403.
+
+    Model requests: ``min_editor_version`` maps a model id to the lowest ``Editor-Version``
+    (``"1.104.1"``) it serves (400 ``model_not_supported_in_version`` below it);
+    ``min_api_version`` (``"2025-05-01"``) and ``min_client_version`` (``"1.109.2"``) are
+    floors under which every Copilot request gets HTTP 466. ``stream_events`` is the number
+    of text deltas a streamed answer carries and ``stream_pause`` the seconds between its
+    events. ``lenient`` names checks of ``CHECKS`` to skip.
 
     Hostile answers per endpoint name (see ``ENDPOINTS``): ``malformed`` (not JSON),
     ``oversized`` (a body over the adapter's cap, sent chunked), ``slow`` (seconds to stall
-    before answering), ``answers`` (an exact :class:`RawAnswer`).
+    before answering), ``drip`` (seconds between the single bytes of the body: each read
+    is quick, the whole answer is not), ``answers`` (an exact :class:`RawAnswer`).
     """
 
     user_code: str = "WDJB-MJHT"
@@ -147,17 +110,43 @@ class Scenario:
     refresh_in: int | None = 1500
     sku: str = "copilot_for_individuals"
     clock_skew: float = 0.0
+    copilot_client_ids: frozenset[str] = frozenset({VSCODE_CLIENT_ID})
     models: tuple[Mapping[str, object], ...] = field(default_factory=default_models)
+    min_editor_version: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    min_api_version: str | None = None
+    min_client_version: str | None = None
+    stream_events: int = 4
+    stream_pause: float = 0.0
+    lenient: frozenset[str] = frozenset()
     malformed: frozenset[str] = frozenset()
     oversized: frozenset[str] = frozenset()
     slow: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    drip: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     answers: Mapping[str, RawAnswer] = field(default_factory=lambda: MappingProxyType({}))
 
     def __post_init__(self) -> None:
-        for name in (*self.malformed, *self.oversized, *self.slow, *self.answers):
+        for name in (*self.malformed, *self.oversized, *self.slow, *self.drip, *self.answers):
             if name not in ENDPOINTS:
                 raise ValueError(f"unknown emulated endpoint {name!r}; one of {sorted(ENDPOINTS)}")
+        for check in self.lenient:
+            if check not in CHECKS:
+                raise ValueError(f"unknown check {check!r}; one of {sorted(CHECKS)}")
+        for floor in (*self.min_editor_version.values(), self.min_client_version):
+            if floor is not None and not _VERSION.fullmatch(floor):
+                raise ValueError(f"an editor version floor is dotted numbers, not {floor!r}")
+        if self.min_api_version is not None and not _API_VERSION.fullmatch(self.min_api_version):
+            raise ValueError("min_api_version is a date like 2025-05-01")
+        if self.stream_events < 1:
+            raise ValueError("stream_events must be at least 1")
+        if self.stream_pause < 0 or any(pause <= 0 for pause in self.drip.values()):
+            raise ValueError("pauses are positive seconds")
         # Freeze caller-supplied dicts so a running emulator never sees them change.
-        object.__setattr__(self, "slow", MappingProxyType(dict(self.slow)))
-        object.__setattr__(self, "answers", MappingProxyType(dict(self.answers)))
+        for name in ("slow", "drip", "answers", "min_editor_version"):
+            object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
+        for name in ("lenient", "copilot_client_ids", "malformed", "oversized"):
+            object.__setattr__(self, name, frozenset(getattr(self, name)))
         object.__setattr__(self, "models", tuple(self.models))
+
+    def strict(self, check: str) -> bool:
+        """Whether the emulated service makes the refusal named ``check`` (see ``CHECKS``)."""
+        return check not in self.lenient

@@ -1,10 +1,18 @@
-"""The emulated GitHub: state, routing and answers, served by a threaded stdlib server."""
+"""The emulated GitHub: state, routing and answers, served by a threaded stdlib server.
+
+Each rule below models what the real service was seen to do; docs/EMULATOR.md lists the
+facts and where they were observed.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import email.utils
 import json
+import re
 import secrets
+import select
+import socket
 import sys
 import threading
 import time
@@ -15,9 +23,20 @@ from types import MappingProxyType
 from typing import Any
 
 from .._origin import default_allowlist
-from ..github._oauth import DEVICE_CODE_GRANT_TYPE
+from ._protocols import PROTOCOL_PATHS, has_image, read_request, reply
 from ._record import RecordedRequest
-from ._scenario import RawAnswer, Scenario
+from ._scenario import VSCODE_CLIENT_ID, RawAnswer, Scenario
+from ._wire import (
+    DEVICE_CODE_GRANT_TYPE,
+    Answer,
+    copilot_error,
+    copilot_request_id,
+    copilot_text,
+    github_json,
+    github_request_id,
+    json_answer,
+    oauth_answer,
+)
 
 __all__ = ["COPILOT_HOSTS", "EmulatorState", "ROUTED_HOSTS", "make_server"]
 
@@ -25,17 +44,65 @@ GITHUB_HOST = "github.com"
 API_HOST = "api.github.com"
 COPILOT_HOSTS = frozenset(origin.partition("://")[2] for origin in default_allowlist().origins)
 ROUTED_HOSTS = frozenset({GITHUB_HOST, API_HOST, *COPILOT_HOSTS})
+# The one Copilot host seen answering a stale session with a bare 403 instead of 401.
+ENTERPRISE_HOST = "api.enterprise.githubcopilot.com"
 
 _SMALL_OVER = 64 * 1024 + 4096
 _LARGE_OVER = 8 * 1024 * 1024 + 4096
 _MALFORMED = b'{"this is": not JSON at all'
+# Prefixes GitHub gives personal access tokens (classic and fine-grained).
+_PAT_PREFIXES = ("ghp_", "github_pat_")
+_NUMBERS = re.compile(r"\d+(?:\.\d+)*")
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
-_Answer = tuple[int, dict[str, str], bytes]
+# notification_id -> (title, message, url) of the exchange's 403, as seen for the ids whose
+# texts are public; other ids get the generic "Contact Support" text the service also sends.
+_ENTITLEMENTS = {
+    "no_copilot_access": (
+        "Signup for GitHub Copilot",
+        "No access to GitHub Copilot found. You are currently logged in as {login}.",
+        "https://github.com/github-copilot/signup?editor={EDITOR}",
+    ),
+    "not_signed_up": (
+        "Signup for GitHub Copilot",
+        "No access to GitHub Copilot found. You are currently logged in as {login}.",
+        "https://github.com/github-copilot/signup?editor={EDITOR}",
+    ),
+    "subscription_ended": (
+        "GitHub Copilot subscription ended",
+        "Thank you for using GitHub Copilot. Your subscription has ended. "
+        "You are currently logged in as {login}.",
+        "https://github.com/settings/copilot",
+    ),
+}
+_SUPPORT = (
+    "Contact Support",
+    "Contact Support. You are currently logged in as {login}.",
+    "https://support.github.com",
+)
 
 
-def _json(status: int, value: object, **headers: str) -> _Answer:
-    body = json.dumps(value).encode()
-    return status, {"Content-Type": "application/json", **headers}, body
+def _version(text: str) -> tuple[int, ...]:
+    """The numeric version in an ``Editor-Version`` (``vscode/1.104.1`` -> (1, 104, 1));
+    a value without one counts as the oldest."""
+    match = _NUMBERS.search(text.rpartition("/")[2])
+    return tuple(int(part) for part in match.group().split(".")) if match else (0,)
+
+
+def _served_paths(models: tuple[Mapping[str, object], ...]) -> dict[str, frozenset[str]]:
+    """Model id -> the paths the API serves it on. The first entry of an id wins; an entry
+    without ``supported_endpoints`` is served on ``/chat/completions`` only."""
+    served: dict[str, frozenset[str]] = {}
+    for item in models:
+        model_id = item.get("id")
+        if not isinstance(model_id, str) or model_id in served:
+            continue
+        endpoints = item.get("supported_endpoints")
+        if isinstance(endpoints, list):
+            served[model_id] = frozenset(e for e in endpoints if isinstance(e, str))
+        else:
+            served[model_id] = frozenset({"/chat/completions"})
+    return served
 
 
 class EmulatorState:
@@ -44,17 +111,23 @@ class EmulatorState:
     def __init__(self, scenario: Scenario) -> None:
         self.scenario = scenario
         self.lock = threading.Lock()
+        self.changed = threading.Condition(self.lock)
+        self.stopping = threading.Event()
         self.github_token = "gho_" + secrets.token_hex(18)
         self.device_codes: list[str] = []
         self.session_tokens: list[str] = []
         self.requests: list[RecordedRequest] = []
         self.refused: list[str] = []
+        self._generation = 0
         self._polls: dict[str, int] = {}
         self._decision: str | None = None
         self._revoked_login = scenario.revoked
+        # The OAuth app the GitHub token was issued for: VS Code's until a login says else.
+        self._token_client = VSCODE_CLIENT_ID
         self._valid_sessions: dict[str, float] = {}
         self._exchange_failures = list(scenario.exchange_failures)
         self._models_failures = list(scenario.models_failures)
+        self._served = _served_paths(scenario.models)
         self._serial = 0
 
     # -- controls used by GitHubEmulator ---------------------------------------------------
@@ -74,6 +147,27 @@ class EmulatorState:
     def now(self) -> float:
         return time.time() + self.scenario.clock_skew
 
+    # -- the record ------------------------------------------------------------------------
+
+    def remember(self, record: RecordedRequest) -> tuple[int, int]:
+        with self.lock:
+            self.requests.append(record)
+            return self._generation, len(self.requests) - 1
+
+    def update(self, where: tuple[int, int], **changes: Any) -> None:
+        with self.changed:
+            generation, index = where
+            if generation != self._generation:
+                return  # the test cleared the record meanwhile
+            self.requests[index] = dataclasses.replace(self.requests[index], **changes)
+            self.changed.notify_all()
+
+    def clear(self) -> None:
+        with self.lock:
+            self._generation += 1
+            self.requests.clear()
+            self.refused.clear()
+
     # -- routing ---------------------------------------------------------------------------
 
     @staticmethod
@@ -90,23 +184,24 @@ class EmulatorState:
         if host in COPILOT_HOSTS:
             if (method, path) == ("GET", "/models"):
                 return "models"
-            if (method, path) == ("POST", "/chat/completions"):
-                return "chat"
-            if (method, path) == ("POST", "/responses"):
-                return "responses"
+            for name, protocol_path in PROTOCOL_PATHS.items():
+                if (method, path) == ("POST", protocol_path):
+                    return name
         return None
 
-    def answer(self, endpoint: str, request: RecordedRequest) -> _Answer:
+    def answer(self, endpoint: str, request: RecordedRequest) -> Answer:
+        if endpoint in PROTOCOL_PATHS:
+            return self._inference(request, endpoint)
         handler = getattr(self, f"_{endpoint}")
-        result: _Answer = handler(request)
+        result: Answer = handler(request)
         return result
 
     # -- GitHub ----------------------------------------------------------------------------
 
-    def _device_code(self, request: RecordedRequest) -> _Answer:
+    def _device_code(self, request: RecordedRequest) -> Answer:
         form = request.form or {}
         if not form.get("client_id"):
-            return _json(200, {"error": "unauthorized_client"})
+            return oauth_answer(request.headers, {"error": "unauthorized_client"})
         code = secrets.token_hex(20)
         with self.lock:
             self.device_codes.append(code)
@@ -120,41 +215,47 @@ class EmulatorState:
         }
         if s.interval is not None:
             value["interval"] = s.interval
-        return _json(200, value)
+        return oauth_answer(request.headers, value)
 
-    def _access_token(self, request: RecordedRequest) -> _Answer:
+    def _access_token(self, request: RecordedRequest) -> Answer:
         form = request.form or {}
         s = self.scenario
+
+        def oauth(value: Mapping[str, object]) -> Answer:
+            # github.com answers every poll with HTTP 200, errors included.
+            return oauth_answer(request.headers, value)
+
         if form.get("grant_type") != DEVICE_CODE_GRANT_TYPE:
-            return _json(200, {"error": "unsupported_grant_type"})
+            return oauth({"error": "unsupported_grant_type"})
         code = form.get("device_code", "")
         with self.lock:
             if code not in self._polls or not form.get("client_id"):
-                return _json(200, {"error": "incorrect_device_code"})
+                return oauth({"error": "incorrect_device_code"})
             count = self._polls[code]
             self._polls[code] = count + 1
             decision = self._decision
         interval = s.interval if s.interval is not None else 5
         if count < s.slow_down_polls:
-            return _json(200, {"error": "slow_down", "interval": interval + 5 * (count + 1)})
+            # slow_down adds 5 seconds and names the new interval.
+            return oauth({"error": "slow_down", "interval": interval + 5 * (count + 1)})
         if count < s.slow_down_polls + s.pending_polls:
-            return _json(200, {"error": "authorization_pending"})
+            return oauth({"error": "authorization_pending"})
         result = s.login_result if s.auto_approve else decision
         if result is None:
-            return _json(200, {"error": "authorization_pending"})
+            return oauth({"error": "authorization_pending"})
         if result != "approved":
-            return _json(
-                200,
+            return oauth(
                 {
                     "error": result,
                     "error_description": f"emulated {result}",
                     "error_uri": "https://docs.github.com/developers/apps",
-                },
+                }
             )
         with self.lock:
             del self._polls[code]  # a device code is good for one token
-        return _json(
-            200, {"access_token": self.github_token, "token_type": "bearer", "scope": "read:user"}
+            self._token_client = form["client_id"]
+        return oauth(
+            {"access_token": self.github_token, "token_type": "bearer", "scope": "read:user"}
         )
 
     def _github_auth_ok(self, request: RecordedRequest) -> bool:
@@ -167,27 +268,37 @@ class EmulatorState:
             and not revoked
         )
 
-    def _copilot_token(self, request: RecordedRequest) -> _Answer:
+    def _copilot_token(self, request: RecordedRequest) -> Answer:
         s = self.scenario
+        presented = request.headers.get("authorization", "").partition(" ")[2]
+        if presented.startswith(_PAT_PREFIXES):
+            # A personal access token (classic or fine-grained) is never exchanged.
+            return github_json(403, "Resource not accessible by personal access token")
         if not self._github_auth_ok(request):
-            return _json(401, {"message": "Bad credentials", "status": "401"})
+            return github_json(401, "Bad credentials")
+        with self.lock:
+            client = self._token_client
+        if s.strict("copilot_client_id") and client not in s.copilot_client_ids:
+            # A token of an OAuth app GitHub has not enabled for Copilot (gh's, your own).
+            return github_json(404, "Not Found")
         with self.lock:
             failure = self._exchange_failures.pop(0) if self._exchange_failures else None
         if failure is not None:
             return self._failure(failure)
         if s.entitlement is not None:
-            return _json(
-                403,
-                {
-                    "error_details": {
-                        "url": "https://github.com/settings/copilot",
-                        "message": f"Emulated refusal for {s.account}.",
-                        "title": "Emulated Copilot refusal",
-                        "notification_id": s.entitlement,
-                    },
-                    "message": "Resource not accessible by integration",
+            title, message, url = _ENTITLEMENTS.get(s.entitlement, _SUPPORT)
+            value: dict[str, object] = {
+                "error_details": {
+                    "url": url,
+                    "message": message.format(login=s.account),
+                    "title": title,
+                    "notification_id": s.entitlement,
                 },
-            )
+                "message": "Resource not accessible by integration",
+            }
+            if s.entitlement in ("no_copilot_access", "not_signed_up"):
+                value["can_signup_for_limited"] = True
+            return json_answer(403, value)
         now = self.now()
         expires_at = int(now + s.session_lifetime)
         token = (
@@ -197,7 +308,7 @@ class EmulatorState:
         with self.lock:
             self.session_tokens.append(token)
             self._valid_sessions[token] = expires_at
-        value: dict[str, object] = {
+        value = {
             "token": token,
             "expires_at": expires_at,
             "endpoints": {"api": s.api_endpoint, "telemetry": "https://telemetry.invalid"},
@@ -206,20 +317,20 @@ class EmulatorState:
         }
         if s.refresh_in is not None:
             value["refresh_in"] = s.refresh_in
-        return _json(200, value)
+        return json_answer(200, value)
 
-    def _user(self, request: RecordedRequest) -> _Answer:
+    def _user(self, request: RecordedRequest) -> Answer:
         if not self._github_auth_ok(request):
-            return _json(401, {"message": "Bad credentials", "status": "401"})
-        return _json(200, {"login": self.scenario.account, "id": 583231, "type": "User"})
+            return github_json(401, "Bad credentials")
+        return json_answer(200, {"login": self.scenario.account, "id": 583231, "type": "User"})
 
-    def _failure(self, status: int) -> _Answer:
-        headers = {}
+    def _failure(self, status: int) -> Answer:
+        extra: tuple[tuple[str, str], ...] = ()
         if self.scenario.retry_after is not None:
-            headers["Retry-After"] = self.scenario.retry_after
+            extra = (("Retry-After", self.scenario.retry_after),)
         if status == 429:
-            return _json(429, {"message": "API rate limit exceeded"}, **headers)
-        return _json(status, {"message": "emulated failure"}, **headers)
+            return github_json(429, "API rate limit exceeded", *extra)
+        return github_json(status, "emulated failure", *extra)
 
     # -- the Copilot API -------------------------------------------------------------------
 
@@ -231,102 +342,114 @@ class EmulatorState:
             expires_at = self._valid_sessions.get(value)
         return expires_at is not None and self.now() < expires_at
 
-    def _eligible(self) -> dict[str, str]:
-        """Model id -> "chat" / "responses" for the models the API would serve."""
-        served: dict[str, str] = {}
-        for item in self.scenario.models:
-            model_id = item.get("id")
-            endpoints = item.get("supported_endpoints")
-            if not isinstance(model_id, str):
-                continue
-            if isinstance(endpoints, list):
-                if "/responses" in endpoints:
-                    served[model_id] = "responses" if "/chat/completions" not in endpoints else "*"
-                elif "/chat/completions" in endpoints:
-                    served[model_id] = "chat"
-            else:
-                served[model_id] = "chat"
-        return served
+    def _stale(self, request: RecordedRequest) -> bool:
+        value = request.headers.get("authorization", "").partition(" ")[2]
+        with self.lock:
+            return value in self.session_tokens
 
-    def _models(self, request: RecordedRequest) -> _Answer:
+    def _copilot_gate(self, request: RecordedRequest) -> Answer | None:
+        """The checks every Copilot API request passes, in the service's order."""
+        s, headers = self.scenario, request.headers
         if not self._session_ok(request):
-            return _json(401, {"error": {"message": "unauthorized: token expired"}})
+            if request.host == ENTERPRISE_HOST and self._stale(request):
+                # The enterprise host answers an expired or revoked session with a bare 403.
+                return copilot_text(403, "forbidden")
+            return copilot_text(401, "unauthorized: token expired")
+        if s.strict("editor_version") and not headers.get("editor-version"):
+            return copilot_text(400, "bad request: missing Editor-Version header for IDE auth")
+        if s.strict("integration_id") and not headers.get("copilot-integration-id"):
+            return copilot_text(400, "bad request: missing required Copilot-Integration-Id header")
+        api_version = headers.get("x-github-api-version")
+        if s.min_api_version is not None and api_version is not None:
+            api_version = api_version.strip()
+            if not _DATE.fullmatch(api_version) or api_version < s.min_api_version:
+                return copilot_text(
+                    466,
+                    "bad request: the specified API version is no longer supported. "
+                    "You may need to update your client to a newer version.",
+                )
+        floor = s.min_client_version
+        if floor is not None and _version(headers.get("editor-version", "")) < _version(floor):
+            return copilot_text(
+                466,
+                "bad request: the VS Code version you are using is no longer supported. "
+                f"Please upgrade VS Code to version {floor}+.",
+            )
+        return None
+
+    def _models(self, request: RecordedRequest) -> Answer:
+        refusal = self._copilot_gate(request)
+        if refusal is not None:
+            return refusal
         with self.lock:
             failure = self._models_failures.pop(0) if self._models_failures else None
         if failure is not None:
             return self._failure(failure)
-        return _json(200, {"data": [dict(m) for m in self.scenario.models], "object": "list"})
+        return json_answer(200, {"data": [dict(m) for m in self.scenario.models], "object": "list"})
 
-    def _inference(self, request: RecordedRequest, kind: str) -> tuple[int, Any]:
-        if not self._session_ok(request):
-            return 401, {"error": {"message": "unauthorized: token expired or invalid"}}
-        if not request.headers.get("copilot-integration-id"):
-            return 400, {"error": {"message": "missing Copilot-Integration-Id"}}
+    def _inference(self, request: RecordedRequest, protocol: str) -> Answer:
+        s = self.scenario
+        refusal = self._copilot_gate(request)
+        if refusal is not None:
+            return refusal
         try:
             payload = json.loads(request.body or b"{}")
         except ValueError:
-            return 400, {"error": {"message": "the body is not JSON"}}
-        model = payload.get("model") if isinstance(payload, dict) else None
-        served = self._eligible().get(model) if isinstance(model, str) else None
-        if served is None or served not in (kind, "*"):
-            return 400, {"error": {"message": "model not supported", "code": "model_not_supported"}}
+            payload = None
+        if not isinstance(payload, dict):
+            return copilot_error(
+                400, "the request body is not a JSON object", "invalid_request_body"
+            )
+        model = payload.get("model")
+        paths = self._served.get(model) if isinstance(model, str) else None
+        if not isinstance(model, str) or paths is None:
+            return copilot_error(
+                400,
+                "The requested model is not supported.",
+                "model_not_supported",
+                param="model",
+                type="invalid_request_error",
+            )
+        floor = s.min_editor_version.get(model)
+        if floor is not None and _version(request.headers.get("editor-version", "")) < _version(
+            floor
+        ):
+            # Checked before the endpoint: the service answers this on any path.
+            return copilot_error(
+                400,
+                f"model {model} is not supported in this VS Code version. "
+                f"Please update it to version {floor} or newer",
+                "model_not_supported_in_version",
+            )
+        path = PROTOCOL_PATHS[protocol]
+        if s.strict("model_endpoint") and path not in paths:
+            return copilot_error(400, _wrong_endpoint(model, protocol), "unsupported_api_for_model")
+        if s.strict("vision_header") and has_image(payload, protocol) and not request.vision:
+            return copilot_error(
+                400, "missing required Copilot-Vision-Request header for vision requests", ""
+            )
         with self.lock:
             self._serial += 1
             serial = self._serial
-        return 200, {"model": model, "serial": serial, "payload": payload}
+        exchange = read_request(payload, protocol, model, serial)
+        whole, events = reply(exchange, s.stream_events, int(self.now()))
+        if exchange.stream:
+            headers = (("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"))
+            return Answer(200, headers, events=events)
+        return json_answer(200, whole)
 
-    def _chat(self, request: RecordedRequest) -> _Answer:
-        status, value = self._inference(request, "chat")
-        if status != 200:
-            return _json(status, value)
-        messages = value["payload"].get("messages") or [{}]
-        last = messages[-1] if isinstance(messages[-1], dict) else {}
-        text = f"echo: {last.get('content', '')}"
-        return _json(
-            200,
-            {
-                "id": f"chatcmpl-emu-{value['serial']}",
-                "object": "chat.completion",
-                "created": int(self.now()),
-                "model": value["model"],
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": text},
-                        "finish_reason": "stop",
-                    }
-                ],
-                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-            },
-        )
 
-    def _responses(self, request: RecordedRequest) -> _Answer:
-        status, value = self._inference(request, "responses")
-        if status != 200:
-            return _json(status, value)
-        given = value["payload"].get("input", "")
-        text = f"echo: {given if isinstance(given, str) else json.dumps(given)[:200]}"
-        serial = value["serial"]
-        return _json(
-            200,
-            {
-                "id": f"resp_emu_{serial}",
-                "object": "response",
-                "created_at": int(self.now()),
-                "status": "completed",
-                "model": value["model"],
-                "output": [
-                    {
-                        "type": "message",
-                        "id": f"msg_emu_{serial}",
-                        "status": "completed",
-                        "role": "assistant",
-                        "content": [{"type": "output_text", "text": text, "annotations": []}],
-                    }
-                ],
-                "usage": {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2},
-            },
-        )
+def _wrong_endpoint(model: str, protocol: str) -> str:
+    """The service's words for a model asked on a path its entry does not list."""
+    if protocol == "chat":
+        return f'model "{model}" is not accessible via the /chat/completions endpoint'
+    if protocol == "responses":
+        return f"model {model} is not supported via Responses API."
+    return "no model endpoints available given user constraints"
+
+
+class _ClientGone(Exception):
+    """The client closed the connection while the emulator was still answering."""
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -335,6 +458,7 @@ class _Handler(BaseHTTPRequestHandler):
     # delayed ACK each keep-alive answer would stall ~40 ms.
     disable_nagle_algorithm = True
     server: _Server
+    _where: tuple[int, int] | None = None
 
     def log_message(self, format: str, *args: Any) -> None:
         # Silent: the emulator must not print anything, canaries included.
@@ -344,16 +468,38 @@ class _Handler(BaseHTTPRequestHandler):
         # The server's Date follows its (possibly skewed) clock, like a real server would.
         return email.utils.formatdate(self.server.state.now(), usegmt=True)
 
+    def _read_body(self) -> bytes:
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            parts: list[bytes] = []
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass  # trailers
+                    return b"".join(parts)
+                parts.append(self.rfile.read(size))
+                self.rfile.readline()
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length > 0 else b""
+
     def _serve(self) -> None:
         state = self.server.state
         split = urllib.parse.urlsplit(self.path)
         host = (self.headers.get("Host") or "").split(":")[0].lower()
-        length = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(length) if length > 0 else b""
+        body = self._read_body()
         headers = {k.lower(): v for k, v in self.headers.items()}
         form: Mapping[str, str] | None = None
-        if headers.get("content-type", "").startswith("application/x-www-form-urlencoded"):
+        kind = headers.get("content-type", "")
+        if kind.startswith("application/x-www-form-urlencoded"):
             form = MappingProxyType(dict(urllib.parse.parse_qsl(body.decode("latin-1"))))
+        elif host == GITHUB_HOST and kind.startswith("application/json"):
+            # github.com's OAuth endpoints take a JSON body as well as a form.
+            try:
+                value = json.loads(body or b"{}")
+            except ValueError:
+                value = None
+            if isinstance(value, dict):
+                form = MappingProxyType({str(k): str(v) for k, v in value.items()})
         endpoint = state.endpoint_of(self.command, host, split.path)
         record = RecordedRequest(
             method=self.command,
@@ -364,41 +510,100 @@ class _Handler(BaseHTTPRequestHandler):
             form=form,
             body=body,
             at=time.monotonic(),
+            request_id=github_request_id(),
         )
-        with state.lock:
-            state.requests.append(record)
+        self._where = state.remember(record)
         if endpoint is None:
-            self._send(404, {"Content-Type": "application/json"}, b'{"message":"Not Found"}')
+            if host in COPILOT_HOSTS:
+                # The Copilot API's Go router: plain text for an unknown path.
+                self._answer(copilot_text(404, "404 page not found"), record)
+            else:
+                self._answer(github_json(404, "Not Found"), record)
             return
         scenario = state.scenario
         delay = scenario.slow.get(endpoint)
         if delay:
-            time.sleep(delay)
+            self._pause(delay)
         raw = scenario.answers.get(endpoint)
         if raw is not None:
-            self._send_raw(raw)
+            self._answer(_raw(raw), record)
         elif endpoint in scenario.malformed:
-            self._send(200, {"Content-Type": "application/json"}, _MALFORMED)
+            self._answer(Answer(200, (("Content-Type", "application/json"),), _MALFORMED), record)
         elif endpoint in scenario.oversized:
-            self._send_unsized(_LARGE_OVER if endpoint == "models" else _SMALL_OVER)
+            self._send_unsized(_LARGE_OVER if endpoint == "models" else _SMALL_OVER, record)
         else:
-            self._send(*state.answer(endpoint, record))
+            drip = scenario.drip.get(endpoint)
+            self._answer(state.answer(endpoint, record), record, drip)
 
-    def _send(self, status: int, headers: Mapping[str, str], body: bytes) -> None:
+    def _start(
+        self, status: int, headers: tuple[tuple[str, str], ...], record: RecordedRequest
+    ) -> None:
         self.send_response(status)
-        for name, value in headers.items():
+        named = {name.lower() for name, _ in headers}
+        for name, value in headers:
             self.send_header(name, value)
-        self.send_header("Content-Length", str(len(body)))
+        # Every GitHub and Copilot answer carries GitHub's request id (clients show it and
+        # treat an error without one as coming from a proxy); Copilot hosts add their own.
+        if "x-github-request-id" not in named:
+            self.send_header("X-GitHub-Request-Id", record.request_id)
+        if record.host in COPILOT_HOSTS and "x-request-id" not in named:
+            self.send_header("X-Request-Id", copilot_request_id())
+        if self._where is not None:
+            self.server.state.update(self._where, status=status)
+
+    def _answer(self, answer: Answer, record: RecordedRequest, drip: float | None = None) -> None:
+        self._start(answer.status, answer.headers, record)
+        if answer.events is None:
+            self.send_header("Content-Length", str(len(answer.body)))
+            self.end_headers()
+            self._write(answer.body, drip)
+            return
+        # A stream: chunked, each event flushed on its own as the real server sends them.
+        self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        self.wfile.write(body)
+        pause = self.server.state.scenario.stream_pause
+        for index, event in enumerate(answer.events):
+            if index and pause:
+                self._pause(pause)
+            if drip:
+                self._write(event, drip, chunked=True)
+            else:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
+        self.wfile.write(b"0\r\n\r\n")
 
-    def _send_raw(self, raw: RawAnswer) -> None:
-        self._send(raw.status, dict(raw.headers), raw.body)
+    def _write(self, data: bytes, drip: float | None, *, chunked: bool = False) -> None:
+        if not drip:
+            self.wfile.write(data)
+            return
+        for index in range(len(data)):
+            if index:
+                self._pause(drip)
+            byte = data[index : index + 1]
+            self.wfile.write(b"1\r\n%s\r\n" % byte if chunked else byte)
 
-    def _send_unsized(self, size: int) -> None:
+    def _pause(self, seconds: float) -> None:
+        """Wait ``seconds``, noticing a client that hangs up meanwhile (a cancelled stream
+        is seen at once, not at the next write)."""
+        deadline = time.monotonic() + seconds
+        stopping = self.server.state.stopping
+        while (left := deadline - time.monotonic()) > 0:
+            if stopping.is_set():
+                raise _ClientGone
+            readable, _, _ = select.select([self.connection], [], [], min(left, 0.1))
+            if readable:
+                try:
+                    waiting = self.connection.recv(1, socket.MSG_PEEK)
+                except OSError:
+                    raise _ClientGone from None
+                if not waiting:
+                    raise _ClientGone
+                # A pipelined request is waiting: nothing to watch until the answer is out.
+                time.sleep(max(0.0, deadline - time.monotonic()))
+                return
+
+    def _send_unsized(self, size: int, record: RecordedRequest) -> None:
         # No Content-Length: the client must stop reading at its own cap.
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
+        self._start(200, (("Content-Type", "application/json"),), record)
         self.send_header("Connection", "close")
         self.end_headers()
         self.close_connection = True
@@ -411,14 +616,22 @@ class _Handler(BaseHTTPRequestHandler):
     def _guarded(self) -> None:
         try:
             self._serve()
-        except (BrokenPipeError, ConnectionResetError):
-            # The client gave up (a timeout test, a size cap): nothing to answer.
+        except (BrokenPipeError, ConnectionResetError, _ClientGone):
+            # The client gave up (a timeout test, a size cap, a cancelled stream).
             self.close_connection = True
+            if self._where is not None:
+                self.server.state.update(self._where, disconnected=True)
+        finally:
+            self._where = None  # the next request on this keep-alive connection
 
     do_GET = _guarded
     do_POST = _guarded
     do_PUT = _guarded
     do_DELETE = _guarded
+
+
+def _raw(raw: RawAnswer) -> Answer:
+    return Answer(raw.status, tuple(raw.headers), raw.body)
 
 
 class _Server(ThreadingHTTPServer):

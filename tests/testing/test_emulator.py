@@ -3,24 +3,33 @@
 from __future__ import annotations
 
 import email.utils
+import re
 import socket
 import time
+import urllib.parse
+import uuid
 
 import httpx2
 import pytest
 
 from copilot_host.testing import ENDPOINTS, GitHubEmulator, RawAnswer, Scenario, chat_model
+from tests.testing._support import copilot
 
 
 def test_scenario_is_frozen_and_checks_endpoint_names() -> None:
-    scenario = Scenario(slow={"models": 1.0})
+    floors = {"m": "1.0"}
+    scenario = Scenario(slow={"models": 1.0}, drip={"user": 0.1}, min_editor_version=floors)
     with pytest.raises(AttributeError):
         scenario.pending_polls = 3  # type: ignore[misc]
     with pytest.raises(TypeError):
         scenario.slow["models"] = 2.0  # type: ignore[index]
+    with pytest.raises(TypeError):
+        scenario.drip["user"] = 2.0  # type: ignore[index]
+    floors["m"] = "9.0"  # the caller's dict is copied
+    assert scenario.min_editor_version == {"m": "1.0"}
     with pytest.raises(ValueError, match="unknown emulated endpoint"):
         Scenario(malformed=frozenset({"nope"}))
-    assert {"device_code", "models", "chat", "responses"} <= ENDPOINTS
+    assert {"device_code", "models", "chat", "responses", "messages"} <= ENDPOINTS
 
 
 def test_each_run_issues_fresh_canary_tokens() -> None:
@@ -62,9 +71,10 @@ def test_requests_are_recorded_with_host_form_and_headers() -> None:
 
 
 def test_deny_after_pending() -> None:
+    accept = {"Accept": "application/json"}
     with (
         GitHubEmulator(Scenario(auto_approve=False)) as emu,
-        httpx2.Client(transport=emu.transport()) as client,
+        httpx2.Client(transport=emu.transport(), headers=accept) as client,
     ):
         code = client.post("https://github.com/login/device/code", data={"client_id": "x"}).json()[
             "device_code"
@@ -82,20 +92,67 @@ def test_deny_after_pending() -> None:
         assert client.post(url, data=bad).json()["error"] == "incorrect_device_code"
 
 
+def test_device_endpoints_answer_a_form_unless_json_is_asked_for() -> None:
+    """github.com answers the device flow form-encoded; JSON only for Accept: application/json.
+    It also takes a JSON request body."""
+    form_type = "application/x-www-form-urlencoded; charset=utf-8"
+    with (
+        GitHubEmulator(Scenario(pending_polls=1)) as emu,
+        httpx2.Client(transport=emu.transport()) as client,
+    ):
+        started = client.post("https://github.com/login/device/code", data={"client_id": "x"})
+        assert started.headers["content-type"] == form_type
+        fields = dict(urllib.parse.parse_qsl(started.text))
+        assert fields["verification_uri"] == "https://github.com/login/device"
+        assert (fields["user_code"], fields["interval"]) == ("WDJB-MJHT", "5")
+        poll = {
+            "client_id": "x",
+            "device_code": fields["device_code"],
+            "grant_type": "urn:ietf:params:oauth:grant-type:device_code",
+        }
+        url = "https://github.com/login/oauth/access_token"
+        pending = client.post(url, data=poll)
+        assert (pending.status_code, pending.headers["content-type"]) == (200, form_type)
+        assert dict(urllib.parse.parse_qsl(pending.text)) == {"error": "authorization_pending"}
+        granted = client.post(url, json=poll, headers={"Accept": "application/json"})
+        assert granted.headers["content-type"] == "application/json; charset=utf-8"
+        assert granted.json()["access_token"] == emu.github_token
+    assert emu.requests_to("access_token")[-1].form == poll
+
+
+REQUEST_ID = re.compile(r"[0-9A-F]+(?::[0-9A-F]+){4}")
+
+
+def test_every_answer_carries_the_request_ids_of_its_service() -> None:
+    with GitHubEmulator() as emu, httpx2.Client(transport=emu.transport()) as client:
+        origin, headers = copilot(emu, client)
+        answers = [
+            client.post("https://github.com/login/device/code", data={"client_id": "x"}),
+            client.get("https://api.github.com/user", headers={"Authorization": "token bad"}),
+            client.get("https://api.github.com/nowhere"),
+            client.get(f"{origin}/models", headers=headers),
+            client.post(f"{origin}/chat/completions", json={"model": "x"}, headers=headers),
+            client.get(f"{origin}/nowhere", headers=headers),
+        ]
+        records = emu.requests[1:]  # after the exchange inside copilot()
+    for answer, record in zip(answers, records, strict=True):
+        assert REQUEST_ID.fullmatch(answer.headers["x-github-request-id"])
+        assert answer.headers["x-github-request-id"] == record.request_id
+        assert record.status == answer.status_code
+        on_copilot = record.host.endswith("githubcopilot.com")
+        assert ("x-request-id" in answer.headers) == on_copilot
+        if on_copilot:
+            uuid.UUID(answer.headers["x-request-id"])
+    assert (answers[-1].status_code, answers[-1].text) == (404, "404 page not found\n")
+    assert answers[2].json()["message"] == "Not Found"
+
+
 def test_inference_checks_bearer_model_and_protocol() -> None:
     with (
         GitHubEmulator(Scenario(models=(chat_model("only-chat"),))) as emu,
         httpx2.Client(transport=emu.transport()) as client,
     ):
-        exchange = client.get(
-            "https://api.github.com/copilot_internal/v2/token",
-            headers={"Authorization": f"token {emu.github_token}"},
-        ).json()
-        base = exchange["endpoints"]["api"]
-        good = {
-            "Authorization": f"Bearer {exchange['token']}",
-            "Copilot-Integration-Id": "vscode-chat",
-        }
+        base, good = copilot(emu, client)
         body = {"model": "only-chat", "messages": [{"role": "user", "content": "hi"}]}
         assert client.post(f"{base}/chat/completions", json=body, headers=good).status_code == 200
         assert (
@@ -136,3 +193,5 @@ def test_raw_answers_replace_an_endpoint() -> None:
     ):
         answer = client.get("https://api.github.com/user")
     assert (answer.status_code, answer.content) == (418, b"teapot")
+    assert answer.headers["content-type"] == "text/plain"
+    assert answer.headers["x-github-request-id"] == emu.requests[0].request_id

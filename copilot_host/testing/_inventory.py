@@ -1,0 +1,547 @@
+"""Model inventories shaped like the Copilot API's ``GET /models`` answer.
+
+``default_models()`` is small and tidy; ``realistic_models()`` is what a real account sees:
+dozens of entries, many without ``supported_endpoints``, odd names, odd limits, policy
+states other than enabled, a duplicate id, an id with ``/``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = ["chat_model", "default_models", "inventory_of", "realistic_models"]
+
+
+def chat_model(
+    model_id: str,
+    *,
+    name: str | None = None,
+    endpoints: Sequence[str] | None = ("/chat/completions",),
+    kind: str = "chat",
+    vision: bool = False,
+    reasoning: bool = False,
+    picker: bool = True,
+    policy: str | None = "enabled",
+    context_window: float | None = 128_000,
+    max_output_tokens: float | None = 16_384,
+) -> dict[str, object]:
+    """One inventory entry shaped like the Copilot API's ``GET /models`` items.
+
+    ``endpoints=None`` leaves ``supported_endpoints`` out, as the service does for older
+    models (it then serves them on ``/chat/completions`` only).
+    """
+    supports: dict[str, object] = {"streaming": True, "tool_calls": True}
+    if vision:
+        supports["vision"] = True
+    if reasoning:
+        supports["reasoning_effort"] = ["low", "medium", "high"]
+    limits: dict[str, object] = {}
+    if context_window is not None:
+        limits["max_context_window_tokens"] = context_window
+    if max_output_tokens is not None:
+        limits["max_output_tokens"] = max_output_tokens
+    item: dict[str, object] = {
+        "id": model_id,
+        "name": name if name is not None else model_id,
+        "object": "model",
+        "vendor": "emulated",
+        "version": model_id,
+        "preview": False,
+        "model_picker_enabled": picker,
+        "capabilities": {
+            "type": kind,
+            "family": model_id,
+            "object": "model_capabilities",
+            "limits": limits,
+            "supports": supports,
+        },
+    }
+    if policy is not None:
+        item["policy"] = {"state": policy, "terms": "emulated terms"}
+    if endpoints is not None:
+        item["supported_endpoints"] = list(endpoints)
+    return item
+
+
+def default_models() -> tuple[dict[str, object], ...]:
+    """A small inventory covering each eligibility rule of model discovery."""
+    return (
+        chat_model("gpt-4.1", name="GPT-4.1", vision=True),
+        chat_model(
+            "gpt-5-mini",
+            name="GPT-5 mini",
+            endpoints=("/chat/completions", "/responses"),
+            reasoning=True,
+        ),
+        chat_model("claude-sonnet-4", name="Claude Sonnet 4", endpoints=None, picker=False),
+        # Not eligible: an embedding model, a disabled policy, an Anthropic-only route.
+        chat_model("text-embedding-3-small", kind="embeddings", endpoints=None),
+        chat_model("o3-disabled", name="o3 (disabled)", policy="disabled"),
+        chat_model("claude-messages-only", endpoints=("/v1/messages",)),
+    )
+
+
+def inventory_of(count: int, *, responses_every: int = 3) -> tuple[dict[str, object], ...]:
+    """``count`` eligible models (every ``responses_every``-th one speaks Responses)."""
+    return tuple(
+        chat_model(
+            f"emu-model-{index:05d}",
+            name=f"Emulated model {index}",
+            endpoints=("/responses",) if index % responses_every == 0 else ("/chat/completions",),
+        )
+        for index in range(count)
+    )
+
+
+# -- a real account's inventory ------------------------------------------------------------
+
+# Since usage-based billing (mid 2026) every entry of a real answer carries this text.
+BILLING_WARNING = (
+    "Your billing plan has changed to usage-based billing and model multipliers no longer "
+    "apply. Please update your client to the latest version to see the new billing "
+    "information."
+)
+_MESSAGES = ("/v1/messages", "/chat/completions")
+_RESPONSES = ("/responses", "ws:/responses")
+_VISION_LIMITS = {
+    "max_prompt_image_size": 3_145_728,
+    "max_prompt_images": 1,
+    "supported_media_types": ["image/jpeg", "image/png", "image/webp", "image/gif"],
+}
+
+
+def _real(
+    model_id: str,
+    name: str,
+    vendor: str,
+    endpoints: Sequence[str] | None,
+    *,
+    kind: str = "chat",
+    family: str | None = None,
+    window: object = 128_000,
+    prompt: object = 128_000,
+    output: object = 16_384,
+    vision: bool = False,
+    reasoning: Sequence[str] = (),
+    picker: bool = True,
+    category: str | None = "versatile",
+    policy: str | None = "enabled",
+    premium: bool = False,
+    preview: bool = False,
+    **extra: Any,
+) -> dict[str, object]:
+    supports: dict[str, object] = {"streaming": True}
+    limits: dict[str, object] = {}
+    if kind == "chat":
+        supports.update(tool_calls=True, parallel_tool_calls=True, structured_outputs=True)
+        limits.update(max_context_window_tokens=window, max_prompt_tokens=prompt)
+        limits["max_output_tokens"] = output
+    if vision:
+        supports["vision"] = True
+        limits["vision"] = dict(_VISION_LIMITS)
+    if reasoning:
+        supports["reasoning_effort"] = list(reasoning)
+    item: dict[str, object] = {
+        "id": model_id,
+        "name": name,
+        "object": "model",
+        "vendor": vendor,
+        "version": model_id,
+        "preview": preview,
+        "model_picker_enabled": picker,
+        "is_chat_default": False,
+        "is_chat_fallback": False,
+        "billing": {"is_premium": premium, "multiplier": 1 if premium else 0},
+        "capabilities": {
+            "type": kind,
+            "family": family or model_id,
+            "object": "model_capabilities",
+            "tokenizer": "o200k_base",
+            "limits": limits,
+            "supports": supports,
+        },
+        "warning_message": BILLING_WARNING,
+    }
+    if category is not None and picker:
+        item["model_picker_category"] = category
+    if policy is not None:
+        item["policy"] = {"state": policy, "terms": f"Enable access to {name}."}
+    if endpoints is not None:
+        item["supported_endpoints"] = list(endpoints)
+    item.update(extra)
+    return item
+
+
+def realistic_models() -> tuple[dict[str, object], ...]:
+    """An inventory as a real individual account receives it (about fifty entries).
+
+    Modelled on real ``GET /models`` answers of 2025-2026. Besides ordinary Claude (Messages
+    and Chat), Gemini (Chat), GPT-5 (Responses and ``ws:/responses``) and legacy GPT-4
+    (no ``supported_endpoints`` at all) entries, it holds the odd ones a client must survive:
+
+    * ``gpt-5.3-codex-ws``: only ``ws:/responses``, a protocol no HTTP client speaks.
+    * ``claude-opus-5``: ``/v1/messages`` only.
+    * ``text-embedding-*`` (type ``embeddings``) and ``gpt-41-copilot`` (type ``completion``).
+    * policy states ``disabled`` (``o3``) and ``unconfigured`` (``gemini-3.1-pro-preview``);
+      no ``policy`` at all (``grok-4.5``, ``gpt-5.3-codex``).
+    * ``warning_message`` on every entry (the usage-billing notice) and a
+      ``warning_messages`` list on ``gpt-5.6-terra``.
+    * billing fields (``billing.is_premium``, ``multiplier``, ``restricted_to``).
+    * limits of ``0`` (``trajectory-compaction`` output), a whole float
+      (``grok-4.6``: ``500000.0``) and a fractional float (``grok-4.5``: ``64000.5``).
+    * names with an apostrophe (``Raptor's Edge (Preview)``) and an en dash
+      (``Claude Opus 4.8 \u2013 1M context``).
+    * ``gpt-4o`` listed twice (two versions under one id).
+    * ``byok/phi-4``: an enterprise bring-your-own-key id containing ``/``.
+    """
+    return (
+        _real(
+            "claude-opus-4.6",
+            "Claude Opus 4.6",
+            "Anthropic",
+            _MESSAGES,
+            premium=True,
+            window=1_000_000,
+            prompt=936_000,
+            output=64_000,
+            vision=True,
+            category="powerful",
+        ),
+        _real(
+            "claude-opus-4.7",
+            "Claude Opus 4.7",
+            "Anthropic",
+            _MESSAGES,
+            premium=True,
+            window=1_000_000,
+            prompt=936_000,
+            output=64_000,
+            vision=True,
+            category="powerful",
+        ),
+        _real(
+            "claude-opus-4.8",
+            "Claude Opus 4.8 \u2013 1M context",
+            "Anthropic",
+            _MESSAGES,
+            premium=True,
+            window=1_000_000,
+            prompt=936_000,
+            output=64_000,
+            vision=True,
+            category="powerful",
+        ),
+        _real(
+            "claude-opus-5",
+            "Claude Opus 5",
+            "Anthropic",
+            ("/v1/messages",),
+            premium=True,
+            window=1_000_000,
+            prompt=936_000,
+            output=64_000,
+            vision=True,
+            category="powerful",
+            reasoning=("low", "medium", "high", "max"),
+        ),
+        _real(
+            "claude-sonnet-4.6",
+            "Claude Sonnet 4.6",
+            "Anthropic",
+            ("/chat/completions", "/v1/messages"),
+            premium=True,
+            window=1_000_000,
+            prompt=936_000,
+            output=64_000,
+            vision=True,
+        ),
+        _real(
+            "claude-sonnet-5",
+            "Claude Sonnet 5",
+            "Anthropic",
+            _MESSAGES,
+            premium=True,
+            window=1_000_000,
+            prompt=936_000,
+            output=64_000,
+            vision=True,
+        ),
+        _real(
+            "claude-haiku-4.5",
+            "Claude Haiku 4.5",
+            "Anthropic",
+            ("/chat/completions", "/v1/messages"),
+            window=200_000,
+            prompt=136_000,
+            output=64_000,
+            vision=True,
+            category="lightweight",
+        ),
+        _real(
+            "gemini-3.1-pro-preview",
+            "Gemini 3.1 Pro (Preview)",
+            "Google",
+            ("/chat/completions",),
+            preview=True,
+            policy="unconfigured",
+            window=1_000_000,
+            prompt=936_000,
+            output=64_000,
+            vision=True,
+            category="powerful",
+        ),
+        _real(
+            "gemini-3.5-flash",
+            "Gemini 3.5 Flash",
+            "Google",
+            ("/chat/completions",),
+            window=1_000_000,
+            prompt=936_000,
+            output=64_000,
+            vision=True,
+            category="lightweight",
+        ),
+        _real(
+            "gemini-3.6-flash",
+            "Gemini 3.6 Flash",
+            "Google",
+            ("/chat/completions",),
+            window=1_000_000,
+            prompt=936_000,
+            output=64_000,
+        ),
+        _real(
+            "gemini-3.7-flash",
+            "Gemini 3.7 Flash",
+            "Google",
+            ("/chat/completions",),
+            window=1_000_000,
+            prompt=936_000,
+            output=64_000,
+        ),
+        _real(
+            "gpt-5.3-codex",
+            "GPT-5.3-Codex",
+            "OpenAI",
+            _RESPONSES,
+            policy=None,
+            window=400_000,
+            prompt=272_000,
+            output=128_000,
+            reasoning=("low", "medium", "high", "xhigh"),
+            is_chat_default=True,
+            is_chat_fallback=True,
+        ),
+        _real(
+            "gpt-5.3-codex-ws",
+            "GPT-5.3-Codex (WebSocket)",
+            "OpenAI",
+            ("ws:/responses",),
+            window=400_000,
+            prompt=272_000,
+            output=128_000,
+            picker=False,
+        ),
+        _real(
+            "gpt-5.4-mini",
+            "GPT-5.4 mini",
+            "OpenAI",
+            _RESPONSES,
+            window=400_000,
+            prompt=272_000,
+            output=128_000,
+            reasoning=("minimal", "low", "medium", "high"),
+            category="lightweight",
+        ),
+        _real(
+            "gpt-5.4",
+            "GPT-5.4",
+            "OpenAI",
+            ("/responses", "/chat/completions", "ws:/responses"),
+            premium=True,
+            window=1_050_000,
+            prompt=922_000,
+            output=128_000,
+            vision=True,
+            reasoning=("none", "low", "medium", "high", "xhigh"),
+        ),
+        _real(
+            "gpt-5.5",
+            "GPT-5.5",
+            "OpenAI",
+            _RESPONSES,
+            premium=True,
+            window=1_050_000,
+            prompt=922_000,
+            output=128_000,
+            vision=True,
+            reasoning=("low", "medium", "high"),
+        ),
+        _real(
+            "gpt-5.6-luna",
+            "GPT-5.6 Luna",
+            "OpenAI",
+            _RESPONSES,
+            premium=True,
+            window=1_050_000,
+            prompt=922_000,
+            output=128_000,
+        ),
+        _real(
+            "gpt-5.6-sol",
+            "GPT-5.6 Sol",
+            "OpenAI",
+            _RESPONSES,
+            premium=True,
+            window=1_050_000,
+            prompt=922_000,
+            output=128_000,
+        ),
+        _real(
+            "gpt-5.6-terra",
+            "GPT-5.6 Terra",
+            "OpenAI",
+            _RESPONSES,
+            premium=True,
+            window=1_050_000,
+            prompt=922_000,
+            output=128_000,
+            warning_messages=[
+                {"code": "usage_billing", "message": BILLING_WARNING},
+                {"code": "preview_terms", "message": "This model is in public preview."},
+            ],
+        ),
+        _real(
+            "grok-4.5",
+            "Grok 4.5",
+            "xAI",
+            ("/responses",),
+            policy=None,
+            window=500_000,
+            prompt=372_000,
+            output=64_000.5,
+        ),
+        _real(
+            "grok-4.6",
+            "Grok 4.6",
+            "xAI",
+            ("/responses",),
+            policy=None,
+            window=500_000.0,
+            prompt=372_000,
+            output=128_000,
+        ),
+        _real(
+            "mai-code-1-flash-picker",
+            "Raptor's Edge (Preview)",
+            "Microsoft",
+            ("/responses",),
+            family="oswe-vscode-modelD",
+            preview=True,
+        ),
+        _real(
+            "trajectory-compaction",
+            "Trajectory compaction",
+            "Fireworks",
+            ("/chat/completions",),
+            preview=True,
+            picker=False,
+            output=0,
+        ),
+        _real(
+            "gpt-5-mini",
+            "GPT-5 mini",
+            "Azure OpenAI",
+            ("/chat/completions", "/responses", "ws:/responses"),
+            window=264_000,
+            prompt=128_000,
+            output=64_000,
+            vision=True,
+            reasoning=("minimal", "low", "medium", "high"),
+            category="lightweight",
+            billing={
+                "is_premium": False,
+                "multiplier": 0,
+                "restricted_to": ["free", "pro", "pro_plus", "business", "enterprise"],
+            },
+        ),
+        _real(
+            "o3",
+            "o3",
+            "Azure OpenAI",
+            ("/chat/completions", "/responses"),
+            policy="disabled",
+            premium=True,
+            reasoning=("low", "medium", "high"),
+        ),
+        # Legacy entries: no supported_endpoints (served on /chat/completions), not in the
+        # picker. gpt-4o appears twice: two versions answer to the same id.
+        *(
+            _real(
+                legacy,
+                legacy.replace("gpt", "GPT"),
+                "Azure OpenAI",
+                None,
+                picker=False,
+                category=None,
+            )
+            for legacy in (
+                "gpt-4o-mini-2024-07-18",
+                "gpt-4o-2024-11-20",
+                "gpt-4o-2024-08-06",
+                "gpt-4o-2024-05-13",
+                "gpt-4-o-preview",
+                "gpt-4o",
+                "gpt-4o-mini",
+                "gpt-4.1",
+                "gpt-4.1-2025-04-14",
+                "gpt-4",
+                "gpt-4-0613",
+                "gpt-4-0125-preview",
+                "gpt-3.5-turbo",
+                "gpt-3.5-turbo-0613",
+            )
+        ),
+        _real(
+            "gpt-4o",
+            "GPT-4o (2024-11-20)",
+            "Azure OpenAI",
+            None,
+            picker=False,
+            category=None,
+            version="gpt-4o-2024-11-20",
+        ),
+        _real(
+            "gpt-41-copilot",
+            "GPT-4.1 Copilot",
+            "Azure OpenAI",
+            None,
+            kind="completion",
+            picker=False,
+            category=None,
+        ),
+        _embedding("text-embedding-3-small", "Embedding V3 small"),
+        _embedding("text-embedding-3-small-inference", "Embedding V3 small (Inference)"),
+        _embedding("text-embedding-ada-002", "Embedding V2 Ada"),
+        _real(
+            "byok/phi-4",
+            "Phi-4 (your key)",
+            "Microsoft",
+            ("/chat/completions",),
+            custom_model={"key_name": "phi", "owner_name": "octo-org"},
+        ),
+    )
+
+
+def _embedding(model_id: str, name: str) -> dict[str, object]:
+    item = _real(
+        model_id, name, "Azure OpenAI", None, kind="embeddings", picker=False, category=None
+    )
+    capabilities: Mapping[str, Any] = item["capabilities"]  # type: ignore[assignment]
+    item["capabilities"] = {
+        **capabilities,
+        "limits": {"max_inputs": 512},
+        "supports": {"dimensions": True},
+    }
+    return item

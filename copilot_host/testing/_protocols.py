@@ -1,0 +1,394 @@
+"""The three model protocols the Copilot API speaks: what a request asks, what comes back.
+
+Each protocol is read by its JSON structure only (never by a substring of the body): where
+its input lives, whether it carries an image, whether the last input item is the person's
+turn or a tool result, which tools it offers. Answers — whole or as a Server-Sent Events
+stream — follow the shapes the official ``openai`` and ``anthropic`` SDKs parse.
+
+The reply text is ``echo: <the last user text>``; a stream cuts it into ``stream_events``
+text deltas (padded with dots when shorter than that), and the whole answer carries the same
+text. When the request offers tools and the last input item is the person's, the answer is
+a call of the first tool with ``{}`` as its arguments; after a tool result it is text again.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["PROTOCOL_PATHS", "Exchange", "has_image", "read_request", "reply"]
+
+# Endpoint name -> the path the inventory's ``supported_endpoints`` lists for it.
+PROTOCOL_PATHS = {
+    "chat": "/chat/completions",
+    "responses": "/responses",
+    "messages": "/v1/messages",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Exchange:
+    """One model request as the emulator understood it."""
+
+    protocol: str  # "chat", "responses" or "messages"
+    model: str
+    stream: bool
+    prompt: str  # the last user text, for the echo
+    tool: str | None  # the tool to call, when the answer is a tool call
+    serial: int
+
+
+def _parts(content: object) -> list[Mapping[str, Any]]:
+    if isinstance(content, list):
+        return [part for part in content if isinstance(part, Mapping)]
+    return []
+
+
+def _text_of(content: object, *kinds: str) -> str:
+    if isinstance(content, str):
+        return content
+    return "".join(
+        str(part.get("text", "")) for part in _parts(content) if part.get("type") in kinds
+    )
+
+
+def _items(payload: Mapping[str, Any], protocol: str) -> list[Mapping[str, Any]]:
+    key = "input" if protocol == "responses" else "messages"
+    value = payload.get(key)
+    if protocol == "responses" and isinstance(value, str):
+        return [{"role": "user", "content": value}]
+    return [item for item in value if isinstance(item, Mapping)] if isinstance(value, list) else []
+
+
+def has_image(payload: Mapping[str, Any], protocol: str) -> bool:
+    """Whether the input carries an image content part (the service's vision trigger).
+
+    Chat: an ``image_url`` part in any message's content. Responses: an ``input_image`` part
+    in a message's content or in a ``function_call_output``'s output list. Anthropic: an
+    ``image`` block in a message, or inside a ``tool_result`` block's content.
+    """
+    for item in _items(payload, protocol):
+        if protocol == "chat":
+            parts = _parts(item.get("content"))
+            if any(part.get("type") == "image_url" for part in parts):
+                return True
+        elif protocol == "responses":
+            parts = _parts(item.get("content")) + _parts(item.get("output"))
+            if any(part.get("type") == "input_image" for part in parts):
+                return True
+        else:
+            for block in _parts(item.get("content")):
+                if block.get("type") == "image":
+                    return True
+                if block.get("type") == "tool_result" and any(
+                    inner.get("type") == "image" for inner in _parts(block.get("content"))
+                ):
+                    return True
+    return False
+
+
+def _last_turn(items: Sequence[Mapping[str, Any]], protocol: str) -> str:
+    """``"user"`` when the last input item is the person's, ``"tool"`` after a tool result,
+    ``"assistant"`` otherwise (system and developer items are skipped)."""
+    for item in reversed(items):
+        role = item.get("role")
+        kind = item.get("type")
+        if role in ("system", "developer"):
+            continue
+        if protocol == "responses" and kind == "function_call_output":
+            return "tool"
+        if protocol == "responses" and kind == "function_call":
+            return "assistant"
+        if role == "tool":
+            return "tool"
+        if protocol == "messages" and role == "user":
+            blocks = _parts(item.get("content"))
+            return "tool" if any(b.get("type") == "tool_result" for b in blocks) else "user"
+        return "user" if role == "user" else "assistant"
+    return "user"
+
+
+def _first_tool(payload: Mapping[str, Any], protocol: str) -> str | None:
+    tools = payload.get("tools")
+    if not isinstance(tools, list) or not tools or not isinstance(tools[0], Mapping):
+        return None
+    first = tools[0]
+    if protocol == "chat":
+        function = first.get("function")
+        name = function.get("name") if isinstance(function, Mapping) else None
+    else:
+        name = first.get("name")
+    return name if isinstance(name, str) and name else None
+
+
+def read_request(payload: Mapping[str, Any], protocol: str, model: str, serial: int) -> Exchange:
+    items = _items(payload, protocol)
+    kinds = {"chat": ("text",), "responses": ("input_text",), "messages": ("text",)}[protocol]
+    prompt = ""
+    for item in reversed(items):
+        # The person's last words: an Anthropic tool result is a user turn without text.
+        if item.get("role") == "user" and (prompt := _text_of(item.get("content"), *kinds)):
+            break
+    turn = _last_turn(items, protocol)
+    tool = _first_tool(payload, protocol) if turn == "user" else None
+    return Exchange(protocol, model, payload.get("stream") is True, prompt, tool, serial)
+
+
+# -- answers ---------------------------------------------------------------------------------
+
+
+def reply_text(exchange: Exchange, pieces: int) -> str:
+    text = f"echo: {exchange.prompt}"
+    return text + "." * max(0, pieces - len(text))
+
+
+def _cut(text: str, pieces: int) -> list[str]:
+    size, extra = divmod(len(text), pieces)
+    cuts, at = [], 0
+    for index in range(pieces):
+        step = size + (1 if index < extra else 0)
+        cuts.append(text[at : at + step])
+        at += step
+    return cuts
+
+
+def _sse(data: Mapping[str, Any], event: str | None = None) -> bytes:
+    head = f"event: {event}\n" if event else ""
+    return f"{head}data: {json.dumps(data, separators=(',', ':'))}\n\n".encode()
+
+
+def reply(exchange: Exchange, pieces: int, created: int) -> tuple[Any, tuple[bytes, ...]]:
+    """The whole answer's JSON value, and the SSE events a streamed answer sends instead."""
+    text = reply_text(exchange, pieces)
+    deltas = _cut(text, pieces)
+    build = {"chat": _chat, "responses": _responses, "messages": _messages}[exchange.protocol]
+    return build(exchange, text, deltas, created)
+
+
+_FILTERS = {
+    name: {"filtered": False, "severity": "safe"}
+    for name in ("hate", "self_harm", "sexual", "violence")
+}
+_PROMPT_FILTER = {
+    "choices": [],
+    "created": 0,
+    "id": "",
+    "model": "",
+    "object": "",
+    "prompt_filter_results": [{"content_filter_results": _FILTERS, "prompt_index": 0}],
+}
+_ARGUMENTS = ("{", "}")  # a tool call's "{}" arguments, streamed in two deltas
+
+
+def _usage_chat(output: int) -> dict[str, int]:
+    return {"prompt_tokens": 1, "completion_tokens": output, "total_tokens": 1 + output}
+
+
+def _chat(
+    ex: Exchange, text: str, deltas: list[str], created: int
+) -> tuple[Any, tuple[bytes, ...]]:
+    ident = f"chatcmpl-emu-{ex.serial}"
+    head = {"id": ident, "object": "chat.completion.chunk", "created": created, "model": ex.model}
+    call_id = f"call_emu_{ex.serial}"
+    if ex.tool is not None:
+        call = {"id": call_id, "type": "function", "function": {"name": ex.tool, "arguments": "{}"}}
+        message: dict[str, Any] = {"role": "assistant", "content": None, "tool_calls": [call]}
+        finish = "tool_calls"
+        first: dict[str, Any] = {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "index": 0,
+                    "id": call_id,
+                    "type": "function",
+                    "function": {"name": ex.tool, "arguments": ""},
+                }
+            ],
+        }
+        bodies: list[dict[str, Any]] = [
+            {"tool_calls": [{"index": 0, "function": {"arguments": a}}]} for a in _ARGUMENTS
+        ]
+    else:
+        message = {"role": "assistant", "content": text}
+        finish = "stop"
+        first = {"role": "assistant", "content": ""}
+        bodies = [{"content": piece} for piece in deltas]
+    whole = {
+        "id": ident,
+        "object": "chat.completion",
+        "created": created,
+        "model": ex.model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": _usage_chat(len(deltas)),
+    }
+
+    def chunk(delta: Mapping[str, Any], reason: str | None, **more: Any) -> bytes:
+        choice = {"index": 0, "delta": delta, "finish_reason": reason}
+        return _sse({**head, "choices": [choice], **more})
+
+    # Copilot opens a chat stream with a chunk that has no choices and no id, only the
+    # prompt's content-filter results (Azure's); clients must skip it.
+    events = [_sse(_PROMPT_FILTER), chunk(first, None)]
+    events += [chunk(body, None) for body in bodies]
+    events.append(chunk({}, finish, usage=_usage_chat(len(deltas))))
+    events.append(b"data: [DONE]\n\n")
+    return whole, tuple(events)
+
+
+def _responses(
+    ex: Exchange, text: str, deltas: list[str], created: int
+) -> tuple[Any, tuple[bytes, ...]]:
+    ident = f"resp_emu_{ex.serial}"
+    usage = {
+        "input_tokens": 1,
+        "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+        "output_tokens": len(deltas),
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": 1 + len(deltas),
+    }
+
+    def envelope(status: str, output: list[Any], with_usage: bool) -> dict[str, Any]:
+        return {
+            "id": ident,
+            "object": "response",
+            "created_at": created,
+            "status": status,
+            "model": ex.model,
+            "output": output,
+            "parallel_tool_calls": True,
+            "tool_choice": "auto",
+            "tools": [],
+            "usage": usage if with_usage else None,
+        }
+
+    events: list[bytes] = []
+    sequence = 0
+
+    def emit(kind: str, **data: Any) -> None:
+        nonlocal sequence
+        events.append(_sse({"type": kind, "sequence_number": sequence, **data}, kind))
+        sequence += 1
+
+    emit("response.created", response=envelope("in_progress", [], False))
+    emit("response.in_progress", response=envelope("in_progress", [], False))
+    if ex.tool is not None:
+        item_id = f"fc_emu_{ex.serial}"
+        item: dict[str, Any] = {
+            "type": "function_call",
+            "id": item_id,
+            "call_id": f"call_emu_{ex.serial}",
+            "name": ex.tool,
+            "arguments": "{}",
+            "status": "completed",
+        }
+        emit("response.output_item.added", output_index=0, item={**item, "arguments": ""})
+        for piece in _ARGUMENTS:
+            emit(
+                "response.function_call_arguments.delta",
+                item_id=item_id,
+                output_index=0,
+                delta=piece,
+            )
+        emit(
+            "response.function_call_arguments.done",
+            item_id=item_id,
+            output_index=0,
+            arguments="{}",
+        )
+    else:
+        item_id = f"msg_emu_{ex.serial}"
+        part: dict[str, Any] = {"type": "output_text", "text": text, "annotations": []}
+        item = {
+            "type": "message",
+            "id": item_id,
+            "status": "completed",
+            "role": "assistant",
+            "content": [part],
+        }
+        emit(
+            "response.output_item.added",
+            output_index=0,
+            item={**item, "status": "in_progress", "content": []},
+        )
+        place = {"item_id": item_id, "output_index": 0, "content_index": 0}
+        emit("response.content_part.added", **place, part={**part, "text": ""})
+        for piece in deltas:
+            emit("response.output_text.delta", **place, delta=piece, logprobs=[])
+        emit("response.output_text.done", **place, text=text, logprobs=[])
+        emit("response.content_part.done", **place, part=part)
+    emit("response.output_item.done", output_index=0, item=item)
+    whole = envelope("completed", [item], True)
+    emit("response.completed", response=whole)
+    return whole, tuple(events)
+
+
+def _messages(
+    ex: Exchange, text: str, deltas: list[str], created: int
+) -> tuple[Any, tuple[bytes, ...]]:
+    ident = f"msg_emu_{ex.serial}"
+    head = {
+        "id": ident,
+        "type": "message",
+        "role": "assistant",
+        "model": ex.model,
+        "stop_sequence": None,
+    }
+    if ex.tool is not None:
+        block: dict[str, Any] = {
+            "type": "tool_use",
+            "id": f"toolu_emu_{ex.serial}",
+            "name": ex.tool,
+            "input": {},
+        }
+        start: dict[str, Any] = dict(block)
+        pieces = [{"type": "input_json_delta", "partial_json": a} for a in _ARGUMENTS]
+        stop = "tool_use"
+    else:
+        block = {"type": "text", "text": text}
+        start = {"type": "text", "text": ""}
+        pieces = [{"type": "text_delta", "text": piece} for piece in deltas]
+        stop = "end_turn"
+    whole = {
+        **head,
+        "content": [block],
+        "stop_reason": stop,
+        "usage": {"input_tokens": 1, "output_tokens": len(deltas)},
+    }
+    events = [
+        _sse(
+            {
+                "type": "message_start",
+                "message": {
+                    **head,
+                    "content": [],
+                    "stop_reason": None,
+                    "usage": {"input_tokens": 1, "output_tokens": 1},
+                },
+            },
+            "message_start",
+        ),
+        _sse(
+            {"type": "content_block_start", "index": 0, "content_block": start},
+            "content_block_start",
+        ),
+    ]
+    events += [
+        _sse({"type": "content_block_delta", "index": 0, "delta": piece}, "content_block_delta")
+        for piece in pieces
+    ]
+    events.append(_sse({"type": "content_block_stop", "index": 0}, "content_block_stop"))
+    events.append(
+        _sse(
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": stop, "stop_sequence": None},
+                "usage": {"output_tokens": len(deltas)},
+            },
+            "message_delta",
+        )
+    )
+    events.append(_sse({"type": "message_stop"}, "message_stop"))
+    return whole, tuple(events)
