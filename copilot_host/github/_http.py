@@ -3,6 +3,14 @@
 Sync and async differ only in awaiting. Every httpx2 failure becomes a typed error here
 (``TransportError`` for the network and timeouts, ``ResponseError`` for a body we cannot
 decode or one over its cap), so nothing above this module sees a raw httpx2 exception.
+
+Each step has a total deadline, not only a per-read timeout: a server that drips its
+answer a byte at a time, each byte just inside the read timeout, would otherwise keep a
+step (and everyone waiting on it) going for as long as the size cap allows. The deadline
+covers the whole step: connect, send, every read, and the one retry with its wait. The
+asyncio shell enforces it with ``asyncio.timeout``; the blocking shell runs the step in a
+worker thread and stops waiting for it at the deadline (the worker, abandoned, ends at its
+next read: per-read timeouts never exceed the time the step had left).
 """
 
 from __future__ import annotations
@@ -10,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 import weakref
 from collections.abc import Awaitable, Callable
 
@@ -21,12 +30,43 @@ from .._redact import scrub
 from ._status import retry_delay
 from ._wire import WireRequest, WireResponse
 
-__all__ = ["DEFAULT_TIMEOUT", "AsyncSender", "Sender"]
+__all__ = ["DEFAULT_TIMEOUT", "STEP_BUDGET_READS", "AsyncSender", "Sender", "step_budget"]
 
 _log = logging.getLogger("copilot_host.github")
 
-# DESIGN.md: connect 10 s, read 30 s; writes and pool waits share the read budget.
+# Connect 10 s, read 30 s; writes and pool waits share the read budget.
 DEFAULT_TIMEOUT = httpx2.Timeout(30.0, connect=10.0)
+# A whole step (a retry and its wait included) may take this many read timeouts.
+STEP_BUDGET_READS = 3.0
+
+
+def step_budget(timeout: httpx2.Timeout) -> float:
+    """Seconds a whole step may take: three read timeouts (or connect, if larger)."""
+    longest = max(t for t in (timeout.read, timeout.connect, 1.0) if t is not None)
+    return STEP_BUDGET_READS * longest
+
+
+def _timed_out(request: WireRequest, budget: float) -> TransportError:
+    return TransportError(
+        f"{request.what} ({_host_of(request)}) did not complete within {budget:g} s; "
+        "check the network and try again",
+        code="timeout",
+    )
+
+
+def _phase_timeout(timeout: httpx2.Timeout, remaining: float) -> httpx2.Timeout:
+    """Per-phase timeouts no longer than what is left of the step."""
+    left = max(remaining, 0.001)
+
+    def cap(value: float | None) -> float:
+        return left if value is None else min(value, left)
+
+    return httpx2.Timeout(
+        connect=cap(timeout.connect),
+        read=cap(timeout.read),
+        write=cap(timeout.write),
+        pool=cap(timeout.pool),
+    )
 
 
 def _host_of(request: WireRequest) -> str:
@@ -93,14 +133,17 @@ def _log_answer(request: WireRequest, response: WireResponse) -> None:
 class _CappedBody:
     """Collects a response body up to the request's cap (the I/O-free half of a read)."""
 
-    __slots__ = ("_chunks", "_received", "_request", "_response", "_total")
+    __slots__ = ("_chunks", "_deadline", "_received", "_request", "_response", "_total")
 
-    def __init__(self, request: WireRequest, response: httpx2.Response, clock: Clock) -> None:
+    def __init__(
+        self, request: WireRequest, response: httpx2.Response, clock: Clock, deadline: _Deadline
+    ) -> None:
         self._received = (clock.monotonic(), clock.time())
         if _declared_too_large(response, request):
             raise _too_large(request)
         self._request = request
         self._response = response
+        self._deadline = deadline
         self._chunks: list[bytes] = []
         self._total = 0
 
@@ -108,6 +151,8 @@ class _CappedBody:
         self._total += len(chunk)
         if self._total > self._request.limit:
             raise _too_large(self._request)
+        # An abandoned blocking worker stops here at its next read after the deadline.
+        self._deadline.check(self._request)
         self._chunks.append(chunk)
 
     def answer(self) -> WireResponse:
@@ -117,6 +162,24 @@ class _CappedBody:
             b"".join(self._chunks),
             *self._received,
         )
+
+
+class _Deadline:
+    """When a step must have finished, on the real monotonic clock (the injected clock
+    orders session deadlines; a step's budget is wall time actually spent waiting)."""
+
+    __slots__ = ("budget", "end")
+
+    def __init__(self, budget: float) -> None:
+        self.budget = budget
+        self.end = time.monotonic() + budget
+
+    def remaining(self) -> float:
+        return self.end - time.monotonic()
+
+    def check(self, request: WireRequest) -> None:
+        if self.remaining() <= 0:
+            raise _timed_out(request, self.budget)
 
 
 class Sender:
@@ -132,6 +195,7 @@ class Sender:
     ) -> None:
         self._transport = transport
         self._timeout = timeout or DEFAULT_TIMEOUT
+        self._budget = step_budget(self._timeout)
         self._clock = clock
         self._sleep = sleep
         self._lock = threading.Lock()
@@ -163,31 +227,74 @@ class Sender:
         elif self._transport is not None:
             self._transport.close()
 
-    def send_once(self, request: WireRequest) -> WireResponse:
+    def _send_once(self, request: WireRequest, deadline: _Deadline) -> WireResponse:
         try:
             with self._get_client().stream(
-                request.method, request.url, headers=request.headers, content=request.body
+                request.method,
+                request.url,
+                headers=request.headers,
+                content=request.body,
+                timeout=_phase_timeout(self._timeout, deadline.remaining()),
             ) as response:
-                body = _CappedBody(request, response, self._clock)
+                body = _CappedBody(request, response, self._clock, deadline)
                 for chunk in response.iter_bytes():
                     body.add(chunk)
                 answer = body.answer()
         except httpx2.HTTPError as exc:
-            raise _error_for(exc, request) from None
+            raise self._failure(exc, request, deadline) from None
         _log_answer(request, answer)
         return answer
 
-    def send(self, request: WireRequest) -> WireResponse:
-        """Send; for steps marked ``retry``, one bounded retry of a 429 or 5xx."""
-        answer = self.send_once(request)
+    def _failure(
+        self, exc: httpx2.HTTPError, request: WireRequest, deadline: _Deadline
+    ) -> CopilotHostError:
+        if self._closed:
+            # The host was closed under this request: a retry cannot succeed.
+            return _closed_error()
+        if deadline.remaining() <= 0:
+            return _timed_out(request, deadline.budget)
+        return _error_for(exc, request)
+
+    def _attempts(self, request: WireRequest, deadline: _Deadline) -> WireResponse:
+        answer = self._send_once(request, deadline)
         if request.retry:
             delay = retry_delay(answer)
-            if delay is not None:
+            # A retry that could not finish in time is not made: the answer stands.
+            if delay is not None and delay < deadline.remaining():
                 _log.debug(
                     "%s: HTTP %d, retrying once in %.1f s", request.what, answer.status, delay
                 )
                 self._sleep(delay)
-                answer = self.send_once(request)
+                answer = self._send_once(request, deadline)
+        return answer
+
+    def send(self, request: WireRequest) -> WireResponse:
+        """Send; for steps marked ``retry``, one bounded retry of a 429 or 5xx. The whole
+        step ends by its deadline with ``TransportError(code="timeout")``."""
+        deadline = _Deadline(self._budget)
+        self._get_client()  # a closed host or a broken TLS setup fails here, typed
+        box: dict[str, object] = {}
+        done = threading.Event()
+
+        def run() -> None:
+            try:
+                box["answer"] = self._attempts(request, deadline)
+            except BaseException as exc:  # handed to the waiting caller, which raises it
+                box["error"] = exc
+            finally:
+                done.set()
+
+        worker = threading.Thread(target=run, name="copilot-host-step", daemon=True)
+        worker.start()
+        if not done.wait(max(deadline.remaining(), 0.0)):
+            _log.debug("%s: abandoned at its %.0f s deadline", request.what, deadline.budget)
+            raise _timed_out(request, deadline.budget)
+        error = box.get("error")
+        if error is not None:
+            assert isinstance(error, BaseException)
+            raise error
+        answer = box["answer"]
+        assert isinstance(answer, WireResponse)
         return answer
 
 
@@ -204,6 +311,7 @@ class AsyncSender:
     ) -> None:
         self._transport = transport
         self._timeout = timeout or DEFAULT_TIMEOUT
+        self._budget = step_budget(self._timeout)
         self._clock = clock
         self._sleep = sleep
         self._client: httpx2.AsyncClient | None = None
@@ -244,28 +352,43 @@ class AsyncSender:
         elif self._transport is not None:
             await self._transport.aclose()
 
-    async def send_once(self, request: WireRequest) -> WireResponse:
+    async def _send_once(self, request: WireRequest, deadline: _Deadline) -> WireResponse:
         try:
             async with self._get_client().stream(
-                request.method, request.url, headers=request.headers, content=request.body
+                request.method,
+                request.url,
+                headers=request.headers,
+                content=request.body,
+                timeout=_phase_timeout(self._timeout, deadline.remaining()),
             ) as response:
-                body = _CappedBody(request, response, self._clock)
+                body = _CappedBody(request, response, self._clock, deadline)
                 async for chunk in response.aiter_bytes():
                     body.add(chunk)
                 answer = body.answer()
         except httpx2.HTTPError as exc:
+            if self._closed:
+                raise _closed_error() from None
             raise _error_for(exc, request) from None
         _log_answer(request, answer)
         return answer
 
-    async def send(self, request: WireRequest) -> WireResponse:
-        answer = await self.send_once(request)
+    async def _attempts(self, request: WireRequest, deadline: _Deadline) -> WireResponse:
+        answer = await self._send_once(request, deadline)
         if request.retry:
             delay = retry_delay(answer)
-            if delay is not None:
+            if delay is not None and delay < deadline.remaining():
                 _log.debug(
                     "%s: HTTP %d, retrying once in %.1f s", request.what, answer.status, delay
                 )
                 await self._sleep(delay)
-                answer = await self.send_once(request)
+                answer = await self._send_once(request, deadline)
         return answer
+
+    async def send(self, request: WireRequest) -> WireResponse:
+        """The asyncio twin of :meth:`Sender.send`: the step ends by its deadline."""
+        deadline = _Deadline(self._budget)
+        try:
+            async with asyncio.timeout(deadline.remaining()):
+                return await self._attempts(request, deadline)
+        except TimeoutError:
+            raise _timed_out(request, deadline.budget) from None
