@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import stat
 import time
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -83,6 +84,10 @@ def _reply_text(body: Any) -> str:
     try:
         if "choices" in body:
             return clean(body["choices"][0]["message"]["content"], limit=80)
+        if body.get("type") == "message":  # Anthropic Messages
+            for block in body.get("content", []):
+                if block.get("type") == "text":
+                    return clean(block["text"], limit=80)
         for item in body.get("output", []):
             for part in item.get("content", []):
                 if "text" in part:
@@ -94,16 +99,22 @@ def _reply_text(body: Any) -> str:
     return "(no text in the answer)"
 
 
-def _post(route: ModelRoute, transport: Any, body: dict[str, Any]) -> str:
+def _post(route: ModelRoute, emulator: Any, body: dict[str, Any], url: str) -> list[str]:
     """One inference request the way an application makes it: route.auth on the client."""
     import httpx2
 
-    from copilot_host._text import clean
+    from copilot_host import clean
 
-    with httpx2.Client(auth=route.auth, transport=transport) as client:
-        answer = client.post(route.url, json=body)
+    emulator.clear_requests()
+    with httpx2.Client(auth=route.auth, transport=emulator.transport()) as client:
+        answer = client.post(url, json=body)
         answer.raise_for_status()
-    return f"{clean(route.route_id)} answered: {_reply_text(answer.json())}"
+    sent = emulator.requests[-1]
+    return [
+        f"{clean(route.route_id)} answered: {_reply_text(answer.json())}",
+        f"sent with X-Initiator: {sent.initiator} "
+        + ("(billed as a person's turn)" if sent.initiator == "user" else "(an agent's step)"),
+    ]
 
 
 def _finish_login(
@@ -170,14 +181,26 @@ def _journey(out: Output, steps: _Steps, home: Path, stack: ExitStack) -> None:
         more = ", ..." if len(registration.routes) > 4 else ""
         details.append(f"{len(registration.routes)} routes from {registration.origin}")
         details.append(names + more)
+        reasons = Counter(s.reason for s in registration.skipped)
+        if reasons:
+            why = ", ".join(f"{n} {reason}" for reason, n in reasons.most_common())
+            details.append(f"{len(registration.skipped)} inventory entries skipped ({why})")
     chat = _first(registration.routes, ApiProtocol.OPENAI_CHAT)
     with steps.step("Chat Completions request through route.auth") as details:
         body = {"model": chat.model_id, "messages": [{"role": "user", "content": "Say hello."}]}
-        details.append(_post(chat, emulator.transport(), body))
+        details.extend(_post(chat, emulator, body, chat.url))
     responses = _first(registration.routes, ApiProtocol.OPENAI_RESPONSES)
     with steps.step("Responses request through route.auth") as details:
         body = {"model": responses.model_id, "input": "Say hello."}
-        details.append(_post(responses, emulator.transport(), body))
+        details.extend(_post(responses, emulator, body, responses.url))
+    messages = _first(registration.routes, ApiProtocol.ANTHROPIC_MESSAGES)
+    with steps.step("Anthropic Messages request through route.auth") as details:
+        turn: dict[str, Any] = {
+            "model": messages.model_id,
+            "max_tokens": 64,
+            "messages": [{"role": "user", "content": "Say hello."}],
+        }
+        details.extend(_post(messages, emulator, turn, messages.url))
     with steps.step("logged out") as details:
         host.logout()
         if store.header() is not None:
@@ -190,15 +213,16 @@ def _journey(out: Output, steps: _Steps, home: Path, stack: ExitStack) -> None:
 def demo() -> None:
     """Run the whole journey against a built-in GitHub emulator.
 
-    Device code, simulated authorization, encrypted storage, model registration, one
-    Chat Completions and one Responses request through route.auth, and logout: all
-    on this machine, in a throwaway folder. Your real login, keyring and network are
+    Device code, simulated authorization, encrypted storage, model registration from a
+    real-shaped inventory, one request per protocol (Chat Completions, Responses,
+    Anthropic Messages) through route.auth, and logout: all on this machine, in a
+    throwaway folder. Your real login, keyring and network are
     never touched.
     """
     import tempfile
 
     out = output()
-    steps = _Steps(out, total=8)
+    steps = _Steps(out, total=9)
     out.result(
         out.strong("copilot-host demo: the whole journey against a loopback GitHub emulator")
     )

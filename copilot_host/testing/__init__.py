@@ -12,7 +12,13 @@ needs nothing beyond the library's own dependencies.
 from __future__ import annotations
 
 from ._emulator import GitHubEmulator
-from ._inventory import chat_model, default_models, inventory_of, realistic_models
+from ._inventory import (
+    chat_model,
+    default_models,
+    inventory_of,
+    minimal_models,
+    realistic_models,
+)
 from ._record import RecordedRequest
 from ._scenario import CHECKS, ENDPOINTS, VSCODE_CLIENT_ID, RawAnswer, Scenario
 
@@ -27,5 +33,6 @@ __all__ = [
     "chat_model",
     "default_models",
     "inventory_of",
+    "minimal_models",
     "realistic_models",
 ]

@@ -1,6 +1,6 @@
 """Model inventories shaped like the Copilot API's ``GET /models`` answer.
 
-``default_models()`` is small and tidy; ``realistic_models()`` is what a real account sees:
+``minimal_models()`` is small and tidy; ``realistic_models()`` is what a real account sees:
 dozens of entries, many without ``supported_endpoints``, odd names, odd limits, policy
 states other than enabled, a duplicate id, an id with ``/``.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["chat_model", "default_models", "inventory_of", "realistic_models"]
+__all__ = ["chat_model", "default_models", "inventory_of", "minimal_models", "realistic_models"]
 
 
 def chat_model(
@@ -64,8 +64,9 @@ def chat_model(
     return item
 
 
-def default_models() -> tuple[dict[str, object], ...]:
-    """A small inventory covering each eligibility rule of model discovery."""
+def minimal_models() -> tuple[dict[str, object], ...]:
+    """A small inventory covering each eligibility rule of model discovery (the emulator's
+    default before 0.2.0; the default is now :func:`realistic_models`)."""
     return (
         chat_model("gpt-4.1", name="GPT-4.1", vision=True),
         chat_model(
@@ -545,3 +546,16 @@ def _embedding(model_id: str, name: str) -> dict[str, object]:
         "supports": {"dimensions": True},
     }
     return item
+
+
+def default_models() -> tuple[dict[str, object], ...]:
+    """Deprecated alias of :func:`minimal_models` (the inventory is no longer the default)."""
+    import warnings
+
+    warnings.warn(
+        "default_models() is now minimal_models(); the emulator's default inventory is "
+        "realistic_models()",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return minimal_models()

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from ._inventory import default_models
+from ._inventory import realistic_models
 
 __all__ = ["CHECKS", "ENDPOINTS", "VSCODE_CLIENT_ID", "RawAnswer", "Scenario"]
 
@@ -111,7 +111,7 @@ class Scenario:
     sku: str = "copilot_for_individuals"
     clock_skew: float = 0.0
     copilot_client_ids: frozenset[str] = frozenset({VSCODE_CLIENT_ID})
-    models: tuple[Mapping[str, object], ...] = field(default_factory=default_models)
+    models: tuple[Mapping[str, object], ...] = field(default_factory=realistic_models)
     min_editor_version: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     min_api_version: str | None = None
     min_client_version: str | None = None

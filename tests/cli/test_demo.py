@@ -45,11 +45,14 @@ def test_demo_runs_the_journey_without_keyring_or_home(cli: Cli, copilot_home: P
         "registered the account's models",
         "Chat Completions request through route.auth",
         "Responses request through route.auth",
+        "Anthropic Messages request through route.auth",
         "logged out",
     ]
     assert "WDJB-MJHT at https://github.com/login/device" in result.stdout
     assert "mode 0600, no plain token in it" in result.stdout
-    assert "4 routes from https://api.individual.githubcopilot.com" in result.stdout
+    assert "35 routes from https://api.individual.githubcopilot.com" in result.stdout
+    assert "10 inventory entries skipped (" in result.stdout
+    assert result.stdout.count("sent with X-Initiator: user") == 3
     assert result.stdout.rstrip().splitlines()[-1].startswith("Done in ")
     assert sorted(os.listdir(copilot_home)) == before
 

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from copilot_host.store import CredentialStore
-from copilot_host.testing import Scenario, chat_model
+from copilot_host.testing import Scenario, chat_model, minimal_models, realistic_models
+from tests.github._support import REALISTIC_ROUTES
 
 from .conftest import Cli
 
@@ -16,7 +17,8 @@ pytestmark = pytest.mark.usefixtures("copilot_home")
 
 
 def _logged_in(cli: Cli, emulate: Any, scenario: Scenario | None = None) -> Any:
-    env = emulate(scenario)
+    # The tidy inventory unless a test says otherwise: these tests are about the output.
+    env = emulate(scenario or Scenario(models=minimal_models()))
     assert cli("login", "--headless", seam=env.seam).exit_code == 0
     return env
 
@@ -186,3 +188,15 @@ def test_models_with_nothing_usable_still_shows_what_was_skipped(cli: Cli, emula
     doc = json.loads(cli("models", "--json", seam=env.seam).stdout)
     assert doc["error"]["code"] == "no_models"
     assert {s["model_id"] for s in doc["skipped"]} == {"emb", "ws"}
+
+
+def test_models_on_a_real_inventory(cli: Cli, emulate: Any) -> None:
+    env = _logged_in(cli, emulate, Scenario(models=realistic_models()))
+    result = cli("models", seam=env.seam)
+    assert result.exit_code == 0, result.stderr
+    assert len(result.stdout.splitlines()) == 1 + REALISTIC_ROUTES
+    # The billing note every entry carries is shown once, with its count.
+    notes = [line for line in result.stderr.splitlines() if line.startswith("note from GitHub")]
+    assert f"note from GitHub ({REALISTIC_ROUTES} models): Your billing plan" in notes[0]
+    assert notes[1:] == ["note from GitHub (gpt-5.6-terra): This model is in public preview."]
+    assert result.stderr.splitlines()[-1].endswith("; 10 skipped (--all)")

@@ -17,6 +17,7 @@ import pytest
 from copilot_host import Secret
 from copilot_host._version import __version__
 from copilot_host.store import CredentialStore
+from tests.github._support import REALISTIC_ROUTES
 
 from .conftest import HARNESS, LeakGuard, Proc, canary_token, child_env
 
@@ -72,7 +73,7 @@ def test_console_script_demo_touches_nothing_real(
     assert demo.returncode == 0, demo.stderr
     lines = demo.stdout.splitlines()
     steps = [line for line in lines if line.startswith("ok [")]
-    assert len(steps) == 8
+    assert len(steps) == 9
     for wanted in (
         "device code",
         "authorization simulated",
@@ -116,7 +117,7 @@ def test_harness_models(proc: Proc, leak_guard: LeakGuard, tmp_path: Path) -> No
     models = proc.harness("--logged-in", "--canaries", str(canaries), "--", "models", "--json")
     _canaries(leak_guard, canaries)
     assert models.returncode == 0, models.stderr
-    assert len(json.loads(models.stdout)["models"]) == 4
+    assert len(json.loads(models.stdout)["models"]) == REALISTIC_ROUTES
 
     table = proc.harness("--logged-in", "--canaries", str(canaries), "--", "models")
     _canaries(leak_guard, canaries)

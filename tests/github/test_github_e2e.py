@@ -11,10 +11,10 @@ import pytest
 import copilot_host as ch
 from copilot_host.github import AsyncGitHubCopilotHost, GitHubCopilotHost
 from copilot_host.store import CredentialStore
-from copilot_host.testing import GitHubEmulator, Scenario
+from copilot_host.testing import GitHubEmulator, Scenario, minimal_models
 from tests._clock import FakeClock
 
-SCENARIO = Scenario(pending_polls=1, interval=1)
+SCENARIO = Scenario(pending_polls=1, interval=1, models=minimal_models())
 ORIGIN = "https://api.individual.githubcopilot.com"
 
 

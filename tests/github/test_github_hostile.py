@@ -12,6 +12,7 @@ from copilot_host.github import AsyncGitHubCopilotHost, GitHubCopilotHost
 from copilot_host.store import CredentialStore
 from copilot_host.testing import GitHubEmulator, RawAnswer, Scenario, chat_model
 from tests._clock import FakeClock
+from tests.github._support import REALISTIC_ROUTES
 
 LOGIN_ENDPOINTS = ("device_code", "access_token", "copilot_token", "user")
 
@@ -120,7 +121,7 @@ def test_models_retried_once_after_a_503(store: CredentialStore) -> None:
         catalog = ch.Catalog()
         _register(emu, store, catalog)
         assert len(emu.requests_to("models")) == 2
-    assert len(catalog) == 4
+    assert len(catalog) == REALISTIC_ROUTES
 
 
 def test_slow_models_time_out(store: CredentialStore) -> None:

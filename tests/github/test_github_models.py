@@ -11,7 +11,7 @@ import pytest
 import copilot_host as ch
 from copilot_host._validate import validate_inventory
 from copilot_host.github._models import parse_models
-from copilot_host.testing import chat_model, default_models
+from copilot_host.testing import chat_model, minimal_models
 from tests.github._support import response
 
 
@@ -28,7 +28,7 @@ def _skipped(*items: Any) -> dict[str, str]:
 
 
 def test_default_inventory_mapping() -> None:
-    inventory = _inventory(*default_models())
+    inventory = _inventory(*minimal_models())
     specs = {s.model_id: s for s in inventory.models}
     assert set(specs) == {"gpt-4.1", "gpt-5-mini", "claude-sonnet-4", "claude-messages-only"}
     assert specs["gpt-4.1"].protocol is ch.ApiProtocol.OPENAI_CHAT

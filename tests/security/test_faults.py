@@ -41,6 +41,7 @@ from copilot_host.store import CredentialStore
 from copilot_host.testing import GitHubEmulator, RawAnswer, Scenario
 from tests._clock import FakeClock
 from tests.conftest import MemoryKeyring
+from tests.github._support import REALISTIC_ROUTES
 from tests.security._support import AsyncFailingTransport, CliRun, FailingTransport
 from tests.store._file_keyring import FileKeyring
 
@@ -170,7 +171,7 @@ def _prepare(
         other.save("octocat", ch.Secret(healthy.github_token))
         with GitHubCopilotHost(store=other, transport=healthy.transport()) as host:
             ch.register_models(catalog, host)
-    assert len(catalog) == 4
+    assert len(catalog) == REALISTIC_ROUTES
     if not login:
         store.save("octocat", ch.Secret(emu.github_token))
     return catalog

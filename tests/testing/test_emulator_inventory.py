@@ -7,8 +7,15 @@ from collections import Counter
 from typing import Any
 
 import httpx2
+import pytest
 
-from copilot_host.testing import GitHubEmulator, Scenario, default_models, realistic_models
+from copilot_host.testing import (
+    GitHubEmulator,
+    Scenario,
+    default_models,
+    minimal_models,
+    realistic_models,
+)
 from tests.testing._support import PATH, body, copilot
 
 
@@ -44,9 +51,12 @@ def test_the_realistic_inventory_holds_every_odd_entry_of_a_real_one() -> None:
     assert "'" in names and "\u2013" in names
 
 
-def test_the_default_inventory_stays_the_small_one() -> None:
-    assert Scenario().models == default_models()
-    assert realistic_models() != default_models()
+def test_the_default_inventory_is_the_realistic_one() -> None:
+    """The default path exercises real drift; the tidy inventory is there when asked for."""
+    assert Scenario().models == realistic_models()
+    assert realistic_models() != minimal_models()
+    with pytest.warns(DeprecationWarning, match="minimal_models"):
+        assert default_models() == minimal_models()
 
 
 def test_the_realistic_inventory_is_served_and_routed_as_listed() -> None:

@@ -74,6 +74,7 @@ def test_the_public_names_are_curated() -> None:
         "chat_model",
         "default_models",
         "inventory_of",
+        "minimal_models",
         "realistic_models",
     ]
     for name in testing.__all__:
