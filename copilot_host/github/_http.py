@@ -42,7 +42,8 @@ STEP_BUDGET_READS = 3.0
 
 def step_budget(timeout: httpx2.Timeout) -> float:
     """Seconds a whole step may take: three read timeouts (or connect, if larger)."""
-    longest = max(t for t in (timeout.read, timeout.connect, 1.0) if t is not None)
+    given = [t for t in (timeout.read, timeout.connect) if t is not None]
+    longest = max(given) if given else DEFAULT_TIMEOUT.read or 30.0
     return STEP_BUDGET_READS * longest
 
 
