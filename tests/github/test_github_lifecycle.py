@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from pathlib import Path
 
 import httpx2
@@ -11,7 +12,7 @@ import pytest
 import copilot_host as ch
 from copilot_host.github import AsyncGitHubCopilotHost, GitHubCopilotHost
 from copilot_host.store import CredentialStore
-from copilot_host.testing import GitHubEmulator
+from copilot_host.testing import GitHubEmulator, Scenario
 from tests._clock import FakeClock
 
 BODY = {"model": "gpt-4.1", "messages": [{"role": "user", "content": "hi"}]}
@@ -62,3 +63,37 @@ def test_an_async_host_is_bound_to_its_first_event_loop(tmp_path: Path) -> None:
         with pytest.raises(ch.SessionError) as closed:
             asyncio.run(second())
         assert closed.value.code == "host_closed"
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_closing_a_host_under_a_request_in_flight_is_host_closed_not_retryable(
+    kind: str, tmp_path: Path
+) -> None:
+    """A retry cannot succeed on a closed host, so the error must not invite one."""
+    with GitHubEmulator(Scenario(slow={"copilot_token": 1.0})) as emulator:
+        store = CredentialStore(tmp_path / "home")
+        store.save("octocat", ch.Secret(emulator.github_token))
+        identity = store.availability()
+        assert identity is not None
+        if kind == "sync":
+            host = GitHubCopilotHost(store=store, transport=emulator.transport())
+            closer = threading.Timer(0.3, host.close)
+            closer.start()
+            with pytest.raises(ch.CopilotHostError) as caught:
+                host.exchange(identity)
+            closer.join()
+        else:
+
+            async def main() -> ch.CopilotHostError:
+                host = AsyncGitHubCopilotHost(store=store, transport=emulator.async_transport())
+                exchange = asyncio.ensure_future(host.exchange(identity))
+                await asyncio.sleep(0.3)
+                await host.aclose()
+                with pytest.raises(ch.CopilotHostError) as caught:
+                    await exchange
+                return caught.value
+
+            caught_value = asyncio.run(main())
+    error = caught.value if kind == "sync" else caught_value
+    assert error.code == "host_closed"
+    assert not error.retryable
