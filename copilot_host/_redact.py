@@ -11,7 +11,7 @@ import logging
 import re
 import threading
 import weakref
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from ._secret import Secret
 
@@ -92,8 +92,41 @@ _INVISIBLE = re.compile(
 )
 
 
+# What every LogRecord carries; anything else on a record came from ``extra=`` (what
+# structured/JSON formatters print as fields).
+_STANDARD_FIELDS = frozenset(
+    {*vars(logging.LogRecord("", 0, "", 0, "", None, None)), "message", "asctime"}
+)
+# How deep into nested extra values (dicts of lists of dicts...) the filter looks before it
+# shows a value only through its redacted repr.
+_MAX_DEPTH = 6
+
+
+def _scrub_field(value: object, depth: int = 0) -> object:
+    """``value`` with secrets masked, keeping its shape where a formatter would show it."""
+    if isinstance(value, str):
+        return redact(_INVISIBLE.sub("", value))
+    if depth < _MAX_DEPTH:
+        if isinstance(value, Mapping):
+            return {
+                _scrub_field(k, depth + 1): _scrub_field(v, depth + 1) for k, v in value.items()
+            }
+        if isinstance(value, list | tuple | set | frozenset):
+            return [_scrub_field(item, depth + 1) for item in value]
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    # Anything else reaches a log line through str() or repr(): if either shows a secret,
+    # only the masked text goes on.
+    for text in (repr(value), str(value)):
+        masked = redact(_INVISIBLE.sub("", text))
+        if masked != text:
+            return masked
+    return value
+
+
 class RedactingFilter(logging.Filter):
-    """A logging filter that rewrites each record's message with secrets masked.
+    """A logging filter that rewrites each record with secrets masked: its message, its
+    arguments, its exception and stack, and every field passed with ``extra=``.
 
     Attach it to handlers (it then sees records from every logger) or to loggers.
     """
@@ -111,6 +144,9 @@ class RedactingFilter(logging.Filter):
             record.exc_info = None
         if record.stack_info:
             record.stack_info = redact(record.stack_info)
+        fields = record.__dict__
+        for name in fields.keys() - _STANDARD_FIELDS:
+            fields[name] = _scrub_field(fields[name])
         return True
 
 

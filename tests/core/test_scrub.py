@@ -49,3 +49,61 @@ def test_log_records_lose_invisible_characters_before_masking(splitter: str) -> 
     )
     RedactingFilter().filter(record)
     assert token.reveal() not in str(record.msg)
+
+
+class _JsonFormatter(logging.Formatter):
+    """What structured-logging setups do: every ``extra=`` field becomes a JSON field."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        standard = set(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
+        fields = {k: v for k, v in vars(record).items() if k not in standard}
+        return json.dumps({"msg": record.getMessage(), **fields}, default=repr)
+
+
+class _Holder:
+    def __init__(self, token: str) -> None:
+        self.token = token
+
+    def __repr__(self) -> str:
+        return f"_Holder(token={self.token!r})"
+
+
+def test_fields_passed_with_extra_are_redacted_too() -> None:
+    registered = Secret("opaque-" + secrets.token_hex(12))  # no token shape: exact value only
+    register_secret(registered)
+    shaped = "tid=" + secrets.token_hex(16)
+    raw = registered.reveal()
+    lines: list[str] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            lines.append(self.format(record))
+
+    handler = Collect()
+    handler.setFormatter(_JsonFormatter())
+    handler.addFilter(RedactingFilter())
+    logger = logging.getLogger("tests.structured")
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    try:
+        logger.debug(
+            "request sent",
+            extra={
+                "headers": {"Authorization": f"Bearer {raw}", "X-Trace": "abc"},
+                "token": shaped,
+                "history": [("authorization", raw), {"nested": {"deep": [raw]}}],
+                "holder": _Holder(raw),
+                "count": 3,
+                "ok": True,
+            },
+        )
+    finally:
+        logger.removeHandler(handler)
+    (line,) = lines
+    assert raw not in line
+    assert shaped not in line
+    document = json.loads(line)
+    assert document["headers"]["X-Trace"] == "abc"  # the shape and the harmless values stay
+    assert document["count"] == 3 and document["ok"] is True
+    assert "[REDACTED]" in document["token"]
+    assert "[REDACTED]" in document["holder"]
