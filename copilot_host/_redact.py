@@ -108,8 +108,10 @@ def _scrub_field(value: object, depth: int = 0) -> object:
         return redact(_INVISIBLE.sub("", value))
     if depth < _MAX_DEPTH:
         if isinstance(value, Mapping):
+            # Keys stay hashable: only text keys are rewritten.
             return {
-                _scrub_field(k, depth + 1): _scrub_field(v, depth + 1) for k, v in value.items()
+                (_scrub_field(k) if isinstance(k, str) else k): _scrub_field(v, depth + 1)
+                for k, v in value.items()
             }
         if isinstance(value, list | tuple | set | frozenset):
             return [_scrub_field(item, depth + 1) for item in value]

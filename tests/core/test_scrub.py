@@ -92,6 +92,7 @@ def test_fields_passed_with_extra_are_redacted_too() -> None:
                 "headers": {"Authorization": f"Bearer {raw}", "X-Trace": "abc"},
                 "token": shaped,
                 "history": [("authorization", raw), {"nested": {"deep": [raw]}}],
+                "by_pair": {("a", 1): raw},
                 "holder": _Holder(raw),
                 "count": 3,
                 "ok": True,
