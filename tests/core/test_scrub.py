@@ -92,7 +92,6 @@ def test_fields_passed_with_extra_are_redacted_too() -> None:
                 "headers": {"Authorization": f"Bearer {raw}", "X-Trace": "abc"},
                 "token": shaped,
                 "history": [("authorization", raw), {"nested": {"deep": [raw]}}],
-                "by_pair": {("a", 1): raw},
                 "holder": _Holder(raw),
                 "count": 3,
                 "ok": True,
@@ -108,3 +107,12 @@ def test_fields_passed_with_extra_are_redacted_too() -> None:
     assert document["count"] == 3 and document["ok"] is True
     assert "[REDACTED]" in document["token"]
     assert "[REDACTED]" in document["holder"]
+
+
+def test_extra_mappings_keep_keys_that_are_not_text() -> None:
+    raw = "opaque-" + secrets.token_hex(12)
+    register_secret(secret := Secret(raw))
+    record = logging.makeLogRecord({"msg": "x", "by_pair": {("a", 1): raw, "k": [raw]}})
+    assert RedactingFilter().filter(record)
+    assert record.by_pair == {("a", 1): "[REDACTED]", "k": ["[REDACTED]"]}
+    assert secret.reveal() == raw
