@@ -2,7 +2,7 @@
 
     python bench/sessions.py [--rounds N]
 
-Figures (targets from issue 3):
+Figures and their targets:
 
 * ``get()`` with a fresh session, availability included, for a host whose availability is
   a cached ``stat()`` of its record, against one bare ``os.stat()`` of that record
@@ -127,7 +127,7 @@ def per_call_ns(fn: Callable[[], object], calls: int, repeats: int) -> float:
 
 def bench_get(record: Path) -> None:
     host = StatHost(record)
-    resolver = ch.SessionResolver(host, ENDPOINT)
+    resolver = ch.SessionResolver(host)
     resolver.get()
     path = str(record)
     calls, repeats = 20_000, 15
@@ -146,7 +146,7 @@ def bench_get(record: Path) -> None:
 
 def bench_fan_in(record: Path) -> None:
     host = StatHost(record, lifetime=1800.0, delay=0.05)
-    resolver = ch.SessionResolver(host, ENDPOINT)
+    resolver = ch.SessionResolver(host)
     resolver.get()
     resolver.invalidate()
     before = host.exchanges
@@ -170,7 +170,7 @@ def bench_fan_in(record: Path) -> None:
     )
 
     ahost = AsyncStatHost(record, lifetime=1800.0, delay=0.05)
-    aresolver = ch.AsyncSessionResolver(ahost, ENDPOINT)
+    aresolver = ch.AsyncSessionResolver(ahost)
 
     async def fan() -> float:
         start = time.perf_counter()
@@ -185,7 +185,7 @@ def bench_fan_in(record: Path) -> None:
 
     # Advisory window: the session is still valid; only the refreshing caller waits.
     host = StatHost(record, delay=0.05, refresh_after=1.0)
-    resolver = ch.SessionResolver(host, ENDPOINT)
+    resolver = ch.SessionResolver(host)
     resolver.get()
     time.sleep(1.05)  # into the advisory window (and past the 1 s storm guard)
     barrier = threading.Barrier(64)

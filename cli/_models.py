@@ -9,12 +9,10 @@ import click
 
 from ._format import table
 from ._output import Output
-from ._seam import JSON_VERSION, make_host, make_store, output, set_error_sink, use_json_errors
+from ._seam import JSON_VERSION, make_host, make_store, output, use_json_errors
 
 if TYPE_CHECKING:
     from copilot_host import ModelRoute, SkippedModel
-
-    from ._failure import Problem
 
 __all__ = ["models", "route_document", "skipped_document"]
 
@@ -116,7 +114,7 @@ def models(as_json: bool, show_all: bool) -> None:
     except ch.NoEligibleModelsError as exc:
         # Nothing usable, but the person (or program) still learns what there was.
         if as_json:
-            _json_error_with_skipped(out, exc.skipped)
+            use_json_errors(skipped=[skipped_document(s) for s in exc.skipped])
         else:
             _print_skipped(out, exc.skipped)
         raise
@@ -150,20 +148,3 @@ def models(as_json: bool, show_all: bool) -> None:
     _print_notes(out, routes)
     hidden = "" if show_all or not result.skipped else f"; {len(result.skipped)} skipped (--all)"
     out.hint(f"{len(routes)} models at {result.origin}{hidden}")
-
-
-def _json_error_with_skipped(out: Output, skipped: Sequence[SkippedModel]) -> None:
-    def sink(problem: Problem) -> None:
-        out.json(
-            {
-                "v": JSON_VERSION,
-                "error": {
-                    "code": problem.code,
-                    "message": problem.message,
-                    "retryable": problem.retryable,
-                },
-                "skipped": [skipped_document(s) for s in skipped],
-            }
-        )
-
-    set_error_sink(sink)

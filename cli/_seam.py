@@ -87,8 +87,9 @@ def error_sink(ctx: click.Context) -> ErrorSink | None:
     return sink if callable(sink) else None
 
 
-def use_json_errors() -> None:
-    """For one-document commands: a failure becomes ``{"v":1,"error":{...}}`` on stdout."""
+def use_json_errors(**fields: object) -> None:
+    """For one-document commands: a failure becomes ``{"v":1,"error":{...}}`` on stdout,
+    with ``fields`` beside the error (what a program can still use after a failure)."""
     out = output()
 
     def sink(problem: Problem) -> None:
@@ -100,6 +101,7 @@ def use_json_errors() -> None:
                     "message": problem.message,
                     "retryable": problem.retryable,
                 },
+                **fields,
             }
         )
 

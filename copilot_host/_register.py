@@ -60,14 +60,7 @@ def register_models(
         return RegistrationResult((), provider_id, None, offline=True)
     resolver = SessionResolver(host, clock=clock)
     session = resolver.get()
-    found = host.inventory(session)
-    return _swap(
-        catalog,
-        provider_id,
-        CopilotAuth(resolver, session.endpoint, host.request_headers()),
-        session,
-        found,
-    )
+    return _swap(catalog, host, resolver, session, host.inventory(session))
 
 
 async def aregister_models(
@@ -85,14 +78,7 @@ async def aregister_models(
         return RegistrationResult((), provider_id, None, offline=True)
     resolver = AsyncSessionResolver(host, clock=clock)
     session = await resolver.get()
-    found = await host.inventory(session)
-    return _swap(
-        catalog,
-        provider_id,
-        CopilotAuth(resolver, session.endpoint, host.request_headers()),
-        session,
-        found,
-    )
+    return _swap(catalog, host, resolver, session, await host.inventory(session))
 
 
 def _provider_id(host: CopilotHost | AsyncCopilotHost) -> str:
@@ -104,16 +90,18 @@ def _provider_id(host: CopilotHost | AsyncCopilotHost) -> str:
 
 def _swap(
     catalog: Catalog,
-    provider_id: str,
-    auth: CopilotAuth,
+    host: CopilotHost | AsyncCopilotHost,
+    resolver: SessionResolver | AsyncSessionResolver,
     session: CopilotSession,
     found: Inventory | Sequence[ModelSpec],
 ) -> RegistrationResult:
     """Validate, build the routes and swap them in; the catalog changes only at the end."""
+    provider_id = _provider_id(host)
     inventory = validate_inventory(found, secrets=(session.token,))
     skipped = tuple(inventory.skipped)
     if not inventory.models:
         raise _no_models(skipped)
+    auth = CopilotAuth(resolver, session.endpoint, host.request_headers())
     origin = session.endpoint.origin
     urls = {protocol: origin + protocol.path for protocol in ApiProtocol}
     routes = tuple(

@@ -1,0 +1,124 @@
+"""What route.auth costs per request, measured against the things it is compared with.
+
+    python bench/auth.py [--rounds N]
+
+* The credential work of one request (target check, session, header write: everything
+  route.auth does before the request goes out), on a request without a JSON body, against
+  one ``os.stat()`` of the credential record, in the same run (target <= 2.5x). The host is
+  the real GitHub adapter over a real store, so the session check is the store's own
+  availability check.
+* The body inspection (image input, initiator) of a Chat request of 1 KB and of 1 MB, against
+  the whole round trip of the same request through ``httpx2.Client(auth=route.auth)`` to a
+  loopback server (target for 1 KB: under 2%; the 1 MB figure is reported).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx2
+
+import copilot_host as ch
+from copilot_host._inspect import inspect_body
+from copilot_host.github import GitHubCopilotHost
+from copilot_host.store import CredentialStore
+from copilot_host.testing import GitHubEmulator, Scenario, minimal_models
+
+
+def per_call_ns(fn: Callable[[], object], rounds: int, repeat: int = 7) -> float:
+    """Median over ``repeat`` runs of the mean time of one call, in nanoseconds."""
+    runs = []
+    for _ in range(repeat):
+        start = time.perf_counter_ns()
+        for _ in range(rounds):
+            fn()
+        runs.append((time.perf_counter_ns() - start) / rounds)
+    return statistics.median(runs)
+
+
+def chat_body(size: int) -> bytes:
+    """A Chat request of about ``size`` bytes: a conversation whose last turn is the
+    person's, with an image when it is large (as a screenshot in a prompt would be)."""
+    if size < 64 * 1024:
+        turns = [{"role": "user", "content": "x" * 40}, {"role": "assistant", "content": "y" * 40}]
+        messages = [{"role": "system", "content": "be brief"}]
+        while len(json.dumps(messages)) < size - 100:
+            messages.extend(turns)
+        messages.append({"role": "user", "content": "and now?"})
+        return json.dumps({"model": "gpt-4.1", "messages": messages}).encode()
+    data = base64.b64encode(os.urandom(size * 3 // 4)).decode()
+    image = {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{data}"}}
+    content = [{"type": "text", "text": "what is this?"}, image]
+    return json.dumps(
+        {"model": "gpt-4.1", "messages": [{"role": "user", "content": content}]}
+    ).encode()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rounds", type=int, default=20000)
+    args = parser.parse_args()
+    with (
+        tempfile.TemporaryDirectory() as folder,
+        GitHubEmulator(Scenario(models=minimal_models())) as emulator,
+    ):
+        home = Path(folder) / "home"
+        store = CredentialStore(home)
+        store.save("bench", ch.Secret(emulator.github_token), key_file=True)
+        with GitHubCopilotHost(store=store, transport=emulator.transport()) as host:
+            route = ch.register_models(ch.Catalog(), host).routes[0]
+            record = os.fspath(store.record_path)
+            auth = route.auth
+            models_url = route.origin + "/models"
+
+            def credential_work() -> None:
+                request = httpx2.Request("GET", models_url)
+                flow = auth.sync_auth_flow(request)
+                next(flow)  # the request as it goes out: target, session, headers
+
+            def build_only() -> None:
+                httpx2.Request("GET", models_url)
+
+            for _ in range(2000):
+                credential_work()
+            stat = per_call_ns(lambda: os.stat(record), args.rounds)
+            work = per_call_ns(credential_work, args.rounds) - per_call_ns(build_only, args.rounds)
+            print(f"os.stat() of the record          {stat:8.0f} ns")
+            print(
+                f"route.auth credential work        {work:8.0f} ns   ratio {work / stat:.2f}x "
+                "(target <= 2.5x; request building excluded)"
+            )
+
+            for size, label, rounds in ((1024, "1 KB", 300), (1024 * 1024, "1 MB", 30)):
+                body = chat_body(size)
+                inspect = per_call_ns(
+                    lambda body=body: inspect_body(ch.ApiProtocol.OPENAI_CHAT, body),
+                    max(rounds * 10, 100),
+                )
+                with httpx2.Client(auth=auth, transport=emulator.transport()) as client:
+
+                    def round_trip(body: bytes = body) -> None:
+                        client.post(
+                            route.url, content=body, headers={"Content-Type": "application/json"}
+                        ).raise_for_status()
+
+                    for _ in range(20):
+                        round_trip()
+                    trip = per_call_ns(round_trip, rounds, repeat=5)
+                print(
+                    f"{label} chat body: inspection {inspect / 1000:9.1f} us, loopback request "
+                    f"{trip / 1000:9.1f} us, share {inspect / trip:.2%}"
+                    + (" (target < 2%)" if size == 1024 else "")
+                )
+
+
+if __name__ == "__main__":
+    main()
