@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ._format import table
+from ._output import CopilotHostCommand
 from ._seam import JSON_VERSION, make_host, make_store, output, use_json_errors
 
 if TYPE_CHECKING:
@@ -50,7 +51,7 @@ def _tokens(n: int | None) -> str:
     return "-" if n is None else f"{n:,}"
 
 
-@click.command(epilog=_EPILOG)
+@click.command(cls=CopilotHostCommand, epilog=_EPILOG)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
 def models(as_json: bool) -> None:
     """List the Copilot models this login can use.
@@ -58,13 +59,14 @@ def models(as_json: bool) -> None:
     Registers the account's models into a fresh, empty catalog (exactly what an
     application's register_models call does) and prints each route.
     """
+    out = output()
+    if as_json:
+        use_json_errors()  # first: a failure at any later point is a JSON document too
+
     from copilot_host._catalog import Catalog
     from copilot_host._register import register_models
     from copilot_host._text import clean
 
-    out = output()
-    if as_json:
-        use_json_errors()
     store = make_store()
     if out.err_is_tty:
         out.live("Asking GitHub Copilot for this account's models...")
