@@ -1,5 +1,10 @@
 """The ``copilot-host`` group: global options, error discipline, exit codes.
 
+Every way a command can end is decided here, once: its result (exit 0), a failure (one
+stderr line, plus the JSON error when ``--json`` asked for it), a signal (``_signals``:
+the same report, exit 130 or 143), a reader of stdout that went away (quietly, exit 0)
+or a stdout that cannot be written (``_output``).
+
 Start-up is kept close to bare click: each command's module is imported only when that
 command runs (``--help`` lists them from the table below, ``--version`` needs none), and
 commands import the library inside the command function, so ``--help``, ``--version``
@@ -9,15 +14,29 @@ and ``status`` start without httpx2, authlib, keyring or cryptography.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
+from typing import Any, NoReturn
 
 import click
 
 from copilot_host._version import __version__
 
-from ._failure import EXIT_FAILED, CliFailure, Interrupted, Problem
+from ._failure import (
+    EXIT_FAILED,
+    EXIT_OK,
+    CliFailure,
+    Interrupted,
+    Problem,
+    exit_code_for_signal,
+    signal_word,
+)
 from ._logging import LOGGER_NAME, configure_logging
+from ._output import OUTPUT_FAILED, STDOUT_CLOSED, Output, ReaderGone, help_writes
 from ._seam import error_sink, output
+from ._signals import Signals, Stop, command_signals, current_signals
 
 __all__ = ["COMMANDS", "main"]
 
@@ -41,7 +60,7 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
     if not value or ctx.resilient_parsing:
         return
     # A constant: no importlib.metadata lookup (which costs more than importing click).
-    click.echo(f"copilot-host {__version__}")
+    output(ctx).result(f"copilot-host {__version__}")
     ctx.exit()
 
 
@@ -54,6 +73,39 @@ def _problem_of(exc: BaseException) -> Problem | None:
     if isinstance(exc, CopilotHostError):
         return Problem(exc.code, exc.message, exc.retryable)
     return None
+
+
+def _signal_of(exc: BaseException, signals: Signals) -> int | None:
+    """The signal that ended the command, if one did (whatever the exception it became)."""
+    if isinstance(exc, Stop):
+        return exc.signum
+    if isinstance(exc, KeyboardInterrupt):
+        import signal
+
+        return signal.SIGINT
+    # A Stop that turned into another error on its way out (a connection pool closed
+    # mid-request, say) still ended the command: report the signal, not the echo.
+    return signals.received
+
+
+def _signal_problem(signum: int) -> Problem:
+    word = signal_word(signum)
+    return Problem(word, word)
+
+
+@contextmanager
+def _stderr_for_click() -> Iterator[None]:
+    """With stderr closed (``2>&-``) click writes usage errors to stdout instead, where
+    only results may go: give it somewhere else to lose them."""
+    if sys.stderr is not None:
+        yield
+        return
+    with open(os.devnull, "w", encoding="utf-8") as devnull:
+        sys.stderr = devnull
+        try:
+            yield
+        finally:
+            sys.stderr = None
 
 
 class CopilotHostGroup(click.Group):
@@ -73,12 +125,71 @@ class CopilotHostGroup(click.Group):
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        with help_writes():
+            return super().make_context(info_name, args, parent, **extra)
+
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        windows_expand_args: bool = True,
+        **extra: Any,
+    ) -> Any:
+        """click's ``main`` inside this call's signal handling (see ``_signals``)."""
+        if sys.stdout is None:
+            # Started with stdout closed: there is nowhere for a result, so do nothing
+            # (and a file this process opened could otherwise take descriptor 1).
+            Output().error(STDOUT_CLOSED)
+            if standalone_mode:
+                sys.exit(EXIT_FAILED)
+            return EXIT_FAILED
+        with command_signals() as signals, _stderr_for_click():
+            try:
+                return super().main(
+                    args,
+                    prog_name,
+                    complete_var,
+                    standalone_mode,
+                    windows_expand_args=windows_expand_args,
+                    **extra,
+                )
+            except (Stop, ReaderGone, CliFailure) as exc:
+                # Outside a command: while click parsed the arguments or wrote --help or
+                # --version, or after the command had finished.
+                if not standalone_mode:
+                    raise
+                signals.decide()
+                if isinstance(exc, ReaderGone):
+                    sys.exit(EXIT_OK)
+                if isinstance(exc, Stop):
+                    Output().error(_signal_problem(exc.signum).message)
+                    sys.exit(exit_code_for_signal(exc.signum))
+                Output().error(exc.problem.message)
+                sys.exit(exc.exit_code)
+
     def invoke(self, ctx: click.Context) -> Any:
+        signals = current_signals()
         try:
-            return super().invoke(ctx)
+            result = super().invoke(ctx)
         except (click.exceptions.Exit, click.ClickException):
             raise  # click's own: --help, usage errors (exit 2)
+        except ReaderGone:
+            # Not a failure: whoever read our output has all they wanted.
+            signals.decide()
+            if signals.received is not None:
+                self._end_by_signal(ctx, signals.received)
+            raise click.exceptions.Exit(EXIT_OK) from None
         except click.exceptions.Abort as exc:
+            signals.decide()
             # A prompt that got Ctrl-C (130) or end of input (1).
             interrupted = isinstance(exc.__context__, KeyboardInterrupt)
             self._report(
@@ -92,33 +203,51 @@ class CopilotHostGroup(click.Group):
                 ),
             )
             raise click.exceptions.Exit(130 if interrupted else EXIT_FAILED) from None
-        except KeyboardInterrupt as exc:
-            self._report(ctx, exc, Problem("interrupted", "interrupted"))
-            raise click.exceptions.Exit(130) from None
-        except Exception as exc:
-            problem = _problem_of(exc)
-            if problem is None:
-                # A bug, or an exception from a library we did not wrap. Its text may
-                # hold anything, so only the type is shown; --debug has the (redacted)
-                # traceback.
-                problem = Problem(
-                    "internal_error",
-                    f"unexpected {type(exc).__name__}; rerun with --debug for details "
-                    "and report it if it persists",
-                )
+        except (Exception, KeyboardInterrupt, Stop) as exc:
+            signals.decide()
+            problem, code = self._outcome(exc, signals)
             self._report(ctx, exc, problem)
-            code = exc.exit_code if isinstance(exc, CliFailure | Interrupted) else EXIT_FAILED
             raise click.exceptions.Exit(code) from None
+        if signals.received is not None:
+            # The command swallowed the signal's Stop somewhere and finished anyway.
+            signals.decide()
+            self._end_by_signal(ctx, signals.received)
+        return result
+
+    def _end_by_signal(self, ctx: click.Context, signum: int) -> NoReturn:
+        self._report(ctx, None, _signal_problem(signum))
+        raise click.exceptions.Exit(exit_code_for_signal(signum))
 
     @staticmethod
-    def _report(ctx: click.Context, exc: BaseException, problem: Problem) -> None:
-        if ctx.meta.get(_DEBUG_KEY):
+    def _outcome(exc: BaseException, signals: Signals) -> tuple[Problem, int]:
+        if isinstance(exc, Interrupted):
+            return exc.problem, exc.exit_code  # the login wait's own account of it
+        signum = _signal_of(exc, signals)
+        if signum is not None:
+            return _signal_problem(signum), exit_code_for_signal(signum)
+        problem = _problem_of(exc)
+        if problem is None:
+            # A bug, or an exception from a library we did not wrap. Its text may hold
+            # anything, so only the type is shown; --debug has the (redacted) traceback.
+            problem = Problem(
+                "internal_error",
+                f"unexpected {type(exc).__name__}; rerun with --debug for details "
+                "and report it if it persists",
+            )
+        code = exc.exit_code if isinstance(exc, CliFailure) else EXIT_FAILED
+        return problem, code
+
+    @staticmethod
+    def _report(ctx: click.Context, exc: BaseException | None, problem: Problem) -> None:
+        if ctx.meta.get(_DEBUG_KEY) and exc is not None:
             import logging
 
             logging.getLogger(LOGGER_NAME).debug("failure details", exc_info=exc)
         sink = error_sink(ctx)
-        if sink is not None:
-            sink(problem)
+        if sink is not None and problem.code != OUTPUT_FAILED:
+            # If stdout failed as well, the line below still tells people.
+            with suppress(ReaderGone, CliFailure):
+                sink(problem)
         output(ctx).error(problem.message)
 
 

@@ -20,7 +20,7 @@ import click
 
 from ._failure import CliFailure
 from ._format import clock_time
-from ._output import Output
+from ._output import CopilotHostCommand, Output
 from ._seam import output
 
 if TYPE_CHECKING:
@@ -209,7 +209,7 @@ def _journey(out: Output, steps: _Steps, home: Path, stack: ExitStack) -> None:
         details.append("https://github.com/settings/applications to revoke the access")
 
 
-@click.command(epilog=_EPILOG)
+@click.command(cls=CopilotHostCommand, epilog=_EPILOG)
 def demo() -> None:
     """Run the whole journey against a built-in GitHub emulator.
 

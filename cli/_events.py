@@ -10,7 +10,12 @@ The format is stable (``"v": 1``; fields are only ever added):
     The login failed; the last line. ``code`` is one of the library's stable error
     codes (``access_denied``, ``expired_token``, ``no_copilot_access``,
     ``keyring_unavailable``, ``network_error``, …) or the CLI's own
-    ``already_logged_in``, ``login_cancelled`` (SIGINT/SIGTERM) and ``internal_error``.
+    ``already_logged_in``, ``login_cancelled`` (SIGINT/SIGTERM during the wait),
+    ``interrupted``/``terminated`` (SIGINT/SIGTERM elsewhere), ``interrupted_after_login``
+    (a signal as the login completed: it is stored) and ``internal_error``.
+
+A program that stops reading does not stop the login: it goes on for the person, who has
+the code on stderr too, and the exit code says how it ended.
 
 No event ever carries a secret: the device code and the tokens stay in the process.
 """
@@ -20,7 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 from ._failure import Problem
-from ._output import Output
+from ._output import Output, ReaderGone
 
 __all__ = ["EVENT_VERSION", "LoginEvents", "iso_utc"]
 
@@ -42,8 +47,14 @@ class LoginEvents:
         self.enabled = enabled
 
     def _emit(self, event: str, **fields: Any) -> None:
-        if self.enabled:
+        if not self.enabled:
+            return
+        try:
             self._out.json({"v": EVENT_VERSION, "event": event, **fields})
+        except ReaderGone:
+            # The program stopped reading. The login goes on for the person (the code is
+            # on stderr too), and the exit code still says how it ended.
+            self.enabled = False
 
     def device_code(
         self,

@@ -18,6 +18,7 @@ __all__ = [
     "Interrupted",
     "Problem",
     "exit_code_for_signal",
+    "signal_word",
 ]
 
 EXIT_OK = 0
@@ -28,6 +29,13 @@ EXIT_USAGE = 2
 def exit_code_for_signal(signum: int) -> int:
     """The shell convention: 128 + signal number (SIGINT 130, SIGTERM 143)."""
     return 128 + int(signum)
+
+
+def signal_word(signum: int) -> str:
+    """What a signal did to a command; also the JSON ``code`` of that outcome."""
+    import signal
+
+    return "interrupted" if signum == signal.SIGINT else "terminated"
 
 
 class Problem(NamedTuple):
@@ -53,14 +61,13 @@ class CliFailure(Exception):
 
 
 class Interrupted(Exception):
-    """A wait ended by SIGINT or SIGTERM; nothing was stored."""
+    """A signal whose outcome the command words itself (the login wait, the replace
+    question, a login that had just completed); any other signal is reported plainly."""
 
     def __init__(self, signum: int, message: str, *, code: str | None = None) -> None:
         super().__init__(message)
         self.signum = signum
         if code is None:
-            import signal
-
-            code = "interrupted" if signum == signal.SIGINT else "terminated"
+            code = signal_word(signum)
         self.problem = Problem(code, message)
         self.exit_code = exit_code_for_signal(signum)

@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+import sys
+from typing import TYPE_CHECKING
+
 import click
 
 from ._events import LoginEvents
-from ._failure import CliFailure
+from ._failure import CliFailure, Interrupted, signal_word
+from ._output import CopilotHostCommand, Output
 from ._seam import make_host, make_store, output, seam, set_error_sink
+from ._signals import Stop
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from copilot_host._seam import LoginIdentity
+    from copilot_host.store import CredentialStore
 
 __all__ = ["login"]
 
@@ -29,7 +40,7 @@ Examples:
 """
 
 
-@click.command(epilog=_EPILOG)
+@click.command(cls=CopilotHostCommand, epilog=_EPILOG)
 @click.option("--headless", is_flag=True, help="Never open a browser or ask a question.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON events on stdout.")
 @click.option("--force", is_flag=True, help="Replace an existing login without asking.")
@@ -45,17 +56,18 @@ def login(headless: bool, as_json: bool, force: bool, key_file: bool) -> None:
     opens that page in your browser), waits for you to authorize, checks that the
     account may use Copilot, and only then stores the credential.
     """
+    out = output()
+    events = LoginEvents(out, enabled=as_json)
+    if as_json:
+        # First, so that even a signal during the imports below ends with an error event.
+        set_error_sink(events.error)
+
     from copilot_host._clock import SYSTEM_CLOCK
     from copilot_host._errors import StoreCorruptError
     from copilot_host._text import clean
 
-    from ._status import describe_protection
     from ._wait import wait_for_login
 
-    out = output()
-    events = LoginEvents(out, enabled=as_json)
-    if as_json:
-        set_error_sink(events.error)
     s = seam()
     store = make_store()
 
@@ -78,8 +90,7 @@ def login(headless: bool, as_json: bool, force: bool, key_file: bool) -> None:
                 "already_logged_in",
                 f"already logged in as {who}; rerun with --force to replace that login",
             )
-        question = f"You are logged in as {out.strong(who)}. Replace that login?"
-        if not click.confirm(question, default=False, err=True):
+        if not _ask(out, f"You are logged in as {out.strong(who)}. Replace that login?"):
             out.info(f"Kept the login of {who}; nothing changed.")
             return
 
@@ -89,6 +100,45 @@ def login(headless: bool, as_json: bool, force: bool, key_file: bool) -> None:
         identity = wait_for_login(
             host, out=out, events=events, headless=headless, seam=s, clock=s.clock or SYSTEM_CLOCK
         )
+    try:
+        _report_login(out, events, store, identity, set_aside_before, as_json=as_json)
+    except Stop as stop:
+        # The login is stored: a signal now must not read as "nothing happened".
+        raise Interrupted(
+            stop.signum,
+            f"{signal_word(stop.signum)}, but the login had just completed: logged in as "
+            f"{clean(identity.account)} (run `copilot-host logout` to undo)",
+            code="interrupted_after_login",
+        ) from None
+
+
+def _ask(out: Output, question: str) -> bool:
+    """The yes/no question; the prompt's line is ended whatever the answer."""
+    if sys.stdin is None:
+        # Started with stdin closed (<&-): nobody can answer. The same as end of input.
+        raise click.exceptions.Abort
+    try:
+        return click.confirm(question, default=False, err=True)
+    except click.exceptions.Abort:
+        out.info()
+        raise
+    except Stop as stop:
+        out.info()
+        raise Interrupted(stop.signum, f"{signal_word(stop.signum)}; nothing was changed") from None
+
+
+def _report_login(
+    out: Output,
+    events: LoginEvents,
+    store: CredentialStore,
+    identity: LoginIdentity,
+    set_aside_before: set[Path],
+    *,
+    as_json: bool,
+) -> None:
+    from copilot_host._text import clean
+
+    from ._status import describe_protection
 
     header = store.header()
     protection = header.protection if header is not None else None

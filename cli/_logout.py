@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from ._output import CopilotHostCommand
 from ._seam import make_store, output
 
 __all__ = ["REVOKE_URL", "logout"]
@@ -17,7 +18,7 @@ Examples:
 """
 
 
-@click.command(epilog=_EPILOG)
+@click.command(cls=CopilotHostCommand, epilog=_EPILOG)
 def logout() -> None:
     """Remove the stored GitHub credential and its key from this machine.
 

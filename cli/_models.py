@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ._format import table
-from ._output import Output
+from ._output import CopilotHostCommand, Output
 from ._seam import JSON_VERSION, make_host, make_store, output, use_json_errors
 
 if TYPE_CHECKING:
@@ -87,7 +87,7 @@ def _print_notes(out: Output, routes: Iterable[ModelRoute]) -> None:
         out.info(f"note from GitHub ({which}): {warning}")
 
 
-@click.command(epilog=_EPILOG)
+@click.command(cls=CopilotHostCommand, epilog=_EPILOG)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
 @click.option(
     "--all", "show_all", is_flag=True, help="Also list models that cannot be used, and why."
@@ -100,11 +100,12 @@ def models(as_json: bool, show_all: bool) -> None:
     account's inventory that cannot be used (not chat models, not enabled by policy,
     served only on endpoints copilot-host does not speak) are listed with --all.
     """
-    import copilot_host as ch
-
     out = output()
     if as_json:
-        use_json_errors()
+        use_json_errors()  # first: a failure at any later point is a JSON document too
+
+    import copilot_host as ch
+
     store = make_store()
     if out.err_is_tty:
         out.live("Asking GitHub Copilot for this account's models...")

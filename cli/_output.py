@@ -4,30 +4,137 @@ stdout carries only what a program may consume (a result line, one JSON document
 ``login --json`` events); progress, prompts, hints and errors go to stderr, so
 ``copilot-host models --json | jq`` never sees a spinner. Colour follows the terminal and
 https://no-color.org: ``NO_COLOR`` set to anything non-empty turns it off everywhere.
+
+Writing can fail, and each way has one meaning:
+
+* stdout's reader went away (EPIPE: ``copilot-host models | head -1``): not a failure. The
+  command stops quietly with :class:`ReaderGone` and exits 0, as a Unix filter would.
+* stdout cannot take the text (a full disk, a descriptor open for reading only): the
+  command fails with ``output_failed``, one line on stderr.
+* stdout was never open (``>&-``): ``main`` refuses before doing anything
+  (:data:`STDOUT_CLOSED`); a command has nowhere to put its result.
+* stderr failing costs only the text for people: the command carries on.
+* a signal in the middle of a write (stdout full, its reader not reading): that line
+  stays cut, and nothing more is written to stdout, not even the JSON error document.
+
+After stdout fails, its descriptor is pointed at ``/dev/null``. What is still buffered then
+drains there when the interpreter exits, instead of failing once more in Python's final
+flush (which would print "Exception ignored ... BrokenPipeError").
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, TextIO
 
 import click
 
-__all__ = ["Output", "color_allowed"]
+from ._failure import CliFailure
+
+__all__ = [
+    "OUTPUT_FAILED",
+    "STDOUT_CLOSED",
+    "CopilotHostCommand",
+    "Output",
+    "ReaderGone",
+    "color_allowed",
+    "help_writes",
+    "stdout_failure",
+    "write_stdout",
+]
 
 _ERASE_LINE = "\r\x1b[2K"
 
+OUTPUT_FAILED = "output_failed"
+STDOUT_CLOSED = "standard output is closed, so no result could be shown; nothing was done"
 
-def color_allowed(stream: TextIO) -> bool:
+
+class ReaderGone(Exception):
+    """stdout's reader went away: stop quietly (exit 0), the way ``head`` expects."""
+
+
+def color_allowed(stream: TextIO | None) -> bool:
     """Colour only on a terminal, and never when ``NO_COLOR`` is set (non-empty)."""
-    if os.environ.get("NO_COLOR"):
+    return not os.environ.get("NO_COLOR") and _is_tty(stream)
+
+
+def _is_tty(stream: TextIO | None) -> bool:
+    try:  # closed or replaced streams are no terminal
+        return stream is not None and stream.isatty()
+    except (AttributeError, ValueError):
         return False
+
+
+def _point_at_devnull(stream: TextIO | None) -> None:
     try:
-        return stream.isatty()
-    except (AttributeError, ValueError):  # closed or replaced streams
-        return False
+        fd = stream.fileno() if stream is not None else -1
+    except (AttributeError, ValueError, OSError):
+        return  # not a descriptor (a test runner's buffer): nothing flushes it at exit
+    if fd < 0:
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
+
+
+def stdout_failure(exc: OSError | ValueError) -> ReaderGone | CliFailure:
+    """What a failed write to stdout means for the command (see the module's notes)."""
+    _point_at_devnull(sys.stdout)
+    if isinstance(exc, OSError) and exc.errno == errno.EPIPE:
+        return ReaderGone()
+    reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
+    return CliFailure(OUTPUT_FAILED, f"cannot write to standard output ({reason})")
+
+
+def write_stdout(text: str, *, color: bool | None = None) -> None:
+    """One line on stdout, flushed; every failure becomes ReaderGone or a CliFailure."""
+    if sys.stdout is None:
+        raise CliFailure(OUTPUT_FAILED, "cannot write to standard output (it is closed)")
+    try:
+        click.echo(text, color=color)
+        sys.stdout.flush()  # click.echo flushes too; a program reading events needs it now
+    except (OSError, ValueError) as exc:  # ValueError: a closed file, an unencodable text
+        raise stdout_failure(exc) from None
+    except BaseException:
+        # A signal stopped this write, most likely blocked on a reader that stopped
+        # reading: a piece of a line may have gone out and the rest may never drain.
+        # Nothing more goes there (an error document after half a line is no document),
+        # and the exit cannot hang on the buffered rest. A terminal is left alone: it
+        # does not stall like that, and it may outlive us (an application's own).
+        if not _is_tty(sys.stdout):
+            _point_at_devnull(sys.stdout)
+        raise
+
+
+@contextmanager
+def help_writes() -> Iterator[None]:
+    """Parsing writes only ``--help`` and ``--version`` text, all of it to stdout: an
+    OSError there is a failed write to stdout and means what one always does (click would
+    print a traceback for most, and exit 1 for a closed pipe)."""
+    try:
+        yield
+    except OSError as exc:
+        raise stdout_failure(exc) from None
+
+
+class CopilotHostCommand(click.Command):
+    """Every command's class: its ``--help`` fails the way any output does."""
+
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        with help_writes():
+            return super().make_context(info_name, args, parent, **extra)
 
 
 class Output:
@@ -53,29 +160,38 @@ class Output:
         except (AttributeError, ValueError):
             return False
 
-    def _color(self, stream: TextIO) -> bool:
+    def _color(self, stream: TextIO | None) -> bool:
         return color_allowed(stream)
 
     # -- stdout: results only -----------------------------------------------------------
 
     def result(self, text: str = "") -> None:
         self.end_live()
-        click.echo(text, color=self._color(sys.stdout))
+        write_stdout(text, color=self._color(sys.stdout))
 
     def json(self, document: Mapping[str, Any]) -> None:
         """One JSON document (or event) per line; flushed so a reading program sees it now."""
         import json  # only --json outputs pay for it
 
         self.end_live()
-        line = json.dumps(document, ensure_ascii=False, separators=(",", ":"))
-        click.echo(line)
-        sys.stdout.flush()
+        write_stdout(json.dumps(document, ensure_ascii=False, separators=(",", ":")))
 
     # -- stderr: people -----------------------------------------------------------------
 
     def info(self, text: str = "") -> None:
         self.end_live()
-        click.echo(text, err=True, color=self._color(sys.stderr))
+        self._stderr(lambda: click.echo(text, err=True, color=self._color(sys.stderr)))
+
+    @staticmethod
+    def _stderr(write: Callable[[], object]) -> None:
+        if sys.stderr is None:  # started with stderr closed (2>&-): people see nothing
+            return
+        try:
+            write()
+        except (OSError, ValueError):
+            # Nobody can read what we tell people any more; the work and its result
+            # (stdout, the exit code) still count. Later writes go to /dev/null.
+            _point_at_devnull(sys.stderr)
 
     def hint(self, text: str) -> None:
         self.info(click.style(text, dim=True))
@@ -89,19 +205,27 @@ class Output:
 
     def live(self, text: str) -> None:
         """Rewrite the current stderr line in place (terminals only)."""
+
         # The erase sequence is cursor control, not colour: written directly so that
         # NO_COLOR (which strips styles) cannot leave half-erased lines behind.
-        stream = sys.stderr
-        stream.write(_ERASE_LINE)
-        click.echo(text, err=True, nl=False, color=self._color(stream))
-        stream.flush()
+        def write() -> None:
+            stream = sys.stderr
+            stream.write(_ERASE_LINE)
+            click.echo(text, err=True, nl=False, color=self._color(stream))
+            stream.flush()
+
         self._live = True
+        self._stderr(write)
 
     def end_live(self) -> None:
         if self._live:
             self._live = False
-            sys.stderr.write(_ERASE_LINE)
-            sys.stderr.flush()
+
+            def write() -> None:
+                sys.stderr.write(_ERASE_LINE)
+                sys.stderr.flush()
+
+            self._stderr(write)
 
     # -- styling helpers ----------------------------------------------------------------
 

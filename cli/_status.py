@@ -13,10 +13,12 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ._format import ago, local_time
+from ._output import CopilotHostCommand, Output, ReaderGone
 from ._seam import JSON_VERSION, make_store, output, use_json_errors
 
 if TYPE_CHECKING:
-    from copilot_host.store import Protection
+    from copilot_host._errors import StoreCorruptError
+    from copilot_host.store import CredentialStore, Protection, RecordHeader
 
 __all__ = ["describe_protection", "status"]
 
@@ -44,7 +46,7 @@ def describe_protection(protection: Protection) -> str:
     return f"key file {clean(protection.backend)} (readable by anyone who can read your files)"
 
 
-@click.command(epilog=_EPILOG)
+@click.command(cls=CopilotHostCommand, epilog=_EPILOG)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
 def status(as_json: bool) -> None:
     """Show who is logged in and how the login is protected.
@@ -52,14 +54,12 @@ def status(as_json: bool) -> None:
     Reads only this machine's record (no network, no keyring). Exit code 0 when logged
     in, 1 when not.
     """
-    from copilot_host._errors import StoreCorruptError
-    from copilot_host._text import clean
-
-    from ._events import iso_utc
-
     out = output()
     if as_json:
-        use_json_errors()
+        use_json_errors()  # first: a failure at any later point is a JSON document too
+
+    from copilot_host._errors import StoreCorruptError
+
     store = make_store()
     damaged: StoreCorruptError | None = None
     try:
@@ -68,6 +68,37 @@ def status(as_json: bool) -> None:
         # A state to report, not a failure of status: logged out, with a record to replace.
         header, damaged = None, exc
     set_aside = [str(p) for p in store.set_aside()]
+
+    try:
+        _show(out, store, header, damaged, set_aside, as_json=as_json)
+    except ReaderGone:
+        # The reader stopped early, but a script may still go by the exit code: "not
+        # logged in" stays 1.
+        if header is None:
+            raise click.exceptions.Exit(1) from None
+        raise
+    if damaged is not None:
+        out.error(damaged.message)
+    for path in set_aside:
+        out.warn(
+            f"a damaged login record was set aside at {path}; delete it when you no longer need it"
+        )
+    if header is None:
+        raise click.exceptions.Exit(1)
+
+
+def _show(
+    out: Output,
+    store: CredentialStore,
+    header: RecordHeader | None,
+    damaged: StoreCorruptError | None,
+    set_aside: list[str],
+    *,
+    as_json: bool,
+) -> None:
+    from copilot_host._text import clean
+
+    from ._events import iso_utc
 
     if as_json:
         doc: dict[str, Any] = {"v": JSON_VERSION, "logged_in": header is not None}
@@ -102,11 +133,3 @@ def status(as_json: bool) -> None:
         out.result(f"Logged in to GitHub as {out.strong(clean(header.account))}")
         for label, value in rows:
             out.result(f"  {label:<11} {value}")
-    if damaged is not None:
-        out.error(damaged.message)
-    for path in set_aside:
-        out.warn(
-            f"a damaged login record was set aside at {path}; delete it when you no longer need it"
-        )
-    if header is None:
-        raise click.exceptions.Exit(1)

@@ -2,9 +2,10 @@
 
 Splitting it this way keeps every terminal write on the main thread (no interleaved
 output), lets the countdown tick while a poll is in flight, and leaves the main thread
-free to receive SIGINT/SIGTERM: the signal handler sets the cancel event the host's wait
-watches (and the sleep between polls wakes on), so the host returns without storing
-anything and the command exits 130/143.
+free to receive SIGINT/SIGTERM: during the wait the signal handler only sets the cancel
+event the host's wait watches (and the sleep between polls wakes on), so the host returns
+without storing anything and the command exits 130/143. A second signal leaves at once
+(see ``_signals``).
 """
 
 from __future__ import annotations
@@ -19,11 +20,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ._events import LoginEvents
-from ._failure import Interrupted
+from ._failure import Interrupted, signal_word
 from ._format import mmss
 from ._output import Output
 from ._seam import CliSeam
-from ._signals import SignalCancel
+from ._signals import current_signals
 
 if TYPE_CHECKING:
     from copilot_host._clock import Clock
@@ -185,37 +186,46 @@ def wait_for_login(
     tick = seam.tick if seam.tick is not None else 0.1
     countdown = _Countdown(out, clock)
     worker = threading.Thread(target=work, name="copilot-host-login", daemon=True)
-    with SignalCancel(cancel) as signals:
+    signals = current_signals()
+    message: _Message = None
+    with signals.cancelling(cancel):
         worker.start()
-        while True:
-            message: _Message
-            try:
-                message = inbox.get(timeout=tick)
-            except queue.Empty:
-                message = None
-            if signals.received is not None:
-                countdown.stop()
-                return _after_signal(out, worker, inbox, signals.received, message)
-            if isinstance(message, _Code):
-                _show_code(
-                    out,
-                    events,
-                    message.login,
-                    clock,
-                    headless=headless,
-                    open_browser=seam.open_browser,
-                )
-                countdown.start(message.login.deadline)
-                if seam.on_waiting is not None:
-                    seam.on_waiting()
-            elif isinstance(message, _Done):
-                countdown.stop()
-                return message.identity
-            elif isinstance(message, _Failed):
-                countdown.stop()
-                raise message.error
-            else:
-                countdown.tick()
+        try:
+            while True:
+                try:
+                    message = inbox.get(timeout=tick)
+                except queue.Empty:
+                    message = None
+                if signals.received is not None or isinstance(message, _Done | _Failed):
+                    break
+                if isinstance(message, _Code):
+                    _show_code(
+                        out,
+                        events,
+                        message.login,
+                        clock,
+                        headless=headless,
+                        open_browser=seam.open_browser,
+                    )
+                    countdown.start(message.login.deadline)
+                    if seam.on_waiting is not None:
+                        seam.on_waiting()
+                else:
+                    countdown.tick()
+        except BaseException:
+            # The main thread failed (stdout cannot be written, say): the login must not
+            # go on, and maybe complete, behind the failure being reported.
+            cancel.set()
+            worker.join(_CANCEL_GRACE)
+            raise
+    countdown.stop()
+    # Checked after the block, so a signal that came as the wait ended is not lost.
+    if signals.received is not None:
+        return _after_signal(out, worker, inbox, signals.received, message)
+    if isinstance(message, _Failed):
+        raise message.error
+    assert isinstance(message, _Done)
+    return message.identity
 
 
 def _after_signal(
@@ -241,7 +251,7 @@ def _after_signal(
 
         raise Interrupted(
             signum,
-            f"interrupted, but the login had just completed: logged in as "
+            f"{signal_word(signum)}, but the login had just completed: logged in as "
             f"{clean(message.identity.account)} (run `copilot-host logout` to undo)",
             code="interrupted_after_login",
         )

@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 import re
 import secrets
+import select
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator, Sequence
@@ -210,3 +212,122 @@ def emulate(leak_guard: LeakGuard) -> Iterator[Any]:
             for canary in emulator.canaries():
                 leak_guard.canary(canary)
         stack.close()
+
+
+@dataclass
+class Held:
+    """A harness child stopped at a known point (``--hold-*``), driven by the test.
+
+    Text is read as bytes and decoded here, so a test asserts exactly what was written.
+    """
+
+    guard: LeakGuard
+    child: subprocess.Popen[bytes]
+    ready: int
+    go: int
+    canaries: Path
+    closed: bool = False
+
+    def close_pipes(self) -> None:
+        if not self.closed:
+            self.closed = True
+            os.close(self.ready)
+            os.close(self.go)
+
+    def wait_held(self, timeout: float = 30) -> str:
+        """The name of the hold the child reached (it has written nothing else yet)."""
+        line = b""
+        while not line.endswith(b"\n"):
+            readable, _, _ = select.select([self.ready], [], [], timeout)
+            assert readable, "the child never reached its hold"
+            byte = os.read(self.ready, 1)
+            assert byte, "the child ended before reaching its hold"
+            line += byte
+        return line.decode().strip()
+
+    def release(self) -> None:
+        os.write(self.go, b"g")
+
+    def send(self, signum: int) -> None:
+        self.child.send_signal(signum)
+
+    def close_stdout(self, *, after_lines: int = 0) -> list[str]:
+        """Read ``after_lines`` lines, then close our end: the reader goes away."""
+        assert self.child.stdout is not None
+        lines = [self.child.stdout.readline().decode() for _ in range(after_lines)]
+        self.child.stdout.close()
+        return lines
+
+    def finish(self, timeout: float = 30) -> tuple[int, str, str]:
+        try:
+            out, err = self.child.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.child.kill()
+            self.child.communicate()
+            raise AssertionError("the child did not end within the bound") from None
+        finally:
+            self.close_pipes()
+        if self.canaries.exists():
+            for line in self.canaries.read_text().splitlines():
+                self.guard.canary(line)
+        stdout = (out or b"").decode()
+        stderr = (err or b"").decode()
+        self.guard.saw("held child (stdout)", stdout)
+        self.guard.saw("held child (stderr)", stderr)
+        return self.child.returncode, stdout, stderr
+
+
+@pytest.fixture
+def hold(leak_guard: LeakGuard, tmp_path: Path) -> Iterator[Any]:
+    """``hold(*harness_args, shell=, env=, stdin=)`` starts a harness child with the sync pipes.
+
+    ``shell`` wraps the child in ``sh -c SHELL`` (with the harness command line as
+    ``"$@"``), for what only a shell does simply: close descriptor 1 (``exec "$@" >&-``),
+    or start with a signal ignored (``trap '' INT; exec "$@"``).
+    """
+    children: list[Held] = []
+
+    def start(
+        *args: str,
+        shell: str | None = None,
+        env: dict[str, str] | None = None,
+        stdin: bool = False,
+    ) -> Held:
+        ready_r, ready_w = os.pipe()
+        go_r, go_w = os.pipe()
+        canaries = tmp_path / f"canaries-{len(children)}"
+        argv = [
+            sys.executable,
+            str(HARNESS),
+            "--sync",
+            f"{ready_w},{go_r}",
+            "--canaries",
+            str(canaries),
+            *args,
+        ]
+        if shell is not None:
+            argv = ["/bin/sh", "-c", shell, "sh", *argv]
+        child = subprocess.Popen(
+            argv,
+            # A pipe the test holds open (and never writes) when the child must wait
+            # for an answer; end of input otherwise.
+            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=child_env(env),
+            pass_fds=(ready_w, go_r),
+        )
+        os.close(ready_w)
+        os.close(go_r)
+        held = Held(leak_guard, child, ready_r, go_w, canaries)
+        children.append(held)
+        return held
+
+    try:
+        yield start
+    finally:
+        for held in children:
+            if held.child.poll() is None:
+                held.child.send_signal(signal.SIGKILL)
+                held.child.communicate()
+            held.close_pipes()

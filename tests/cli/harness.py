@@ -1,21 +1,121 @@
 """Run ``copilot-host`` in this (child) process against the loopback emulator.
 
-    python tests/cli/harness.py [--wait] [--fast] [--logged-in] [--canaries FILE] -- <args>
+    python tests/cli/harness.py [--wait] [--fast] [--logged-in] [--canaries FILE]
+        [--models N] [--sync READY,GO] [--hold-endpoint NAME | --hold-store METHOD |
+        --hold-output LINES] [--stubborn] -- <args>
 
 The emulator's transport reaches the CLI through the private test seam (``obj=`` on
 ``main``), which no command-line option or environment variable can reach. ``--wait``
 makes the emulated person never approve (for signal tests); ``--fast`` skips the wait
 between polls; ``--logged-in`` logs in (key-file mode) before the command runs, since
-each emulator issues its own tokens; ``--canaries`` writes every credential the emulator issued to FILE on the
-way out, so the parent test can check the child's output for them.
+each emulator issues its own tokens; ``--canaries`` writes every credential the emulator
+issued to FILE on the way out, so the parent test can check the child's output for them;
+``--models N`` serves N eligible models instead of the default inventory.
+
+Holds stop the command at a known point so the parent can act there (send a signal,
+close its end of a pipe) without guessing at timings. At the hold the child writes a
+line naming it to the ``READY`` descriptor, then:
+
+``--hold-endpoint NAME``
+    every emulator (the demo's own too) stalls 60 s before answering NAME; the line is
+    written once the request has arrived. Nothing releases it but a signal.
+``--hold-store METHOD``
+    ``CredentialStore.METHOD`` waits, before it runs, until the parent writes a byte to
+    (or closes) the ``GO`` descriptor.
+``--hold-output LINES``
+    once LINES lines have gone to stdout, the next write to the real descriptor 1 waits
+    for ``GO`` the same way, then goes ahead.
+
+``--stubborn`` makes a store or output hold swallow the first exception raised into it
+(writing ``swallowed``) and keep waiting, like a clean-up that does not end by itself.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import io
+import os
 import sys
+import threading
 from pathlib import Path
 from typing import Any
+
+
+class _Hold:
+    def __init__(self, ready: int, go: int, *, stubborn: bool) -> None:
+        self._ready = ready
+        self._go = go
+        self._stubborn = stubborn
+
+    def reached(self, what: str) -> None:
+        os.write(self._ready, f"{what}\n".encode())
+
+    def here(self, what: str) -> None:
+        """Say where we are, then wait for GO (inside the try, so that a stubborn hold
+        swallows a signal sent the moment the parent has read the line)."""
+        announced = False
+        while True:
+            try:
+                if not announced:
+                    announced = True
+                    self.reached(what)
+                os.read(self._go, 1)
+                return
+            except BaseException:
+                if not self._stubborn:
+                    raise
+                self.reached("swallowed")
+
+
+class _HoldingStdout(io.FileIO):
+    """Descriptor 1 as Python's own stdout uses it, with one pause at a chosen line."""
+
+    def __init__(self, hold: _Hold, lines: int) -> None:
+        super().__init__(1, "wb", closefd=False)
+        self._hold: _Hold | None = hold
+        self._lines = lines
+        self._seen = 0
+
+    def write(self, data: Any) -> int:
+        if self._hold is not None and self._seen >= self._lines:
+            hold, self._hold = self._hold, None
+            hold.here("output")
+        written = super().write(data)
+        self._seen += bytes(data[:written]).count(b"\n")
+        return written
+
+
+def _hold_store(hold: _Hold, method: str) -> None:
+    from copilot_host.store import CredentialStore
+
+    original = getattr(CredentialStore, method)
+
+    def held(self: Any, *args: Any, **kwargs: Any) -> Any:
+        hold.here("store")
+        return original(self, *args, **kwargs)
+
+    setattr(CredentialStore, method, held)
+
+
+def _hold_endpoint(hold: _Hold, endpoint: str) -> None:
+    import copilot_host.testing as testing
+
+    base = testing.GitHubEmulator
+
+    class Stalling(base):  # type: ignore[misc, valid-type]
+        def __init__(self, scenario: Any = None, **kwargs: Any) -> None:
+            scenario = scenario if scenario is not None else testing.Scenario()
+            slow = {**scenario.slow, endpoint: 60.0}
+            super().__init__(dataclasses.replace(scenario, slow=slow), **kwargs)
+            threading.Thread(target=self._watch, daemon=True).start()
+
+        def _watch(self) -> None:
+            while not self.requests_to(endpoint):
+                threading.Event().wait(0.01)
+            hold.reached("endpoint")
+
+    testing.GitHubEmulator = Stalling  # type: ignore[misc]
 
 
 def main() -> None:
@@ -24,6 +124,12 @@ def main() -> None:
     parser.add_argument("--fast", action="store_true")
     parser.add_argument("--logged-in", action="store_true")
     parser.add_argument("--canaries", type=Path)
+    parser.add_argument("--models", type=int)
+    parser.add_argument("--sync")
+    parser.add_argument("--hold-endpoint")
+    parser.add_argument("--hold-store")
+    parser.add_argument("--hold-output", type=int)
+    parser.add_argument("--stubborn", action="store_true")
     parser.add_argument("args", nargs=argparse.REMAINDER)
     options = parser.parse_args()
     args = options.args[1:] if options.args[:1] == ["--"] else options.args
@@ -32,9 +138,20 @@ def main() -> None:
     from copilot_host_cli._seam import CliSeam
 
     from copilot_host.github import GitHubCopilotHost
-    from copilot_host.testing import GitHubEmulator, Scenario
 
-    with GitHubEmulator(Scenario(auto_approve=not options.wait)) as emulator:
+    hold: _Hold | None = None
+    if options.sync:
+        ready, go = (int(fd) for fd in options.sync.split(","))
+        hold = _Hold(ready, go, stubborn=options.stubborn)
+    if hold is not None and options.hold_endpoint:
+        _hold_endpoint(hold, options.hold_endpoint)
+
+    from copilot_host.testing import GitHubEmulator, Scenario, inventory_of
+
+    scenario = Scenario(auto_approve=not options.wait)
+    if options.models is not None:
+        scenario = dataclasses.replace(scenario, models=inventory_of(options.models))
+    with GitHubEmulator(scenario) as emulator:
 
         def factory(*, store: Any, key_file: bool, clock: Any) -> GitHubCopilotHost:
             return GitHubCopilotHost(store=store, key_file=key_file, transport=emulator.transport())
@@ -50,6 +167,15 @@ def main() -> None:
 
                 with factory(store=CredentialStore(), key_file=True, clock=None) as host:
                     host.login(sleep=lambda _seconds: None)
+            if hold is not None and options.hold_store:
+                _hold_store(hold, options.hold_store)
+            if hold is not None and options.hold_output is not None:
+                sys.stdout.flush()
+                sys.stdout = io.TextIOWrapper(
+                    io.BufferedWriter(_HoldingStdout(hold, options.hold_output)),
+                    encoding=sys.stdout.encoding,
+                    errors=sys.stdout.errors,
+                )
             cli(args, obj=seam, prog_name="copilot-host")
         finally:
             if options.canaries is not None:

@@ -269,6 +269,23 @@ def _plant_damaged_record() -> bytes:
     return record.read_bytes()
 
 
+def test_a_failure_during_the_wait_stops_the_login_behind_it(cli: Cli, emulate: Any) -> None:
+    # The main thread fails while the worker waits for the first poll: the worker must be
+    # cancelled and gone when the command ends, not left to complete the login later.
+    def broken_browser(_url: str) -> bool:
+        raise RuntimeError("no browser")
+
+    env = emulate(Scenario(interval=1), sleep=None, open_browser=broken_browser)
+    before = set(threading.enumerate())  # an earlier test's worker may still wind down
+    result = cli("login", "--key-file", seam=env.seam)
+    assert result.exit_code == 1
+    assert result.stderr.splitlines()[-1].startswith("error: unexpected RuntimeError")
+    workers = [t for t in threading.enumerate() if t.name == "copilot-host-login"]
+    assert [t for t in workers if t not in before] == []
+    assert not env.emulator.requests_to("access_token")
+    assert CredentialStore().header() is None
+
+
 @pytest.mark.parametrize(
     "args",
     [("--headless",), ("--headless", "--force", "--key-file"), ("--json",), ()],

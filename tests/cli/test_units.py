@@ -1,4 +1,4 @@
-"""Pure helpers: formatting, JSON events, the signal bridge, the live line."""
+"""Pure helpers: formatting, JSON events, the signal handling, the live line."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import json
 import os
 import signal
 import threading
+from collections.abc import Callable
 
 import pytest
 from click.testing import CliRunner
@@ -13,7 +14,7 @@ from copilot_host_cli._events import LoginEvents, iso_utc
 from copilot_host_cli._failure import Problem, exit_code_for_signal
 from copilot_host_cli._format import ago, clock_time, mmss, table, width
 from copilot_host_cli._output import Output
-from copilot_host_cli._signals import SignalCancel
+from copilot_host_cli._signals import Signals, Stop
 
 
 def test_mmss_and_clock_time() -> None:
@@ -111,33 +112,129 @@ def test_live_line_is_erased_before_any_other_output() -> None:
     assert stderr == "\r\x1b[2Kwaiting 1\r\x1b[2Kwaiting 2\r\x1b[2Knote\n"
 
 
-def test_signal_cancel_sets_the_event_and_restores_handlers() -> None:
+class _Exited(Exception):
+    """Stands in for the process exit of a second signal, so the test can watch it."""
+
+
+def _exit_recorder() -> tuple[list[int], Callable[[int], None]]:
+    codes: list[int] = []
+
+    def exit_now(code: int) -> None:
+        codes.append(code)
+        raise _Exited(code)
+
+    return codes, exit_now
+
+
+def _deliver(signum: int) -> None:
+    """Send ``signum`` to this process; its handler runs in this (the main) thread."""
+    os.kill(os.getpid(), signum)
+    threading.Event().wait(1)  # the handler raises out of this wait, well before 1 s
+
+
+def _handlers() -> tuple[object, object]:
+    return signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+
+
+def test_the_first_signal_raises_stop_and_a_second_exits_at_once() -> None:
+    codes, exit_now = _exit_recorder()
+    before = _handlers()
+    signals = Signals(exit_now=exit_now)
+    signals.install()
+    try:
+        assert signals.installed == {signal.SIGINT, signal.SIGTERM}
+        with pytest.raises(Stop) as first:
+            _deliver(signal.SIGTERM)
+        assert (first.value.signum, signals.received) == (signal.SIGTERM, signal.SIGTERM)
+        # The way out is blocked, the person insists: leave at once, with the first code.
+        with pytest.raises(_Exited):
+            _deliver(signal.SIGINT)
+        assert codes == [143]
+    finally:
+        signals.restore()
+    assert _handlers() == before
+
+
+def test_while_cancelling_the_first_signal_only_sets_the_event() -> None:
+    codes, exit_now = _exit_recorder()
+    signals = Signals(exit_now=exit_now)
     cancel = threading.Event()
-    before = (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM))
-    with SignalCancel(cancel) as signals:
-        os.kill(os.getpid(), signal.SIGTERM)
-        assert cancel.wait(5)
-        assert signals.received == signal.SIGTERM
-        # A second signal stops waiting for the worker: exit with the first one's code.
-        with pytest.raises(SystemExit) as second:
+    signals.install()
+    try:
+        with signals.cancelling(cancel):
             os.kill(os.getpid(), signal.SIGINT)
-            threading.Event().wait(1)  # the handler runs in this thread
-        assert second.value.code == 143
-    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
+            assert cancel.wait(5)
+        assert signals.received == signal.SIGINT
+        assert codes == []
+    finally:
+        signals.restore()
 
 
-def test_signal_cancel_off_the_main_thread_changes_nothing() -> None:
-    seen: list[object] = []
+def test_once_the_outcome_is_decided_any_signal_exits_at_once() -> None:
+    codes, exit_now = _exit_recorder()
+    signals = Signals(exit_now=exit_now)
+    signals.install()
+    try:
+        signals.decide()
+        with pytest.raises(_Exited):
+            _deliver(signal.SIGTERM)
+        assert codes == [143]
+    finally:
+        signals.restore()
+
+
+def test_off_the_main_thread_nothing_is_installed() -> None:
+    seen: list[frozenset[int]] = []
 
     def run() -> None:
-        with SignalCancel(threading.Event()):
-            seen.append(signal.getsignal(signal.SIGINT))
+        signals = Signals()
+        signals.install()
+        seen.append(signals.installed)
+        signals.restore()
 
-    before = signal.getsignal(signal.SIGINT)
+    before = _handlers()
     thread = threading.Thread(target=run)
     thread.start()
     thread.join()
-    assert seen == [before]
+    assert seen == [frozenset()]
+    assert _handlers() == before
+
+
+def test_an_ignored_signal_stays_ignored() -> None:
+    # A background job of a script starts with SIGINT ignored; so does anything under
+    # a parent that chose to ignore SIGTERM. We do not take those signals back.
+    previous = signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    try:
+        signals = Signals()
+        signals.install()
+        try:
+            assert signals.installed == {signal.SIGINT}
+            assert signal.getsignal(signal.SIGTERM) == signal.SIG_IGN
+        finally:
+            signals.restore()
+        assert signal.getsignal(signal.SIGTERM) == signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def test_a_handler_set_outside_python_is_left_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    # getsignal answers None for a handler an embedding C program set: signal.signal
+    # could not put it back, so we must not replace it. (Only an embedding interpreter
+    # produces None for real; the answer is simulated here.)
+    real = signal.getsignal
+
+    def getsignal(signum: int) -> object:
+        return None if signum == signal.SIGTERM else real(signum)
+
+    monkeypatch.setattr(signal, "getsignal", getsignal)
+    before = real(signal.SIGTERM)
+    signals = Signals()
+    signals.install()
+    try:
+        assert signals.installed == {signal.SIGINT}
+        assert real(signal.SIGTERM) is before
+    finally:
+        signals.restore()
 
 
 @pytest.mark.parametrize(
