@@ -22,6 +22,7 @@ from types import TracebackType
 
 from .._clock import Clock
 from .._errors import StoreLockedError
+from .._text import show_path
 from ._paths import LOCK_NAME, check_owned_private, file_symlink_error, open_home
 
 __all__ = ["StoreLock"]
@@ -118,8 +119,8 @@ class StoreLock:
     def _locked_error(self, holder: int | None) -> StoreLockedError:
         who = f"process {holder}" if holder is not None else "another process"
         return StoreLockedError(
-            f"The credential store {self._home} is busy: {who} has held its lock for more "
-            f"than {self._timeout:g} s; try again when it finishes"
+            f"The credential store {show_path(self._home)} is busy: {who} has held its lock "
+            f"for more than {self._timeout:g} s; try again when it finishes"
         )
 
 

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from .._errors import StoreError, StoreInsecureError
+from .._text import shell_quote, show_path
 
 __all__ = [
     "DAMAGED_PREFIX",
@@ -32,6 +33,7 @@ __all__ = [
     "open_home",
     "precheck_home",
     "resolve_home",
+    "unusable_path_error",
 ]
 
 ENV_HOME = "COPILOT_HOST_HOME"
@@ -74,26 +76,28 @@ def check_owned_private(st: os.stat_result, path: Path, what: str) -> None:
     expected_type = stat.S_ISDIR if what == "folder" else stat.S_ISREG
     if not expected_type(st.st_mode):
         raise StoreInsecureError(
-            f"The credential store {what} {path} is not a regular {what}; "
+            f"The credential store {what} {show_path(path)} is not a regular {what}; "
             "remove it or point COPILOT_HOST_HOME elsewhere"
         )
     uid = os.geteuid()
     if st.st_uid != uid:
         raise StoreInsecureError(
-            f"The credential store {what} {path} is owned by uid {st.st_uid}, not by you "
-            f"(uid {uid}); refusing to use it: remove it or point COPILOT_HOST_HOME elsewhere"
+            f"The credential store {what} {show_path(path)} is owned by uid {st.st_uid}, "
+            f"not by you (uid {uid}); refusing to use it: remove it or point "
+            "COPILOT_HOST_HOME elsewhere"
         )
     if st.st_mode & _PRIVATE_BITS:
         wanted = "700" if what == "folder" else "600"
         raise StoreInsecureError(
-            f"The credential store {what} {path} is accessible to other users "
-            f"(mode {stat.S_IMODE(st.st_mode):04o}); run: chmod {wanted} '{path}'"
+            f"The credential store {what} {show_path(path)} is accessible to other users "
+            f"(mode {stat.S_IMODE(st.st_mode):04o}); run: chmod {wanted} {shell_quote(path)}"
         )
 
 
 def _symlink_error(path: Path, what: str) -> StoreInsecureError:
     return StoreInsecureError(
-        f"The credential store {what} {path} is a symbolic link; refusing to follow it: "
+        f"The credential store {what} {show_path(path)} is a symbolic link; refusing to "
+        "follow it: "
         "replace it with a real folder or point COPILOT_HOST_HOME elsewhere"
     )
 
@@ -112,12 +116,12 @@ def _not_a_folder_error(path: Path) -> StoreInsecureError | None:
             continue
         if part == path:
             return StoreInsecureError(
-                f"The credential store folder {path} is not a regular folder; "
+                f"The credential store folder {show_path(path)} is not a regular folder; "
                 "remove it or point COPILOT_HOST_HOME elsewhere"
             )
         return StoreInsecureError(
-            f"The credential store folder {path} cannot be used: {part} is not a folder; "
-            "remove it or point COPILOT_HOST_HOME elsewhere"
+            f"The credential store folder {show_path(path)} cannot be used: "
+            f"{show_path(part)} is not a folder; remove it or point COPILOT_HOST_HOME elsewhere"
         )
     return None
 
@@ -126,6 +130,9 @@ def _open_dir(path: Path) -> int:
     flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
         return os.open(path, flags)
+    except ValueError:
+        # Embedded NUL, or a str that cannot be encoded for the file system.
+        raise unusable_path_error(path) from None
     except OSError as exc:
         # O_NOFOLLOW on a symlink: ELOOP on Linux, and ENOTDIR when O_DIRECTORY wins.
         if exc.errno in (errno.ELOOP, errno.ENOTDIR) and path.is_symlink():
@@ -177,9 +184,19 @@ def open_home(path: Path, *, create: bool) -> Iterator[int | None]:
 def _cannot_create(path: Path, exc: OSError | None) -> StoreError:
     why = (exc.strerror or type(exc).__name__) if exc is not None else "a file is in the way"
     return StoreError(
-        f"Could not create the credential store folder {path}: {why}; "
+        f"Could not create the credential store folder {show_path(path)}: {why}; "
         "point COPILOT_HOST_HOME at a folder you can write",
         code="store_io",
+    )
+
+
+def unusable_path_error(path: Path) -> StoreError:
+    """The error for a folder name no file system call can take (a NUL character, or a
+    surrogate that stands for no byte): refused as it is, never altered to fit."""
+    return StoreError(
+        f"The credential store folder {show_path(path)} cannot be used: its name holds a "
+        "character no file name can hold; point COPILOT_HOST_HOME at another folder",
+        code="invalid_store_path",
     )
 
 

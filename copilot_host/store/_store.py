@@ -13,6 +13,7 @@ import os
 import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 from .._clock import SYSTEM_CLOCK, Clock
@@ -26,6 +27,7 @@ from .._errors import (
 )
 from .._seam import LoginIdentity
 from .._secret import Secret
+from .._text import show_path
 from ._atomic import (
     FileIdentity,
     identity_of,
@@ -47,6 +49,7 @@ from ._paths import (
     open_home,
     precheck_home,
     resolve_home,
+    unusable_path_error,
 )
 from ._record import (
     FORMAT_VERSION,
@@ -133,7 +136,7 @@ class CredentialStore:
         """
         with self._io("read"):
             found = self._read_checked()
-        return None if found is None else found[0].header
+        return None if found is None else self._shown(found[0].header)
 
     def availability(self) -> LoginIdentity | None:
         """Who is logged in, as recorded; one ``stat()`` when the record has not changed.
@@ -148,6 +151,8 @@ class CredentialStore:
                 # Only "no such file" means logged out; anything else is a store problem.
                 self._cache = None
                 return None
+            except ValueError:
+                raise unusable_path_error(self._home) from None
             except OSError:
                 self._cache = None
                 # A file where the folder should be, a symlink loop...: the same typed
@@ -194,7 +199,7 @@ class CredentialStore:
                     raise self._corrupt_error(damaged.reason, moved) from None
                 if found is None:
                     raise NotLoggedInError(
-                        f"No GitHub login is stored in {self._home}; log in first"
+                        f"No GitHub login is stored in {show_path(self._home)}; log in first"
                     )
                 record, identity = found
                 key = self._key_for(record.header)
@@ -215,7 +220,8 @@ class CredentialStore:
                 )
                 raise self._corrupt_error(reason, moved)
         raise StoreLockedError(
-            f"The credential record in {self._home} kept changing while it was read; try again"
+            f"The credential record in {show_path(self._home)} kept changing while it was "
+            "read; try again"
         )
 
     def preflight(self, *, key_file: bool = False) -> None:
@@ -250,7 +256,9 @@ class CredentialStore:
             login_id = new_login_id()
             key = os.urandom(KEY_BYTES)
             if key_file:
-                protection = Protection(KEY_FILE, os.fspath(self._home / key_file_name(login_id)))
+                # The name only: the key's location is derived from the login id, so the
+                # folder's path (which may hold any bytes) never enters the header.
+                protection = Protection(KEY_FILE, key_file_name(login_id))
             else:
                 protection = Protection(KEYRING, self._keyring.put(login_id, key))
             header = RecordHeader(
@@ -318,7 +326,7 @@ class CredentialStore:
         except OSError as exc:
             # Disk full, permission denied, I/O error: still a typed, actionable error.
             raise StoreError(
-                f"Could not {action} the credential store {self._home}: "
+                f"Could not {action} the credential store {show_path(self._home)}: "
                 f"{exc.strerror or type(exc).__name__}",
                 code="store_io",
             ) from exc
@@ -335,7 +343,8 @@ class CredentialStore:
             record = parse(data)
         except StoreVersionError as exc:
             raise StoreVersionError(
-                f"The credential record {self._record_path} cannot be used: {exc.message}"
+                f"The credential record {show_path(self._record_path)} cannot be used: "
+                f"{exc.message}"
             ) from None
         except StoreCorruptError as exc:
             raise _Damaged(exc.message, identity) from None
@@ -346,14 +355,23 @@ class CredentialStore:
             return self._read()
         except _Damaged as damaged:
             raise StoreCorruptError(
-                f"The credential record {self._record_path} is damaged ({damaged.reason}); "
-                "log in again to replace it"
+                f"The credential record {show_path(self._record_path)} is damaged "
+                f"({damaged.reason}); log in again to replace it"
             ) from None
+
+    def _shown(self, header: RecordHeader) -> RecordHeader:
+        """The header as callers see it: a key file named by the path the key is read from
+        (the record holds only its name); anything else as recorded."""
+        protection = header.protection
+        if protection.kind == KEY_FILE and protection.backend == key_file_name(header.login_id):
+            where = os.fspath(self._home / protection.backend)
+            return replace(header, protection=Protection(KEY_FILE, where))
+        return header
 
     def _corrupt_error(self, reason: str, moved: Path) -> StoreCorruptError:
         return StoreCorruptError(
             f"The stored GitHub credential could not be used: {reason}; it was moved to "
-            f"{moved} and kept; log in again"
+            f"{show_path(moved)} and kept; log in again"
         )
 
     def _key_for(self, header: RecordHeader) -> bytes | None:
@@ -415,7 +433,8 @@ class CredentialStore:
             return parse(found[0]).header, None
         except StoreVersionError as exc:
             raise StoreVersionError(
-                f"The credential record {self._record_path} was left unchanged: {exc.message}"
+                f"The credential record {show_path(self._record_path)} was left unchanged: "
+                f"{exc.message}"
             ) from None
         except StoreCorruptError:
             return None, self._rename_aside(dir_fd)
