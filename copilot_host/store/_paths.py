@@ -148,8 +148,12 @@ def _open_dir(path: Path) -> int:
 
 def _create_home(path: Path) -> None:
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        os.mkdir(path, 0o700)
+        for parent in reversed(_missing_parents(path)):
+            try:
+                _make_private_folder(parent)
+            except FileExistsError:
+                continue  # made meanwhile by someone else: taken as it is
+        _make_private_folder(path)
     except FileExistsError:
         if path.parent.is_dir():
             return  # another process won the race; the checks on open decide.
@@ -157,8 +161,25 @@ def _create_home(path: Path) -> None:
     except OSError as exc:
         # /proc, a read-only mount, a missing permission: name the folder and the remedy.
         raise _cannot_create(path, exc) from exc
-    # The umask can only narrow mkdir's mode; set it exactly so the folder is usable.
-    # Only a folder we just created is ever chmod-ed: an existing one is never widened.
+
+
+def _missing_parents(path: Path) -> list[Path]:
+    """The parents of ``path`` that do not exist yet, nearest first."""
+    missing = []
+    for parent in path.parents:
+        if os.path.lexists(parent):
+            break
+        missing.append(parent)
+    return missing
+
+
+def _make_private_folder(path: Path) -> None:
+    """Create a folder 0700 whatever the umask: mkdir's mode is narrowed by it, and under
+    umask 0377 a parent made 0400 could not even be entered to make the next folder. Only
+    a folder made here is ever chmod-ed: an existing one is never narrowed or widened."""
+    os.mkdir(path, 0o700)
+    # By name, not through a descriptor: under umask 0777 the new folder is 0000 and
+    # could not be opened, while chmod only asks that we own it.
     os.chmod(path, 0o700, follow_symlinks=False)
 
 

@@ -1,8 +1,10 @@
-"""Fixtures of the store tests: a real Secret Service, and a keyring shared by processes."""
+"""Fixtures of the store tests: a real Secret Service, and children run unprivileged."""
 
 from __future__ import annotations
 
 import os
+import pwd
+import shutil
 from collections.abc import Iterator
 from typing import Any
 
@@ -10,6 +12,7 @@ import keyring
 import pytest
 
 from tests.store._secret_service import missing_programs, private_secret_service
+from tests.store._unprivileged import Unprivileged, scratch_for, unprivileged_user
 
 
 @pytest.fixture(scope="session")
@@ -48,3 +51,24 @@ def secret_service(secret_service_address: str, monkeypatch: pytest.MonkeyPatch)
         yield backend
     finally:
         keyring.set_keyring(previous)
+
+
+@pytest.fixture(scope="session")
+def unprivileged_account() -> pwd.struct_passwd:
+    """The unprivileged user children run as (created once when the suite runs as root)."""
+    return unprivileged_user()
+
+
+@pytest.fixture
+def unprivileged(unprivileged_account: pwd.struct_passwd) -> Iterator[Unprivileged]:
+    """Runs Python children as an unprivileged user, in a fresh folder that user owns."""
+    root = scratch_for(unprivileged_account)
+    try:
+        yield Unprivileged(
+            unprivileged_account.pw_name,
+            unprivileged_account.pw_uid,
+            unprivileged_account.pw_gid,
+            root,
+        )
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
