@@ -27,7 +27,7 @@ from .._errors import (
 )
 from .._seam import LoginIdentity
 from .._secret import Secret
-from .._text import show_path
+from .._text import clean, show_path
 from ._atomic import (
     FileIdentity,
     identity_of,
@@ -38,7 +38,7 @@ from ._atomic import (
     write_private,
 )
 from ._header import KEY_FILE, KEYRING, Protection, RecordHeader
-from ._keys import KeyringKeys, read_key_file, remove_key_file, write_key_file
+from ._keys import SERVICE, KeyringKeys, read_key_file, remove_key_file, write_key_file
 from ._lock import StoreLock
 from ._paths import (
     DAMAGED_PREFIX,
@@ -70,6 +70,17 @@ _log = logging.getLogger("copilot_host.store")
 # A reader that loses a race with a writer (the record was replaced and the old key removed
 # between its two reads) reads again; this many changes in a row means something is wrong.
 _READ_ATTEMPTS = 5
+
+
+_KEYRING_TROUBLE = {
+    "keyring_locked": "it is locked",
+    "keyring_timeout": "it did not answer",
+    "keyring_unavailable": "it cannot be used",
+}
+
+
+def _entries(count: int) -> str:
+    return "this data key" if count == 1 else f"these {count} data keys"
 
 
 class _Damaged(Exception):
@@ -210,7 +221,7 @@ class CredentialStore:
                     return record.header.identity, token
                 # Either the record is damaged, or a writer replaced it (and removed the old
                 # key) between our two reads: only the first is moved aside.
-                moved = self._move_aside_if_unchanged(identity)
+                moved = self._move_aside_if_unchanged(identity, record.header)
                 if moved is None:
                     continue
                 reason = (
@@ -286,15 +297,22 @@ class CredentialStore:
         return header.identity
 
     def delete(self) -> bool:
-        """Log out locally: remove the record and its key; True when anything was removed.
+        """Log out locally: remove the record and every data key the store knows of;
+        True when anything was removed.
 
-        A record that cannot be parsed is not deleted but renamed aside like any damaged
-        record (``set_aside()`` lists it); that counts as removed. The lock file and
-        records set aside stay. With nothing to remove, nothing is created (not even the
-        folder or the lock file).
+        The keys of records set aside go too (their headers name them): a record set
+        aside and its key would together still decrypt the token it held. A record that
+        cannot be parsed is not deleted but renamed aside like any damaged record
+        (``set_aside()`` lists it); that counts as removed. The lock file and records set
+        aside stay. With nothing to remove, nothing is created (not even the folder or
+        the lock file).
+
+        When the keyring cannot remove a key, everything else is still removed and a
+        KeyringUnavailableError (code ``keyring_entries_left``) names each entry left
+        (service and user name) and how to remove it.
         """
         removed = False
-        previous: RecordHeader | None = None
+        known: list[RecordHeader] = []
         with self._io("delete"):
             if not self._anything_to_delete():
                 self._cache = None
@@ -303,17 +321,16 @@ class CredentialStore:
                 if dir_fd is not None:
                     previous, moved = self._previous_header(dir_fd)
                     removed = moved is not None
+                    known = [
+                        *([previous] if previous is not None else []),
+                        *self._aside_headers(dir_fd),
+                    ]
                     if remove(dir_fd, RECORD_NAME):
                         removed = True
                         os.fsync(dir_fd)
                     removed = self._sweep(dir_fd, keep=None) or removed
         self._cache = None
-        if previous is not None and previous.protection.kind == KEYRING:
-            try:
-                removed = self._keyring.remove(previous.login_id) or removed
-            except KeyringUnavailableError as exc:
-                # The record is gone, so the key alone protects nothing; say so and go on.
-                _log.warning("logged out, but the key entry stays in the keyring: %s", exc)
+        removed = self._remove_keyring_keys(known) or removed
         _log.debug("deleted credential record (removed: %s)", removed)
         return removed
 
@@ -384,9 +401,12 @@ class CredentialStore:
                 return read_key_file(dir_fd, self._home, header.login_id)
         return self._keyring.get(header.login_id)
 
-    def _move_aside_if_unchanged(self, identity: FileIdentity) -> Path | None:
-        """Under the lock, rename the record aside if it is still the file we read;
-        None when it changed (or went) meanwhile."""
+    def _move_aside_if_unchanged(
+        self, identity: FileIdentity, header: RecordHeader | None = None
+    ) -> Path | None:
+        """Under the lock, rename the record aside if it is still the file we read, and
+        remove its key (``header`` names it when the record could be parsed); None when
+        the record changed (or went) meanwhile."""
         with self._lock, open_home(self._home, create=False) as dir_fd:
             if dir_fd is None:
                 return None
@@ -396,7 +416,14 @@ class CredentialStore:
                 return None
             if identity_of(st) != identity:
                 return None
-            return self._rename_aside(dir_fd)
+            moved = self._rename_aside(dir_fd)
+            if header is not None and header.protection.kind == KEY_FILE:
+                remove_key_file(dir_fd, header.login_id)
+        # The record set aside is kept; its key is not: together they would still decrypt
+        # the token the record once held (a damaged byte is easily flipped back).
+        if header is not None and header.protection.kind == KEYRING:
+            self._forget_keyring_key(header.login_id)
+        return moved
 
     def _rename_aside(self, dir_fd: int) -> Path:
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(self._clock.time()))
@@ -411,7 +438,8 @@ class CredentialStore:
         return self._home / name
 
     def _anything_to_delete(self) -> bool:
-        """Without the lock: is there a folder with a record, key file or temp file in it?
+        """Without the lock: is there a folder with a record, a record set aside, a key
+        file or a temp file in it?
 
         A "no" is safe to act on without locking: anything a concurrent login writes
         afterwards is simply newer than this logout."""
@@ -419,7 +447,10 @@ class CredentialStore:
             if dir_fd is None:
                 return False
             return any(
-                name == RECORD_NAME or KEY_FILE_PATTERN.match(name) or TEMP_PATTERN.match(name)
+                name == RECORD_NAME
+                or name.startswith(DAMAGED_PREFIX)  # its key, if any, goes too
+                or KEY_FILE_PATTERN.match(name)
+                or TEMP_PATTERN.match(name)
                 for name in os.listdir(dir_fd)
             )
 
@@ -470,7 +501,62 @@ class CredentialStore:
         return removed_key
 
     def _forget_keyring_key(self, login_id: str) -> None:
+        """Best effort, for a key nothing can use any more; a logout tries again for the
+        keys of records set aside, and names any it cannot remove."""
         try:
             self._keyring.remove(login_id)
         except KeyringUnavailableError as exc:
-            _log.debug("could not remove an unused keyring entry: %s", exc.code)
+            _log.warning(
+                "could not remove an unused data key from the OS keyring (service %s, user %s): %s",
+                SERVICE,
+                login_id,
+                exc.code,
+            )
+
+    def _aside_headers(self, dir_fd: int) -> list[RecordHeader]:
+        """The headers of the records set aside that can still be parsed: they name the
+        login ids whose keys a logout must remove."""
+        headers = []
+        for name in sorted(os.listdir(dir_fd)):
+            if not name.startswith(DAMAGED_PREFIX):
+                continue
+            try:
+                found = read_private(dir_fd, name, self._home, MAX_RECORD_BYTES)
+                if found is not None:
+                    headers.append(parse(found[0]).header)
+            except (OSError, StoreError):
+                # Unreadable or not a record at all: it names no key. Never a reason to
+                # refuse the logout.
+                continue
+        return headers
+
+    def _remove_keyring_keys(self, headers: list[RecordHeader]) -> bool:
+        """Remove the keyring entries of these records; True when any was removed. Raises
+        naming every entry left behind, after trying them all."""
+        removed = False
+        left: list[str] = []
+        ids: list[str] = []
+        problem: KeyringUnavailableError | None = None
+        for header in headers:
+            if header.protection.kind != KEYRING:
+                continue
+            try:
+                removed = self._keyring.remove(header.login_id) or removed
+            except KeyringUnavailableError as exc:
+                problem = exc
+                ids.append(header.login_id)
+                left.append(
+                    f'service "{SERVICE}", user "{header.login_id}" '
+                    f"(saved in {clean(header.protection.backend)})"
+                )
+        if problem is not None:
+            why = _KEYRING_TROUBLE.get(problem.code, "it failed")
+            commands = " and ".join(f"keyring del {SERVICE} {who}" for who in ids)
+            raise KeyringUnavailableError(
+                "Logged out locally: the credential record is removed, but "
+                f"{_entries(len(left))} stayed in the OS keyring ({why}): {'; '.join(left)}; "
+                f"once the keyring answers, remove {'them' if len(left) > 1 else 'it'} with "
+                f"its own tool, for example: {commands}",
+                code="keyring_entries_left",
+            )
+        return removed

@@ -156,9 +156,14 @@ def test_hanging_keyring_on_load_and_delete(
     assert caught.value.code == "keyring_timeout"
     assert store.availability() == who
     assert store.set_aside() == ()
-    # Logging out still removes the record; the orphaned key protects nothing.
-    assert store.delete() is True
+    # Logging out still removes the record, and names the key entry it had to leave.
+    with pytest.raises(KeyringUnavailableError) as caught:
+        store.delete()
+    assert caught.value.code == "keyring_entries_left"
+    assert f'service "copilot-host", user "{who.login_id}"' in caught.value.message
+    assert "did not answer" in caught.value.message
     assert store.availability() is None
+    assert os.listdir(copilot_home) == ["credential.lock"]
 
 
 def test_backend_errors_never_reach_the_message(copilot_home: Path) -> None:

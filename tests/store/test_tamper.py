@@ -31,10 +31,26 @@ def _write(path: Path, data: bytes) -> None:
     path.chmod(0o600)
 
 
-def _clear_aside(home: Path) -> None:
+class _Keys:
+    """The record's key as saved, to put back after a record set aside took it along."""
+
+    def __init__(self, home: Path, memory_keyring: MemoryKeyring) -> None:
+        self.home, self.memory = home, memory_keyring
+        self.entries = dict(memory_keyring.items)
+        self.files = {p.name: p.read_bytes() for p in home.glob("*.key")}
+
+    def restore(self) -> None:
+        self.memory.items.update(self.entries)
+        for name, data in self.files.items():
+            _write(self.home / name, data)
+
+
+def _clear_aside(home: Path, keys: _Keys | None = None) -> None:
     for name in os.listdir(home):
         if name.startswith("credential.damaged-"):
             (home / name).unlink()
+    if keys is not None:
+        keys.restore()
 
 
 def _load_outcome(store: CredentialStore, original: tuple[object, object]) -> str:
@@ -48,10 +64,13 @@ def _load_outcome(store: CredentialStore, original: tuple[object, object]) -> st
 
 
 @pytest.mark.parametrize("key_file", [False, True], ids=["keyring", "key-file"])
-def test_flipping_any_byte_fails_with_a_typed_error(copilot_home: Path, key_file: bool) -> None:
+def test_flipping_any_byte_fails_with_a_typed_error(
+    copilot_home: Path, memory_keyring: MemoryKeyring, key_file: bool
+) -> None:
     store = CredentialStore()
     token = canary_token()
     who = store.save("octocat", token, key_file=key_file)
+    keys = _Keys(copilot_home, memory_keyring)
     record = store.record_path
     original = record.read_bytes()
     outcomes = set()
@@ -69,7 +88,7 @@ def test_flipping_any_byte_fails_with_a_typed_error(copilot_home: Path, key_file
                 assert [p.read_bytes() for p in store.set_aside()] == [bytes(tampered)]
             else:
                 assert record.read_bytes() == bytes(tampered)  # a newer format: untouched
-            _clear_aside(copilot_home)
+            _clear_aside(copilot_home, keys)
     # The version byte can turn into a "newer" version; everything else is damage.
     assert outcomes == {"StoreCorruptError", "StoreVersionError"}
     _write(record, original)
@@ -77,10 +96,13 @@ def test_flipping_any_byte_fails_with_a_typed_error(copilot_home: Path, key_file
 
 
 @pytest.mark.parametrize("key_file", [False, True], ids=["keyring", "key-file"])
-def test_every_truncation_and_extension_fails(copilot_home: Path, key_file: bool) -> None:
+def test_every_truncation_and_extension_fails(
+    copilot_home: Path, memory_keyring: MemoryKeyring, key_file: bool
+) -> None:
     store = CredentialStore()
     token = canary_token()
     who = store.save("octocat", token, key_file=key_file)
+    keys = _Keys(copilot_home, memory_keyring)
     record = store.record_path
     original = record.read_bytes()
     variants = [original[:n] for n in range(len(original))]
@@ -88,7 +110,7 @@ def test_every_truncation_and_extension_fails(copilot_home: Path, key_file: bool
     for data in variants:
         _write(record, data)
         assert _load_outcome(store, (who, token)) == "StoreCorruptError"
-        _clear_aside(copilot_home)
+        _clear_aside(copilot_home, keys)
 
 
 @given(
