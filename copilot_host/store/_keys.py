@@ -19,13 +19,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .._errors import KeyringUnavailableError
+from .._errors import KeyringUnavailableError, StoreError
+from .._text import show_path
 from ._atomic import read_private, remove, write_private
 from ._paths import key_file_name
 from ._record import KEY_BYTES
 
 __all__ = [
     "SERVICE",
+    "KeyNotFound",
     "KeyringKeys",
     "backend_display_name",
     "read_key_file",
@@ -134,16 +136,19 @@ class KeyringKeys:
 
         return self._bounded(call, saving=True)
 
-    def get(self, login_id: str) -> bytes | None:
-        """The key, or None when the keyring has no (well-formed) entry for this login."""
+    def get(self, login_id: str, recorded: str) -> bytes | None:
+        """The key; None when the entry is there but is no key (damage, like a record
+        that fails its check). Raises KeyNotFound when the keyring in use has no entry:
+        ``recorded`` (the keyring the record names) says where it should have been."""
 
-        def call() -> str | None:
-            value: str | None = _recommended_backend().get_password(SERVICE, login_id)
-            return value
+        def call() -> tuple[str | None, str]:
+            backend = _recommended_backend()
+            value: str | None = backend.get_password(SERVICE, login_id)
+            return value, backend_display_name(backend)
 
-        encoded = self._bounded(call, saving=False)
+        encoded, in_use = self._bounded(call, saving=False)
         if encoded is None:
-            return None
+            raise _entry_missing(login_id, recorded, in_use)
         try:
             key = base64.b64decode(encoded.encode("ascii"), validate=True)
         except (UnicodeEncodeError, binascii.Error):
@@ -201,6 +206,34 @@ class KeyringKeys:
         raise _translate(error, hint)
 
 
+class KeyNotFound(Exception):
+    """Internal: the key is not where the record says it is. Unlike a key that fails to
+    decrypt, this is no sign of damage: the record is kept and ``error`` says where the key
+    was expected and what to do."""
+
+    def __init__(self, error: StoreError) -> None:
+        super().__init__(error.code)
+        self.error = error
+
+
+def _entry_missing(login_id: str, recorded: str, in_use: str) -> KeyNotFound:
+    entry = f'service "{SERVICE}", user "{login_id}"'
+    if in_use != recorded:
+        message = (
+            f"The stored login's encryption key was saved in the OS keyring ({recorded}), "
+            f"but the keyring in use now ({in_use}) has no entry for it ({entry}); the "
+            "record is kept: use the keyring that holds the key (for example, run with the "
+            "PYTHON_KEYRING_BACKEND you logged in with), or log in again to replace the login"
+        )
+    else:
+        message = (
+            f"The OS keyring ({in_use}) has no entry for the stored login's encryption key "
+            f"({entry}): it was removed, or the keyring was reset; the record is kept, but "
+            "it cannot be used without that key: log in again to replace it"
+        )
+    return KeyNotFound(KeyringUnavailableError(message, code="keyring_entry_missing"))
+
+
 def _translate(error: BaseException, hint: str) -> KeyringUnavailableError:
     # Only the exception's type is used: a backend's message could echo anything.
     import keyring.errors
@@ -228,10 +261,20 @@ def write_key_file(dir_fd: int, login_id: str, key: bytes) -> None:
 
 
 def read_key_file(dir_fd: int, folder: Path, login_id: str) -> bytes | None:
-    found = read_private(dir_fd, key_file_name(login_id), folder, KEY_BYTES)
-    if found is None or len(found[0]) != KEY_BYTES:
-        return None
-    return found[0]
+    """The key; None when the file holds something else than a key. Raises KeyNotFound
+    when there is no such file."""
+    path = folder / key_file_name(login_id)
+    found = read_private(dir_fd, path.name, folder, KEY_BYTES)
+    if found is None:
+        raise KeyNotFound(
+            StoreError(
+                f"The key file {show_path(path)} of the stored login is missing; the record "
+                "is kept, but it cannot be used without that key: put the file back (from a "
+                "backup), or log in again to replace the login",
+                code="key_file_missing",
+            )
+        )
+    return found[0] if len(found[0]) == KEY_BYTES else None
 
 
 def remove_key_file(dir_fd: int, login_id: str) -> bool:

@@ -38,7 +38,7 @@ from ._atomic import (
     write_private,
 )
 from ._header import KEY_FILE, KEYRING, Protection, RecordHeader
-from ._keys import SERVICE, KeyringKeys, read_key_file, remove_key_file, write_key_file
+from ._keys import SERVICE, KeyNotFound, KeyringKeys, read_key_file, remove_key_file, write_key_file
 from ._lock import StoreLock
 from ._paths import (
     DAMAGED_PREFIX,
@@ -196,8 +196,11 @@ class CredentialStore:
         """The stored identity and GitHub token, authenticated.
 
         Raises NotLoggedInError when there is no record, StoreVersionError for a newer
-        format, KeyringUnavailableError when the keyring cannot be asked, and
-        StoreCorruptError when the record does not authenticate (it is then moved aside).
+        format, and KeyringUnavailableError when the keyring cannot be asked. A key that
+        is not where the record says (``keyring_entry_missing``: the keyring in use has
+        no entry, say because another keyring is in use now; ``key_file_missing``) is an
+        error that keeps the record. Only a record that does not authenticate under its
+        key raises StoreCorruptError; it is then moved aside, and its key removed.
         """
         with self._io("read"):
             for _ in range(_READ_ATTEMPTS):
@@ -213,23 +216,29 @@ class CredentialStore:
                         f"No GitHub login is stored in {show_path(self._home)}; log in first"
                     )
                 record, identity = found
-                key = self._key_for(record.header)
+                try:
+                    key = self._key_for(record.header)
+                except KeyNotFound as missing:
+                    # No sign of damage: the key is elsewhere (another keyring) or gone.
+                    # Unless a writer replaced the record meanwhile (and removed the old
+                    # key), say so and keep the record.
+                    if self._unchanged(identity):
+                        raise missing.error from None
+                    continue
                 token = open_sealed(record, key) if key is not None else None
                 if token is not None:
                     self._cache = (identity, record.header.identity)
                     _log.debug("loaded credential record (login id %s)", record.header.login_id)
                     return record.header.identity, token
-                # Either the record is damaged, or a writer replaced it (and removed the old
-                # key) between our two reads: only the first is moved aside.
+                # The key is there and the record does not open with it: damaged or
+                # tampered with, unless a writer replaced it between our two reads (only
+                # the first is moved aside).
                 moved = self._move_aside_if_unchanged(identity, record.header)
                 if moved is None:
                     continue
-                reason = (
-                    "its encryption key is missing"
-                    if key is None
-                    else "it failed its integrity check (it was modified or damaged)"
+                raise self._corrupt_error(
+                    "it failed its integrity check (it was modified or damaged)", moved
                 )
-                raise self._corrupt_error(reason, moved)
         raise StoreLockedError(
             f"The credential record in {show_path(self._home)} kept changing while it was "
             "read; try again"
@@ -399,7 +408,13 @@ class CredentialStore:
                 if dir_fd is None:
                     return None
                 return read_key_file(dir_fd, self._home, header.login_id)
-        return self._keyring.get(header.login_id)
+        return self._keyring.get(header.login_id, header.protection.backend)
+
+    def _unchanged(self, identity: FileIdentity) -> bool:
+        try:
+            return identity_of(os.lstat(self._record_str)) == identity
+        except FileNotFoundError:
+            return False
 
     def _move_aside_if_unchanged(
         self, identity: FileIdentity, header: RecordHeader | None = None

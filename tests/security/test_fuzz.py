@@ -189,7 +189,7 @@ def test_fuzz_record_reader_on_disk(data: bytes, fuzz_home: Path) -> None:
         assert names == {aside.name}
         assert aside.read_bytes() == data
     else:
-        assert caught.value.code == "store_version"
+        assert caught.value.code in ("store_version", "keyring_entry_missing", "key_file_missing")
         assert names == {"credential"} and record.read_bytes() == data
 
 
