@@ -154,13 +154,20 @@ class CredentialStore:
 
         Any change of the record file (device, inode, size, mtime, ctime) re-reads its
         header, so a logout or another login by another process shows on the next call.
+        With no record, the folder is checked like every other call checks it: an open,
+        foreign or symlinked folder raises StoreInsecureError, not "logged out". (A folder
+        opened up after the record was read shows on the next read of the record.)
         """
         with self._io("read"):
             try:
                 st = os.lstat(self._record_str)
             except FileNotFoundError:
-                # Only "no such file" means logged out; anything else is a store problem.
+                # Only "no such file" means logged out, and only in a folder the store
+                # may use: an open or foreign folder is refused here as by every other
+                # call (never "not logged in"). A missing folder is fine. The hot path
+                # (a record that exists and is unchanged) stays one stat().
                 self._cache = None
+                precheck_home(self._home)
                 return None
             except ValueError:
                 raise unusable_path_error(self._home) from None
