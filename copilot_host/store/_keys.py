@@ -27,6 +27,7 @@ from ._record import KEY_BYTES
 
 __all__ = [
     "SERVICE",
+    "KeyElsewhere",
     "KeyNotFound",
     "KeyringKeys",
     "backend_display_name",
@@ -155,18 +156,25 @@ class KeyringKeys:
             return None
         return key if len(key) == KEY_BYTES else None
 
-    def remove(self, login_id: str) -> bool:
-        def call() -> bool:
+    def remove(self, login_id: str, recorded: str) -> bool:
+        """Remove the entry; False when the keyring in use has none. Raises KeyElsewhere
+        when it has none but the record names another keyring (``recorded``): the key may
+        well live on there, and only a person can reach it."""
+
+        def call() -> tuple[bool, str]:
             import keyring.errors
 
             backend = _recommended_backend()
             try:
                 backend.delete_password(SERVICE, login_id)
             except keyring.errors.PasswordDeleteError:
-                return False  # already gone
-            return True
+                return False, backend_display_name(backend)  # not (or no longer) there
+            return True, backend_display_name(backend)
 
-        return self._bounded(call, saving=False)
+        removed, in_use = self._bounded(call, saving=False)
+        if not removed and in_use != recorded:
+            raise KeyElsewhere(in_use)
+        return removed
 
     def _bounded(self, call: Callable[[], T], *, saving: bool) -> T:
         hint = f"; nothing was saved: {_KEY_FILE_HINT}" if saving else ""
@@ -214,6 +222,15 @@ class KeyNotFound(Exception):
     def __init__(self, error: StoreError) -> None:
         super().__init__(error.code)
         self.error = error
+
+
+class KeyElsewhere(Exception):
+    """Internal: the keyring in use (``in_use``) has no entry for a key the record says
+    was saved in another keyring."""
+
+    def __init__(self, in_use: str) -> None:
+        super().__init__(in_use)
+        self.in_use = in_use
 
 
 def _entry_missing(login_id: str, recorded: str, in_use: str) -> KeyNotFound:

@@ -38,7 +38,15 @@ from ._atomic import (
     write_private,
 )
 from ._header import KEY_FILE, KEYRING, Protection, RecordHeader
-from ._keys import SERVICE, KeyNotFound, KeyringKeys, read_key_file, remove_key_file, write_key_file
+from ._keys import (
+    SERVICE,
+    KeyElsewhere,
+    KeyNotFound,
+    KeyringKeys,
+    read_key_file,
+    remove_key_file,
+    write_key_file,
+)
 from ._lock import StoreLock
 from ._paths import (
     DAMAGED_PREFIX,
@@ -73,9 +81,9 @@ _READ_ATTEMPTS = 5
 
 
 _KEYRING_TROUBLE = {
-    "keyring_locked": "it is locked",
-    "keyring_timeout": "it did not answer",
-    "keyring_unavailable": "it cannot be used",
+    "keyring_locked": "the keyring is locked",
+    "keyring_timeout": "the keyring did not answer",
+    "keyring_unavailable": "the keyring cannot be used",
 }
 
 
@@ -300,7 +308,7 @@ class CredentialStore:
                 previous = self._persist(blob, login_id, key if key_file else None)
             except BaseException:
                 if not key_file:
-                    self._forget_keyring_key(login_id)
+                    self._forget_keyring_key(header)
                 raise
             self._cache = None
             if (
@@ -308,7 +316,7 @@ class CredentialStore:
                 and previous.protection.kind == KEYRING
                 and previous.login_id != login_id
             ):
-                self._forget_keyring_key(previous.login_id)
+                self._forget_keyring_key(previous)
         _log.debug("saved credential record (login id %s, %s)", login_id, protection.kind)
         return header.identity
 
@@ -328,6 +336,7 @@ class CredentialStore:
         (service and user name) and how to remove it.
         """
         removed = False
+        previous: RecordHeader | None = None
         known: list[RecordHeader] = []
         with self._io("delete"):
             if not self._anything_to_delete():
@@ -346,7 +355,7 @@ class CredentialStore:
                         os.fsync(dir_fd)
                     removed = self._sweep(dir_fd, keep=None) or removed
         self._cache = None
-        removed = self._remove_keyring_keys(known) or removed
+        removed = self._remove_keyring_keys(known, record_removed=previous is not None) or removed
         _log.debug("deleted credential record (removed: %s)", removed)
         return removed
 
@@ -440,11 +449,16 @@ class CredentialStore:
                 return None
             moved = self._rename_aside(dir_fd)
             if header is not None and header.protection.kind == KEY_FILE:
-                remove_key_file(dir_fd, header.login_id)
+                try:
+                    remove_key_file(dir_fd, header.login_id)
+                except OSError as exc:
+                    # The record is aside: the error to report is its damage, not this.
+                    # The next save or logout sweeps the key file.
+                    _log.warning("could not remove a damaged record's key file: %s", exc.strerror)
         # The record set aside is kept; its key is not: together they would still decrypt
         # the token the record once held (a damaged byte is easily flipped back).
         if header is not None and header.protection.kind == KEYRING:
-            self._forget_keyring_key(header.login_id)
+            self._forget_keyring_key(header)
         return moved
 
     def _rename_aside(self, dir_fd: int) -> Path:
@@ -522,17 +536,21 @@ class CredentialStore:
                 removed_key = remove(dir_fd, name) or removed_key
         return removed_key
 
-    def _forget_keyring_key(self, login_id: str) -> None:
-        """Best effort, for a key nothing can use any more; a logout tries again for the
-        keys of records set aside, and names any it cannot remove."""
+    def _forget_keyring_key(self, header: RecordHeader) -> None:
+        """Best effort, for a key nothing can use any more (a save must not fail after
+        the fact); a logout tries again for the keys of records set aside and names any
+        it cannot remove."""
         try:
-            self._keyring.remove(login_id)
-        except KeyringUnavailableError as exc:
+            self._keyring.remove(header.login_id, header.protection.backend)
+        except (KeyringUnavailableError, KeyElsewhere) as exc:
             _log.warning(
-                "could not remove an unused data key from the OS keyring (service %s, user %s): %s",
+                "could not remove an unused data key (service %s, user %s, saved in %s): %s",
                 SERVICE,
-                login_id,
-                exc.code,
+                header.login_id,
+                header.protection.backend,
+                exc.code
+                if isinstance(exc, KeyringUnavailableError)
+                else "not in the keyring in use",
             )
 
     def _aside_headers(self, dir_fd: int) -> list[RecordHeader]:
@@ -552,33 +570,36 @@ class CredentialStore:
                 continue
         return headers
 
-    def _remove_keyring_keys(self, headers: list[RecordHeader]) -> bool:
+    def _remove_keyring_keys(self, headers: list[RecordHeader], *, record_removed: bool) -> bool:
         """Remove the keyring entries of these records; True when any was removed. Raises
-        naming every entry left behind, after trying them all."""
+        naming every entry left behind (and why), after trying them all."""
         removed = False
-        left: list[str] = []
-        ids: list[str] = []
-        problem: KeyringUnavailableError | None = None
+        left: list[tuple[RecordHeader, str]] = []
         for header in headers:
             if header.protection.kind != KEYRING:
                 continue
             try:
-                removed = self._keyring.remove(header.login_id) or removed
-            except KeyringUnavailableError as exc:
-                problem = exc
-                ids.append(header.login_id)
-                left.append(
-                    f'service "{SERVICE}", user "{header.login_id}" '
-                    f"(saved in {clean(header.protection.backend)})"
+                removed = (
+                    self._keyring.remove(header.login_id, header.protection.backend) or removed
                 )
-        if problem is not None:
-            why = _KEYRING_TROUBLE.get(problem.code, "it failed")
-            commands = " and ".join(f"keyring del {SERVICE} {who}" for who in ids)
+            except KeyringUnavailableError as exc:
+                left.append((header, _KEYRING_TROUBLE.get(exc.code, "the keyring failed")))
+            except KeyElsewhere as elsewhere:
+                left.append((header, f"the keyring in use now is {elsewhere.in_use}"))
+        if left:
+            entries = "; ".join(
+                f'service "{SERVICE}", user "{header.login_id}" in '
+                f"{clean(header.protection.backend)} ({why})"
+                for header, why in left
+            )
+            commands = " and ".join(
+                f"keyring del {SERVICE} {header.login_id}" for header, _ in left
+            )
+            done = "the credential record is removed" if record_removed else "nothing else is left"
             raise KeyringUnavailableError(
-                "Logged out locally: the credential record is removed, but "
-                f"{_entries(len(left))} stayed in the OS keyring ({why}): {'; '.join(left)}; "
-                f"once the keyring answers, remove {'them' if len(left) > 1 else 'it'} with "
-                f"its own tool, for example: {commands}",
+                f"Logged out locally ({done}), but {_entries(len(left))} stayed in an OS "
+                f"keyring: {entries}; remove {'them' if len(left) > 1 else 'it'} with that "
+                f"keyring's own tool once it answers, for example: {commands}",
                 code="keyring_entries_left",
             )
         return removed

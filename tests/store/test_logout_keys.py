@@ -125,8 +125,8 @@ def test_logout_names_every_entry_it_could_not_remove(
     for who in (old, current):
         assert f'service "copilot-host", user "{who.login_id}"' in message
         assert f"keyring del copilot-host {who.login_id}" in message
-    assert "it is locked" in message
-    assert "saved in MemoryKeyring" in message
+    assert "in MemoryKeyring (the keyring is locked)" in message
+    assert "the credential record is removed" in message
     # Everything else is done: the record is gone, the record set aside is kept.
     assert store.header() is None
     assert len(store.set_aside()) == 1
@@ -155,3 +155,71 @@ def test_a_record_set_aside_in_a_copied_folder_is_harmless_after_logout(
         if path.name.startswith("credential.damaged-"):
             login_id = parse(path.read_bytes()).header.login_id
             assert not keys.has(login_id)
+
+
+class OtherKeyring(MemoryKeyring):
+    """Another recommended backend, as another session or PYTHON_KEYRING_BACKEND gives."""
+
+
+def test_logout_names_a_key_left_in_the_keyring_the_record_was_saved_in(
+    copilot_home: Path, memory_keyring: MemoryKeyring
+) -> None:
+    store = CredentialStore()
+    who = store.save("octocat", canary_token())
+    keyring.set_keyring(OtherKeyring())
+    with pytest.raises(KeyringUnavailableError) as caught:
+        store.delete()
+    assert caught.value.code == "keyring_entries_left"
+    assert (
+        f'service "copilot-host", user "{who.login_id}" in MemoryKeyring '
+        "(the keyring in use now is OtherKeyring)"
+    ) in caught.value.message
+    assert store.header() is None
+    assert (SERVICE, who.login_id) in memory_keyring.items  # the message told the truth
+
+
+def test_logout_with_only_records_set_aside_says_what_it_removed(
+    copilot_home: Path, memory_keyring: MemoryKeyring
+) -> None:
+    store = CredentialStore()
+    who = store.save("octocat", canary_token())
+    _aside_by_an_earlier_version(store)
+    keyring.set_keyring(LockedKeyring())
+    with pytest.raises(KeyringUnavailableError) as caught:
+        store.delete()
+    assert "Logged out locally (nothing else is left)" in caught.value.message
+    assert f'user "{who.login_id}"' in caught.value.message
+
+
+def test_a_new_login_under_another_keyring_names_the_old_key_it_cannot_reach(
+    copilot_home: Path, memory_keyring: MemoryKeyring, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = CredentialStore()
+    old = store.save("octocat", canary_token())
+    keyring.set_keyring(OtherKeyring())
+    store.save("octocat", canary_token())  # a new login must not fail for the old key...
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    # ...but the key it could not reach is named, with the keyring that holds it.
+    assert any(old.login_id in w and "saved in MemoryKeyring" in w for w in warnings)
+
+
+def test_a_key_file_that_cannot_be_removed_does_not_hide_the_damage(
+    copilot_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = CredentialStore()
+    who = store.save("octocat", canary_token(), key_file=True)
+    _break_tag(store)
+    real_unlink = os.unlink
+
+    def refuse_key_files(path: object, *args: object, **kwargs: object) -> None:
+        if str(path).endswith(".key"):
+            raise PermissionError(13, "Permission denied")
+        real_unlink(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "unlink", refuse_key_files)
+    with pytest.raises(StoreCorruptError, match="integrity check"):
+        store.load()
+    monkeypatch.undo()
+    assert len(store.set_aside()) == 1
+    store.delete()  # the sweep takes the key file along
+    assert not (copilot_home / f"credential-{who.login_id}.key").exists()
