@@ -1,9 +1,10 @@
 """``CredentialStore``: the only code that writes credentials to disk.
 
-One record per login in the store folder (``credential``), its data key in the OS keyring
-or, by explicit choice, in ``credential-<login id>.key``; ``credential.lock`` serializes
-writers across processes; records that fail to authenticate are renamed to
-``credential.damaged-<UTC time>`` and kept.
+One record per login in the store folder (``credential``), its data key kept by a
+:class:`~._protection.KeyProtection`: the OS keyring, or by explicit choice a
+``credential-<login id>.key`` file. ``credential.lock`` serializes writers across
+processes; records that fail to authenticate are renamed to
+``credential.damaged-<UTC time>`` and kept, and their keys removed.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from .._errors import (
 )
 from .._seam import LoginIdentity
 from .._secret import Secret
-from .._text import clean, show_path
+from .._text import show_path
 from ._atomic import (
     FileIdentity,
     identity_of,
@@ -37,28 +38,21 @@ from ._atomic import (
     rename,
     write_private,
 )
-from ._header import KEY_FILE, KEYRING, Protection, RecordHeader
-from ._keys import (
-    SERVICE,
-    KeyElsewhere,
-    KeyNotFound,
-    KeyringKeys,
-    read_key_file,
-    remove_key_file,
-    write_key_file,
-)
+from ._header import KEY_FILE, KEYRING, Protection, ProtectionKind, RecordHeader
+from ._keyfile import KeyFileKeys
+from ._keyring import KeyringKeys
 from ._lock import StoreLock
 from ._paths import (
     DAMAGED_PREFIX,
     KEY_FILE_PATTERN,
     RECORD_NAME,
     TEMP_PATTERN,
-    key_file_name,
     open_home,
     precheck_home,
     resolve_home,
     unusable_path_error,
 )
+from ._protection import KeyLeft, KeyNotFound, KeyProtection
 from ._record import (
     FORMAT_VERSION,
     KEY_BYTES,
@@ -80,13 +74,6 @@ _log = logging.getLogger("copilot_host.store")
 _READ_ATTEMPTS = 5
 
 
-_KEYRING_TROUBLE = {
-    "keyring_locked": "the keyring is locked",
-    "keyring_timeout": "the keyring did not answer",
-    "keyring_unavailable": "the keyring cannot be used",
-}
-
-
 def _entries(count: int) -> str:
     return "this data key" if count == 1 else f"these {count} data keys"
 
@@ -103,15 +90,20 @@ class _Damaged(Exception):
 class CredentialStore:
     """The durable GitHub credential of one store folder.
 
-    ``home`` defaults to ``$COPILOT_HOST_HOME``, else the platform's per-user state folder,
-    read when the store is constructed. Nothing touches the disk or the keyring until a
-    method needs it. Thread-safe; several processes may share a folder.
+    ``home`` defaults to :func:`default_home` (``$COPILOT_HOST_HOME``, else the platform's
+    per-user state folder), read when the store is constructed. New logins keep their data
+    key in the OS keyring, or with ``key_file=True`` (an explicit choice: anyone who can
+    read your files can then use the credential) in a 0600 file beside the record. Each
+    record is read with the protection its header names, whichever this store writes.
+    Nothing touches the disk or the keyring until a method needs it. Thread-safe; several
+    processes may share a folder.
     """
 
     def __init__(
         self,
         home: str | os.PathLike[str] | None = None,
         *,
+        key_file: bool = False,
         keyring_timeout: float = 3.0,
         lock_timeout: float = 5.0,
         clock: Clock = SYSTEM_CLOCK,
@@ -120,7 +112,11 @@ class CredentialStore:
         self._record_path = self._home / RECORD_NAME
         self._record_str = os.fspath(self._record_path)
         self._clock = clock
-        self._keyring = KeyringKeys(keyring_timeout)
+        self._protections: dict[ProtectionKind, KeyProtection] = {
+            KEYRING: KeyringKeys(keyring_timeout),
+            KEY_FILE: KeyFileKeys(self._home),
+        }
+        self._key_file = bool(key_file)
         self._lock = StoreLock(self._home, timeout=lock_timeout, clock=clock)
         # (identity of the record file, who it names): replaced as a whole, so readers on
         # other threads see either the old pair or the new one.
@@ -259,9 +255,10 @@ class CredentialStore:
             "read; try again"
         )
 
-    def preflight(self, *, key_file: bool = False) -> None:
-        """Raise now the error a later ``save(..., key_file=key_file)`` would meet for want
-        of a usable folder or keyring, so nobody authorizes a login that cannot be kept.
+    def preflight(self, *, key_file: bool | None = None) -> None:
+        """Raise now the error a later ``save`` would meet for want of a usable folder or
+        keyring, so nobody authorizes a login that cannot be kept. ``key_file`` overrides
+        the store's choice for this call (None: the store's).
 
         Creates the store folder (0700) when it is missing, exactly as ``save`` would, and
         proves a file can be created in it (the probe file is removed at once); writes
@@ -271,53 +268,46 @@ class CredentialStore:
         """
         with self._io("check"):
             with open_home(self._home, create=True) as dir_fd:
-                assert dir_fd is not None
+                assert dir_fd is not None  # create=True
                 probe_writable(dir_fd)
-            if not key_file:
-                self._keyring.probe()
+            self._writer(key_file).probe()
 
-    def save(self, account: str, token: Secret, *, key_file: bool = False) -> LoginIdentity:
+    def save(self, account: str, token: Secret, *, key_file: bool | None = None) -> LoginIdentity:
         """Persist a new login (fresh random login id) replacing any previous one.
 
-        The key goes to the OS keyring unless ``key_file`` is True (an explicit choice:
-        a 0600 file beside the record). Without a usable keyring nothing is written and
+        The key is kept the store's way (``key_file`` overrides it for this call; None:
+        the store's choice). Without a usable keyring no record and no key is written, and
         KeyringUnavailableError says how to choose a key file.
         """
         account = check_account(account)
         token = check_token(token)
+        keys = self._writer(key_file)
+        login_id = new_login_id()
+        key = os.urandom(KEY_BYTES)
         with self._io("save"):
-            # Refuse an insecure folder before a key is put anywhere on its behalf.
-            precheck_home(self._home)
-            login_id = new_login_id()
-            key = os.urandom(KEY_BYTES)
-            if key_file:
-                # The name only: the key's location is derived from the login id, so the
-                # folder's path (which may hold any bytes) never enters the header.
-                protection = Protection(KEY_FILE, key_file_name(login_id))
-            else:
-                protection = Protection(KEYRING, self._keyring.put(login_id, key))
-            header = RecordHeader(
-                version=FORMAT_VERSION,
-                login_id=login_id,
-                account=account,
-                created_at=self._clock.time(),
-                protection=protection,
-            )
-            blob = seal(header, key, token)
-            try:
-                previous = self._persist(blob, login_id, key if key_file else None)
-            except BaseException:
-                if not key_file:
-                    self._forget_keyring_key(header)
-                raise
+            # The lock refuses an insecure folder before a key is put anywhere for it.
+            with self._lock, open_home(self._home, create=True) as dir_fd:
+                assert dir_fd is not None  # create=True
+                # The key first, under its own new name: a crash before the record is
+                # replaced leaves the old record with its old key.
+                header = RecordHeader(
+                    version=FORMAT_VERSION,
+                    login_id=login_id,
+                    account=account,
+                    created_at=self._clock.time(),
+                    protection=Protection(keys.kind, keys.put(login_id, key)),
+                )
+                try:
+                    previous, _ = self._previous_header(dir_fd)
+                    write_private(dir_fd, RECORD_NAME, seal(header, key, token))
+                except BaseException:
+                    self._forget_key(header)
+                    raise
+                self._sweep(dir_fd, keep=login_id)
             self._cache = None
-            if (
-                previous is not None
-                and previous.protection.kind == KEYRING
-                and previous.login_id != login_id
-            ):
-                self._forget_keyring_key(previous)
-        _log.debug("saved credential record (login id %s, %s)", login_id, protection.kind)
+            if previous is not None:
+                self._forget_key(previous)
+        _log.debug("saved credential record (login id %s, %s)", login_id, keys.kind)
         return header.identity
 
     def delete(self) -> bool:
@@ -331,9 +321,10 @@ class CredentialStore:
         aside stay. With nothing to remove, nothing is created (not even the folder or
         the lock file).
 
-        When the keyring cannot remove a key, everything else is still removed and a
+        When a key cannot be removed (the keyring is locked, or the record names another
+        keyring than the one in use), everything else is still removed, then a
         KeyringUnavailableError (code ``keyring_entries_left``) names each entry left
-        (service and user name) and how to remove it.
+        (service, user name and keyring) and how to remove it.
         """
         removed = False
         previous: RecordHeader | None = None
@@ -354,8 +345,8 @@ class CredentialStore:
                         removed = True
                         os.fsync(dir_fd)
                     removed = self._sweep(dir_fd, keep=None) or removed
-        self._cache = None
-        removed = self._remove_keyring_keys(known, record_removed=previous is not None) or removed
+            self._cache = None
+            removed = self._remove_keys(known, record_removed=previous is not None) or removed
         _log.debug("deleted credential record (removed: %s)", removed)
         return removed
 
@@ -402,13 +393,13 @@ class CredentialStore:
             ) from None
 
     def _shown(self, header: RecordHeader) -> RecordHeader:
-        """The header as callers see it: a key file named by the path the key is read from
-        (the record holds only its name); anything else as recorded."""
-        protection = header.protection
-        if protection.kind == KEY_FILE and protection.backend == key_file_name(header.login_id):
-            where = os.fspath(self._home / protection.backend)
-            return replace(header, protection=Protection(KEY_FILE, where))
-        return header
+        """The header as callers see it: where its key is (a key file by the path it is
+        read from, though the record holds only its name)."""
+        recorded = header.protection.backend
+        where = self._keys_of(header).location(header.login_id, recorded)
+        if where == recorded:
+            return header
+        return replace(header, protection=Protection(header.protection.kind, where))
 
     def _corrupt_error(self, reason: str, moved: Path) -> StoreCorruptError:
         return StoreCorruptError(
@@ -416,15 +407,17 @@ class CredentialStore:
             f"{show_path(moved)} and kept; log in again"
         )
 
+    def _keys_of(self, header: RecordHeader) -> KeyProtection:
+        """What keeps this record's key: the protection its header names."""
+        return self._protections[header.protection.kind]
+
+    def _writer(self, key_file: bool | None) -> KeyProtection:
+        """What keeps the key of a new login: the store's choice unless overridden."""
+        chosen = self._key_file if key_file is None else key_file
+        return self._protections[KEY_FILE if chosen else KEYRING]
+
     def _key_for(self, header: RecordHeader) -> bytes | None:
-        # The key's location is derived from the login id, never taken from the header's
-        # (unauthenticated) path, so a forged header cannot point us at another file.
-        if header.protection.kind == KEY_FILE:
-            with open_home(self._home, create=False) as dir_fd:
-                if dir_fd is None:
-                    return None
-                return read_key_file(dir_fd, self._home, header.login_id)
-        return self._keyring.get(header.login_id, header.protection.backend)
+        return self._keys_of(header).get(header.login_id, header.protection.backend)
 
     def _unchanged(self, identity: FileIdentity) -> bool:
         try:
@@ -448,17 +441,10 @@ class CredentialStore:
             if identity_of(st) != identity:
                 return None
             moved = self._rename_aside(dir_fd)
-            if header is not None and header.protection.kind == KEY_FILE:
-                try:
-                    remove_key_file(dir_fd, header.login_id)
-                except OSError as exc:
-                    # The record is aside: the error to report is its damage, not this.
-                    # The next save or logout sweeps the key file.
-                    _log.warning("could not remove a damaged record's key file: %s", exc.strerror)
         # The record set aside is kept; its key is not: together they would still decrypt
         # the token the record once held (a damaged byte is easily flipped back).
-        if header is not None and header.protection.kind == KEYRING:
-            self._forget_keyring_key(header)
+        if header is not None:
+            self._forget_key(header)
         return moved
 
     def _rename_aside(self, dir_fd: int) -> Path:
@@ -506,52 +492,27 @@ class CredentialStore:
         except StoreCorruptError:
             return None, self._rename_aside(dir_fd)
 
-    def _persist(self, blob: bytes, login_id: str, key: bytes | None) -> RecordHeader | None:
-        with self._lock, open_home(self._home, create=True) as dir_fd:
-            assert dir_fd is not None
-            previous, _ = self._previous_header(dir_fd)
-            try:
-                if key is not None:
-                    # The key first, under its own new name: a crash before the record is
-                    # replaced leaves the old record with its old key.
-                    write_key_file(dir_fd, login_id, key)
-                write_private(dir_fd, RECORD_NAME, blob)
-            except BaseException:
-                if key is not None:
-                    remove_key_file(dir_fd, login_id)
-                raise
-            self._sweep(dir_fd, keep=login_id)
-        return previous
-
     def _sweep(self, dir_fd: int, *, keep: str | None) -> bool:
-        """Under the lock: remove temp files of crashed writers and key files of records
-        that are gone. True when a key file was removed."""
-        removed_key = False
+        """Under the lock: remove temp files of crashed writers and the keys (that can be
+        listed) of logins other than ``keep``. True when a key was removed."""
         for name in os.listdir(dir_fd):
             if TEMP_PATTERN.match(name):
                 remove(dir_fd, name)
-                continue
-            match = KEY_FILE_PATTERN.match(name)
-            if match and match.group(1) != keep:
-                removed_key = remove(dir_fd, name) or removed_key
-        return removed_key
+        removed = False
+        for keys in self._protections.values():
+            removed = keys.sweep(keep) or removed
+        return removed
 
-    def _forget_keyring_key(self, header: RecordHeader) -> None:
+    def _forget_key(self, header: RecordHeader) -> None:
         """Best effort, for a key nothing can use any more (a save must not fail after
         the fact); a logout tries again for the keys of records set aside and names any
         it cannot remove."""
         try:
-            self._keyring.remove(header.login_id, header.protection.backend)
-        except (KeyringUnavailableError, KeyElsewhere) as exc:
-            _log.warning(
-                "could not remove an unused data key (service %s, user %s, saved in %s): %s",
-                SERVICE,
-                header.login_id,
-                header.protection.backend,
-                exc.code
-                if isinstance(exc, KeyringUnavailableError)
-                else "not in the keyring in use",
-            )
+            self._keys_of(header).remove(header.login_id, header.protection.backend)
+        except KeyLeft as left:
+            _log.warning("an unused data key stayed (%s): %s", left.entry, left.why)
+        except OSError as exc:
+            _log.warning("could not remove an unused key file: %s", exc.strerror)
 
     def _aside_headers(self, dir_fd: int) -> list[RecordHeader]:
         """The headers of the records set aside that can still be parsed: they name the
@@ -570,31 +531,22 @@ class CredentialStore:
                 continue
         return headers
 
-    def _remove_keyring_keys(self, headers: list[RecordHeader], *, record_removed: bool) -> bool:
-        """Remove the keyring entries of these records; True when any was removed. Raises
-        naming every entry left behind (and why), after trying them all."""
+    def _remove_keys(self, headers: list[RecordHeader], *, record_removed: bool) -> bool:
+        """Remove the keys of these records; True when any was removed. Raises naming
+        every key left behind (and why), after trying them all."""
         removed = False
-        left: list[tuple[RecordHeader, str]] = []
+        left: list[KeyLeft] = []
         for header in headers:
-            if header.protection.kind != KEYRING:
-                continue
             try:
                 removed = (
-                    self._keyring.remove(header.login_id, header.protection.backend) or removed
+                    self._keys_of(header).remove(header.login_id, header.protection.backend)
+                    or removed
                 )
-            except KeyringUnavailableError as exc:
-                left.append((header, _KEYRING_TROUBLE.get(exc.code, "the keyring failed")))
-            except KeyElsewhere as elsewhere:
-                left.append((header, f"the keyring in use now is {elsewhere.in_use}"))
+            except KeyLeft as exc:
+                left.append(exc)
         if left:
-            entries = "; ".join(
-                f'service "{SERVICE}", user "{header.login_id}" in '
-                f"{clean(header.protection.backend)} ({why})"
-                for header, why in left
-            )
-            commands = " and ".join(
-                f"keyring del {SERVICE} {header.login_id}" for header, _ in left
-            )
+            entries = "; ".join(f"{exc.entry} ({exc.why})" for exc in left)
+            commands = " and ".join(exc.command for exc in left)
             done = "the credential record is removed" if record_removed else "nothing else is left"
             raise KeyringUnavailableError(
                 f"Logged out locally ({done}), but {_entries(len(left))} stayed in an OS "

@@ -11,6 +11,7 @@ from typing import Any
 import keyring
 import pytest
 
+from tests.store._keyrings import HangingKeyring, keyring_workers
 from tests.store._secret_service import missing_programs, private_secret_service
 from tests.store._unprivileged import Unprivileged, scratch_for, unprivileged_user
 
@@ -72,3 +73,15 @@ def unprivileged(unprivileged_account: pwd.struct_passwd) -> Iterator[Unprivileg
         )
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def hanging() -> Iterator[HangingKeyring]:
+    """A keyring whose every call hangs until the test ends, like a prompt nobody answers."""
+    backend = HangingKeyring()
+    keyring.set_keyring(backend)
+    yield backend
+    backend.release.set()  # let the abandoned worker threads finish
+    # ...and wait for them: while one runs, this process's keyring calls fail at once.
+    for worker in keyring_workers():
+        worker.join(10)

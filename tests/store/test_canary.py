@@ -13,8 +13,8 @@ import pytest
 from copilot_host import CopilotHostError, Secret
 from copilot_host.store import CredentialStore
 from tests.conftest import MemoryKeyring
+from tests.store._keyrings import ExplodingKeyring, LockedKeyring
 from tests.store._support import canary_token, files_under
-from tests.store.test_keyring_backends import ExplodingKeyring, LockedKeyring
 
 
 def _exception_text(exc: BaseException) -> str:

@@ -18,8 +18,8 @@ from copilot_host import KeyringUnavailableError, StoreCorruptError
 from copilot_host.store import CredentialStore
 from copilot_host.store._record import open_sealed, parse
 from tests.conftest import MemoryKeyring
+from tests.store._keyrings import LockedKeyring
 from tests.store._support import canary_token
-from tests.store.test_keyring_backends import LockedKeyring
 
 SERVICE = "copilot-host"
 
@@ -200,7 +200,10 @@ def test_a_new_login_under_another_keyring_names_the_old_key_it_cannot_reach(
     store.save("octocat", canary_token())  # a new login must not fail for the old key...
     warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
     # ...but the key it could not reach is named, with the keyring that holds it.
-    assert any(old.login_id in w and "saved in MemoryKeyring" in w for w in warnings)
+    assert any(
+        f'user "{old.login_id}" in MemoryKeyring' in w and "in use now is OtherKeyring" in w
+        for w in warnings
+    )
 
 
 def test_a_key_file_that_cannot_be_removed_does_not_hide_the_damage(

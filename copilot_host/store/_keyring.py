@@ -1,4 +1,4 @@
-"""Where data keys live: the OS keyring (default) or, by explicit choice, a 0600 key file.
+"""Data keys in the OS keyring: the default :class:`KeyProtection`.
 
 Every keyring call runs in a daemon worker thread and is abandoned after a timeout: a
 locked keyring waiting on a prompt, or a hung D-Bus service, yields a typed error instead
@@ -16,25 +16,14 @@ import binascii
 import logging
 import threading
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, TypeVar
 
-from .._errors import KeyringUnavailableError, StoreError
-from .._text import show_path
-from ._atomic import read_private, remove, write_private
-from ._paths import key_file_name
+from .._errors import KeyringUnavailableError
+from ._header import KEYRING, ProtectionKind
+from ._protection import KeyLeft, KeyNotFound
 from ._record import KEY_BYTES
 
-__all__ = [
-    "SERVICE",
-    "KeyElsewhere",
-    "KeyNotFound",
-    "KeyringKeys",
-    "backend_display_name",
-    "read_key_file",
-    "remove_key_file",
-    "write_key_file",
-]
+__all__ = ["SERVICE", "KeyringKeys", "backend_display_name"]
 
 SERVICE = "copilot-host"
 _log = logging.getLogger("copilot_host.store")
@@ -47,6 +36,12 @@ _DISPLAY_NAMES = {
     "keyring.backends.macOS": "macOS Keychain",
     "keyring.backends.Windows": "Windows Credential Manager",
     "keyring.backends.kwallet": "KWallet",
+}
+
+_TROUBLE = {
+    "keyring_locked": "the keyring is locked",
+    "keyring_timeout": "the keyring did not answer",
+    "keyring_unavailable": "the keyring cannot be used",
 }
 
 _KEY_FILE_HINT = (
@@ -107,10 +102,27 @@ def _recommended_backend() -> Any:
 
 
 class KeyringKeys:
-    """Data keys in the OS keyring, one entry per login id (service "copilot-host")."""
+    """Data keys in the OS keyring, one entry per login id (service "copilot-host"); the
+    header records the keyring's display name ("Secret Service", "macOS Keychain")."""
 
     def __init__(self, timeout: float) -> None:
         self._timeout = timeout
+
+    @property
+    def kind(self) -> ProtectionKind:
+        return KEYRING
+
+    def probe(self) -> None:
+        """Raise the error a put would meet, if any, without creating an entry.
+
+        It reads an entry that never exists: a locked or hung keyring shows itself on a
+        read as it would on the write.
+        """
+
+        def call() -> None:
+            _recommended_backend().get_password(SERVICE, "preflight")
+
+        self._bounded(call, saving=True)
 
     def put(self, login_id: str, key: bytes) -> str:
         """Store ``key``; returns the backend's display name for the record header."""
@@ -119,20 +131,6 @@ class KeyringKeys:
         def call() -> str:
             backend = _recommended_backend()
             backend.set_password(SERVICE, login_id, encoded)
-            return backend_display_name(backend)
-
-        return self._bounded(call, saving=True)
-
-    def probe(self) -> str:
-        """The display name of a recommended keyring that answers, else a typed error.
-
-        It reads an entry that never exists: a locked or hung keyring shows itself on a
-        read as it would on the write, and nothing is created.
-        """
-
-        def call() -> str:
-            backend = _recommended_backend()
-            backend.get_password(SERVICE, "preflight")
             return backend_display_name(backend)
 
         return self._bounded(call, saving=True)
@@ -157,9 +155,9 @@ class KeyringKeys:
         return key if len(key) == KEY_BYTES else None
 
     def remove(self, login_id: str, recorded: str) -> bool:
-        """Remove the entry; False when the keyring in use has none. Raises KeyElsewhere
-        when it has none but the record names another keyring (``recorded``): the key may
-        well live on there, and only a person can reach it."""
+        """Remove the entry; False when the keyring in use has none. Raises KeyLeft when
+        the keyring cannot be asked, or has none but the record names another keyring
+        (``recorded``): the key may well live on there, where only a person can reach it."""
 
         def call() -> tuple[bool, str]:
             import keyring.errors
@@ -171,10 +169,21 @@ class KeyringKeys:
                 return False, backend_display_name(backend)  # not (or no longer) there
             return True, backend_display_name(backend)
 
-        removed, in_use = self._bounded(call, saving=False)
+        entry = f'service "{SERVICE}", user "{login_id}" in {recorded}'
+        command = f"keyring del {SERVICE} {login_id}"
+        try:
+            removed, in_use = self._bounded(call, saving=False)
+        except KeyringUnavailableError as exc:
+            raise KeyLeft(entry, _TROUBLE.get(exc.code, "the keyring failed"), command) from None
         if not removed and in_use != recorded:
-            raise KeyElsewhere(in_use)
+            raise KeyLeft(entry, f"the keyring in use now is {in_use}", command)
         return removed
+
+    def location(self, login_id: str, recorded: str) -> str:
+        return recorded
+
+    def sweep(self, keep: str | None) -> bool:
+        return False  # a keyring's entries cannot be listed
 
     def _bounded(self, call: Callable[[], T], *, saving: bool) -> T:
         hint = f"; nothing was saved: {_KEY_FILE_HINT}" if saving else ""
@@ -212,25 +221,6 @@ class KeyringKeys:
             result: T = box["value"]
             return result
         raise _translate(error, hint)
-
-
-class KeyNotFound(Exception):
-    """Internal: the key is not where the record says it is. Unlike a key that fails to
-    decrypt, this is no sign of damage: the record is kept and ``error`` says where the key
-    was expected and what to do."""
-
-    def __init__(self, error: StoreError) -> None:
-        super().__init__(error.code)
-        self.error = error
-
-
-class KeyElsewhere(Exception):
-    """Internal: the keyring in use (``in_use``) has no entry for a key the record says
-    was saved in another keyring."""
-
-    def __init__(self, in_use: str) -> None:
-        super().__init__(in_use)
-        self.in_use = in_use
 
 
 def _entry_missing(login_id: str, recorded: str, in_use: str) -> KeyNotFound:
@@ -271,28 +261,3 @@ def _translate(error: BaseException, hint: str) -> KeyringUnavailableError:
         f"unlocked, then try again{hint}",
         code="keyring_unavailable",
     )
-
-
-def write_key_file(dir_fd: int, login_id: str, key: bytes) -> None:
-    write_private(dir_fd, key_file_name(login_id), key)
-
-
-def read_key_file(dir_fd: int, folder: Path, login_id: str) -> bytes | None:
-    """The key; None when the file holds something else than a key. Raises KeyNotFound
-    when there is no such file."""
-    path = folder / key_file_name(login_id)
-    found = read_private(dir_fd, path.name, folder, KEY_BYTES)
-    if found is None:
-        raise KeyNotFound(
-            StoreError(
-                f"The key file {show_path(path)} of the stored login is missing; the record "
-                "is kept, but it cannot be used without that key: put the file back (from a "
-                "backup), or log in again to replace the login",
-                code="key_file_missing",
-            )
-        )
-    return found[0] if len(found[0]) == KEY_BYTES else None
-
-
-def remove_key_file(dir_fd: int, login_id: str) -> bool:
-    return remove(dir_fd, key_file_name(login_id))
