@@ -272,8 +272,9 @@ class CredentialStore:
                 probe_writable(dir_fd)
             self._writer(key_file).probe()
 
-    def save(self, account: str, token: Secret, *, key_file: bool | None = None) -> LoginIdentity:
-        """Persist a new login (fresh random login id) replacing any previous one.
+    def save(self, account: str, token: Secret, *, key_file: bool | None = None) -> RecordHeader:
+        """Persist a new login (fresh random login id) replacing any previous one, and
+        return its header (as ``header()`` would show it; ``.identity`` is who logged in).
 
         The key is kept the store's way (``key_file`` overrides it for this call; None:
         the store's choice). Without a usable keyring no record and no key is written, and
@@ -308,7 +309,7 @@ class CredentialStore:
             if previous is not None:
                 self._forget_key(previous)
         _log.debug("saved credential record (login id %s, %s)", login_id, keys.kind)
-        return header.identity
+        return self._shown(header)
 
     def delete(self) -> bool:
         """Log out locally: remove the record and every data key the store knows of;

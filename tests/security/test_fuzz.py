@@ -214,5 +214,5 @@ def test_a_real_record_still_round_trips_after_the_fuzzing(fuzz_home: Path) -> N
         os.unlink(fuzz_home / name)
     store = CredentialStore(fuzz_home)
     token = canary_token()
-    who = store.save("octocat", token)
+    who = store.save("octocat", token).identity
     assert store.load() == (who, token)

@@ -37,7 +37,7 @@ def test_canary_never_leaks(
 
     store = CredentialStore()
     for key_file in (False, True):
-        who = store.save("octocat", canary, key_file=key_file)
+        who = store.save("octocat", canary, key_file=key_file).identity
         assert store.load() == (who, canary)
         assert store.availability() == who
         attempt(store.header)

@@ -62,7 +62,7 @@ def test_a_folder_made_with_plain_mkdir_is_refused_by_every_call(
     # The command the message gives is the whole fix.
     subprocess.run(["bash", "-c", f"chmod 700 {shell_quote(home)}"], check=True)
     assert store.availability() is None
-    who = store.save("octocat", canary_token())
+    who = store.save("octocat", canary_token()).identity
     assert store.availability() == who
 
 
@@ -89,7 +89,7 @@ def test_availability_of_an_unchanged_record_is_one_stat(
 ) -> None:
     """It runs before every inference request: the folder check must not cost more."""
     store = CredentialStore()
-    who = store.save("octocat", canary_token())
+    who = store.save("octocat", canary_token()).identity
     assert store.availability() == who
     calls: list[str] = []
     for name in ("stat", "lstat", "fstat", "open", "listdir", "scandir"):

@@ -50,7 +50,7 @@ def test_no_usable_keyring_writes_nothing_and_names_the_key_file_choice(
     _assert_nothing_saved(copilot_home)
     # The explicit choice works without any keyring.
     store = CredentialStore()
-    who = store.save("octocat", canary_token(), key_file=True)
+    who = store.save("octocat", canary_token(), key_file=True).identity
     assert store.load()[0] == who
     assert store.delete() is True
 
@@ -68,7 +68,7 @@ def test_locked_keyring_on_load_keeps_the_record(
     copilot_home: Path, memory_keyring: MemoryKeyring
 ) -> None:
     store = CredentialStore()
-    who = store.save("octocat", canary_token())
+    who = store.save("octocat", canary_token()).identity
     keyring.set_keyring(LockedKeyring())
     with pytest.raises(KeyringUnavailableError) as caught:
         store.load()
@@ -98,7 +98,7 @@ def test_hanging_keyring_on_load_and_delete(
 ) -> None:
     keyring.set_keyring(memory_keyring)
     store = CredentialStore(keyring_timeout=0.2)
-    who = store.save("octocat", canary_token())
+    who = store.save("octocat", canary_token()).identity
     keyring.set_keyring(hanging)
     with pytest.raises(KeyringUnavailableError) as caught:
         store.load()
@@ -131,7 +131,7 @@ def test_working_keyring_never_puts_the_key_on_disk(
 ) -> None:
     store = CredentialStore()
     token = canary_token()
-    who = store.save("octocat", token)
+    who = store.save("octocat", token).identity
     store.load()
     encoded = memory_keyring.items[("copilot-host", who.login_id)]
     key = base64.b64decode(encoded)
@@ -146,7 +146,7 @@ def test_keyring_is_not_consulted_for_key_file_logins(
     copilot_home: Path, hanging: HangingKeyring
 ) -> None:
     store = CredentialStore(keyring_timeout=0.2)
-    who = store.save("octocat", canary_token(), key_file=True)
+    who = store.save("octocat", canary_token(), key_file=True).identity
     assert store.load()[0] == who
     assert store.delete() is True
     assert hanging.calls == 0
@@ -203,5 +203,5 @@ def test_a_hung_keyring_strands_one_thread_not_one_per_call(
         worker.join(10)
     keyring.set_keyring(memory_keyring)
     stores[0].preflight()
-    who = stores[1].save("octocat", canary_token())
+    who = stores[1].save("octocat", canary_token()).identity
     assert stores[1].load()[0] == who

@@ -63,7 +63,7 @@ def test_a_record_set_aside_loses_its_key_at_once(
 ) -> None:
     store = CredentialStore()
     token = canary_token()
-    old = store.save("octocat", token, key_file=key_file)
+    old = store.save("octocat", token, key_file=key_file).identity
     damaged = _break_tag(store)
     with pytest.raises(StoreCorruptError, match="integrity check"):
         store.load()
@@ -79,11 +79,11 @@ def test_logout_removes_the_keys_of_records_an_earlier_version_set_aside(
 ) -> None:
     store = CredentialStore()
     token = canary_token()
-    old = store.save("octocat", token, key_file=key_file)
+    old = store.save("octocat", token, key_file=key_file).identity
     aside = _aside_by_an_earlier_version(store)
     key_path = copilot_home / f"credential-{old.login_id}.key"
     assert keys.has(old.login_id) or key_path.exists()
-    new = store.save("octocat", canary_token())  # a new login...
+    new = store.save("octocat", canary_token()).identity  # a new login...
     assert store.delete() is True  # ...then a logout
     assert not keys.has(old.login_id)
     assert not keys.has(new.login_id)
@@ -101,7 +101,7 @@ def test_the_set_aside_record_and_its_old_key_really_decrypt_without_the_fix(
     """Why it matters: the pair a logout used to leave behind still yields the token."""
     store = CredentialStore()
     token = canary_token()
-    old = store.save("octocat", token)
+    old = store.save("octocat", token).identity
     aside = _aside_by_an_earlier_version(store)
     key = base64.b64decode(memory_keyring.items[(SERVICE, old.login_id)])
     assert open_sealed(parse(aside.read_bytes()), key) == token
@@ -113,9 +113,9 @@ def test_logout_names_every_entry_it_could_not_remove(
     copilot_home: Path, memory_keyring: MemoryKeyring
 ) -> None:
     store = CredentialStore()
-    old = store.save("octocat", canary_token())
+    old = store.save("octocat", canary_token()).identity
     _aside_by_an_earlier_version(store)
-    current = store.save("hubot", canary_token())
+    current = store.save("hubot", canary_token()).identity
     keyring.set_keyring(LockedKeyring())
     with pytest.raises(KeyringUnavailableError) as caught:
         store.delete()
@@ -165,7 +165,7 @@ def test_logout_names_a_key_left_in_the_keyring_the_record_was_saved_in(
     copilot_home: Path, memory_keyring: MemoryKeyring
 ) -> None:
     store = CredentialStore()
-    who = store.save("octocat", canary_token())
+    who = store.save("octocat", canary_token()).identity
     keyring.set_keyring(OtherKeyring())
     with pytest.raises(KeyringUnavailableError) as caught:
         store.delete()
@@ -182,7 +182,7 @@ def test_logout_with_only_records_set_aside_says_what_it_removed(
     copilot_home: Path, memory_keyring: MemoryKeyring
 ) -> None:
     store = CredentialStore()
-    who = store.save("octocat", canary_token())
+    who = store.save("octocat", canary_token()).identity
     _aside_by_an_earlier_version(store)
     keyring.set_keyring(LockedKeyring())
     with pytest.raises(KeyringUnavailableError) as caught:
@@ -195,7 +195,7 @@ def test_a_new_login_under_another_keyring_names_the_old_key_it_cannot_reach(
     copilot_home: Path, memory_keyring: MemoryKeyring, caplog: pytest.LogCaptureFixture
 ) -> None:
     store = CredentialStore()
-    old = store.save("octocat", canary_token())
+    old = store.save("octocat", canary_token()).identity
     keyring.set_keyring(OtherKeyring())
     store.save("octocat", canary_token())  # a new login must not fail for the old key...
     warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
@@ -210,7 +210,7 @@ def test_a_key_file_that_cannot_be_removed_does_not_hide_the_damage(
     copilot_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = CredentialStore()
-    who = store.save("octocat", canary_token(), key_file=True)
+    who = store.save("octocat", canary_token(), key_file=True).identity
     _break_tag(store)
     real_unlink = os.unlink
 

@@ -29,7 +29,7 @@ def test_another_keyring_in_use_keeps_the_record_and_names_the_one_that_holds_th
 ) -> None:
     store = CredentialStore()
     token = canary_token()
-    who = store.save("octocat", token)
+    who = store.save("octocat", token).identity
     record = store.record_path.read_bytes()
     keyring.set_keyring(OtherKeyring())
     for _ in range(2):  # and again: nothing was set aside the first time
@@ -53,7 +53,7 @@ def test_a_real_secret_service_record_read_under_another_keyring_is_kept(
 ) -> None:
     store = CredentialStore()
     token = canary_token()
-    who = store.save("octocat", token)
+    who = store.save("octocat", token).identity
     header = store.header()
     assert header is not None
     record = store.record_path.read_bytes()
@@ -74,7 +74,7 @@ def test_an_entry_removed_from_the_same_keyring_keeps_the_record(
     copilot_home: Path, memory_keyring: MemoryKeyring
 ) -> None:
     store = CredentialStore()
-    who = store.save("octocat", canary_token())
+    who = store.save("octocat", canary_token()).identity
     record = store.record_path.read_bytes()
     del memory_keyring.items[("copilot-host", who.login_id)]
     with pytest.raises(KeyringUnavailableError) as caught:
@@ -91,7 +91,7 @@ def test_an_entry_removed_from_the_same_keyring_keeps_the_record(
 def test_a_missing_key_file_keeps_the_record_and_names_the_file(copilot_home: Path) -> None:
     store = CredentialStore()
     token = canary_token()
-    who = store.save("octocat", token, key_file=True)
+    who = store.save("octocat", token, key_file=True).identity
     record = store.record_path.read_bytes()
     key_path = copilot_home / f"credential-{who.login_id}.key"
     key = key_path.read_bytes()

@@ -40,7 +40,7 @@ def test_a_store_built_for_key_files_writes_key_files_without_asking_the_keyring
 ) -> None:
     store = CredentialStore(key_file=True, keyring_timeout=0.2)
     store.preflight()
-    who = store.save("octocat", canary_token())
+    who = store.save("octocat", canary_token()).identity
     assert (copilot_home / f"credential-{who.login_id}.key").exists()
     stored = store.header()
     assert stored is not None and stored.protection.kind == "key-file"

@@ -80,7 +80,7 @@ def test_flipping_any_byte_fails_with_a_typed_error(
 ) -> None:
     store = CredentialStore()
     token = canary_token()
-    who = store.save("octocat", token, key_file=key_file)
+    who = store.save("octocat", token, key_file=key_file).identity
     keys = _Keys(copilot_home, memory_keyring)
     record = store.record_path
     original = record.read_bytes()
@@ -120,7 +120,7 @@ def test_every_truncation_and_extension_fails(
 ) -> None:
     store = CredentialStore()
     token = canary_token()
-    who = store.save("octocat", token, key_file=key_file)
+    who = store.save("octocat", token, key_file=key_file).identity
     keys = _Keys(copilot_home, memory_keyring)
     record = store.record_path
     original = record.read_bytes()
@@ -163,7 +163,7 @@ def test_random_rewrites_never_yield_another_token(
 
 def test_tampered_key_file_fails_and_the_record_is_kept_aside(copilot_home: Path) -> None:
     store = CredentialStore()
-    who = store.save("octocat", canary_token(), key_file=True)
+    who = store.save("octocat", canary_token(), key_file=True).identity
     key_path = copilot_home / f"credential-{who.login_id}.key"
     key = bytearray(key_path.read_bytes())
     key[0] ^= 1
@@ -185,7 +185,7 @@ def test_missing_key_is_reported_and_the_record_kept(
     """A key that is not there is no sign of damage (another keyring may hold it, a backup
     may bring the file back): the record stays where it is."""
     store = CredentialStore()
-    who = store.save("octocat", canary_token(), key_file=key_file)
+    who = store.save("octocat", canary_token(), key_file=key_file).identity
     record = store.record_path.read_bytes()
     if key_file:
         (copilot_home / f"credential-{who.login_id}.key").unlink()
