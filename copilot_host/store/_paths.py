@@ -28,6 +28,7 @@ __all__ = [
     "TEMP_PATTERN",
     "TEMP_PREFIX",
     "check_owned_private",
+    "default_home",
     "file_symlink_error",
     "key_file_name",
     "open_home",
@@ -54,17 +55,27 @@ def key_file_name(login_id: str) -> str:
     return f"credential-{login_id}.key"
 
 
-def resolve_home(home: str | os.PathLike[str] | None) -> Path:
-    """The store folder: the argument, else ``$COPILOT_HOST_HOME``, else the platform's
-    per-user state folder. Read when a store is constructed, never at import time."""
-    if home is None:
-        configured = os.environ.get(ENV_HOME, "").strip()
-        if configured:
-            home = configured
-        else:
-            import platformdirs  # lazy: only needed when no home is configured
+def default_home() -> Path:
+    """The store folder used when none is given: ``$COPILOT_HOST_HOME`` when set (and not
+    blank), else the platform's per-user state folder for copilot-host (on Linux
+    ``$XDG_STATE_HOME/copilot-host``, by default ``~/.local/state/copilot-host``).
 
-            home = platformdirs.user_state_dir("copilot-host")
+    Read when called, never at import time; the folder is not created.
+    """
+    configured = os.environ.get(ENV_HOME, "").strip()
+    if configured:
+        return _absolute(configured)
+    import platformdirs  # lazy: only needed when no home is configured
+
+    return _absolute(platformdirs.user_state_dir("copilot-host"))
+
+
+def resolve_home(home: str | os.PathLike[str] | None) -> Path:
+    """The store folder: the argument, else :func:`default_home`."""
+    return default_home() if home is None else _absolute(home)
+
+
+def _absolute(home: str | os.PathLike[str]) -> Path:
     return Path(os.path.abspath(os.path.expanduser(os.fspath(home))))
 
 
