@@ -550,9 +550,9 @@ class CredentialStore:
             commands = " and ".join(exc.command for exc in left)
             done = "the credential record is removed" if record_removed else "nothing else is left"
             raise KeyringUnavailableError(
-                f"Logged out locally ({done}), but {_entries(len(left))} stayed in an OS "
-                f"keyring: {entries}; remove {'them' if len(left) > 1 else 'it'} with that "
-                f"keyring's own tool once it answers, for example: {commands}",
+                f"Logged out locally ({done}), but {_entries(len(left))} could not be "
+                f"removed: {entries}; remove {'them' if len(left) > 1 else 'it'} by hand once "
+                f"that is fixed, for example: {commands}",
                 code="keyring_entries_left",
             )
         return removed
