@@ -62,8 +62,10 @@ def default_home() -> Path:
 
     Read when called, never at import time; the folder is not created.
     """
-    configured = os.environ.get(ENV_HOME, "").strip()
-    if configured:
+    configured = os.environ.get(ENV_HOME, "")
+    # Blank means unset; anything else is a path, taken exactly as given (a folder name
+    # may begin or end with a space).
+    if configured.strip():
         return _absolute(configured)
     import platformdirs  # lazy: only needed when no home is configured
 

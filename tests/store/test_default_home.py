@@ -9,6 +9,7 @@ import pytest
 
 import copilot_host.store
 from copilot_host.store import CredentialStore, default_home
+from tests.store._support import canary_token
 
 
 def test_it_is_public() -> None:
@@ -50,3 +51,16 @@ def test_without_copilot_host_home_it_is_the_platforms_state_folder(
     monkeypatch.delenv("XDG_STATE_HOME")
     monkeypatch.setenv("HOME", str(tmp_path))
     assert default_home() == tmp_path / ".local" / "state" / "copilot-host"
+
+
+@pytest.mark.parametrize("name", ["trailing ", "tab\t", "newline\n"])
+def test_copilot_host_home_is_taken_exactly_as_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """A folder name may begin or end with a space: stripping it would name another
+    folder, and the login would be saved where the person never looks."""
+    monkeypatch.setenv("COPILOT_HOST_HOME", str(tmp_path / name))
+    assert default_home() == tmp_path / name
+    store = CredentialStore()
+    store.save("octocat", canary_token(), key_file=True)
+    assert (tmp_path / name / "credential").exists()
