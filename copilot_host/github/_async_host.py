@@ -70,7 +70,7 @@ class AsyncGitHubCopilotHost(HostCore):
         # Persisted without an await: once this starts, a task cancellation cannot split
         # "stored" from "reported", so a cancelled login has stored nothing and a login that
         # stored something returns it. The store bounds its own lock and keyring waits.
-        identity = self._store.save(account, token, key_file=self._key_file)
+        identity = self._store.save(account, token, key_file=self._key_file).identity
         self._remember(identity, token)
         return Authorized(identity)
 

@@ -121,7 +121,7 @@ class GitHubCopilotHost(HostCore):
         account = parse_user(self._sender.send(build_user_request(token, self._editor)))
         if cancel is not None and cancel.is_set():
             raise LoginCancelledError("the login was cancelled; nothing was stored")
-        identity = self._store.save(account, token, key_file=self._key_file)
+        identity = self._store.save(account, token, key_file=self._key_file).identity
         self._remember(identity, token)
         return Authorized(identity)
 

@@ -19,7 +19,11 @@ class Protection:
     """Where the record's data key lives.
 
     ``kind`` is ``"keyring"`` (``backend`` names the OS keyring, e.g. "Secret Service",
-    "macOS Keychain") or ``"key-file"`` (``backend`` is the key file's path).
+    "macOS Keychain") or ``"key-file"`` (``backend`` is the key file's path: the record
+    holds only the file's name, ``credential-<login id>.key``, and the store shows it in
+    its folder; a record written before 0.2.0 holds an absolute path, shown as recorded).
+    The key is always looked for beside the record under the login id's name, never at a
+    path taken from the header.
     """
 
     kind: ProtectionKind

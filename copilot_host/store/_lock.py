@@ -22,11 +22,13 @@ from types import TracebackType
 
 from .._clock import Clock
 from .._errors import StoreLockedError
+from .._text import show_path
 from ._paths import LOCK_NAME, check_owned_private, file_symlink_error, open_home
 
 __all__ = ["StoreLock"]
 
 _log = logging.getLogger("copilot_host.store")
+_LOCK_FLAGS = os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC
 _FIRST_PAUSE = 0.002
 _LONGEST_PAUSE = 0.05
 
@@ -81,20 +83,14 @@ class StoreLock:
             self._threads.release()
 
     def _open(self) -> int:
-        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
         with open_home(self._home, create=True) as dir_fd:
+            assert dir_fd is not None  # create=True
             try:
-                fd = os.open(LOCK_NAME, flags, 0o600, dir_fd=dir_fd)
+                return _open_lock_file(dir_fd, self._home / LOCK_NAME)
             except OSError as exc:
                 if exc.errno in (errno.ELOOP, errno.EMLINK):
                     raise file_symlink_error(self._home / LOCK_NAME) from None
                 raise
-        try:
-            check_owned_private(os.fstat(fd), self._home / LOCK_NAME, "file")
-        except BaseException:
-            os.close(fd)
-            raise
-        return fd
 
     def _acquire(self, deadline: float) -> int:
         fd = self._open()
@@ -118,9 +114,45 @@ class StoreLock:
     def _locked_error(self, holder: int | None) -> StoreLockedError:
         who = f"process {holder}" if holder is not None else "another process"
         return StoreLockedError(
-            f"The credential store {self._home} is busy: {who} has held its lock for more "
-            f"than {self._timeout:g} s; try again when it finishes"
+            f"The credential store {show_path(self._home)} is busy: {who} has held its lock "
+            f"for more than {self._timeout:g} s; try again when it finishes"
         )
+
+
+def _open_lock_file(dir_fd: int, path: Path) -> int:
+    """Open the lock file for reading and writing, creating it 0600 when it is missing."""
+    try:
+        fd = os.open(LOCK_NAME, _LOCK_FLAGS | os.O_CREAT | os.O_EXCL, 0o600, dir_fd=dir_fd)
+        created = True
+    except FileExistsError:
+        try:
+            fd = os.open(LOCK_NAME, _LOCK_FLAGS, dir_fd=dir_fd)
+        except PermissionError:
+            _repair_mode(dir_fd, path)
+            fd = os.open(LOCK_NAME, _LOCK_FLAGS, dir_fd=dir_fd)
+        created = False
+    try:
+        check_owned_private(os.fstat(fd), path, "file")
+        if created:
+            # The umask can only have narrowed 0600: under umask 0277 the file would be
+            # 0400, and the next open for writing (every save and logout) would fail.
+            os.fchmod(fd, 0o600)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _repair_mode(dir_fd: int, path: Path) -> None:
+    """Our lock file, but read-only: what an earlier version left under a strict umask.
+    The file is never deleted, so without this every later save and logout would fail;
+    only our own file is changed, and never to more than 0600."""
+    fd = os.open(LOCK_NAME, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+    try:
+        check_owned_private(os.fstat(fd), path, "file")
+        os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)
 
 
 def _record_holder(fd: int) -> None:

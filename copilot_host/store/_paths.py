@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from .._errors import StoreError, StoreInsecureError
+from .._text import shell_quote, show_path
 
 __all__ = [
     "DAMAGED_PREFIX",
@@ -27,11 +28,13 @@ __all__ = [
     "TEMP_PATTERN",
     "TEMP_PREFIX",
     "check_owned_private",
+    "default_home",
     "file_symlink_error",
     "key_file_name",
     "open_home",
     "precheck_home",
     "resolve_home",
+    "unusable_path_error",
 ]
 
 ENV_HOME = "COPILOT_HOST_HOME"
@@ -52,17 +55,29 @@ def key_file_name(login_id: str) -> str:
     return f"credential-{login_id}.key"
 
 
-def resolve_home(home: str | os.PathLike[str] | None) -> Path:
-    """The store folder: the argument, else ``$COPILOT_HOST_HOME``, else the platform's
-    per-user state folder. Read when a store is constructed, never at import time."""
-    if home is None:
-        configured = os.environ.get(ENV_HOME, "").strip()
-        if configured:
-            home = configured
-        else:
-            import platformdirs  # lazy: only needed when no home is configured
+def default_home() -> Path:
+    """The store folder used when none is given: ``$COPILOT_HOST_HOME`` when set (and not
+    blank), else the platform's per-user state folder for copilot-host (on Linux
+    ``$XDG_STATE_HOME/copilot-host``, by default ``~/.local/state/copilot-host``).
 
-            home = platformdirs.user_state_dir("copilot-host")
+    Read when called, never at import time; the folder is not created.
+    """
+    configured = os.environ.get(ENV_HOME, "")
+    # Blank means unset; anything else is a path, taken exactly as given (a folder name
+    # may begin or end with a space).
+    if configured.strip():
+        return _absolute(configured)
+    import platformdirs  # lazy: only needed when no home is configured
+
+    return _absolute(platformdirs.user_state_dir("copilot-host"))
+
+
+def resolve_home(home: str | os.PathLike[str] | None) -> Path:
+    """The store folder: the argument, else :func:`default_home`."""
+    return default_home() if home is None else _absolute(home)
+
+
+def _absolute(home: str | os.PathLike[str]) -> Path:
     return Path(os.path.abspath(os.path.expanduser(os.fspath(home))))
 
 
@@ -74,26 +89,28 @@ def check_owned_private(st: os.stat_result, path: Path, what: str) -> None:
     expected_type = stat.S_ISDIR if what == "folder" else stat.S_ISREG
     if not expected_type(st.st_mode):
         raise StoreInsecureError(
-            f"The credential store {what} {path} is not a regular {what}; "
+            f"The credential store {what} {show_path(path)} is not a regular {what}; "
             "remove it or point COPILOT_HOST_HOME elsewhere"
         )
     uid = os.geteuid()
     if st.st_uid != uid:
         raise StoreInsecureError(
-            f"The credential store {what} {path} is owned by uid {st.st_uid}, not by you "
-            f"(uid {uid}); refusing to use it: remove it or point COPILOT_HOST_HOME elsewhere"
+            f"The credential store {what} {show_path(path)} is owned by uid {st.st_uid}, "
+            f"not by you (uid {uid}); refusing to use it: remove it or point "
+            "COPILOT_HOST_HOME elsewhere"
         )
     if st.st_mode & _PRIVATE_BITS:
         wanted = "700" if what == "folder" else "600"
         raise StoreInsecureError(
-            f"The credential store {what} {path} is accessible to other users "
-            f"(mode {stat.S_IMODE(st.st_mode):04o}); run: chmod {wanted} '{path}'"
+            f"The credential store {what} {show_path(path)} is accessible to other users "
+            f"(mode {stat.S_IMODE(st.st_mode):04o}); run: chmod {wanted} {shell_quote(path)}"
         )
 
 
 def _symlink_error(path: Path, what: str) -> StoreInsecureError:
     return StoreInsecureError(
-        f"The credential store {what} {path} is a symbolic link; refusing to follow it: "
+        f"The credential store {what} {show_path(path)} is a symbolic link; refusing to "
+        "follow it: "
         "replace it with a real folder or point COPILOT_HOST_HOME elsewhere"
     )
 
@@ -112,12 +129,12 @@ def _not_a_folder_error(path: Path) -> StoreInsecureError | None:
             continue
         if part == path:
             return StoreInsecureError(
-                f"The credential store folder {path} is not a regular folder; "
+                f"The credential store folder {show_path(path)} is not a regular folder; "
                 "remove it or point COPILOT_HOST_HOME elsewhere"
             )
         return StoreInsecureError(
-            f"The credential store folder {path} cannot be used: {part} is not a folder; "
-            "remove it or point COPILOT_HOST_HOME elsewhere"
+            f"The credential store folder {show_path(path)} cannot be used: "
+            f"{show_path(part)} is not a folder; remove it or point COPILOT_HOST_HOME elsewhere"
         )
     return None
 
@@ -126,6 +143,9 @@ def _open_dir(path: Path) -> int:
     flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
         return os.open(path, flags)
+    except ValueError:
+        # Embedded NUL, or a str that cannot be encoded for the file system.
+        raise unusable_path_error(path) from None
     except OSError as exc:
         # O_NOFOLLOW on a symlink: ELOOP on Linux, and ENOTDIR when O_DIRECTORY wins.
         if exc.errno in (errno.ELOOP, errno.ENOTDIR) and path.is_symlink():
@@ -141,8 +161,12 @@ def _open_dir(path: Path) -> int:
 
 def _create_home(path: Path) -> None:
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        os.mkdir(path, 0o700)
+        for parent in reversed(_missing_parents(path)):
+            try:
+                _make_private_folder(parent)
+            except FileExistsError:
+                continue  # made meanwhile by someone else: taken as it is
+        _make_private_folder(path)
     except FileExistsError:
         if path.parent.is_dir():
             return  # another process won the race; the checks on open decide.
@@ -150,8 +174,25 @@ def _create_home(path: Path) -> None:
     except OSError as exc:
         # /proc, a read-only mount, a missing permission: name the folder and the remedy.
         raise _cannot_create(path, exc) from exc
-    # The umask can only narrow mkdir's mode; set it exactly so the folder is usable.
-    # Only a folder we just created is ever chmod-ed: an existing one is never widened.
+
+
+def _missing_parents(path: Path) -> list[Path]:
+    """The parents of ``path`` that do not exist yet, nearest first."""
+    missing = []
+    for parent in path.parents:
+        if os.path.lexists(parent):
+            break
+        missing.append(parent)
+    return missing
+
+
+def _make_private_folder(path: Path) -> None:
+    """Create a folder 0700 whatever the umask: mkdir's mode is narrowed by it, and under
+    umask 0377 a parent made 0400 could not even be entered to make the next folder. Only
+    a folder made here is ever chmod-ed: an existing one is never narrowed or widened."""
+    os.mkdir(path, 0o700)
+    # By name, not through a descriptor: under umask 0777 the new folder is 0000 and
+    # could not be opened, while chmod only asks that we own it.
     os.chmod(path, 0o700, follow_symlinks=False)
 
 
@@ -177,9 +218,19 @@ def open_home(path: Path, *, create: bool) -> Iterator[int | None]:
 def _cannot_create(path: Path, exc: OSError | None) -> StoreError:
     why = (exc.strerror or type(exc).__name__) if exc is not None else "a file is in the way"
     return StoreError(
-        f"Could not create the credential store folder {path}: {why}; "
+        f"Could not create the credential store folder {show_path(path)}: {why}; "
         "point COPILOT_HOST_HOME at a folder you can write",
         code="store_io",
+    )
+
+
+def unusable_path_error(path: Path) -> StoreError:
+    """The error for a folder name no file system call can take (a NUL character, or a
+    surrogate that stands for no byte): refused as it is, never altered to fit."""
+    return StoreError(
+        f"The credential store folder {show_path(path)} cannot be used: its name holds a "
+        "character no file name can hold; point COPILOT_HOST_HOME at another folder",
+        code="invalid_store_path",
     )
 
 

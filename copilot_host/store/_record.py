@@ -6,7 +6,10 @@ Layout, format version 1::
     version                          1 byte
     header length                    2 bytes, big-endian
     header                           canonical JSON (ASCII): login_id, account,
-                                     created_at, protection {kind, backend}
+                                     created_at, protection {kind, backend}; backend
+                                     is the keyring's name, or for a key file its
+                                     name (credential-<login id>.key; records
+                                     written before 0.2.0 hold its absolute path)
     nonce                            12 random bytes, fresh for every write
     ciphertext || tag                AES-256-GCM of the GitHub token (ASCII), >= 16 bytes
 
@@ -29,6 +32,7 @@ from .._errors import StoreCorruptError, StoreError, StoreVersionError
 from .._secret import Secret
 from .._text import clean
 from ._header import KEY_FILE, KEYRING, Protection, RecordHeader
+from ._paths import key_file_name
 
 __all__ = [
     "FORMAT_VERSION",
@@ -113,8 +117,10 @@ def seal(header: RecordHeader, key: bytes, token: Secret) -> bytes:
     if header.version != FORMAT_VERSION or len(key) != KEY_BYTES:
         raise StoreError("Internal error: record version or key size is wrong")
     body = _header_json(header)
-    if len(body) > MAX_HEADER_BYTES:
-        raise StoreError("The record header is too large (account or key path too long)")
+    # Whatever is written must read back: a header the parser would refuse would turn a
+    # successful save into a record that every later read calls damaged.
+    if len(body) > MAX_HEADER_BYTES or _parse_header(FORMAT_VERSION, body) != header:
+        raise StoreError("Internal error: the record header would not read back")
     associated = MAGIC + _PREFIX.pack(FORMAT_VERSION, len(body)) + body
     nonce = os.urandom(NONCE_BYTES)
     sealed = AESGCM(key).encrypt(nonce, token.reveal().encode("ascii"), associated)
@@ -148,7 +154,7 @@ def _parse_header(version: int, body: bytes) -> RecordHeader | None:
         and math.isfinite(created_at)
         and kind in (KEYRING, KEY_FILE)
         and isinstance(backend, str)
-        and clean(backend, limit=MAX_HEADER_BYTES) == backend
+        and _backend_ok(kind, backend, login_id)
     ):
         return None
     return RecordHeader(
@@ -157,6 +163,18 @@ def _parse_header(version: int, body: bytes) -> RecordHeader | None:
         account=account,
         created_at=float(created_at),
         protection=Protection(kind=kind, backend=backend),
+    )
+
+
+def _backend_ok(kind: str, backend: str, login_id: str) -> bool:
+    if kind == KEY_FILE and backend == key_file_name(login_id):
+        return True
+    # A keyring's display name, or the absolute key file path older records hold: shown
+    # by status as recorded, so it must be printable text on one line.
+    if clean(backend, limit=MAX_HEADER_BYTES) != backend:
+        return False
+    return kind == KEYRING or (
+        backend.startswith("/") and backend.endswith("/" + key_file_name(login_id))
     )
 
 

@@ -1,9 +1,10 @@
 """``CredentialStore``: the only code that writes credentials to disk.
 
-One record per login in the store folder (``credential``), its data key in the OS keyring
-or, by explicit choice, in ``credential-<login id>.key``; ``credential.lock`` serializes
-writers across processes; records that fail to authenticate are renamed to
-``credential.damaged-<UTC time>`` and kept.
+One record per login in the store folder (``credential``), its data key kept by a
+:class:`~._protection.KeyProtection`: the OS keyring, or by explicit choice a
+``credential-<login id>.key`` file. ``credential.lock`` serializes writers across
+processes; records that fail to authenticate are renamed to
+``credential.damaged-<UTC time>`` and kept, and their keys removed.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import os
 import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 from .._clock import SYSTEM_CLOCK, Clock
@@ -26,6 +28,7 @@ from .._errors import (
 )
 from .._seam import LoginIdentity
 from .._secret import Secret
+from .._text import show_path
 from ._atomic import (
     FileIdentity,
     identity_of,
@@ -35,19 +38,21 @@ from ._atomic import (
     rename,
     write_private,
 )
-from ._header import KEY_FILE, KEYRING, Protection, RecordHeader
-from ._keys import KeyringKeys, read_key_file, remove_key_file, write_key_file
+from ._header import KEY_FILE, KEYRING, Protection, ProtectionKind, RecordHeader
+from ._keyfile import KeyFileKeys
+from ._keyring import KeyringKeys
 from ._lock import StoreLock
 from ._paths import (
     DAMAGED_PREFIX,
     KEY_FILE_PATTERN,
     RECORD_NAME,
     TEMP_PATTERN,
-    key_file_name,
     open_home,
     precheck_home,
     resolve_home,
+    unusable_path_error,
 )
+from ._protection import KeyLeft, KeyNotFound, KeyProtection
 from ._record import (
     FORMAT_VERSION,
     KEY_BYTES,
@@ -69,6 +74,10 @@ _log = logging.getLogger("copilot_host.store")
 _READ_ATTEMPTS = 5
 
 
+def _entries(count: int) -> str:
+    return "this data key" if count == 1 else f"these {count} data keys"
+
+
 class _Damaged(Exception):
     """Internal: the record at ``identity`` is not a well-formed record (``reason``)."""
 
@@ -81,15 +90,20 @@ class _Damaged(Exception):
 class CredentialStore:
     """The durable GitHub credential of one store folder.
 
-    ``home`` defaults to ``$COPILOT_HOST_HOME``, else the platform's per-user state folder,
-    read when the store is constructed. Nothing touches the disk or the keyring until a
-    method needs it. Thread-safe; several processes may share a folder.
+    ``home`` defaults to :func:`default_home` (``$COPILOT_HOST_HOME``, else the platform's
+    per-user state folder), read when the store is constructed. New logins keep their data
+    key in the OS keyring, or with ``key_file=True`` (an explicit choice: anyone who can
+    read your files can then use the credential) in a 0600 file beside the record. Each
+    record is read with the protection its header names, whichever this store writes.
+    Nothing touches the disk or the keyring until a method needs it. Thread-safe; several
+    processes may share a folder.
     """
 
     def __init__(
         self,
         home: str | os.PathLike[str] | None = None,
         *,
+        key_file: bool = False,
         keyring_timeout: float = 3.0,
         lock_timeout: float = 5.0,
         clock: Clock = SYSTEM_CLOCK,
@@ -98,7 +112,11 @@ class CredentialStore:
         self._record_path = self._home / RECORD_NAME
         self._record_str = os.fspath(self._record_path)
         self._clock = clock
-        self._keyring = KeyringKeys(keyring_timeout)
+        self._protections: dict[ProtectionKind, KeyProtection] = {
+            KEYRING: KeyringKeys(keyring_timeout),
+            KEY_FILE: KeyFileKeys(self._home),
+        }
+        self._key_file = bool(key_file)
         self._lock = StoreLock(self._home, timeout=lock_timeout, clock=clock)
         # (identity of the record file, who it names): replaced as a whole, so readers on
         # other threads see either the old pair or the new one.
@@ -133,21 +151,30 @@ class CredentialStore:
         """
         with self._io("read"):
             found = self._read_checked()
-        return None if found is None else found[0].header
+        return None if found is None else self._shown(found[0].header)
 
     def availability(self) -> LoginIdentity | None:
         """Who is logged in, as recorded; one ``stat()`` when the record has not changed.
 
         Any change of the record file (device, inode, size, mtime, ctime) re-reads its
         header, so a logout or another login by another process shows on the next call.
+        With no record, the folder is checked like every other call checks it: an open,
+        foreign or symlinked folder raises StoreInsecureError, not "logged out". (A folder
+        opened up after the record was read shows on the next read of the record.)
         """
         with self._io("read"):
             try:
                 st = os.lstat(self._record_str)
             except FileNotFoundError:
-                # Only "no such file" means logged out; anything else is a store problem.
+                # Only "no such file" means logged out, and only in a folder the store
+                # may use: an open or foreign folder is refused here as by every other
+                # call (never "not logged in"). A missing folder is fine. The hot path
+                # (a record that exists and is unchanged) stays one stat().
                 self._cache = None
+                precheck_home(self._home)
                 return None
+            except ValueError:
+                raise unusable_path_error(self._home) from None
             except OSError:
                 self._cache = None
                 # A file where the folder should be, a symlink loop...: the same typed
@@ -180,8 +207,11 @@ class CredentialStore:
         """The stored identity and GitHub token, authenticated.
 
         Raises NotLoggedInError when there is no record, StoreVersionError for a newer
-        format, KeyringUnavailableError when the keyring cannot be asked, and
-        StoreCorruptError when the record does not authenticate (it is then moved aside).
+        format, and KeyringUnavailableError when the keyring cannot be asked. A key that
+        is not where the record says (``keyring_entry_missing``: the keyring in use has
+        no entry, say because another keyring is in use now; ``key_file_missing``) is an
+        error that keeps the record. Only a record that does not authenticate under its
+        key raises StoreCorruptError; it is then moved aside, and its key removed.
         """
         with self._io("read"):
             for _ in range(_READ_ATTEMPTS):
@@ -194,33 +224,41 @@ class CredentialStore:
                     raise self._corrupt_error(damaged.reason, moved) from None
                 if found is None:
                     raise NotLoggedInError(
-                        f"No GitHub login is stored in {self._home}; log in first"
+                        f"No GitHub login is stored in {show_path(self._home)}; log in first"
                     )
                 record, identity = found
-                key = self._key_for(record.header)
+                try:
+                    key = self._key_for(record.header)
+                except KeyNotFound as missing:
+                    # No sign of damage: the key is elsewhere (another keyring) or gone.
+                    # Unless a writer replaced the record meanwhile (and removed the old
+                    # key), say so and keep the record.
+                    if self._unchanged(identity):
+                        raise missing.error from None
+                    continue
                 token = open_sealed(record, key) if key is not None else None
                 if token is not None:
                     self._cache = (identity, record.header.identity)
                     _log.debug("loaded credential record (login id %s)", record.header.login_id)
                     return record.header.identity, token
-                # Either the record is damaged, or a writer replaced it (and removed the old
-                # key) between our two reads: only the first is moved aside.
-                moved = self._move_aside_if_unchanged(identity)
+                # The key is there and the record does not open with it: damaged or
+                # tampered with, unless a writer replaced it between our two reads (only
+                # the first is moved aside).
+                moved = self._move_aside_if_unchanged(identity, record.header)
                 if moved is None:
                     continue
-                reason = (
-                    "its encryption key is missing"
-                    if key is None
-                    else "it failed its integrity check (it was modified or damaged)"
+                raise self._corrupt_error(
+                    "it failed its integrity check (it was modified or damaged)", moved
                 )
-                raise self._corrupt_error(reason, moved)
         raise StoreLockedError(
-            f"The credential record in {self._home} kept changing while it was read; try again"
+            f"The credential record in {show_path(self._home)} kept changing while it was "
+            "read; try again"
         )
 
-    def preflight(self, *, key_file: bool = False) -> None:
-        """Raise now the error a later ``save(..., key_file=key_file)`` would meet for want
-        of a usable folder or keyring, so nobody authorizes a login that cannot be kept.
+    def preflight(self, *, key_file: bool | None = None) -> None:
+        """Raise now the error a later ``save`` would meet for want of a usable folder or
+        keyring, so nobody authorizes a login that cannot be kept. ``key_file`` overrides
+        the store's choice for this call (None: the store's).
 
         Creates the store folder (0700) when it is missing, exactly as ``save`` would, and
         proves a file can be created in it (the probe file is removed at once); writes
@@ -230,63 +268,68 @@ class CredentialStore:
         """
         with self._io("check"):
             with open_home(self._home, create=True) as dir_fd:
-                assert dir_fd is not None
+                assert dir_fd is not None  # create=True
                 probe_writable(dir_fd)
-            if not key_file:
-                self._keyring.probe()
+            self._writer(key_file).probe()
 
-    def save(self, account: str, token: Secret, *, key_file: bool = False) -> LoginIdentity:
-        """Persist a new login (fresh random login id) replacing any previous one.
+    def save(self, account: str, token: Secret, *, key_file: bool | None = None) -> RecordHeader:
+        """Persist a new login (fresh random login id) replacing any previous one, and
+        return its header (as ``header()`` would show it; ``.identity`` is who logged in).
 
-        The key goes to the OS keyring unless ``key_file`` is True (an explicit choice:
-        a 0600 file beside the record). Without a usable keyring nothing is written and
+        The key is kept the store's way (``key_file`` overrides it for this call; None:
+        the store's choice). Without a usable keyring no record and no key is written, and
         KeyringUnavailableError says how to choose a key file.
         """
         account = check_account(account)
         token = check_token(token)
+        keys = self._writer(key_file)
+        login_id = new_login_id()
+        key = os.urandom(KEY_BYTES)
         with self._io("save"):
-            # Refuse an insecure folder before a key is put anywhere on its behalf.
-            precheck_home(self._home)
-            login_id = new_login_id()
-            key = os.urandom(KEY_BYTES)
-            if key_file:
-                protection = Protection(KEY_FILE, os.fspath(self._home / key_file_name(login_id)))
-            else:
-                protection = Protection(KEYRING, self._keyring.put(login_id, key))
-            header = RecordHeader(
-                version=FORMAT_VERSION,
-                login_id=login_id,
-                account=account,
-                created_at=self._clock.time(),
-                protection=protection,
-            )
-            blob = seal(header, key, token)
-            try:
-                previous = self._persist(blob, login_id, key if key_file else None)
-            except BaseException:
-                if not key_file:
-                    self._forget_keyring_key(login_id)
-                raise
+            # The lock refuses an insecure folder before a key is put anywhere for it.
+            with self._lock, open_home(self._home, create=True) as dir_fd:
+                assert dir_fd is not None  # create=True
+                # The key first, under its own new name: a crash before the record is
+                # replaced leaves the old record with its old key.
+                header = RecordHeader(
+                    version=FORMAT_VERSION,
+                    login_id=login_id,
+                    account=account,
+                    created_at=self._clock.time(),
+                    protection=Protection(keys.kind, keys.put(login_id, key)),
+                )
+                try:
+                    previous, _ = self._previous_header(dir_fd)
+                    write_private(dir_fd, RECORD_NAME, seal(header, key, token))
+                except BaseException:
+                    self._forget_key(header)
+                    raise
+                self._sweep(dir_fd, keep=login_id)
             self._cache = None
-            if (
-                previous is not None
-                and previous.protection.kind == KEYRING
-                and previous.login_id != login_id
-            ):
-                self._forget_keyring_key(previous.login_id)
-        _log.debug("saved credential record (login id %s, %s)", login_id, protection.kind)
-        return header.identity
+            if previous is not None:
+                self._forget_key(previous)
+        _log.debug("saved credential record (login id %s, %s)", login_id, keys.kind)
+        return self._shown(header)
 
     def delete(self) -> bool:
-        """Log out locally: remove the record and its key; True when anything was removed.
+        """Log out locally: remove the record and every data key the store knows of;
+        True when anything was removed.
 
-        A record that cannot be parsed is not deleted but renamed aside like any damaged
-        record (``set_aside()`` lists it); that counts as removed. The lock file and
-        records set aside stay. With nothing to remove, nothing is created (not even the
-        folder or the lock file).
+        The keys of records set aside go too (their headers name them): a record set
+        aside and its key would together still decrypt the token it held. A record that
+        cannot be parsed is not deleted but renamed aside like any damaged record
+        (``set_aside()`` lists it); that counts as removed. The lock file and records set
+        aside stay. With nothing to remove, nothing is created (not even the folder or
+        the lock file).
+
+        When a key cannot be removed (the keyring is locked, or the record names another
+        keyring than the one in use), everything else is still removed, then a
+        KeyringUnavailableError (code ``keyring_entries_left``) names each entry left
+        (service, user name and keyring) and how to remove it.
         """
         removed = False
         previous: RecordHeader | None = None
+        known: list[RecordHeader] = []
         with self._io("delete"):
             if not self._anything_to_delete():
                 self._cache = None
@@ -295,17 +338,16 @@ class CredentialStore:
                 if dir_fd is not None:
                     previous, moved = self._previous_header(dir_fd)
                     removed = moved is not None
+                    known = [
+                        *([previous] if previous is not None else []),
+                        *self._aside_headers(dir_fd),
+                    ]
                     if remove(dir_fd, RECORD_NAME):
                         removed = True
                         os.fsync(dir_fd)
                     removed = self._sweep(dir_fd, keep=None) or removed
-        self._cache = None
-        if previous is not None and previous.protection.kind == KEYRING:
-            try:
-                removed = self._keyring.remove(previous.login_id) or removed
-            except KeyringUnavailableError as exc:
-                # The record is gone, so the key alone protects nothing; say so and go on.
-                _log.warning("logged out, but the key entry stays in the keyring: %s", exc)
+            self._cache = None
+            removed = self._remove_keys(known, record_removed=previous is not None) or removed
         _log.debug("deleted credential record (removed: %s)", removed)
         return removed
 
@@ -318,7 +360,7 @@ class CredentialStore:
         except OSError as exc:
             # Disk full, permission denied, I/O error: still a typed, actionable error.
             raise StoreError(
-                f"Could not {action} the credential store {self._home}: "
+                f"Could not {action} the credential store {show_path(self._home)}: "
                 f"{exc.strerror or type(exc).__name__}",
                 code="store_io",
             ) from exc
@@ -335,7 +377,8 @@ class CredentialStore:
             record = parse(data)
         except StoreVersionError as exc:
             raise StoreVersionError(
-                f"The credential record {self._record_path} cannot be used: {exc.message}"
+                f"The credential record {show_path(self._record_path)} cannot be used: "
+                f"{exc.message}"
             ) from None
         except StoreCorruptError as exc:
             raise _Damaged(exc.message, identity) from None
@@ -346,29 +389,49 @@ class CredentialStore:
             return self._read()
         except _Damaged as damaged:
             raise StoreCorruptError(
-                f"The credential record {self._record_path} is damaged ({damaged.reason}); "
-                "log in again to replace it"
+                f"The credential record {show_path(self._record_path)} is damaged "
+                f"({damaged.reason}); log in again to replace it"
             ) from None
+
+    def _shown(self, header: RecordHeader) -> RecordHeader:
+        """The header as callers see it: where its key is (a key file by the path it is
+        read from, though the record holds only its name)."""
+        recorded = header.protection.backend
+        where = self._keys_of(header).location(header.login_id, recorded)
+        if where == recorded:
+            return header
+        return replace(header, protection=Protection(header.protection.kind, where))
 
     def _corrupt_error(self, reason: str, moved: Path) -> StoreCorruptError:
         return StoreCorruptError(
             f"The stored GitHub credential could not be used: {reason}; it was moved to "
-            f"{moved} and kept; log in again"
+            f"{show_path(moved)} and kept; log in again"
         )
 
-    def _key_for(self, header: RecordHeader) -> bytes | None:
-        # The key's location is derived from the login id, never taken from the header's
-        # (unauthenticated) path, so a forged header cannot point us at another file.
-        if header.protection.kind == KEY_FILE:
-            with open_home(self._home, create=False) as dir_fd:
-                if dir_fd is None:
-                    return None
-                return read_key_file(dir_fd, self._home, header.login_id)
-        return self._keyring.get(header.login_id)
+    def _keys_of(self, header: RecordHeader) -> KeyProtection:
+        """What keeps this record's key: the protection its header names."""
+        return self._protections[header.protection.kind]
 
-    def _move_aside_if_unchanged(self, identity: FileIdentity) -> Path | None:
-        """Under the lock, rename the record aside if it is still the file we read;
-        None when it changed (or went) meanwhile."""
+    def _writer(self, key_file: bool | None) -> KeyProtection:
+        """What keeps the key of a new login: the store's choice unless overridden."""
+        chosen = self._key_file if key_file is None else key_file
+        return self._protections[KEY_FILE if chosen else KEYRING]
+
+    def _key_for(self, header: RecordHeader) -> bytes | None:
+        return self._keys_of(header).get(header.login_id, header.protection.backend)
+
+    def _unchanged(self, identity: FileIdentity) -> bool:
+        try:
+            return identity_of(os.lstat(self._record_str)) == identity
+        except FileNotFoundError:
+            return False
+
+    def _move_aside_if_unchanged(
+        self, identity: FileIdentity, header: RecordHeader | None = None
+    ) -> Path | None:
+        """Under the lock, rename the record aside if it is still the file we read, and
+        remove its key (``header`` names it when the record could be parsed); None when
+        the record changed (or went) meanwhile."""
         with self._lock, open_home(self._home, create=False) as dir_fd:
             if dir_fd is None:
                 return None
@@ -378,7 +441,12 @@ class CredentialStore:
                 return None
             if identity_of(st) != identity:
                 return None
-            return self._rename_aside(dir_fd)
+            moved = self._rename_aside(dir_fd)
+        # The record set aside is kept; its key is not: together they would still decrypt
+        # the token the record once held (a damaged byte is easily flipped back).
+        if header is not None:
+            self._forget_key(header)
+        return moved
 
     def _rename_aside(self, dir_fd: int) -> Path:
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(self._clock.time()))
@@ -393,7 +461,8 @@ class CredentialStore:
         return self._home / name
 
     def _anything_to_delete(self) -> bool:
-        """Without the lock: is there a folder with a record, key file or temp file in it?
+        """Without the lock: is there a folder with a record, a record set aside, a key
+        file or a temp file in it?
 
         A "no" is safe to act on without locking: anything a concurrent login writes
         afterwards is simply newer than this logout."""
@@ -401,7 +470,10 @@ class CredentialStore:
             if dir_fd is None:
                 return False
             return any(
-                name == RECORD_NAME or KEY_FILE_PATTERN.match(name) or TEMP_PATTERN.match(name)
+                name == RECORD_NAME
+                or name.startswith(DAMAGED_PREFIX)  # its key, if any, goes too
+                or KEY_FILE_PATTERN.match(name)
+                or TEMP_PATTERN.match(name)
                 for name in os.listdir(dir_fd)
             )
 
@@ -415,43 +487,72 @@ class CredentialStore:
             return parse(found[0]).header, None
         except StoreVersionError as exc:
             raise StoreVersionError(
-                f"The credential record {self._record_path} was left unchanged: {exc.message}"
+                f"The credential record {show_path(self._record_path)} was left unchanged: "
+                f"{exc.message}"
             ) from None
         except StoreCorruptError:
             return None, self._rename_aside(dir_fd)
 
-    def _persist(self, blob: bytes, login_id: str, key: bytes | None) -> RecordHeader | None:
-        with self._lock, open_home(self._home, create=True) as dir_fd:
-            assert dir_fd is not None
-            previous, _ = self._previous_header(dir_fd)
-            try:
-                if key is not None:
-                    # The key first, under its own new name: a crash before the record is
-                    # replaced leaves the old record with its old key.
-                    write_key_file(dir_fd, login_id, key)
-                write_private(dir_fd, RECORD_NAME, blob)
-            except BaseException:
-                if key is not None:
-                    remove_key_file(dir_fd, login_id)
-                raise
-            self._sweep(dir_fd, keep=login_id)
-        return previous
-
     def _sweep(self, dir_fd: int, *, keep: str | None) -> bool:
-        """Under the lock: remove temp files of crashed writers and key files of records
-        that are gone. True when a key file was removed."""
-        removed_key = False
+        """Under the lock: remove temp files of crashed writers and the keys (that can be
+        listed) of logins other than ``keep``. True when a key was removed."""
         for name in os.listdir(dir_fd):
             if TEMP_PATTERN.match(name):
                 remove(dir_fd, name)
-                continue
-            match = KEY_FILE_PATTERN.match(name)
-            if match and match.group(1) != keep:
-                removed_key = remove(dir_fd, name) or removed_key
-        return removed_key
+        removed = False
+        for keys in self._protections.values():
+            removed = keys.sweep(keep) or removed
+        return removed
 
-    def _forget_keyring_key(self, login_id: str) -> None:
+    def _forget_key(self, header: RecordHeader) -> None:
+        """Best effort, for a key nothing can use any more (a save must not fail after
+        the fact); a logout tries again for the keys of records set aside and names any
+        it cannot remove."""
         try:
-            self._keyring.remove(login_id)
-        except KeyringUnavailableError as exc:
-            _log.debug("could not remove an unused keyring entry: %s", exc.code)
+            self._keys_of(header).remove(header.login_id, header.protection.backend)
+        except KeyLeft as left:
+            _log.warning("an unused data key stayed (%s): %s", left.entry, left.why)
+        except OSError as exc:
+            _log.warning("could not remove an unused key file: %s", exc.strerror)
+
+    def _aside_headers(self, dir_fd: int) -> list[RecordHeader]:
+        """The headers of the records set aside that can still be parsed: they name the
+        login ids whose keys a logout must remove."""
+        headers = []
+        for name in sorted(os.listdir(dir_fd)):
+            if not name.startswith(DAMAGED_PREFIX):
+                continue
+            try:
+                found = read_private(dir_fd, name, self._home, MAX_RECORD_BYTES)
+                if found is not None:
+                    headers.append(parse(found[0]).header)
+            except (OSError, StoreError):
+                # Unreadable or not a record at all: it names no key. Never a reason to
+                # refuse the logout.
+                continue
+        return headers
+
+    def _remove_keys(self, headers: list[RecordHeader], *, record_removed: bool) -> bool:
+        """Remove the keys of these records; True when any was removed. Raises naming
+        every key left behind (and why), after trying them all."""
+        removed = False
+        left: list[KeyLeft] = []
+        for header in headers:
+            try:
+                removed = (
+                    self._keys_of(header).remove(header.login_id, header.protection.backend)
+                    or removed
+                )
+            except KeyLeft as exc:
+                left.append(exc)
+        if left:
+            entries = "; ".join(f"{exc.entry} ({exc.why})" for exc in left)
+            commands = " and ".join(exc.command for exc in left)
+            done = "the credential record is removed" if record_removed else "nothing else is left"
+            raise KeyringUnavailableError(
+                f"Logged out locally ({done}), but {_entries(len(left))} could not be "
+                f"removed: {entries}; remove {'them' if len(left) > 1 else 'it'} by hand once "
+                f"that is fixed, for example: {commands}",
+                code="keyring_entries_left",
+            )
+        return removed

@@ -76,7 +76,7 @@ def test_endpoint_off_the_allowlist_fails_the_exchange(api: str) -> None:
 
 def test_off_allowlist_endpoint_never_receives_a_request(store: CredentialStore) -> None:
     with GitHubEmulator(Scenario(api_endpoint="https://copilot.attacker.example")) as emu:
-        identity = store.save("octocat", Secret(emu.github_token))
+        identity = store.save("octocat", Secret(emu.github_token)).identity
         catalog = ch.Catalog()
         with GitHubCopilotHost(store=store, transport=emu.transport()) as host:
             with pytest.raises(ch.OriginError) as caught:
@@ -115,7 +115,7 @@ def test_malformed_exchange_answers(body: str) -> None:
 
 def test_401_means_log_in_again_and_keeps_the_credential(store: CredentialStore) -> None:
     with GitHubEmulator(Scenario(revoked=True)) as emu:
-        identity = store.save("octocat", Secret(emu.github_token))
+        identity = store.save("octocat", Secret(emu.github_token)).identity
         with (
             GitHubCopilotHost(store=store, transport=emu.transport()) as host,
             pytest.raises(ch.LoginRevokedError) as caught,
@@ -207,7 +207,7 @@ def test_403_rate_limit_is_a_retryable_server_error() -> None:
 def test_one_retry_after_a_429_or_5xx(status: int, store: CredentialStore) -> None:
     slept: list[float] = []
     with GitHubEmulator(Scenario(exchange_failures=(status,), retry_after="2")) as emu:
-        identity = store.save("octocat", Secret(emu.github_token))
+        identity = store.save("octocat", Secret(emu.github_token)).identity
         with GitHubCopilotHost(store=store, transport=emu.transport(), sleep=slept.append) as host:
             session = host.exchange(identity)
         assert len(emu.requests_to("copilot_token")) == 2
@@ -218,7 +218,7 @@ def test_one_retry_after_a_429_or_5xx(status: int, store: CredentialStore) -> No
 def test_retry_without_retry_after_uses_a_short_backoff(store: CredentialStore) -> None:
     slept: list[float] = []
     with GitHubEmulator(Scenario(exchange_failures=(503,))) as emu:
-        identity = store.save("octocat", Secret(emu.github_token))
+        identity = store.save("octocat", Secret(emu.github_token)).identity
         with GitHubCopilotHost(store=store, transport=emu.transport(), sleep=slept.append) as host:
             host.exchange(identity)
     assert slept == [1.0]
@@ -227,7 +227,7 @@ def test_retry_without_retry_after_uses_a_short_backoff(store: CredentialStore) 
 def test_only_one_retry(store: CredentialStore) -> None:
     slept: list[float] = []
     with GitHubEmulator(Scenario(exchange_failures=(429, 429, 429))) as emu:
-        identity = store.save("octocat", Secret(emu.github_token))
+        identity = store.save("octocat", Secret(emu.github_token)).identity
         with (
             GitHubCopilotHost(store=store, transport=emu.transport(), sleep=slept.append) as host,
             pytest.raises(ch.ServerError) as caught,
@@ -242,7 +242,7 @@ def test_only_one_retry(store: CredentialStore) -> None:
 def test_a_long_retry_after_is_not_slept_through(store: CredentialStore) -> None:
     slept: list[float] = []
     with GitHubEmulator(Scenario(exchange_failures=(429,), retry_after="3600")) as emu:
-        identity = store.save("octocat", Secret(emu.github_token))
+        identity = store.save("octocat", Secret(emu.github_token)).identity
         with (
             GitHubCopilotHost(store=store, transport=emu.transport(), sleep=slept.append) as host,
             pytest.raises(ch.ServerError) as caught,
@@ -266,8 +266,8 @@ def test_retry_after_as_an_http_date() -> None:
 
 def test_exchange_refuses_a_changed_login(store: CredentialStore) -> None:
     with GitHubEmulator() as emu:
-        old = store.save("octocat", Secret(emu.github_token))
-        new = store.save("hubot", Secret(emu.github_token))
+        old = store.save("octocat", Secret(emu.github_token)).identity
+        new = store.save("hubot", Secret(emu.github_token)).identity
         with GitHubCopilotHost(store=store, transport=emu.transport()) as host:
             with pytest.raises(ch.LoginChangedError):
                 host.exchange(old)
@@ -301,7 +301,9 @@ def test_login_without_copilot_stores_nothing(
 def test_availability_follows_the_store(store: CredentialStore, copilot_home: object) -> None:
     with GitHubCopilotHost(store=store) as host:
         assert host.availability() is None
-        identity = CredentialStore(store.home).save("octocat", Secret(canary_github_token()))
+        identity = (
+            CredentialStore(store.home).save("octocat", Secret(canary_github_token())).identity
+        )
         assert host.availability() == identity  # another process's login is seen
         assert CredentialStore(store.home).delete()
         assert host.availability() is None

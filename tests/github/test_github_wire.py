@@ -141,7 +141,7 @@ def test_full_login_requests(
 
 def test_exchange_and_models_requests(httpx2_mock: HTTPXMock, store: CredentialStore) -> None:
     github_token, session_token = canary_github_token(), _session_token()
-    identity = store.save("octocat", Secret(github_token))
+    identity = store.save("octocat", Secret(github_token)).identity
     httpx2_mock.add_response(
         url="https://api.github.com/copilot_internal/v2/token", json=_session_json(session_token)
     )
@@ -204,7 +204,7 @@ def test_client_id_is_a_plain_token(bad: str, store: CredentialStore) -> None:
 
 
 def test_no_redirect_is_followed(httpx2_mock: HTTPXMock, store: CredentialStore) -> None:
-    identity = store.save("octocat", Secret(canary_github_token()))
+    identity = store.save("octocat", Secret(canary_github_token())).identity
     httpx2_mock.add_response(
         url="https://api.github.com/copilot_internal/v2/token",
         status_code=302,

@@ -350,7 +350,7 @@ def test_disk_full_during_login_stores_nothing_and_says_so(
     store = CredentialStore(copilot_home)
     with GitHubEmulator(Scenario(interval=1)) as emu:
         old = (
-            store.save("previous", ch.Secret("gho_" + "0" * 36), key_file=key_file)
+            store.save("previous", ch.Secret("gho_" + "0" * 36), key_file=key_file).identity
             if relogin
             else None
         )

@@ -189,7 +189,7 @@ def test_fuzz_record_reader_on_disk(data: bytes, fuzz_home: Path) -> None:
         assert names == {aside.name}
         assert aside.read_bytes() == data
     else:
-        assert caught.value.code == "store_version"
+        assert caught.value.code in ("store_version", "keyring_entry_missing", "key_file_missing")
         assert names == {"credential"} and record.read_bytes() == data
 
 
@@ -214,5 +214,5 @@ def test_a_real_record_still_round_trips_after_the_fuzzing(fuzz_home: Path) -> N
         os.unlink(fuzz_home / name)
     store = CredentialStore(fuzz_home)
     token = canary_token()
-    who = store.save("octocat", token)
+    who = store.save("octocat", token).identity
     assert store.load() == (who, token)

@@ -1,15 +1,19 @@
-"""Fixtures of the store tests: a real Secret Service, and a keyring shared by processes."""
+"""Fixtures of the store tests: a real Secret Service, and children run unprivileged."""
 
 from __future__ import annotations
 
 import os
+import pwd
+import shutil
 from collections.abc import Iterator
 from typing import Any
 
 import keyring
 import pytest
 
+from tests.store._keyrings import HangingKeyring, keyring_workers
 from tests.store._secret_service import missing_programs, private_secret_service
+from tests.store._unprivileged import Unprivileged, scratch_for, unprivileged_user
 
 
 @pytest.fixture(scope="session")
@@ -48,3 +52,36 @@ def secret_service(secret_service_address: str, monkeypatch: pytest.MonkeyPatch)
         yield backend
     finally:
         keyring.set_keyring(previous)
+
+
+@pytest.fixture(scope="session")
+def unprivileged_account() -> pwd.struct_passwd:
+    """The unprivileged user children run as (created once when the suite runs as root)."""
+    return unprivileged_user()
+
+
+@pytest.fixture
+def unprivileged(unprivileged_account: pwd.struct_passwd) -> Iterator[Unprivileged]:
+    """Runs Python children as an unprivileged user, in a fresh folder that user owns."""
+    root = scratch_for(unprivileged_account)
+    try:
+        yield Unprivileged(
+            unprivileged_account.pw_name,
+            unprivileged_account.pw_uid,
+            unprivileged_account.pw_gid,
+            root,
+        )
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def hanging() -> Iterator[HangingKeyring]:
+    """A keyring whose every call hangs until the test ends, like a prompt nobody answers."""
+    backend = HangingKeyring()
+    keyring.set_keyring(backend)
+    yield backend
+    backend.release.set()  # let the abandoned worker threads finish
+    # ...and wait for them: while one runs, this process's keyring calls fail at once.
+    for worker in keyring_workers():
+        worker.join(10)

@@ -28,7 +28,7 @@ def test_unchanged_record_costs_no_open(
     copilot_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = CredentialStore()
-    who = store.save("octocat", canary_token())
+    who = store.save("octocat", canary_token()).identity
     assert store.availability() == who  # first call reads the header
     opened = _count_opens(monkeypatch)
     for _ in range(100):
@@ -39,13 +39,13 @@ def test_unchanged_record_costs_no_open(
 def test_logout_and_relogin_elsewhere_show_on_the_next_call(copilot_home: Path) -> None:
     mine = CredentialStore()
     other = CredentialStore()  # another process, in effect: its own cache and lock handle
-    first = mine.save("octocat", canary_token())
+    first = mine.save("octocat", canary_token()).identity
     assert mine.availability() == first
     other.delete()
     assert mine.availability() is None
-    second = other.save("hubot", canary_token())
+    second = other.save("hubot", canary_token()).identity
     assert mine.availability() == second
-    third = other.save("hubot", canary_token())  # same account, new login id
+    third = other.save("hubot", canary_token()).identity  # same account, new login id
     assert third.login_id != second.login_id
     assert mine.availability() == third
 
@@ -56,7 +56,7 @@ def test_in_place_rewrite_with_same_size_is_noticed(
     store = CredentialStore(clock=FixedClock())
     store.save("octocat", canary_token())
     replacement_store = CredentialStore(copilot_home / "elsewhere", clock=FixedClock())
-    replacement = replacement_store.save("hubot-x", canary_token())  # same label length
+    replacement = replacement_store.save("hubot-x", canary_token()).identity  # same label length
     data = replacement_store.record_path.read_bytes()
     assert store.availability() is not None
     assert len(data) == store.record_path.stat().st_size

@@ -11,7 +11,9 @@ def test_import_is_lazy() -> None:
         "import os, sys\n"
         "os.environ['COPILOT_HOST_HOME'] = '/nonexistent/should-not-matter'\n"
         "import copilot_host.store as s\n"
-        "assert s.__all__ == ['CredentialStore', 'Protection', 'ProtectionKind', 'RecordHeader']\n"
+        "assert s.__all__ == [\n"
+        "    'CredentialStore', 'Protection', 'ProtectionKind', 'RecordHeader', 'default_home'\n"
+        "]\n"
         "heavy = [m for m in ('cryptography', 'keyring', 'platformdirs') if m in sys.modules]\n"
         "print(','.join(heavy))\n"
     )

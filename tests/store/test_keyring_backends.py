@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import base64
 import os
-import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import keyring
@@ -19,69 +17,20 @@ import pytest
 from copilot_host import KeyringUnavailableError
 from copilot_host.store import CredentialStore
 from tests.conftest import MemoryKeyring
+from tests.store._keyrings import (
+    ExplodingKeyring,
+    HangingKeyring,
+    LockedKeyring,
+    LowPriorityKeyring,
+    keyring_workers,
+)
 from tests.store._support import canary_token, files_under
 
 
-class LockedKeyring(keyring.backend.KeyringBackend):
-    priority = 5  # type: ignore[assignment]
-
-    def get_password(self, service: str, username: str) -> str | None:
-        raise keyring.errors.KeyringLocked("Failed to unlock the collection!")
-
-    def set_password(self, service: str, username: str, password: str) -> None:
-        raise keyring.errors.KeyringLocked("Failed to unlock the collection!")
-
-    def delete_password(self, service: str, username: str) -> None:
-        raise keyring.errors.KeyringLocked("Failed to unlock the collection!")
-
-
-class HangingKeyring(keyring.backend.KeyringBackend):
-    """Every call sleeps 30 s (until the test releases it), like a prompt nobody answers."""
-
-    priority = 5  # type: ignore[assignment]
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.release = threading.Event()
-        self.calls = 0
-
-    def _hang(self) -> None:
-        self.calls += 1
-        self.release.wait(30)
-
-    def get_password(self, service: str, username: str) -> str | None:
-        self._hang()
-        return None
-
-    def set_password(self, service: str, username: str, password: str) -> None:
-        self._hang()
-
-    def delete_password(self, service: str, username: str) -> None:
-        self._hang()
-
-
-class ExplodingKeyring(MemoryKeyring):
-    def set_password(self, service: str, username: str, password: str) -> None:
-        raise RuntimeError(f"backend echoed the password {password}")
-
-
-class LowPriorityKeyring(MemoryKeyring):
-    priority = 0.5  # type: ignore[assignment]
-
-
-def _keyring_workers() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name == "copilot-host-keyring"]
-
-
-@pytest.fixture
-def hanging() -> Iterator[HangingKeyring]:
-    backend = HangingKeyring()
-    keyring.set_keyring(backend)
-    yield backend
-    backend.release.set()  # let the abandoned worker threads finish
-    # ...and wait for them: while one runs, this process's keyring calls fail at once.
-    for worker in _keyring_workers():
-        worker.join(10)
+def _assert_nothing_saved(home: Path) -> None:
+    """No record and no key: only the lock file a save takes before it asks the keyring
+    may exist (taking the lock is not state)."""
+    assert set(os.listdir(home)) <= {"credential.lock"}
 
 
 @pytest.mark.parametrize(
@@ -98,10 +47,10 @@ def test_no_usable_keyring_writes_nothing_and_names_the_key_file_choice(
     assert caught.value.code == "keyring_unavailable"
     assert "--key-file" in str(caught.value)
     assert "nothing was saved" in str(caught.value)
-    assert os.listdir(copilot_home) == []
+    _assert_nothing_saved(copilot_home)
     # The explicit choice works without any keyring.
     store = CredentialStore()
-    who = store.save("octocat", canary_token(), key_file=True)
+    who = store.save("octocat", canary_token(), key_file=True).identity
     assert store.load()[0] == who
     assert store.delete() is True
 
@@ -112,14 +61,14 @@ def test_locked_keyring_is_a_clear_error_and_nothing_is_written(copilot_home: Pa
         CredentialStore().save("octocat", canary_token())
     assert caught.value.code == "keyring_locked"
     assert "unlock" in str(caught.value)
-    assert os.listdir(copilot_home) == []
+    _assert_nothing_saved(copilot_home)
 
 
 def test_locked_keyring_on_load_keeps_the_record(
     copilot_home: Path, memory_keyring: MemoryKeyring
 ) -> None:
     store = CredentialStore()
-    who = store.save("octocat", canary_token())
+    who = store.save("octocat", canary_token()).identity
     keyring.set_keyring(LockedKeyring())
     with pytest.raises(KeyringUnavailableError) as caught:
         store.load()
@@ -140,7 +89,7 @@ def test_hanging_keyring_fails_well_before_the_call_returns(
     assert elapsed < 15, elapsed  # the hung call would take 30 s
     assert caught.value.code == "keyring_timeout"
     assert "--key-file" in str(caught.value)
-    assert os.listdir(copilot_home) == []
+    _assert_nothing_saved(copilot_home)
     assert hanging.calls == 1
 
 
@@ -149,16 +98,21 @@ def test_hanging_keyring_on_load_and_delete(
 ) -> None:
     keyring.set_keyring(memory_keyring)
     store = CredentialStore(keyring_timeout=0.2)
-    who = store.save("octocat", canary_token())
+    who = store.save("octocat", canary_token()).identity
     keyring.set_keyring(hanging)
     with pytest.raises(KeyringUnavailableError) as caught:
         store.load()
     assert caught.value.code == "keyring_timeout"
     assert store.availability() == who
     assert store.set_aside() == ()
-    # Logging out still removes the record; the orphaned key protects nothing.
-    assert store.delete() is True
+    # Logging out still removes the record, and names the key entry it had to leave.
+    with pytest.raises(KeyringUnavailableError) as caught:
+        store.delete()
+    assert caught.value.code == "keyring_entries_left"
+    assert f'service "copilot-host", user "{who.login_id}"' in caught.value.message
+    assert "did not answer" in caught.value.message
     assert store.availability() is None
+    assert os.listdir(copilot_home) == ["credential.lock"]
 
 
 def test_backend_errors_never_reach_the_message(copilot_home: Path) -> None:
@@ -169,7 +123,7 @@ def test_backend_errors_never_reach_the_message(copilot_home: Path) -> None:
     assert "echoed" not in str(caught.value)
     assert caught.value.__cause__ is None
     assert caught.value.__context__ is None
-    assert os.listdir(copilot_home) == []
+    _assert_nothing_saved(copilot_home)
 
 
 def test_working_keyring_never_puts_the_key_on_disk(
@@ -177,7 +131,7 @@ def test_working_keyring_never_puts_the_key_on_disk(
 ) -> None:
     store = CredentialStore()
     token = canary_token()
-    who = store.save("octocat", token)
+    who = store.save("octocat", token).identity
     store.load()
     encoded = memory_keyring.items[("copilot-host", who.login_id)]
     key = base64.b64decode(encoded)
@@ -192,7 +146,7 @@ def test_keyring_is_not_consulted_for_key_file_logins(
     copilot_home: Path, hanging: HangingKeyring
 ) -> None:
     store = CredentialStore(keyring_timeout=0.2)
-    who = store.save("octocat", canary_token(), key_file=True)
+    who = store.save("octocat", canary_token(), key_file=True).identity
     assert store.load()[0] == who
     assert store.delete() is True
     assert hanging.calls == 0
@@ -231,7 +185,7 @@ def test_a_hung_keyring_strands_one_thread_not_one_per_call(
         CredentialStore(tmp_path / "a", keyring_timeout=0.2),
         CredentialStore(tmp_path / "b", keyring_timeout=0.2),
     ]
-    before = len(_keyring_workers())
+    before = len(keyring_workers())
     codes = []
     started = time.monotonic()
     for i in range(50):
@@ -241,13 +195,13 @@ def test_a_hung_keyring_strands_one_thread_not_one_per_call(
     elapsed = time.monotonic() - started
     assert codes == ["keyring_timeout"] * 50
     assert hanging.calls == 1
-    assert len(_keyring_workers()) - before <= 1
+    assert len(keyring_workers()) - before <= 1
     assert elapsed < 5, elapsed  # one 0.2 s wait, not fifty
     # Once the stuck call returns, the keyring is asked again.
     hanging.release.set()
-    for worker in _keyring_workers():
+    for worker in keyring_workers():
         worker.join(10)
     keyring.set_keyring(memory_keyring)
     stores[0].preflight()
-    who = stores[1].save("octocat", canary_token())
+    who = stores[1].save("octocat", canary_token()).identity
     assert stores[1].load()[0] == who

@@ -11,7 +11,7 @@ import pytest
 from copilot_host import LoginIdentity, NotLoggedInError, Secret, StoreError
 from copilot_host.store import CredentialStore, Protection, RecordHeader
 from tests.conftest import MemoryKeyring
-from tests.store._support import canary_token
+from tests.store._support import FixedClock, canary_token
 
 
 def test_empty_store_reads_as_logged_out(copilot_home: Path) -> None:
@@ -29,7 +29,7 @@ def test_empty_store_reads_as_logged_out(copilot_home: Path) -> None:
 def test_save_then_load_with_keyring(copilot_home: Path, memory_keyring: MemoryKeyring) -> None:
     store = CredentialStore()
     token = canary_token()
-    who = store.save("octocat", token)
+    who = store.save("octocat", token).identity
     assert who.account == "octocat"
     assert len(who.login_id) == 32
     assert store.availability() == who
@@ -58,8 +58,8 @@ def test_each_login_gets_a_fresh_id_and_drops_the_old_key(
     memory_keyring: MemoryKeyring,
 ) -> None:
     store = CredentialStore()
-    first = store.save("octocat", canary_token())
-    second = store.save("octocat", canary_token())
+    first = store.save("octocat", canary_token()).identity
+    second = store.save("octocat", canary_token()).identity
     assert first.login_id != second.login_id
     assert list(memory_keyring.items) == [("copilot-host", second.login_id)]
 
@@ -67,7 +67,7 @@ def test_each_login_gets_a_fresh_id_and_drops_the_old_key(
 def test_key_file_mode_round_trip(copilot_home: Path, memory_keyring: MemoryKeyring) -> None:
     store = CredentialStore()
     token = canary_token()
-    who = store.save("hubot", token, key_file=True)
+    who = store.save("hubot", token, key_file=True).identity
     key_path = copilot_home / f"credential-{who.login_id}.key"
     header = store.header()
     assert header is not None
@@ -116,7 +116,7 @@ def test_home_comes_from_the_environment_when_the_store_is_made(
 def test_lock_is_reentrant_within_a_thread(copilot_home: Path) -> None:
     store = CredentialStore()
     with store.lock():
-        who = store.save("octocat", canary_token())
+        who = store.save("octocat", canary_token()).identity
         assert store.load()[0] == who
         assert store.delete() is True
 
@@ -149,3 +149,18 @@ def test_plain_string_token_is_refused(copilot_home: Path) -> None:
 def test_identity_type() -> None:
     header = RecordHeader(1, "0" * 32, "octocat", 0.0, Protection("keyring", "Secret Service"))
     assert header.identity == LoginIdentity("0" * 32, "octocat")
+
+
+@pytest.mark.parametrize("key_file", [False, True], ids=["keyring", "key-file"])
+def test_save_returns_the_header_it_stored(copilot_home: Path, key_file: bool) -> None:
+    """So a caller needs no second read to learn who logged in and how the key is kept."""
+    store = CredentialStore(clock=FixedClock(1_700_000_123.0))
+    header = store.save("octocat", canary_token(), key_file=key_file)
+    assert isinstance(header, RecordHeader)
+    assert header == store.header()
+    assert header.identity == store.availability()
+    assert header.account == "octocat"
+    assert header.created_at == 1_700_000_123.0
+    assert header.protection.kind == ("key-file" if key_file else "keyring")
+    if key_file:  # shown at the path the key is read from, as header() shows it
+        assert header.protection.backend == str(copilot_home / f"credential-{header.login_id}.key")

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.keyring
 def test_round_trip_and_delete(copilot_home: Path, secret_service: Any) -> None:
     store = CredentialStore()
     token = canary_token()
-    who = store.save("octocat", token)
+    who = store.save("octocat", token).identity
     header = store.header()
     assert header is not None
     assert header.protection == Protection("keyring", "Secret Service")
@@ -44,8 +44,8 @@ def test_round_trip_and_delete(copilot_home: Path, secret_service: Any) -> None:
 
 def test_a_new_login_replaces_the_old_key(secret_service: Any) -> None:
     store = CredentialStore()
-    first = store.save("octocat", canary_token())
-    second = store.save("hubot", canary_token())
+    first = store.save("octocat", canary_token()).identity
+    second = store.save("hubot", canary_token()).identity
     assert secret_service.get_password("copilot-host", first.login_id) is None
     assert secret_service.get_password("copilot-host", second.login_id) is not None
     assert store.load()[0] == second

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from copilot_host import (
     NotLoggedInError,
     StoreCorruptError,
+    StoreError,
     StoreVersionError,
 )
 from copilot_host.store import CredentialStore, Protection, RecordHeader
@@ -31,29 +32,59 @@ def _write(path: Path, data: bytes) -> None:
     path.chmod(0o600)
 
 
-def _clear_aside(home: Path) -> None:
+class _Keys:
+    """The record's key as saved, to put back after a record set aside took it along."""
+
+    def __init__(self, home: Path, memory_keyring: MemoryKeyring) -> None:
+        self.home, self.memory = home, memory_keyring
+        self.entries = dict(memory_keyring.items)
+        self.files = {p.name: p.read_bytes() for p in home.glob("*.key")}
+
+    def restore(self) -> None:
+        self.memory.items.update(self.entries)
+        for name, data in self.files.items():
+            _write(self.home / name, data)
+
+
+def _clear_aside(home: Path, keys: _Keys | None = None) -> None:
     for name in os.listdir(home):
         if name.startswith("credential.damaged-"):
             (home / name).unlink()
+    if keys is not None:
+        keys.restore()
+
+
+# A changed login id names a key that does not exist: read as a missing key (the record
+# is kept, as for a key in another keyring), never as another login.
+MISSING_KEY = ("keyring_entry_missing", "key_file_missing")
 
 
 def _load_outcome(store: CredentialStore, original: tuple[object, object]) -> str:
-    """'same' when the record still reads as the original, else the error's type name."""
+    """'same' when the record still reads as the original, else the error's type name
+    (or, for a key not found, its code)."""
     try:
         loaded = store.load()
-    except (StoreCorruptError, StoreVersionError) as exc:  # any other error fails the test
+    except (StoreCorruptError, StoreVersionError) as exc:
         return type(exc).__name__
+    except StoreError as exc:
+        if exc.code not in MISSING_KEY:
+            raise  # any other error fails the test
+        return "MissingKey"
     assert loaded == original, "a changed record produced a different identity"
     return "same"
 
 
 @pytest.mark.parametrize("key_file", [False, True], ids=["keyring", "key-file"])
-def test_flipping_any_byte_fails_with_a_typed_error(copilot_home: Path, key_file: bool) -> None:
+def test_flipping_any_byte_fails_with_a_typed_error(
+    copilot_home: Path, memory_keyring: MemoryKeyring, key_file: bool
+) -> None:
     store = CredentialStore()
     token = canary_token()
-    who = store.save("octocat", token, key_file=key_file)
+    who = store.save("octocat", token, key_file=key_file).identity
+    keys = _Keys(copilot_home, memory_keyring)
     record = store.record_path
     original = record.read_bytes()
+    login_id_at = original.index(who.login_id.encode())
     outcomes = set()
     for position in range(len(original)):
         for mask in (0x01, 0x80, 0xFF):
@@ -68,19 +99,29 @@ def test_flipping_any_byte_fails_with_a_typed_error(copilot_home: Path, key_file
                 assert not record.exists()
                 assert [p.read_bytes() for p in store.set_aside()] == [bytes(tampered)]
             else:
-                assert record.read_bytes() == bytes(tampered)  # a newer format: untouched
-            _clear_aside(copilot_home)
-    # The version byte can turn into a "newer" version; everything else is damage.
-    assert outcomes == {"StoreCorruptError", "StoreVersionError"}
+                # A newer format, or a key not found: untouched.
+                assert record.read_bytes() == bytes(tampered)
+                assert store.set_aside() == ()
+            if outcome == "MissingKey":
+                assert login_id_at <= position < login_id_at + 32
+            _clear_aside(copilot_home, keys)
+    # The version byte can turn into a "newer" version, the login id into one without a
+    # key; everything else is damage. (A key-file header names its key file after the
+    # login id, so there a changed login id no longer matches it: damage too.)
+    missing = set() if key_file else {"MissingKey"}
+    assert outcomes == {"StoreCorruptError", "StoreVersionError", *missing}
     _write(record, original)
     assert store.load() == (who, token)
 
 
 @pytest.mark.parametrize("key_file", [False, True], ids=["keyring", "key-file"])
-def test_every_truncation_and_extension_fails(copilot_home: Path, key_file: bool) -> None:
+def test_every_truncation_and_extension_fails(
+    copilot_home: Path, memory_keyring: MemoryKeyring, key_file: bool
+) -> None:
     store = CredentialStore()
     token = canary_token()
-    who = store.save("octocat", token, key_file=key_file)
+    who = store.save("octocat", token, key_file=key_file).identity
+    keys = _Keys(copilot_home, memory_keyring)
     record = store.record_path
     original = record.read_bytes()
     variants = [original[:n] for n in range(len(original))]
@@ -88,7 +129,7 @@ def test_every_truncation_and_extension_fails(copilot_home: Path, key_file: bool
     for data in variants:
         _write(record, data)
         assert _load_outcome(store, (who, token)) == "StoreCorruptError"
-        _clear_aside(copilot_home)
+        _clear_aside(copilot_home, keys)
 
 
 @given(
@@ -122,7 +163,7 @@ def test_random_rewrites_never_yield_another_token(
 
 def test_tampered_key_file_fails_and_the_record_is_kept_aside(copilot_home: Path) -> None:
     store = CredentialStore()
-    who = store.save("octocat", canary_token(), key_file=True)
+    who = store.save("octocat", canary_token(), key_file=True).identity
     key_path = copilot_home / f"credential-{who.login_id}.key"
     key = bytearray(key_path.read_bytes())
     key[0] ^= 1
@@ -141,15 +182,23 @@ def test_tampered_key_file_fails_and_the_record_is_kept_aside(copilot_home: Path
 def test_missing_key_is_reported_and_the_record_kept(
     copilot_home: Path, memory_keyring: MemoryKeyring, key_file: bool
 ) -> None:
+    """A key that is not there is no sign of damage (another keyring may hold it, a backup
+    may bring the file back): the record stays where it is."""
     store = CredentialStore()
-    who = store.save("octocat", canary_token(), key_file=key_file)
+    who = store.save("octocat", canary_token(), key_file=key_file).identity
+    record = store.record_path.read_bytes()
     if key_file:
         (copilot_home / f"credential-{who.login_id}.key").unlink()
     else:
         memory_keyring.items.clear()
-    with pytest.raises(StoreCorruptError, match=r"encryption key is missing.*log in again"):
+    with pytest.raises(StoreError) as caught:
         store.load()
-    assert len(store.set_aside()) == 1
+    assert caught.value.code == ("key_file_missing" if key_file else "keyring_entry_missing")
+    assert "the record is kept" in caught.value.message
+    assert "log in again" in caught.value.message
+    assert store.set_aside() == ()
+    assert store.record_path.read_bytes() == record
+    assert store.availability() == who
 
 
 def test_header_read_is_unauthenticated_but_load_is_not(copilot_home: Path) -> None:

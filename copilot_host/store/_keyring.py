@@ -1,4 +1,4 @@
-"""Where data keys live: the OS keyring (default) or, by explicit choice, a 0600 key file.
+"""Data keys in the OS keyring: the default :class:`KeyProtection`.
 
 Every keyring call runs in a daemon worker thread and is abandoned after a timeout: a
 locked keyring waiting on a prompt, or a hung D-Bus service, yields a typed error instead
@@ -16,22 +16,14 @@ import binascii
 import logging
 import threading
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, TypeVar
 
 from .._errors import KeyringUnavailableError
-from ._atomic import read_private, remove, write_private
-from ._paths import key_file_name
+from ._header import KEYRING, ProtectionKind
+from ._protection import KeyLeft, KeyNotFound
 from ._record import KEY_BYTES
 
-__all__ = [
-    "SERVICE",
-    "KeyringKeys",
-    "backend_display_name",
-    "read_key_file",
-    "remove_key_file",
-    "write_key_file",
-]
+__all__ = ["SERVICE", "KeyringKeys", "backend_display_name"]
 
 SERVICE = "copilot-host"
 _log = logging.getLogger("copilot_host.store")
@@ -44,6 +36,12 @@ _DISPLAY_NAMES = {
     "keyring.backends.macOS": "macOS Keychain",
     "keyring.backends.Windows": "Windows Credential Manager",
     "keyring.backends.kwallet": "KWallet",
+}
+
+_TROUBLE = {
+    "keyring_locked": "the keyring is locked",
+    "keyring_timeout": "the keyring did not answer",
+    "keyring_unavailable": "the keyring cannot be used",
 }
 
 _KEY_FILE_HINT = (
@@ -104,10 +102,27 @@ def _recommended_backend() -> Any:
 
 
 class KeyringKeys:
-    """Data keys in the OS keyring, one entry per login id (service "copilot-host")."""
+    """Data keys in the OS keyring, one entry per login id (service "copilot-host"); the
+    header records the keyring's display name ("Secret Service", "macOS Keychain")."""
 
     def __init__(self, timeout: float) -> None:
         self._timeout = timeout
+
+    @property
+    def kind(self) -> ProtectionKind:
+        return KEYRING
+
+    def probe(self) -> None:
+        """Raise the error a put would meet, if any, without creating an entry.
+
+        It reads an entry that never exists: a locked or hung keyring shows itself on a
+        read as it would on the write.
+        """
+
+        def call() -> None:
+            _recommended_backend().get_password(SERVICE, "preflight")
+
+        self._bounded(call, saving=True)
 
     def put(self, login_id: str, key: bytes) -> str:
         """Store ``key``; returns the backend's display name for the record header."""
@@ -120,48 +135,55 @@ class KeyringKeys:
 
         return self._bounded(call, saving=True)
 
-    def probe(self) -> str:
-        """The display name of a recommended keyring that answers, else a typed error.
+    def get(self, login_id: str, recorded: str) -> bytes | None:
+        """The key; None when the entry is there but is no key (damage, like a record
+        that fails its check). Raises KeyNotFound when the keyring in use has no entry:
+        ``recorded`` (the keyring the record names) says where it should have been."""
 
-        It reads an entry that never exists: a locked or hung keyring shows itself on a
-        read as it would on the write, and nothing is created.
-        """
-
-        def call() -> str:
+        def call() -> tuple[str | None, str]:
             backend = _recommended_backend()
-            backend.get_password(SERVICE, "preflight")
-            return backend_display_name(backend)
+            value: str | None = backend.get_password(SERVICE, login_id)
+            return value, backend_display_name(backend)
 
-        return self._bounded(call, saving=True)
-
-    def get(self, login_id: str) -> bytes | None:
-        """The key, or None when the keyring has no (well-formed) entry for this login."""
-
-        def call() -> str | None:
-            value: str | None = _recommended_backend().get_password(SERVICE, login_id)
-            return value
-
-        encoded = self._bounded(call, saving=False)
+        encoded, in_use = self._bounded(call, saving=False)
         if encoded is None:
-            return None
+            raise _entry_missing(login_id, recorded, in_use)
         try:
             key = base64.b64decode(encoded.encode("ascii"), validate=True)
         except (UnicodeEncodeError, binascii.Error):
             return None
         return key if len(key) == KEY_BYTES else None
 
-    def remove(self, login_id: str) -> bool:
-        def call() -> bool:
+    def remove(self, login_id: str, recorded: str) -> bool:
+        """Remove the entry; False when the keyring in use has none. Raises KeyLeft when
+        the keyring cannot be asked, or has none but the record names another keyring
+        (``recorded``): the key may well live on there, where only a person can reach it."""
+
+        def call() -> tuple[bool, str]:
             import keyring.errors
 
             backend = _recommended_backend()
             try:
                 backend.delete_password(SERVICE, login_id)
             except keyring.errors.PasswordDeleteError:
-                return False  # already gone
-            return True
+                return False, backend_display_name(backend)  # not (or no longer) there
+            return True, backend_display_name(backend)
 
-        return self._bounded(call, saving=False)
+        entry = f'service "{SERVICE}", user "{login_id}" in {recorded}'
+        command = f"keyring del {SERVICE} {login_id}"
+        try:
+            removed, in_use = self._bounded(call, saving=False)
+        except KeyringUnavailableError as exc:
+            raise KeyLeft(entry, _TROUBLE.get(exc.code, "the keyring failed"), command) from None
+        if not removed and in_use != recorded:
+            raise KeyLeft(entry, f"the keyring in use now is {in_use}", command)
+        return removed
+
+    def location(self, login_id: str, recorded: str) -> str:
+        return recorded
+
+    def sweep(self, keep: str | None) -> bool:
+        return False  # a keyring's entries cannot be listed
 
     def _bounded(self, call: Callable[[], T], *, saving: bool) -> T:
         hint = f"; nothing was saved: {_KEY_FILE_HINT}" if saving else ""
@@ -201,6 +223,24 @@ class KeyringKeys:
         raise _translate(error, hint)
 
 
+def _entry_missing(login_id: str, recorded: str, in_use: str) -> KeyNotFound:
+    entry = f'service "{SERVICE}", user "{login_id}"'
+    if in_use != recorded:
+        message = (
+            f"The stored login's encryption key was saved in the OS keyring ({recorded}), "
+            f"but the keyring in use now ({in_use}) has no entry for it ({entry}); the "
+            "record is kept: use the keyring that holds the key (for example, run with the "
+            "PYTHON_KEYRING_BACKEND you logged in with), or log in again to replace the login"
+        )
+    else:
+        message = (
+            f"The OS keyring ({in_use}) has no entry for the stored login's encryption key "
+            f"({entry}): it was removed, or the keyring was reset; the record is kept, but "
+            "it cannot be used without that key: log in again to replace it"
+        )
+    return KeyNotFound(KeyringUnavailableError(message, code="keyring_entry_missing"))
+
+
 def _translate(error: BaseException, hint: str) -> KeyringUnavailableError:
     # Only the exception's type is used: a backend's message could echo anything.
     import keyring.errors
@@ -221,18 +261,3 @@ def _translate(error: BaseException, hint: str) -> KeyringUnavailableError:
         f"unlocked, then try again{hint}",
         code="keyring_unavailable",
     )
-
-
-def write_key_file(dir_fd: int, login_id: str, key: bytes) -> None:
-    write_private(dir_fd, key_file_name(login_id), key)
-
-
-def read_key_file(dir_fd: int, folder: Path, login_id: str) -> bytes | None:
-    found = read_private(dir_fd, key_file_name(login_id), folder, KEY_BYTES)
-    if found is None or len(found[0]) != KEY_BYTES:
-        return None
-    return found[0]
-
-
-def remove_key_file(dir_fd: int, login_id: str) -> bool:
-    return remove(dir_fd, key_file_name(login_id))
