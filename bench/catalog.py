@@ -45,10 +45,10 @@ class BenchHost:
             token=ch.Secret("tid=" + secrets.token_hex(16)),
             identity=identity,
             endpoint=ch.CopilotEndpoint.parse("https://api.githubcopilot.com"),
-            received_at=now,
-            refresh_at=now + 1200,
-            expires_at=now + 1500,
-            expires_at_wall=time.time() + 1500,
+            received_monotonic=now,
+            refresh_monotonic=now + 1200,
+            expires_monotonic=now + 1500,
+            expires_wall=time.time() + 1500,
         )
 
     def inventory(self, session: ch.CopilotSession) -> Sequence[ch.ModelSpec]:

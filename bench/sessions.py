@@ -83,10 +83,10 @@ class StatHost:
             token=Secret("tid=" + secrets.token_hex(24)),
             identity=identity,
             endpoint=ENDPOINT,
-            received_at=now,
-            refresh_at=now + self._refresh_after,
-            expires_at=now + self._lifetime,
-            expires_at_wall=wall + self._lifetime,
+            received_monotonic=now,
+            refresh_monotonic=now + self._refresh_after,
+            expires_monotonic=now + self._lifetime,
+            expires_wall=wall + self._lifetime,
         )
 
     def exchange(self, identity: LoginIdentity) -> CopilotSession:

@@ -24,6 +24,7 @@ import click
 
 from copilot_host._version import __version__
 
+from ._context import error_sink, output
 from ._failure import (
     EXIT_FAILED,
     EXIT_OK,
@@ -35,7 +36,6 @@ from ._failure import (
 )
 from ._logging import LOGGER_NAME, configure_logging
 from ._output import OUTPUT_FAILED, STDOUT_CLOSED, Output, ReaderGone, help_writes
-from ._seam import error_sink, output
 from ._signals import Signals, Stop, command_signals, current_signals
 
 __all__ = ["COMMANDS", "main"]

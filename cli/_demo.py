@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ._context import output
 from ._failure import CliFailure
 from ._format import clock_time
 from ._output import CopilotHostCommand, Output
-from ._seam import output
 
 if TYPE_CHECKING:
+    from copilot_host._hosts import CopilotDeviceLogin
     from copilot_host._model import ModelRoute
-    from copilot_host._seam import CopilotDeviceLogin
     from copilot_host.github import GitHubCopilotHost
     from copilot_host.store import CredentialStore
 
@@ -121,7 +121,7 @@ def _finish_login(
     host: GitHubCopilotHost, login: CopilotDeviceLogin, store: CredentialStore, token: str
 ) -> list[str]:
     """Poll once (the person has approved), then show what was stored and how."""
-    from copilot_host._seam import Authorized
+    from copilot_host._hosts import Authorized
     from copilot_host._text import clean
 
     result = host.poll_device_login(login)

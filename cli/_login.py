@@ -7,16 +7,16 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ._context import make_host, make_store, output, seam, set_error_sink
 from ._events import LoginEvents
 from ._failure import CliFailure, Interrupted, signal_word
 from ._output import CopilotHostCommand, Output
-from ._seam import make_host, make_store, output, seam, set_error_sink
 from ._signals import Stop
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from copilot_host._seam import LoginIdentity
+    from copilot_host._hosts import LoginIdentity
     from copilot_host.store import CredentialStore
 
 __all__ = ["login"]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
+from ._context import make_store, output
 from ._output import CopilotHostCommand
-from ._seam import make_store, output
 
 __all__ = ["REVOKE_URL", "logout"]
 

@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ._context import JSON_VERSION, make_host, make_store, output, use_json_errors
 from ._format import table
 from ._output import CopilotHostCommand, Output
-from ._seam import JSON_VERSION, make_host, make_store, output, use_json_errors
 
 if TYPE_CHECKING:
     from copilot_host import ModelRoute, SkippedModel

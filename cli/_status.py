@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ._context import JSON_VERSION, make_store, output, use_json_errors
 from ._format import ago, local_time
 from ._output import CopilotHostCommand, Output, ReaderGone
-from ._seam import JSON_VERSION, make_store, output, use_json_errors
 
 if TYPE_CHECKING:
     from copilot_host._errors import StoreCorruptError

@@ -19,16 +19,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ._context import CliSeam
 from ._events import LoginEvents
 from ._failure import Interrupted, signal_word
 from ._format import mmss
 from ._output import Output
-from ._seam import CliSeam
 from ._signals import current_signals
 
 if TYPE_CHECKING:
     from copilot_host._clock import Clock
-    from copilot_host._seam import CopilotDeviceLogin, LoginIdentity
+    from copilot_host._hosts import CopilotDeviceLogin, LoginIdentity
     from copilot_host.github import GitHubCopilotHost
 
 __all__ = ["DEVICE_URL", "can_open_browser", "wait_for_login"]

@@ -45,13 +45,7 @@ if TYPE_CHECKING:
         StoreVersionError,
         TransportError,
     )
-    from ._model import ApiProtocol, Inventory, ModelRoute, ModelSpec, SkippedModel
-    from ._origin import CopilotEndpoint, OriginAllowlist, default_allowlist
-    from ._policy import RefreshPolicy, SessionState
-    from ._redact import RedactingFilter, install_redaction, redact, register_secret
-    from ._register import RegistrationResult, aregister_models, register_models
-    from ._resolver import AsyncSessionResolver, SessionResolver
-    from ._seam import (
+    from ._hosts import (
         AsyncCopilotHost,
         Authorized,
         CopilotDeviceLogin,
@@ -60,6 +54,12 @@ if TYPE_CHECKING:
         LoginIdentity,
         Pending,
     )
+    from ._model import ApiProtocol, Inventory, ModelRoute, ModelSpec, SkippedModel
+    from ._origin import CopilotEndpoint, OriginAllowlist, default_allowlist
+    from ._policy import RefreshPolicy, SessionState
+    from ._redact import RedactingFilter, install_redaction, redact, register_secret
+    from ._register import RegistrationResult, aregister_models, register_models
+    from ._resolver import AsyncSessionResolver, SessionResolver
     from ._secret import Secret
     from ._text import clean
 
@@ -91,13 +91,13 @@ _EXPORTS: dict[str, str] = {
     "register_models": "_register",
     "AsyncSessionResolver": "_resolver",
     "SessionResolver": "_resolver",
-    "AsyncCopilotHost": "_seam",
-    "Authorized": "_seam",
-    "CopilotDeviceLogin": "_seam",
-    "CopilotHost": "_seam",
-    "CopilotSession": "_seam",
-    "LoginIdentity": "_seam",
-    "Pending": "_seam",
+    "AsyncCopilotHost": "_hosts",
+    "Authorized": "_hosts",
+    "CopilotDeviceLogin": "_hosts",
+    "CopilotHost": "_hosts",
+    "CopilotSession": "_hosts",
+    "LoginIdentity": "_hosts",
+    "Pending": "_hosts",
     "Secret": "_secret",
     "clean": "_text",
 }

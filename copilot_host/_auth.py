@@ -21,10 +21,10 @@ from typing import Final, NoReturn
 import httpx2
 
 from ._errors import OriginError
+from ._hosts import CopilotSession
 from ._inspect import inspect_body, protocol_of_path
 from ._origin import CopilotEndpoint
 from ._resolver import AsyncSessionResolver, SessionResolver
-from ._seam import CopilotSession
 from ._text import clean
 
 __all__ = ["CopilotAuth"]

@@ -19,7 +19,7 @@ from typing import Protocol
 
 from ._clock import SYSTEM_CLOCK, Clock
 from ._errors import DeviceCodeExpiredError, LoginCancelledError
-from ._seam import Authorized, CopilotDeviceLogin, LoginIdentity, Pending
+from ._hosts import Authorized, CopilotDeviceLogin, LoginIdentity, Pending
 
 __all__ = ["DRIFT_FACTOR", "MIN_INTERVAL", "await_device_login", "wait_for_device_login"]
 

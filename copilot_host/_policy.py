@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ._seam import CopilotSession
+    from ._hosts import CopilotSession
 
 __all__ = [
     "ADVISORY_LEAD",
@@ -161,12 +161,14 @@ class RefreshPolicy:
 
     def _leads(self, session: CopilotSession) -> tuple[float, float]:
         """Seconds before expiry at which the (advisory, mandatory) windows open."""
-        lifetime = session.expires_at - session.received_at
+        lifetime = session.expires_monotonic - session.received_monotonic
         mandatory = self.mandatory_window(lifetime)
         # The host's own refresh_at counts, but so does our window: a host that sets
         # refresh_at at the very expiry still gets refreshed in time.
         advisory = max(
-            session.expires_at - session.refresh_at, self.advisory_window(lifetime), mandatory
+            session.expires_monotonic - session.refresh_monotonic,
+            self.advisory_window(lifetime),
+            mandatory,
         )
         return advisory, mandatory
 
@@ -177,7 +179,7 @@ class RefreshPolicy:
 
         Each window opens when *either* clock reaches it (see the module docstring).
         """
-        expires, expires_wall = session.expires_at, session.expires_at_wall
+        expires, expires_wall = session.expires_monotonic, session.expires_wall
         wall = float("-inf") if now_wall is None else now_wall
         if now_monotonic >= expires or wall >= expires_wall:
             return SessionState.EXPIRED
@@ -195,7 +197,7 @@ class RefreshPolicy:
         computed exactly as :meth:`state` computes it, so the two never disagree.
         """
         advisory, _ = self._leads(session)
-        return session.expires_at - advisory, session.expires_at_wall - advisory
+        return session.expires_monotonic - advisory, session.expires_wall - advisory
 
 
 DEFAULT_POLICY = RefreshPolicy()

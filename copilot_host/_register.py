@@ -17,9 +17,9 @@ from ._auth import CopilotAuth
 from ._catalog import Catalog
 from ._clock import SYSTEM_CLOCK, Clock
 from ._errors import NoEligibleModelsError
+from ._hosts import AsyncCopilotHost, CopilotHost, CopilotSession
 from ._model import ApiProtocol, Inventory, ModelRoute, ModelSpec, SkippedModel
 from ._resolver import AsyncSessionResolver, SessionResolver
-from ._seam import AsyncCopilotHost, CopilotHost, CopilotSession
 from ._validate import validate_inventory
 
 __all__ = ["RegistrationResult", "aregister_models", "register_models"]

@@ -30,8 +30,8 @@ from typing import NoReturn
 
 from ._clock import SYSTEM_CLOCK, Clock
 from ._errors import SessionError
+from ._hosts import AsyncCopilotHost, CopilotHost, CopilotSession, LoginIdentity
 from ._policy import RefreshPolicy
-from ._seam import AsyncCopilotHost, CopilotHost, CopilotSession, LoginIdentity
 from ._session_core import MAX_ROUNDS, Flight, Landing, Plan, SessionCore, gave_up, settle
 
 __all__ = ["AsyncSessionResolver", "SessionResolver"]

@@ -40,9 +40,9 @@ from ._errors import (
     ResponseError,
     SessionError,
 )
+from ._hosts import CopilotSession, LoginIdentity
 from ._policy import RefreshPolicy, SessionState
 from ._redact import register_secret
-from ._seam import CopilotSession, LoginIdentity
 
 __all__ = ["MAX_ROUNDS", "Flight", "Landing", "Outcome", "Plan", "SessionCore"]
 
@@ -245,10 +245,10 @@ class SessionCore:
             return session
         # Storm guard: the server issued this moments ago; asking again at once would not
         # give a better token, only more exchanges (e.g. a host of 1-second tokens).
-        lifetime = session.expires_at - session.received_at
-        received_wall = session.expires_at_wall - lifetime
+        lifetime = session.expires_monotonic - session.received_monotonic
+        received_wall = session.expires_wall - lifetime
         interval = policy.min_refresh_interval
-        if now - session.received_at < interval and wall - received_wall < interval:
+        if now - session.received_monotonic < interval and wall - received_wall < interval:
             return session
         if state is SessionState.ADVISORY:
             flight = self._flight
@@ -377,8 +377,8 @@ class SessionCore:
         self._install(result)
         log.debug(
             "new session installed; refresh due in %.0f s, expires in %.0f s",
-            result.refresh_at - result.received_at,
-            result.expires_at - result.received_at,
+            result.refresh_monotonic - result.received_monotonic,
+            result.expires_monotonic - result.received_monotonic,
         )
         return Landing(Outcome.INSTALLED, session=result)
 

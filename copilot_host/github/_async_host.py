@@ -11,8 +11,8 @@ import httpx2
 
 from .._clock import SYSTEM_CLOCK, Clock
 from .._device import await_device_login
+from .._hosts import Authorized, CopilotDeviceLogin, CopilotSession, LoginIdentity, Pending
 from .._model import Inventory
-from .._seam import Authorized, CopilotDeviceLogin, CopilotSession, LoginIdentity, Pending
 from ._core import HostCore
 from ._device_code import build_device_code_request, parse_device_code
 from ._exchange import build_exchange_request, parse_exchange, parse_grant

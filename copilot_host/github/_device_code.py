@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 
 from .._errors import ResponseError
+from .._hosts import CopilotDeviceLogin
 from .._redact import register_secret
-from .._seam import CopilotDeviceLogin
 from ._headers import EditorIdentity, oauth_headers
 from ._oauth import form_body
 from ._status import status_error

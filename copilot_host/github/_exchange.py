@@ -16,10 +16,10 @@ from .._errors import (
     ResponseError,
     ServerError,
 )
+from .._hosts import CopilotSession, LoginIdentity
 from .._origin import CopilotEndpoint, default_allowlist
 from .._policy import deadlines_from_exchange
 from .._redact import register_secret, scrub
-from .._seam import CopilotSession, LoginIdentity
 from .._secret import Secret
 from .._text import clean
 from ._headers import EditorIdentity, exchange_headers
@@ -159,10 +159,10 @@ class SessionGrant:
 
     token: Secret = field(repr=False)
     endpoint: CopilotEndpoint
-    received_at: float
-    refresh_at: float
-    expires_at: float
-    expires_at_wall: float
+    received_monotonic: float
+    refresh_monotonic: float
+    expires_monotonic: float
+    expires_wall: float
     sku: str | None
 
     def session(self, identity: LoginIdentity) -> CopilotSession:
@@ -170,10 +170,10 @@ class SessionGrant:
             token=self.token,
             identity=identity,
             endpoint=self.endpoint,
-            received_at=self.received_at,
-            refresh_at=self.refresh_at,
-            expires_at=self.expires_at,
-            expires_at_wall=self.expires_at_wall,
+            received_monotonic=self.received_monotonic,
+            refresh_monotonic=self.refresh_monotonic,
+            expires_monotonic=self.expires_monotonic,
+            expires_wall=self.expires_wall,
             sku=self.sku,
         )
 
@@ -238,10 +238,10 @@ def parse_grant(response: WireResponse) -> SessionGrant:
     return SessionGrant(
         token=token,
         endpoint=endpoint,
-        received_at=response.received_monotonic,
-        refresh_at=refresh_at,
-        expires_at=expires_mono,
-        expires_at_wall=expires_wall,
+        received_monotonic=response.received_monotonic,
+        refresh_monotonic=refresh_at,
+        expires_monotonic=expires_mono,
+        expires_wall=expires_wall,
         sku=clean(sku, limit=64) if sku is not None else None,
     )
 

@@ -14,9 +14,9 @@ import math
 from collections.abc import Mapping
 
 from .._errors import ModelValidationError, SessionError
+from .._hosts import CopilotSession
 from .._model import ApiProtocol, Inventory, ModelSpec, SkippedModel
 from .._origin import default_allowlist
-from .._seam import CopilotSession
 from .._validate import MAX_MODELS
 from ._headers import EditorIdentity, copilot_headers
 from ._status import client_outdated_error, status_error

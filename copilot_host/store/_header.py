@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from .._seam import LoginIdentity
+from .._hosts import LoginIdentity
 
 __all__ = ["KEY_FILE", "KEYRING", "Protection", "ProtectionKind", "RecordHeader"]
 

@@ -26,7 +26,7 @@ from .._errors import (
     StoreLockedError,
     StoreVersionError,
 )
-from .._seam import LoginIdentity
+from .._hosts import LoginIdentity
 from .._secret import Secret
 from .._text import show_path
 from ._atomic import (

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 from copilot_host_cli import main
-from copilot_host_cli._seam import CliSeam
+from copilot_host_cli._context import CliSeam
 
 REPO = Path(__file__).resolve().parents[2]
 HARNESS = Path(__file__).resolve().parent / "harness.py"

@@ -135,7 +135,7 @@ def main() -> None:
     args = options.args[1:] if options.args[:1] == ["--"] else options.args
 
     from copilot_host_cli import main as cli
-    from copilot_host_cli._seam import CliSeam
+    from copilot_host_cli._context import CliSeam
 
     from copilot_host.github import GitHubCopilotHost
 

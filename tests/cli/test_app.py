@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from copilot_host_cli import main
-from copilot_host_cli._seam import CliSeam
+from copilot_host_cli._context import CliSeam
 
 from copilot_host import Secret, TransportError, register_secret
 from copilot_host._version import __version__

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from copilot_host_cli import main
-from copilot_host_cli._seam import CliSeam
+from copilot_host_cli._context import CliSeam
 
 from copilot_host import TransportError
 from copilot_host.store import CredentialStore

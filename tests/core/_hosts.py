@@ -68,10 +68,10 @@ class MemoryHost:
             token=token,
             identity=identity,
             endpoint=CopilotEndpoint.parse(self.origin),
-            received_at=now,
-            refresh_at=now + self.lifetime - 300,
-            expires_at=now + self.lifetime,
-            expires_at_wall=self.clock.time() + self.lifetime,
+            received_monotonic=now,
+            refresh_monotonic=now + self.lifetime - 300,
+            expires_monotonic=now + self.lifetime,
+            expires_wall=self.clock.time() + self.lifetime,
         )
 
     def inventory(self, session: CopilotSession) -> Sequence[ModelSpec]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import secrets
 from pathlib import Path
 
-from copilot_host._seam import CopilotDeviceLogin
+from copilot_host._hosts import CopilotDeviceLogin
 from copilot_host._secret import Secret
 from copilot_host.github._wire import WireResponse
 

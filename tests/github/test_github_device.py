@@ -14,7 +14,7 @@ import pytest
 
 import copilot_host as ch
 from copilot_host import _device
-from copilot_host._seam import Authorized, CopilotDeviceLogin, LoginIdentity, Pending
+from copilot_host._hosts import Authorized, CopilotDeviceLogin, LoginIdentity, Pending
 from copilot_host.github import GitHubCopilotHost
 from copilot_host.github._device_code import parse_device_code
 from copilot_host.github._poll import Granted, parse_poll

@@ -38,9 +38,9 @@ def _date(epoch: float) -> str:
 
 def test_session_deadlines_are_measured_from_receipt() -> None:
     session = parse_exchange(response(body=_body(), at=500.0, wall=1_700_000_000.0), IDENTITY)
-    assert session.received_at == 500.0
-    assert session.expires_at == pytest.approx(500.0 + 1800)
-    assert session.refresh_at <= 500.0 + 1500
+    assert session.received_monotonic == 500.0
+    assert session.expires_monotonic == pytest.approx(500.0 + 1800)
+    assert session.refresh_monotonic <= 500.0 + 1500
     assert session.endpoint.origin == "https://api.individual.githubcopilot.com"
     assert session.sku == "copilot_for_individuals"
     assert session.identity == IDENTITY
@@ -55,7 +55,7 @@ def test_server_date_corrects_a_skewed_local_clock() -> None:
         wall=1_700_003_600.0,
     )
     session = parse_exchange(answer, IDENTITY)
-    assert session.expires_at == pytest.approx(500.0 + 1800)
+    assert session.expires_monotonic == pytest.approx(500.0 + 1800)
 
 
 @pytest.mark.parametrize(

@@ -153,7 +153,7 @@ def test_fuzz_exchange(answer: WireResponse) -> None:
     def parse() -> None:
         session = parse_exchange(answer, ch.LoginIdentity("id", "octocat"))
         assert session.endpoint in ch.default_allowlist()
-        assert session.received_at <= session.refresh_at <= session.expires_at
+        assert session.received_monotonic <= session.refresh_monotonic <= session.expires_monotonic
 
     _only_typed_errors(parse)
 

@@ -17,7 +17,7 @@ from typing import Any
 import httpx2
 from click.testing import CliRunner, Result
 from copilot_host_cli import main
-from copilot_host_cli._seam import CliSeam
+from copilot_host_cli._context import CliSeam
 
 from copilot_host.github import GitHubCopilotHost
 from copilot_host.testing import GitHubEmulator

@@ -562,7 +562,7 @@ def _cli_flows(ev: Evidence, memory: MemoryKeyring) -> None:
 
         from click.testing import CliRunner
         from copilot_host_cli import main
-        from copilot_host_cli._seam import CliSeam
+        from copilot_host_cli._context import CliSeam
 
         with raw_capture() as own:  # a second raw handler, ahead of the suite's
             result = CliRunner().invoke(

@@ -20,7 +20,7 @@ from copilot_host import (
     Secret,
     SessionResolver,
 )
-from copilot_host._seam import Authorized
+from copilot_host._hosts import Authorized
 from tests._clock import FakeClock
 
 ORIGIN = "https://api.individual.githubcopilot.com"
@@ -52,10 +52,10 @@ def make_session(
         token=Secret(token or canary()),
         identity=who,
         endpoint=endpoint,
-        received_at=now,
-        refresh_at=now + refresh_after,
-        expires_at=now + lifetime,
-        expires_at_wall=clock.time() + lifetime,
+        received_monotonic=now,
+        refresh_monotonic=now + refresh_after,
+        expires_monotonic=now + lifetime,
+        expires_wall=clock.time() + lifetime,
     )
 
 

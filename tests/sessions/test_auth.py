@@ -601,10 +601,10 @@ def test_a_token_that_cannot_go_in_a_header_is_refused(bad: str) -> None:
             token=ch.Secret(bad),
             identity=session.identity,
             endpoint=session.endpoint,
-            received_at=session.received_at,
-            refresh_at=session.refresh_at,
-            expires_at=session.expires_at,
-            expires_at_wall=session.expires_at_wall,
+            received_monotonic=session.received_monotonic,
+            refresh_monotonic=session.refresh_monotonic,
+            expires_monotonic=session.expires_monotonic,
+            expires_wall=session.expires_wall,
         )
 
     host.exchange = exchange  # type: ignore[method-assign]

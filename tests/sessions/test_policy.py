@@ -247,12 +247,12 @@ def test_state_only_gets_worse_as_time_passes(
         token=Secret(canary()),
         identity=identity(),
         endpoint=ENDPOINT,
-        received_at=clock.now,
-        refresh_at=refresh,
-        expires_at=expires,
-        expires_at_wall=wall,
+        received_monotonic=clock.now,
+        refresh_monotonic=refresh,
+        expires_monotonic=expires,
+        expires_wall=wall,
     )
-    assert clock.now <= s.refresh_at <= s.expires_at
+    assert clock.now <= s.refresh_monotonic <= s.expires_monotonic
     policy = RefreshPolicy()
     early, late = sorted((a, b))
     s1 = policy.state(s, clock.now + early, clock.wall + early)

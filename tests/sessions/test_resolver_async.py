@@ -69,7 +69,7 @@ def test_500_tasks_in_the_advisory_window_one_exchange_and_nobody_else_blocked()
         )
         assert not leader.done()  # the exchange is held: only its starter waits
         assert len({id(s) for s in others}) == 1
-        assert others[0].expires_at == inner.clock.now + 200  # the old, still-valid session
+        assert others[0].expires_monotonic == inner.clock.now + 200  # the old, still-valid session
         inner.gate.set()  # type: ignore[union-attr]
         assert await leader is inner.issued[0]
         assert await r.get() is inner.issued[0]
@@ -137,7 +137,7 @@ def test_failed_advisory_refresh_keeps_the_old_session_and_backs_off() -> None:
 
     async def main() -> None:
         old = await r.get()
-        assert inner.exchanges == 1 and old.expires_at == inner.clock.now + 200
+        assert inner.exchanges == 1 and old.expires_monotonic == inner.clock.now + 200
         inner.clock.advance(29)
         assert await r.get() is old
         assert inner.exchanges == 1

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from copilot_host_cli import main
-from copilot_host_cli._seam import CliSeam
+from copilot_host_cli._context import CliSeam
 
 from copilot_host import StoreInsecureError
 from copilot_host._text import shell_quote, show_path

@@ -1,0 +1,50 @@
+"""Names renamed in 0.2.0 keep working for one minor version, with a DeprecationWarning."""
+
+from __future__ import annotations
+
+import pytest
+
+import copilot_host as ch
+from tests.sessions._hosts import ENDPOINT, canary, identity
+
+NEW = {
+    "received_monotonic": 10.0,
+    "refresh_monotonic": 20.0,
+    "expires_monotonic": 30.0,
+    "expires_wall": 1_700_000_030.0,
+}
+OLD = {
+    "received_at": 10.0,
+    "refresh_at": 20.0,
+    "expires_at": 30.0,
+    "expires_at_wall": 1_700_000_030.0,
+}
+
+
+def _session(**times: float) -> ch.CopilotSession:
+    return ch.CopilotSession(
+        token=ch.Secret(canary()), identity=identity(), endpoint=ENDPOINT, **times
+    )
+
+
+def test_the_session_times_say_which_clock_they_are_on() -> None:
+    session = _session(**NEW)
+    assert (session.received_monotonic, session.expires_monotonic) == (10.0, 30.0)
+
+
+def test_the_old_session_names_still_construct_and_read_with_a_warning() -> None:
+    with pytest.warns(DeprecationWarning, match="expires_at is now expires_monotonic"):
+        session = _session(**OLD)
+    assert (session.received_monotonic, session.expires_wall) == (10.0, 1_700_000_030.0)
+    for old, new in (("received_at", 10.0), ("refresh_at", 20.0), ("expires_at", 30.0)):
+        with pytest.warns(DeprecationWarning, match=old):
+            assert getattr(session, old) == new
+    with pytest.warns(DeprecationWarning, match="expires_wall"):
+        assert session.expires_at_wall == 1_700_000_030.0
+
+
+def test_a_session_missing_a_time_or_given_an_unknown_one_is_refused() -> None:
+    with pytest.raises(TypeError, match="expires_wall"):
+        _session(received_monotonic=1.0, refresh_monotonic=2.0, expires_monotonic=3.0)
+    with pytest.raises(TypeError, match="expires_soon"):
+        _session(**NEW, expires_soon=1.0)
