@@ -57,7 +57,13 @@ if TYPE_CHECKING:
     from ._model import ApiProtocol, Inventory, ModelRoute, ModelSpec, SkippedModel
     from ._origin import CopilotEndpoint, OriginAllowlist, default_allowlist
     from ._policy import RefreshPolicy, SessionState
-    from ._redact import RedactingFilter, install_redaction, redact, register_secret
+    from ._redact import (
+        RedactingFilter,
+        install_redaction,
+        mask_secrets,
+        redact,
+        register_secret,
+    )
     from ._register import RegistrationResult, aregister_models, register_models
     from ._resolver import AsyncSessionResolver, SessionResolver
     from ._secret import Secret
@@ -85,6 +91,7 @@ _EXPORTS: dict[str, str] = {
     "RegistrationResult": "_register",
     "RedactingFilter": "_redact",
     "install_redaction": "_redact",
+    "mask_secrets": "_redact",
     "redact": "_redact",
     "register_secret": "_redact",
     "aregister_models": "_register",
@@ -160,6 +167,7 @@ __all__ = [
     "clean",
     "default_allowlist",
     "install_redaction",
+    "mask_secrets",
     "redact",
     "register_models",
     "register_secret",

@@ -12,6 +12,7 @@ import re
 import threading
 import weakref
 from collections.abc import Iterable, Mapping
+from typing import TypeVar
 
 from ._secret import Secret
 
@@ -21,12 +22,15 @@ __all__ = [
     "RedactingFilter",
     "install_redaction",
     "known_values",
+    "mask_secrets",
     "redact",
     "register_secret",
     "scrub",
 ]
 
 REDACTED = "[REDACTED]"
+_REDACTED_BYTES = REDACTED.encode("ascii")
+_Text = TypeVar("_Text", str, bytes)
 
 # GitHub tokens (gho_, ghu_, ghp_, ghs_, ghr_ and fine-grained github_pat_), Copilot session
 # tokens (semicolon-separated fields starting with tid=), and bearer/token schemes.
@@ -66,6 +70,24 @@ def known_values() -> tuple[str, ...]:
         if _cache[0] != key:
             _cache = (key, tuple(sorted((s.reveal() for s in _known), key=len, reverse=True)))
         return _cache[1]
+
+
+def mask_secrets(data: _Text) -> _Text:
+    """``data`` (text or bytes) with every registered secret value replaced by
+    ``[REDACTED]``, and nothing else changed: no token *shapes* are touched, so model
+    output or an upstream answer keeps its exact bytes unless it carries one of this
+    process's own credentials. For what is relayed to other programs (the gateway)."""
+    values = known_values()
+    if isinstance(data, str):
+        for value in values:
+            if value in data:
+                data = data.replace(value, REDACTED)
+        return data
+    for value in values:
+        raw = value.encode("utf-8")
+        if raw in data:
+            data = data.replace(raw, _REDACTED_BYTES)
+    return data
 
 
 def redact(text: str, extra: Iterable[Secret] = ()) -> str:

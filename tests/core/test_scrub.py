@@ -116,3 +116,16 @@ def test_extra_mappings_keep_keys_that_are_not_text() -> None:
     assert RedactingFilter().filter(record)
     assert record.by_pair == {("a", 1): "[REDACTED]", "k": ["[REDACTED]"]}
     assert secret.reveal() == raw
+
+
+def test_mask_secrets_masks_exact_values_only_in_text_and_bytes() -> None:
+    from copilot_host import mask_secrets
+
+    raw = "opaque-" + secrets.token_hex(12)
+    register_secret(secret := Secret(raw))
+    shaped_but_unknown = "gho_" + secrets.token_hex(18)
+    text = f"a {raw} b {shaped_but_unknown}"
+    assert mask_secrets(text) == f"a [REDACTED] b {shaped_but_unknown}"
+    assert mask_secrets(text.encode()) == f"a [REDACTED] b {shaped_but_unknown}".encode()
+    assert mask_secrets(b"nothing here") == b"nothing here"
+    assert secret.reveal() == raw
