@@ -302,7 +302,11 @@ class CredentialStore:
                     previous, _ = self._previous_header(dir_fd)
                     write_private(dir_fd, RECORD_NAME, seal(header, key, token))
                 except BaseException:
-                    self._forget_key(header)
+                    # Only a record that never took the new one's place may lose its key:
+                    # a failure (or a signal) after the rename leaves the new record,
+                    # which needs it.
+                    if not self._holds(dir_fd, login_id):
+                        self._forget_key(header)
                     raise
                 self._sweep(dir_fd, keep=login_id)
             self._cache = None
@@ -503,6 +507,14 @@ class CredentialStore:
         for keys in self._protections.values():
             removed = keys.sweep(keep) or removed
         return removed
+
+    def _holds(self, dir_fd: int, login_id: str) -> bool:
+        """Whether the record in place is ``login_id``'s (under the lock)."""
+        try:
+            found = read_private(dir_fd, RECORD_NAME, self._home, MAX_RECORD_BYTES)
+            return found is not None and parse(found[0]).header.login_id == login_id
+        except (OSError, StoreError):
+            return False
 
     def _forget_key(self, header: RecordHeader) -> None:
         """Best effort, for a key nothing can use any more (a save must not fail after
