@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol
 
 from ._secret import Secret
 
@@ -167,7 +167,6 @@ def _deprecated(*olds: str) -> None:
     )
 
 
-@runtime_checkable
 class CopilotHost(Protocol):
     """A blocking host. ``provider_id`` is the catalog owner key and route-id prefix."""
 
@@ -191,7 +190,6 @@ class CopilotHost(Protocol):
         ...
 
 
-@runtime_checkable
 class AsyncCopilotHost(Protocol):
     """The asyncio twin of :class:`CopilotHost`; ``availability`` stays synchronous and cheap."""
 

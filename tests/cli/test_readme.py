@@ -85,8 +85,8 @@ def test_readme_embedding_snippet_against_the_emulator(
 
     (snippet,) = [b for b in _blocks("python") if "openai.OpenAI" in b]
     with GitHubEmulator() as emulator:
-        store = CredentialStore(tmp_path / "home")
-        with GitHubCopilotHost(store=store, transport=emulator.transport(), key_file=True) as h:
+        store = CredentialStore(tmp_path / "home", key_file=True)
+        with GitHubCopilotHost(store=store, transport=emulator.transport()) as h:
             h.login(sleep=lambda _seconds: None)
         rewritten = snippet.replace(
             "GitHubCopilotHost()",
@@ -119,8 +119,8 @@ def test_readme_async_snippet_against_the_emulator(tmp_path: Path) -> None:
 
     (snippet,) = [b for b in _blocks("python") if "AsyncGitHubCopilotHost()" in b]
     with GitHubEmulator() as emulator:
-        store = CredentialStore(tmp_path / "home")
-        with GitHubCopilotHost(store=store, transport=emulator.transport(), key_file=True) as h:
+        store = CredentialStore(tmp_path / "home", key_file=True)
+        with GitHubCopilotHost(store=store, transport=emulator.transport()) as h:
             h.login(sleep=lambda _seconds: None)
         rewritten = snippet.replace(
             "AsyncGitHubCopilotHost()",
