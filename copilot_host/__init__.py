@@ -1,7 +1,7 @@
 """copilot-host: a credential host for applications that embed GitHub Copilot models.
 
 Public names resolve lazily (PEP 562), so ``import copilot_host`` costs almost nothing and
-imports none of httpx2, authlib, cryptography or keyring until a name that needs them is
+imports none of httpx2, cryptography or keyring until a name that needs them is
 used. The GitHub.com adapter lives in :mod:`copilot_host.github`, the durable store in
 :mod:`copilot_host.store`, and the loopback emulator in :mod:`copilot_host.testing`.
 """
