@@ -20,24 +20,12 @@ from copilot_host.github._status import retry_delay
 from copilot_host.github._user import parse_user
 from copilot_host.github._wire import WireResponse
 from copilot_host.testing import chat_model
+from tests._json_strategies import json_values
 from tests.github._support import DEVICE_PAGE, device_login
 
 FUZZ = settings(suppress_health_check=[HealthCheck.too_slow])
 
-json_scalars = (
-    st.none()
-    | st.booleans()
-    | st.integers(min_value=-(10**40), max_value=10**40)
-    | st.floats(allow_nan=True, allow_infinity=True)
-    | st.text(max_size=24)
-)
-json_values = st.recursive(
-    json_scalars,
-    lambda inner: (
-        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
-    ),
-    max_leaves=6,
-)
+any_json = json_values()
 statuses = st.sampled_from([200, 200, 200, 400, 401, 403, 404, 429, 500, 503]) | st.integers(
     100, 599
 )
@@ -56,24 +44,27 @@ def _dumps(value: Any) -> bytes:
 
 
 def _near(valid: dict[str, Any]) -> st.SearchStrategy[bytes]:
-    """A valid body with any subset of its fields replaced by arbitrary JSON or removed."""
+    """A valid body with some of its fields (any subset, most often one or two, so the
+    checks after the first one are reached) replaced by arbitrary JSON or removed, plus
+    unknown fields."""
     missing = object()
-    fields = {
-        key: st.one_of(st.just(value), json_values, st.just(missing))
-        for key, value in valid.items()
-    }
-    extra = st.dictionaries(st.text(max_size=12), json_values, max_size=3)
-    return st.builds(
-        lambda chosen, more: _dumps(
-            {**more, **{k: v for k, v in chosen.items() if v is not missing}}
-        ),
-        st.fixed_dictionaries(fields),
-        extra,
-    )
+    names = sorted(valid)
+    replacement = any_json | st.just(missing)
+    extra = st.dictionaries(st.text(max_size=12), any_json, max_size=3)
+
+    @st.composite
+    def bodies(draw: st.DrawFn) -> bytes:
+        body = dict(valid)
+        for name in sorted(draw(st.sets(st.sampled_from(names)))):
+            body[name] = draw(replacement)
+        kept = {k: v for k, v in body.items() if v is not missing}
+        return _dumps({**draw(extra), **kept})
+
+    return bodies()
 
 
 def _bodies(valid: dict[str, Any]) -> st.SearchStrategy[bytes]:
-    return st.one_of(_near(valid), json_values.map(_dumps), st.binary(max_size=200))
+    return st.one_of(_near(valid), any_json.map(_dumps), st.binary(max_size=200))
 
 
 def _answers(valid: dict[str, Any]) -> st.SearchStrategy[WireResponse]:
@@ -169,45 +160,45 @@ def _model_items() -> st.SearchStrategy[Any]:
     nested = {
         "capabilities": st.fixed_dictionaries(
             {
-                "type": st.sampled_from(["chat", "embeddings"]) | json_values,
+                "type": st.sampled_from(["chat", "embeddings"]) | any_json,
                 "limits": st.fixed_dictionaries(
                     {
-                        "max_context_window_tokens": st.integers(-5, 10**9) | json_values,
-                        "max_output_tokens": st.integers(-5, 10**9) | json_values,
+                        "max_context_window_tokens": st.integers(-5, 10**9) | any_json,
+                        "max_output_tokens": st.integers(-5, 10**9) | any_json,
                     }
                 )
-                | json_values,
+                | any_json,
                 "supports": st.fixed_dictionaries(
-                    {"vision": json_values, "reasoning_effort": json_values}
+                    {"vision": any_json, "reasoning_effort": any_json}
                 )
-                | json_values,
+                | any_json,
             }
         )
-        | json_values,
+        | any_json,
         "policy": st.fixed_dictionaries(
-            {"state": st.sampled_from(["enabled", "disabled"]) | json_values}
+            {"state": st.sampled_from(["enabled", "disabled"]) | any_json}
         )
-        | json_values,
+        | any_json,
         "supported_endpoints": st.lists(
             st.sampled_from(["/chat/completions", "/responses", "/v1/messages"])
             | st.text(max_size=8),
             max_size=4,
         )
-        | json_values,
-        "id": st.sampled_from(["gpt-4.1", "o3", "bad id", ""]) | json_values,
-        "name": st.text(max_size=20) | json_values,
-        "model_picker_enabled": json_values,
+        | any_json,
+        "id": st.sampled_from(["gpt-4.1", "o3", "bad id", ""]) | any_json,
+        "name": st.text(max_size=20) | any_json,
+        "model_picker_enabled": any_json,
     }
     return st.one_of(
         st.just(base),
         st.fixed_dictionaries({}, optional=nested),
-        json_values,
+        any_json,
     )
 
 
 models_bodies = st.one_of(
     st.lists(_model_items(), max_size=6).map(lambda items: _dumps({"data": items})),
-    json_values.map(_dumps),
+    any_json.map(_dumps),
     st.binary(max_size=100),
 )
 

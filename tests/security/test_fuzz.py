@@ -32,6 +32,7 @@ import copilot_host as ch
 from copilot_host._text import clean
 from copilot_host.store import CredentialStore
 from copilot_host.store._record import MAGIC, parse
+from tests._json_strategies import json_scalars, json_values
 from tests.store._support import canary_token
 
 # A hang is a failure: no single example may take seconds (the slowest take milliseconds).
@@ -40,20 +41,7 @@ FUZZ = settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 
-json_scalars = (
-    st.none()
-    | st.booleans()
-    | st.integers(min_value=-(2**70), max_value=2**70)
-    | st.floats(allow_nan=True, allow_infinity=True)
-    | st.text(max_size=40)
-)
-json_values = st.recursive(
-    json_scalars,
-    lambda inner: (
-        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
-    ),
-    max_leaves=6,
-)
+any_json = json_values(json_scalars(big=2**70, text=40))
 GOOD_HEADER: dict[str, Any] = {
     "account": "octocat",
     "created_at": 1_700_000_000.5,
@@ -71,18 +59,18 @@ def _header_bodies() -> st.SearchStrategy[dict[str, Any]]:
     removed; often none or one, so accepted headers are common enough to check."""
     missing = object()
     replacements: dict[str, st.SearchStrategy[Any]] = {
-        "account": hostile_text | json_values | st.just(missing),
-        "created_at": json_values | st.just(missing),
+        "account": hostile_text | any_json | st.just(missing),
+        "created_at": any_json | st.just(missing),
         "login_id": st.text("0123456789abcdefABCDEF", min_size=30, max_size=34)
-        | json_values
+        | any_json
         | st.just(missing),
         "protection": st.fixed_dictionaries(
             {
-                "backend": hostile_text | json_values,
-                "kind": st.sampled_from(["keyring", "key-file", "KEYRING", ""]) | json_values,
+                "backend": hostile_text | any_json,
+                "kind": st.sampled_from(["keyring", "key-file", "KEYRING", ""]) | any_json,
             }
         )
-        | json_values
+        | any_json
         | st.just(missing),
     }
 
