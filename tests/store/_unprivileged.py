@@ -12,6 +12,7 @@ fails the test; it never skips.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import pwd
@@ -96,7 +97,10 @@ class Unprivileged:
 
 
 def _test_user() -> pwd.struct_passwd:
-    """The unprivileged user, created once (idempotent; a parallel run may win the race)."""
+    """The unprivileged user, created once, idempotently and race-free: parallel workers
+    (pytest-xdist) may all find it missing at once, and two concurrent ``useradd`` runs
+    make one of them fail on the passwd lock, so creation is serialized by an exclusive
+    lock on this very file (root-owned, in the checkout, the same for every worker)."""
     try:
         return pwd.getpwnam(TEST_USER)
     except KeyError:
@@ -107,16 +111,22 @@ def _test_user() -> pwd.struct_passwd:
             "running as root, these tests need an unprivileged user and useradd is missing "
             f"(Debian package passwd); or create the user {TEST_USER!r} beforehand"
         )
-    made = subprocess.run(
-        [useradd, "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", TEST_USER],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    try:
-        return pwd.getpwnam(TEST_USER)
-    except KeyError:
-        pytest.fail(f"could not create the user {TEST_USER!r}: {made.stderr.strip()}")
+    with open(__file__, "rb") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        try:
+            return pwd.getpwnam(TEST_USER)  # another worker made it while this one waited
+        except KeyError:
+            pass
+        made = subprocess.run(
+            [useradd, "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", TEST_USER],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        try:
+            return pwd.getpwnam(TEST_USER)
+        except KeyError:
+            pytest.fail(f"could not create the user {TEST_USER!r}: {made.stderr.strip()}")
 
 
 def scratch_for(entry: pwd.struct_passwd) -> Path:
