@@ -7,9 +7,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import keyring
-import keyring.backend
 import pytest
 from hypothesis import settings
+
+from tests._keyring_base import TypedBackend
 
 # CI runs the full fuzz budget; `HYPOTHESIS_PROFILE=long pytest` runs a longer local one.
 settings.register_profile("default", max_examples=200, deadline=None)
@@ -20,10 +21,8 @@ settings.load_profile(
 )
 
 
-class MemoryKeyring(keyring.backend.KeyringBackend):
+class MemoryKeyring(TypedBackend):
     """A recommended keyring backend that lives in this process only."""
-
-    priority = 10  # type: ignore[assignment]
 
     def __init__(self) -> None:
         super().__init__()

@@ -15,7 +15,7 @@ import select
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -90,7 +90,7 @@ class Cli:
         *args: str,
         seam: CliSeam | None = None,
         input: str | None = None,
-        env: dict[str, str | None] | None = None,
+        env: Mapping[str, str | None] | None = None,
     ) -> Result:
         runner = CliRunner()
         result = runner.invoke(

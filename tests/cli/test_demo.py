@@ -14,13 +14,12 @@ from copilot_host_cli._failure import CliFailure
 from copilot_host_cli._output import Output
 
 from copilot_host import TransportError
+from tests._keyring_base import TypedBackend
 
 from .conftest import Cli
 
 
-class _ForbiddenKeyring(keyring.backend.KeyringBackend):
-    priority = 10  # type: ignore[assignment]
-
+class _ForbiddenKeyring(TypedBackend):
     def get_password(self, service: str, username: str) -> str | None:
         raise AssertionError("the demo touched the keyring")
 

@@ -7,6 +7,7 @@ import os
 import re
 import signal
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import keyring
@@ -27,13 +28,23 @@ def _events(stdout: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in stdout.splitlines()]
 
 
+def _opening_into(opened: list[str]) -> Callable[[str], bool]:
+    """A browser opener that records each page and says it opened."""
+
+    def open_browser(url: str) -> bool:
+        opened.append(url)
+        return True
+
+    return open_browser
+
+
 def test_the_page_we_open_is_the_adapters_fixed_page() -> None:
     assert DEVICE_URL == VERIFICATION_URI == "https://github.com/login/device"
 
 
 def test_login_opens_the_fixed_page_and_stores_the_login(cli: Cli, emulate: Any) -> None:
     opened: list[str] = []
-    env = emulate(open_browser=lambda url: opened.append(url) or True)
+    env = emulate(open_browser=_opening_into(opened))
     result = cli("login", seam=env.seam)
     assert result.exit_code == 0, result.stderr
     assert result.stdout == "Logged in to GitHub as octocat.\n"
@@ -58,7 +69,7 @@ def test_login_falls_back_to_instructions_without_a_browser(cli: Cli, emulate: A
 
 def test_headless_never_opens_a_browser(cli: Cli, emulate: Any) -> None:
     opened: list[str] = []
-    env = emulate(open_browser=lambda url: opened.append(url) or True)
+    env = emulate(open_browser=_opening_into(opened))
     result = cli("login", "--headless", seam=env.seam)
     assert result.exit_code == 0
     assert opened == []

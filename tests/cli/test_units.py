@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sys
 import threading
 from collections.abc import Callable
 
@@ -257,5 +258,5 @@ def test_a_browser_is_tried_only_where_one_can_appear(
         monkeypatch.delenv(name, raising=False)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    monkeypatch.setattr(_wait.sys, "platform", platform)
+    monkeypatch.setattr(sys, "platform", platform)  # the sys module _wait reads
     assert _wait.can_open_browser() is expected

@@ -144,7 +144,7 @@ def test_editable_install_reads_the_same_allowlist() -> None:
 def test_all_is_literal_and_matches_the_lazy_table() -> None:
     import copilot_host
 
-    exports = copilot_host._EXPORTS  # type: ignore[attr-defined]
+    exports = copilot_host._EXPORTS
     assert copilot_host.__all__ == ["__version__", *sorted(exports)]
 
 

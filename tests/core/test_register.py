@@ -1,14 +1,26 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import replace
 
+import httpx2
 import pytest
 
 import copilot_host as ch
 from tests._clock import FakeClock
 from tests.core._hosts import AsyncMemoryHost, MemoryHost, spec
 from tests.core._routes import make_route
+
+
+def _answering_200(seen: list[httpx2.Request]) -> Callable[[httpx2.Request], httpx2.Response]:
+    """A MockTransport handler that records each request and answers 200."""
+
+    def handle(request: httpx2.Request) -> httpx2.Response:
+        seen.append(request)
+        return httpx2.Response(200)
+
+    return handle
 
 
 def test_register_adds_routes_with_explicit_protocols() -> None:
@@ -148,7 +160,7 @@ def test_routes_refuse_a_session_that_moved_to_another_origin() -> None:
     host.origin = "https://api.business.githubcopilot.com"
     route.auth._resolver.invalidate()  # type: ignore[attr-defined]
     sent: list[httpx2.Request] = []
-    transport = httpx2.MockTransport(lambda r: sent.append(r) or httpx2.Response(200))
+    transport = httpx2.MockTransport(_answering_200(sent))
     with (
         httpx2.Client(auth=route.auth, transport=transport) as client,
         pytest.raises(ch.OriginError) as caught,

@@ -7,6 +7,7 @@ import asyncio
 import logging
 import pickle
 import traceback
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx2
@@ -29,14 +30,14 @@ class _Collect(logging.Handler):
 
 
 @pytest.fixture
-def debug_log() -> _Collect:
+def debug_log() -> Iterator[_Collect]:
     handler = _Collect()
     handler.setFormatter(logging.Formatter("%(name)s %(levelname)s %(message)s"))
     root = logging.getLogger()
     previous = root.level
     root.addHandler(handler)
     root.setLevel(logging.DEBUG)
-    yield handler  # type: ignore[misc]
+    yield handler
     root.removeHandler(handler)
     root.setLevel(previous)
 

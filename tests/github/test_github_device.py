@@ -8,6 +8,7 @@ import json
 import secrets
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import pytest
@@ -106,7 +107,7 @@ def test_device_code_oauth_error_is_reported_cleanly() -> None:
 # -- step 2: each polling answer ----------------------------------------------------------
 
 
-def _poll(body: dict[str, object], *, interval: float = 5.0, status: int = 200) -> object:
+def _poll(body: Mapping[str, object], *, interval: float = 5.0, status: int = 200) -> object:
     return parse_poll(response(status, json.dumps(body)), device_login(interval=interval))
 
 

@@ -125,7 +125,7 @@ def _frames(tb: TracebackType | None) -> list[dict[str, object]]:
 
 def _locals_text(exc: BaseException) -> str:
     """What a locals-capturing traceback (pytest -l, rich, error trackers) would show."""
-    shown = []
+    shown: list[str] = []
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:

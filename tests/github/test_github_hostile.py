@@ -3,6 +3,8 @@ a typed error, stores nothing and registers nothing."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import httpx2
 import pytest
 
@@ -17,17 +19,17 @@ from tests.github._support import REALISTIC_ROUTES
 LOGIN_ENDPOINTS = ("device_code", "access_token", "copilot_token", "user")
 
 
-def _login(emu: GitHubEmulator, store: CredentialStore, clock: FakeClock, **kw: object) -> None:
-    with GitHubCopilotHost(store=store, transport=emu.transport(), clock=clock, **kw) as host:  # type: ignore[arg-type]
+def _login(emu: GitHubEmulator, store: CredentialStore, clock: FakeClock, **kw: Any) -> None:
+    with GitHubCopilotHost(store=store, transport=emu.transport(), clock=clock, **kw) as host:
         host.login(sleep=clock.sleep)
 
 
 def _register(
-    emu: GitHubEmulator, store: CredentialStore, catalog: ch.Catalog, **kw: object
+    emu: GitHubEmulator, store: CredentialStore, catalog: ch.Catalog, **kw: Any
 ) -> ch.RegistrationResult:
     with GitHubCopilotHost(
         store=store, transport=emu.transport(), sleep=lambda s: None, **kw
-    ) as host:  # type: ignore[arg-type]
+    ) as host:
         return ch.register_models(catalog, host)
 
 

@@ -509,6 +509,7 @@ def _error_flows(ev: Evidence, memory: MemoryKeyring) -> None:
 def _cli_flows(ev: Evidence, memory: MemoryKeyring) -> None:
     run = ev.cli
     home = ev.home()
+    command: tuple[str, ...]
     with GitHubEmulator(Scenario(pending_polls=1, interval=1)) as emu:
         result = run(emu, home, "login", "--headless")
         assert result.exit_code == 0, result.stderr

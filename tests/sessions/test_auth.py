@@ -293,8 +293,9 @@ def test_concurrent_401s_for_one_session_cost_one_re_exchange() -> None:
 def test_late_401s_do_not_discard_a_newer_session() -> None:
     auth, host = sync_auth()
     resolver = auth._resolver
-    old = resolver.get()  # type: ignore[union-attr]
-    new = resolver.refresh()  # type: ignore[union-attr]
+    assert isinstance(resolver, SessionResolver)
+    old = resolver.get()
+    new = resolver.refresh()
     calls = 0
 
     def handler(request: httpx2.Request) -> httpx2.Response:
@@ -306,7 +307,7 @@ def test_late_401s_do_not_discard_a_newer_session() -> None:
     resolver.invalidate(old)
     with httpx2.Client(auth=auth, transport=httpx2.MockTransport(handler)) as client:
         client.get(ORIGIN + "/models")
-    assert resolver.get() is new  # type: ignore[union-attr]
+    assert resolver.get() is new
     assert host.exchanges == 2
 
 
@@ -487,9 +488,9 @@ def test_a_blocking_resolver_in_an_async_client_exchanges_off_the_loop_only() ->
     availability_threads: list[int] = []
     exchange, availability = host.exchange, host.availability
 
-    def tracked_exchange(who: ch.LoginIdentity) -> ch.CopilotSession:
+    def tracked_exchange(identity: ch.LoginIdentity) -> ch.CopilotSession:
         exchange_threads.append(threading.get_ident())
-        return exchange(who)
+        return exchange(identity)
 
     def tracked_availability() -> ch.LoginIdentity | None:
         availability_threads.append(threading.get_ident())
@@ -595,8 +596,8 @@ def test_a_token_that_cannot_go_in_a_header_is_refused(bad: str) -> None:
     host = CountingHost()
     mint = host._mint
 
-    def exchange(who: ch.LoginIdentity) -> ch.CopilotSession:
-        session = mint(who)
+    def exchange(identity: ch.LoginIdentity) -> ch.CopilotSession:
+        session = mint(identity)
         return ch.CopilotSession(
             token=ch.Secret(bad),
             identity=session.identity,

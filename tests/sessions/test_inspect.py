@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import httpx2
 import pytest
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 
 from copilot_host import ApiProtocol, CopilotAuth, SessionResolver
 from copilot_host._inspect import inspect_body, protocol_of_path
+from tests._json_strategies import json_values
 from tests.sessions._hosts import ENDPOINT, ORIGIN, CountingHost
 
 CHAT, RESPONSES, MESSAGES = (
@@ -190,17 +192,13 @@ def test_paths_name_their_protocol_exactly() -> None:
     assert protocol_of_path("/v1/chat/completions") is None
 
 
-_json = st.recursive(
+# Bodies shaped like the real ones (messages -> content -> parts -> image_url -> url is
+# five levels) with the keys the inspector looks for, so its walks go deep.
+_json = json_values(
     st.none() | st.booleans() | st.integers() | st.text(max_size=8),
-    lambda inner: (
-        st.lists(inner, max_size=4)
-        | st.dictionaries(
-            st.sampled_from(["role", "type", "content", "messages", "input", "output", "x"]),
-            inner,
-            max_size=4,
-        )
-    ),
-    max_leaves=30,
+    keys=st.sampled_from(["role", "type", "content", "messages", "input", "output", "x"]),
+    depth=5,
+    width=4,
 )
 
 
@@ -216,11 +214,21 @@ def test_any_json_body_gives_a_verdict_and_never_raises(
 # -- what route.auth sends ---------------------------------------------------------------------
 
 
+def _answering_200(seen: list[httpx2.Request]) -> Callable[[httpx2.Request], httpx2.Response]:
+    """A MockTransport handler that records each request and answers 200."""
+
+    def handle(request: httpx2.Request) -> httpx2.Response:
+        seen.append(request)
+        return httpx2.Response(200)
+
+    return handle
+
+
 def _sent(path: str, body: object, headers: dict[str, str] | None = None) -> httpx2.Headers:
     host = CountingHost()
     auth = CopilotAuth(SessionResolver(host, clock=host.clock), ENDPOINT, host.request_headers())
     seen: list[httpx2.Request] = []
-    transport = httpx2.MockTransport(lambda r: seen.append(r) or httpx2.Response(200))
+    transport = httpx2.MockTransport(_answering_200(seen))
     with httpx2.Client(auth=auth, transport=transport) as client:
         client.post(ORIGIN + path, json=body, headers=headers)
     return seen[0].headers
@@ -246,7 +254,7 @@ def test_requests_that_are_not_turns_get_neither_header() -> None:
     host = CountingHost()
     auth = CopilotAuth(SessionResolver(host, clock=host.clock), ENDPOINT, host.request_headers())
     seen: list[httpx2.Request] = []
-    transport = httpx2.MockTransport(lambda r: seen.append(r) or httpx2.Response(200))
+    transport = httpx2.MockTransport(_answering_200(seen))
     with httpx2.Client(auth=auth, transport=transport) as client:
         client.get(ORIGIN + "/models", headers={"Copilot-Vision-Request": "true"})
     assert "x-initiator" not in seen[0].headers

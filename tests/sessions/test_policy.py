@@ -147,7 +147,9 @@ def test_non_finite_inputs_are_refused(bad: float) -> None:
 # -- states ------------------------------------------------------------------------------------
 
 
-def session_at(clock: FakeClock, lifetime: float = 1800.0, refresh_in: float | None = 1500.0):
+def session_at(
+    clock: FakeClock, lifetime: float = 1800.0, refresh_in: float | None = 1500.0
+) -> CopilotSession:
     return make_session(clock, identity(), lifetime=lifetime, refresh_in=refresh_in)
 
 

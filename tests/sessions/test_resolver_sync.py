@@ -18,9 +18,9 @@ from copilot_host import (
     TransportError,
 )
 from copilot_host._policy import RefreshPolicy
+from tests._clock import FakeClock
 from tests.sessions._hosts import (
     CountingHost,
-    FakeClock,
     identity,
     make_session,
     prime,
@@ -300,13 +300,13 @@ def test_exchanges_never_overlap_even_across_invalidations() -> None:
     lock = threading.Lock()
     inner = host.exchange
 
-    def exchange(who: ch.LoginIdentity) -> ch.CopilotSession:
+    def exchange(identity: ch.LoginIdentity) -> ch.CopilotSession:
         nonlocal active, peak
         with lock:
             active += 1
             peak = max(peak, active)
         try:
-            return inner(who)
+            return inner(identity)
         finally:
             with lock:
                 active -= 1
@@ -371,7 +371,8 @@ def test_a_session_for_another_login_than_asked_is_refused() -> None:
     host = CountingHost()
     r = resolver_for(host)
     asked = host.who
-    host.exchange = lambda who: make_session(host.clock, identity("x"))  # type: ignore[method-assign]
+    other = identity("x")
+    host.exchange = lambda identity: make_session(host.clock, other)  # type: ignore[method-assign]
     with pytest.raises(LoginChangedError):
         r.get()
     assert asked is host.who

@@ -54,11 +54,11 @@ def mix(store: CredentialStore, seed: str, index: int, ops: int) -> int:
         else:
             store.availability()
             try:
-                who, token = store.load()
+                loaded, token = store.load()
             except NotLoggedInError:
                 continue
-            if token != token_for(seed, who.account):
-                print(f"torn record: {who.account}", file=sys.stderr)
+            if token != token_for(seed, loaded.account):
+                print(f"torn record: {loaded.account}", file=sys.stderr)
                 return 1
     return 0
 

@@ -11,13 +11,12 @@ import os
 import secrets
 from pathlib import Path
 
-import keyring.backend
 import keyring.errors
 
+from tests._keyring_base import TypedBackend
 
-class FileKeyring(keyring.backend.KeyringBackend):
-    priority = 10  # type: ignore[assignment]
 
+class FileKeyring(TypedBackend):
     def __init__(self, folder: str | os.PathLike[str]) -> None:
         super().__init__()
         self.folder = Path(folder)

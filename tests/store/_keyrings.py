@@ -8,11 +8,12 @@ import threading
 import keyring.backend
 import keyring.errors
 
+from tests._keyring_base import TypedBackend
 from tests.conftest import MemoryKeyring
 
 
-class LockedKeyring(keyring.backend.KeyringBackend):
-    priority = 5  # type: ignore[assignment]
+class LockedKeyring(TypedBackend):
+    priority = 5
 
     def get_password(self, service: str, username: str) -> str | None:
         raise keyring.errors.KeyringLocked("Failed to unlock the collection!")
@@ -24,10 +25,10 @@ class LockedKeyring(keyring.backend.KeyringBackend):
         raise keyring.errors.KeyringLocked("Failed to unlock the collection!")
 
 
-class HangingKeyring(keyring.backend.KeyringBackend):
+class HangingKeyring(TypedBackend):
     """Every call sleeps 30 s (until the test releases it), like a prompt nobody answers."""
 
-    priority = 5  # type: ignore[assignment]
+    priority = 5
 
     def __init__(self) -> None:
         super().__init__()
@@ -55,7 +56,7 @@ class ExplodingKeyring(MemoryKeyring):
 
 
 class LowPriorityKeyring(MemoryKeyring):
-    priority = 0.5  # type: ignore[assignment]
+    priority = 0.5
 
 
 def keyring_workers() -> list[threading.Thread]:

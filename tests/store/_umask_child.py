@@ -31,10 +31,11 @@ TOKEN = Secret("gho_" + "u" * 36)
 
 
 class _Keyring(keyring.backend.KeyringBackend):
-    priority = 10  # type: ignore[assignment]
+    priority = 10
 
     def __init__(self) -> None:
-        super().__init__()
+        # Named, not super(): see tests/_keyring_base.py (this child imports no test code).
+        keyring.backend.KeyringBackend.__init__(self)
         self.items: dict[tuple[str, str], str] = {}
 
     def get_password(self, service: str, username: str) -> str | None:

@@ -74,7 +74,7 @@ def test_canary_never_leaks(
         assert value not in record.getMessage()
         assert value not in repr(record.args)
     assert caplog.records, "the store logs its steps at DEBUG"
-    for path, data in files_under(copilot_home):
-        assert value.encode() not in data, path
+    for path, content in files_under(copilot_home):
+        assert value.encode() not in content, path
     for stored in memory_keyring.items.values():
         assert value not in stored

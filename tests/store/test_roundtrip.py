@@ -173,7 +173,6 @@ def test_a_failure_after_the_rename_keeps_the_new_record_usable(
 ) -> None:
     """The folder's fsync comes after the new record took the old one's place: failing
     there (or a signal landing there) must not take the new record's key away with it."""
-    import copilot_host.store._atomic as atomic
 
     store = CredentialStore(copilot_home, key_file=key_file)
     token = canary_token()
@@ -191,8 +190,8 @@ def test_a_failure_after_the_rename_keeps_the_new_record_usable(
             raise failure
         real_fsync(fd)
 
-    monkeypatch.setattr(atomic.os, "replace", replace)
-    monkeypatch.setattr(atomic.os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)  # the os module _atomic calls
+    monkeypatch.setattr(os, "fsync", fsync)
     with pytest.raises((StoreError, KeyboardInterrupt)):
         store.save("octocat", token)
     monkeypatch.undo()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import httpx2
 
 import copilot_host as ch
@@ -10,7 +12,7 @@ from copilot_host.store import CredentialStore
 from copilot_host.testing import GitHubEmulator, Scenario, chat_model
 
 
-def test_my_agent_talks_to_copilot(tmp_path):
+def test_my_agent_talks_to_copilot(tmp_path: Path) -> None:
     scenario = Scenario(
         models=(chat_model("gpt-4.1"), chat_model("gpt-5", endpoints=("/responses",)))
     )
@@ -21,6 +23,7 @@ def test_my_agent_talks_to_copilot(tmp_path):
             catalog = ch.Catalog()
             ch.register_models(catalog, host)
             route = catalog.get("github-copilot/gpt-4.1")
+            assert route is not None
             with httpx2.Client(transport=github.transport(), auth=route.auth) as client:
                 reply = client.post(
                     route.url,

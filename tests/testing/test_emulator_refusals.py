@@ -57,7 +57,7 @@ def test_lenient_checks_can_be_switched_off_one_by_one() -> None:
 
 
 IMAGE = {"url": "data:image/png;base64,iVBORw0KGgo="}
-IMAGES = {
+IMAGES: dict[str, tuple[str, dict[str, Any]]] = {
     "chat-user": (
         "chat",
         {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": IMAGE}]}]},

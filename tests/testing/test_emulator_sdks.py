@@ -161,4 +161,4 @@ def test_anthropic_tool_use(claude: anthropic.Anthropic) -> None:
     with claude.messages.stream(model="m", max_tokens=64, messages=HI, tools=tools) as stream:
         final = stream.get_final_message()
     assert final.content[0].type == "tool_use"
-    assert final.content[0].input == {}  # type: ignore[union-attr]
+    assert final.content[0].input == {}
