@@ -436,7 +436,8 @@ def test_threads_racing_get_refresh_invalidate_and_login_changes_never_get_a_for
                 # Invalidated again and again while it was being obtained (eight threads
                 # invalidating on purpose, on a loaded machine): a typed, retryable refusal
                 # is a correct answer here; a foreign session never is.
-                assert exc.code == "refresh_failed" and exc.retryable
+                if not (exc.code == "refresh_failed" and exc.retryable):
+                    bad.append(f"an unexpected error: {exc!r}")
                 continue
             current_during_call = history[start:]
             if not any(s.identity is who for who in current_during_call):
