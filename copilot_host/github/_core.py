@@ -4,7 +4,7 @@ credential held for redaction, and the store steps of a login. No network I/O he
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
@@ -26,7 +26,11 @@ PROVIDER_ID = "github-copilot"
 
 
 class HostCore:
-    """Configuration and bookkeeping common to both hosts."""
+    """Configuration and bookkeeping common to both hosts.
+
+    ``availability()`` is the store's: the stored login, from its stat-keyed cache (no
+    network, no keyring).
+    """
 
     def __init__(
         self,
@@ -49,6 +53,9 @@ class HostCore:
 
             store = CredentialStore(clock=clock, key_file=bool(key_file))
         self._store = store
+        # The store's own method, not a wrapper: availability() runs before every request
+        # an application sends, and a call frame there is a measurable share of its cost.
+        self.availability: Callable[[], LoginIdentity | None] = store.availability
         # Only the deprecated argument overrides the store's own choice.
         self._key_file = key_file
         self._client_id = check_client_id(client_id)
@@ -77,10 +84,6 @@ class HostCore:
     @property
     def client_id(self) -> str:
         return self._client_id
-
-    def availability(self) -> LoginIdentity | None:
-        """The stored login, from the store's stat-keyed cache: no network, no keyring."""
-        return self._store.availability()
 
     def request_headers(self) -> Mapping[str, str]:
         return self._headers
