@@ -99,7 +99,7 @@ def _hold_store(hold: _Hold, method: str) -> None:
 
 
 def _hold_endpoint(hold: _Hold, endpoint: str) -> None:
-    import copilot_host.testing as testing
+    from copilot_host import testing
 
     base = testing.GitHubEmulator
 

@@ -96,9 +96,7 @@ def test_wheel_installs_exactly_two_packages_with_data(wheel: Path, tmp_path: Pa
     top_level = sorted(
         p.name
         for p in purelib.iterdir()
-        if not p.name.endswith((".dist-info", ".pth"))
-        and p.name != "bin"
-        and p.name != "__pycache__"
+        if not p.name.endswith((".dist-info", ".pth")) and p.name not in {"bin", "__pycache__"}
     )
     assert top_level == ["copilot_host", "copilot_host_cli"]
     assert (purelib / "copilot_host" / "py.typed").is_file()

@@ -20,6 +20,7 @@ from copilot_host.github._exchange import parse_exchange
 from copilot_host.github._models import parse_models
 from copilot_host.github._poll import parse_poll
 from copilot_host.github._user import parse_user
+from copilot_host.github._wire import WireResponse
 from tests.github._support import device_login, response
 
 IDENTITY = ch.LoginIdentity("id-1", "octocat")
@@ -30,12 +31,12 @@ def _answer(status: int, body: str, **headers: str) -> object:
     return response(status, body, headers={"x-github-request-id": REQUEST_ID, **headers})
 
 
-PARSERS: list[tuple[str, Callable[[object], object]]] = [
-    ("device_code", lambda r: parse_device_code(r)),  # type: ignore[arg-type]
-    ("poll", lambda r: parse_poll(r, device_login())),  # type: ignore[arg-type]
-    ("exchange", lambda r: parse_exchange(r, IDENTITY)),  # type: ignore[arg-type]
-    ("user", lambda r: parse_user(r)),  # type: ignore[arg-type]
-    ("models", lambda r: parse_models(r)),  # type: ignore[arg-type]
+PARSERS: list[tuple[str, Callable[[WireResponse], object]]] = [
+    ("device_code", parse_device_code),
+    ("poll", lambda r: parse_poll(r, device_login())),
+    ("exchange", lambda r: parse_exchange(r, IDENTITY)),
+    ("user", parse_user),
+    ("models", parse_models),
 ]
 
 

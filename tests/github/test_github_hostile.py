@@ -80,7 +80,8 @@ def test_slow_login_answers_time_out(
         RawAnswer(500, b"<html>oops</html>", (("Content-Type", "text/html"),)),
         RawAnswer(
             200,
-            b'{"device_code": "x", "user_code": "AB-CD", "verification_uri": "https://evil.example/login/device", "expires_in": 900}',
+            b'{"device_code": "x", "user_code": "AB-CD", '
+            b'"verification_uri": "https://evil.example/login/device", "expires_in": 900}',
         ),
     ],
 )

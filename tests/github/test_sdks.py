@@ -23,8 +23,8 @@ from copilot_host.testing import GitHubEmulator, RecordedRequest
 
 PLACEHOLDER = "sk-placeholder-never-sent"
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
-# JSON for the wire, as an application would send it (the SDKs' TypedDicts would demand
-# fields such as the Responses API's "strict" that real clients omit).
+# JSON for the wire, as an application sends it (the SDKs' TypedDicts would demand
+# fields such as the Responses API's "strict", which real clients omit).
 TOOL: dict[str, Any] = {
     "chat": {
         "type": "function",

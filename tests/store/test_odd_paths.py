@@ -112,7 +112,7 @@ def test_a_name_no_file_system_call_can_take_is_refused_by_every_call(
 ) -> None:
     store = CredentialStore(tmp_path / name)
     calls = {
-        "preflight": lambda: store.preflight(),
+        "preflight": store.preflight,
         "preflight-key-file": lambda: store.preflight(key_file=True),
         "save": lambda: store.save("octocat", canary_token(), key_file=True),
         "load": store.load,

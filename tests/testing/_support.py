@@ -19,8 +19,8 @@ EDITOR = {
     "X-GitHub-Api-Version": "2025-05-01",
 }
 PLAIN = "text/plain; charset=utf-8"
-# JSON for the wire, as an application would send it (the SDKs' TypedDicts would demand
-# fields such as the Responses API's "strict" that real clients omit).
+# JSON for the wire, as an application sends it (the SDKs' TypedDicts would demand
+# fields such as the Responses API's "strict", which real clients omit).
 TOOL: dict[str, Any] = {
     "chat": {"type": "function", "function": {"name": "get_weather", "parameters": {}}},
     "responses": {"type": "function", "name": "get_weather", "parameters": {}},

@@ -6,7 +6,7 @@ import subprocess
 import sys
 import textwrap
 
-import copilot_host.testing as testing
+from copilot_host import testing
 
 # A run that exercises the noisy paths: refusals, an unknown path, a hang-up in the middle of
 # a stream, a drip, and a stop while an answer is still pausing.
