@@ -98,6 +98,7 @@ def test_readme_embedding_snippet_against_the_emulator(
         assert rewritten.count("_emulator") == 2
         namespace: dict[str, Any] = {"_store": store, "_emulator": emulator}
         exec(compile(rewritten, "README.md", "exec"), namespace)
+        namespace["client"].close()  # as the end of a script would; the snippet leaves it open
         chats = emulator.requests_to("chat")
     assert namespace["answer"].choices[0].message.content == "echo: Hello"
     printed = capsys.readouterr().out
@@ -129,6 +130,7 @@ def test_readme_anthropic_snippet_against_the_emulator(tmp_path: Path) -> None:
             assert rewritten.count("_emulator") == 1
             namespace: dict[str, Any] = {"catalog": catalog, "_emulator": emulator}
             exec(compile(rewritten, "README.md", "exec"), namespace)
+            namespace["claude"].close()  # as the end of a script would
         (sent,) = emulator.requests_to("messages")
     assert namespace["reply"].content[0].text == "echo: Hello"
     assert sent.initiator == "user"

@@ -27,6 +27,9 @@ class _Recording(httpx2.BaseTransport):
         self.sent.append(" ".join(request.headers.get_list("authorization")))
         return self.inner.handle_request(request)
 
+    def close(self) -> None:
+        self.inner.close()
+
 
 def test_other_tools_tokens_are_never_used(
     tmp_path: Path, copilot_home: Path, monkeypatch: pytest.MonkeyPatch
