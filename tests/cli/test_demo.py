@@ -9,11 +9,11 @@ from typing import Any
 import keyring
 import keyring.backend
 import pytest
-from copilot_host_cli._demo import _Steps
-from copilot_host_cli._failure import CliFailure
+from copilot_host_cli._demo import _first, _reply_text, _Steps
+from copilot_host_cli._failure import CliFailure, Problem
 from copilot_host_cli._output import Output
 
-from copilot_host import TransportError
+from copilot_host import ApiProtocol, TransportError
 from tests._keyring_base import TypedBackend
 
 from .conftest import Cli
@@ -68,3 +68,32 @@ def test_a_failing_step_is_named_in_one_line() -> None:
     with pytest.raises(CliFailure) as caught, steps.step("logged out"):
         raise other
     assert str(caught.value) == "demo step 2 (logged out) failed: ValueError"
+
+
+@pytest.mark.parametrize(
+    ("body", "text"),
+    [
+        ({"choices": [{"message": {"content": "hi from chat"}}]}, "hi from chat"),
+        (
+            {"type": "message", "content": [{"type": "tool_use"}, {"type": "text", "text": "hi"}]},
+            "hi",
+        ),
+        ({"output": [{"content": [{"type": "reasoning"}, {"text": "hi there"}]}]}, "hi there"),
+        ({"output": [], "output_text": "plain"}, "plain"),
+        ({"choices": [{"message": {"content": "\x1b[31mred\x1b[0m"}}]}, "[31mred[0m"),
+        ({"choices": []}, "(no text in the answer)"),
+        ({"type": "message", "content": [{"type": "tool_use"}]}, "(no text in the answer)"),
+        ({"output": ["not a message"]}, "(no text in the answer)"),
+        ({}, "(no text in the answer)"),
+    ],
+)
+def test_the_demo_shows_the_answers_text_whatever_its_shape(body: Any, text: str) -> None:
+    assert _reply_text(body) == text
+
+
+def test_the_demo_fails_plainly_when_no_route_speaks_a_protocol() -> None:
+    with pytest.raises(CliFailure) as caught:
+        _first((), ApiProtocol.ANTHROPIC_MESSAGES)
+    assert caught.value.problem == Problem(
+        "demo_failed", "the emulator offered no anthropic-messages model"
+    )
