@@ -170,7 +170,8 @@ def test_a_held_lock_times_out_naming_the_holder_and_dies_with_it(copilot_home: 
     finally:
         holder.send_signal(signal.SIGKILL)
         holder.wait()
-        holder.stdout.close()
+        if holder.stdout is not None:
+            holder.stdout.close()
     # The kernel released the lock with the process; the file stays.
     with CredentialStore(copilot_home, lock_timeout=0).lock():
         pass
