@@ -26,7 +26,7 @@ import subprocess
 import sys
 import threading
 import types
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -158,19 +158,28 @@ def _check(error: BaseException, fault: str) -> None:
     assert not isinstance(error.__cause__, httpx2.HTTPError)
 
 
+@pytest.fixture(scope="module")
+def healthy_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GitHubCopilotHost]:
+    """A healthy emulator, store and host, shared by the module's fault tests: each test's
+    earlier registration is made through it, so the faulted endpoint is never touched.
+    (Its key is in a key file: the keyring is each test's own.)"""
+    folder = tmp_path_factory.mktemp("elsewhere")
+    folder.chmod(0o700)
+    with GitHubEmulator() as healthy:
+        store = CredentialStore(folder, key_file=True)
+        store.save("octocat", ch.Secret(healthy.github_token))
+        with GitHubCopilotHost(store=store, transport=healthy.transport()) as host:
+            yield host
+
+
 def _prepare(
-    store: CredentialStore, emu: GitHubEmulator, login: bool, elsewhere: Path
+    store: CredentialStore, emu: GitHubEmulator, login: bool, healthy: GitHubCopilotHost
 ) -> ch.Catalog:
     """A catalog holding an earlier registration of this provider (made through another,
-    healthy emulator and store, so the faulted endpoint is never touched) and, for steps
-    after the login, a stored login; "unchanged" is then a real claim."""
+    healthy emulator and store) and, for steps after the login, a stored login;
+    "unchanged" is then a real claim."""
     catalog = ch.Catalog()
-    elsewhere.mkdir(mode=0o700)
-    with GitHubEmulator() as healthy:
-        other = CredentialStore(elsewhere)
-        other.save("octocat", ch.Secret(healthy.github_token))
-        with GitHubCopilotHost(store=other, transport=healthy.transport()) as host:
-            ch.register_models(catalog, host)
+    ch.register_models(catalog, healthy)
     assert len(catalog) == REALISTIC_ROUTES
     if not login:
         store.save("octocat", ch.Secret(emu.github_token))
@@ -180,12 +189,16 @@ def _prepare(
 @pytest.mark.parametrize("fault", FAULTS)
 @pytest.mark.parametrize("step", list(STEPS))
 def test_sync_fault_at_each_step(
-    step: str, fault: str, copilot_home: Path, tmp_path: Path, memory_keyring: MemoryKeyring
+    step: str,
+    fault: str,
+    copilot_home: Path,
+    healthy_host: GitHubCopilotHost,
+    memory_keyring: MemoryKeyring,
 ) -> None:
     endpoint, during_login = STEPS[step]
     store = CredentialStore(copilot_home)
     with GitHubEmulator(_scenario(endpoint, fault)) as emu:
-        catalog = _prepare(store, emu, during_login, tmp_path / "elsewhere")
+        catalog = _prepare(store, emu, during_login, healthy_host)
         before = _State(store, memory_keyring, catalog)
         timeout = SHORT if fault == "slow" else None
         with (
@@ -207,7 +220,11 @@ def test_sync_fault_at_each_step(
 @pytest.mark.parametrize("fault", FAULTS)
 @pytest.mark.parametrize("step", list(STEPS))
 def test_async_fault_at_each_step(
-    step: str, fault: str, copilot_home: Path, tmp_path: Path, memory_keyring: MemoryKeyring
+    step: str,
+    fault: str,
+    copilot_home: Path,
+    healthy_host: GitHubCopilotHost,
+    memory_keyring: MemoryKeyring,
 ) -> None:
     endpoint, during_login = STEPS[step]
     store = CredentialStore(copilot_home)
@@ -223,7 +240,7 @@ def test_async_fault_at_each_step(
                 await ch.aregister_models(catalog, host)
 
     with GitHubEmulator(_scenario(endpoint, fault)) as emu:
-        catalog = _prepare(store, emu, during_login, tmp_path / "elsewhere")
+        catalog = _prepare(store, emu, during_login, healthy_host)
         before = _State(store, memory_keyring, catalog)
         with pytest.raises(ch.CopilotHostError) as caught:
             asyncio.run(main(emu, catalog))
