@@ -76,7 +76,8 @@ def create_app(
     ``api_key`` is what clients must present (at least 16 printable ASCII characters; the
     app registers it with the redaction filter). ``transport`` carries the upstream
     requests (None: the normal network stack; tests pass
-    ``GitHubEmulator().async_transport()``). ``clock`` times re-registration. The app does
+    ``GitHubEmulator().async_transport()``). ``clock`` times re-registration and the
+    routes' sessions (give the host the same one). The app does
     not own ``host``: close it after the server has stopped. Use the app on one event loop
     (an asynchronous host belongs to one).
     """
@@ -184,19 +185,30 @@ class GatewayApp:
             else Shape.OPENAI
         )
         call = _Call(receive, send, headers=headers, path=path, method=scope["method"], shape=shape)
+        logged = False
+
+        def log() -> None:
+            nonlocal logged
+            if logged or not _access.isEnabledFor(logging.INFO):
+                return
+            logged = True
+            _access.info(
+                "%s %s model=%s status=%d bytes=%d %.1fms",
+                call.method,
+                ch.clean(path, limit=120),
+                call.model,
+                call.outcome.status or 499,
+                call.outcome.sent,
+                (time.perf_counter() - started) * 1000.0,
+            )
+
+        # Written just before the last piece of the answer goes out, so a client that
+        # has its answer can find the line; or at the end, when there was no answer.
+        call.outcome.on_done = log
         try:
             await self._serve(call, scope)
         finally:
-            if _access.isEnabledFor(logging.INFO):
-                _access.info(
-                    "%s %s model=%s status=%d bytes=%d %.1fms",
-                    call.method,
-                    ch.clean(path, limit=120),
-                    call.model,
-                    call.outcome.status or 499,
-                    call.outcome.sent,
-                    (time.perf_counter() - started) * 1000.0,
-                )
+            log()
 
     async def _serve(self, call: _Call, scope: Scope) -> None:
         refusal = check_access(call.headers, self._allowed(scope), self._key)
@@ -381,7 +393,6 @@ class _Call:
         outcome = self.outcome
         outcome.status = status
         outcome.sent = len(body)
-        outcome.done = True
         await self.send(
             {
                 "type": "http.response.start",
@@ -393,6 +404,7 @@ class _Call:
                 ],
             }
         )
+        outcome.finish()
         await self.send({"type": "http.response.body", "body": body, "more_body": False})
 
     async def refuse(self, refusal: Refusal) -> None:

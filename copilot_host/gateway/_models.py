@@ -205,7 +205,7 @@ class Registry:
             await asyncio.wait([previous])
         self.registrations += 1
         try:
-            result = await ch.aregister_models(self._catalog, self._host)
+            result = await ch.aregister_models(self._catalog, self._host, clock=self._clock)
         except Exception as exc:
             now = self._clock.monotonic()
             kept = self._snapshot

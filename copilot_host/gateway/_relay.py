@@ -79,6 +79,14 @@ class Outcome:
     # Set just before the last body message: from then on the server reports the request
     # as finished, which is not the client hanging up.
     done: bool = False
+    # Called once, then: the access line is written before the client can see the end.
+    on_done: Callable[[], None] | None = None
+
+    def finish(self) -> None:
+        self.done = True
+        callback, self.on_done = self.on_done, None
+        if callback is not None:
+            callback()
 
 
 def _upstream_headers(headers: RequestHeaders) -> list[tuple[bytes, bytes]]:
@@ -106,11 +114,18 @@ def sse_cut(buffer: bytes) -> int:
     """Where the last complete event in ``buffer`` ends (0: none complete yet).
 
     An event ends at an empty line: two line endings in a row, each CRLF, LF or CR. Every
-    such pair contains LF LF, LF CR or CR CR, so the cut falls after the last of those
-    (a CR LF split by the cut leaves its LF to open the next piece, which changes no byte).
+    such pair contains LF LF, LF CR or CR CR; the cut falls after the last of those, and
+    after the LF of a CRLF that ends it. (A CR that ends the buffer may yet be followed
+    by an LF: cut after it, the LF opens the next piece, which changes no byte.)
     """
-    end = max(buffer.rfind(b"\n\n"), buffer.rfind(b"\n\r"), buffer.rfind(b"\r\r"))
-    return end + 2 if end >= 0 else 0
+    lf_lf, cr_cr, lf_cr = buffer.rfind(b"\n\n"), buffer.rfind(b"\r\r"), buffer.rfind(b"\n\r")
+    end = max(lf_lf, cr_cr, lf_cr)
+    if end < 0:
+        return 0
+    cut = end + 2
+    if end == lf_cr and buffer[cut : cut + 1] == b"\n":
+        cut += 1
+    return cut
 
 
 def _is_event_stream(response: httpx2.Response) -> bool:
@@ -157,7 +172,7 @@ async def relay(
             outcome.status = response.status_code
             await send(start)
             outcome.sent = len(answer)
-            outcome.done = True
+            outcome.finish()
             await send({"type": "http.response.body", "body": answer, "more_body": False})
             return
         outcome.status = response.status_code
@@ -173,7 +188,7 @@ async def relay(
                 await send({"type": "http.response.body", "body": ready, "more_body": True})
         tail = ch.mask_secrets(held)
         outcome.sent += len(tail)
-        outcome.done = True
+        outcome.finish()
         await send({"type": "http.response.body", "body": tail, "more_body": False})
     finally:
         await response.aclose()
