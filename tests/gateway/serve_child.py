@@ -1,6 +1,6 @@
 """Run ``copilot-host serve`` in this (child) process against an emulator in another one.
 
-    python tests/gateway/serve_child.py EMULATOR_PORT [serve options...]
+    python tests/gateway/serve_child.py EMULATOR_PORT [--debug] [serve options...]
 
 The emulator's transports reach the command through the CLI's private test seam (``obj=``
 on ``main``), which no option or environment variable can reach. The login is whatever
@@ -30,7 +30,10 @@ def main() -> None:
         async_host_factory=host,
         upstream_transport=lambda: async_loopback_transport(port),
     )
-    cli(["serve", *sys.argv[2:]], obj=seam, prog_name="copilot-host")
+    options = sys.argv[2:]
+    debug = ["--debug"] if "--debug" in options else []  # the group's option, not serve's
+    serve = [option for option in options if option != "--debug"]
+    cli([*debug, "serve", *serve], obj=seam, prog_name="copilot-host")
 
 
 if __name__ == "__main__":
