@@ -216,7 +216,8 @@ def running_gateway(
     access_logger.addHandler(access)
     previous_level = access_logger.level
     access_logger.setLevel(logging.INFO)
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # TCP named: asyncio turns Nagle's algorithm off only on sockets that say so.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.bind(("127.0.0.1", 0))
     sock.listen(256)
     port = sock.getsockname()[1]
