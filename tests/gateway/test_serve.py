@@ -7,6 +7,7 @@ import fcntl
 import json
 import os
 import re
+import shlex
 import signal
 import socket
 import subprocess
@@ -372,3 +373,80 @@ def test_help_has_examples_and_the_json_line() -> None:
     assert "4141" in result.stdout
     listing = _run("--help")
     assert "serve" in listing.stdout
+
+
+@pytest.mark.parametrize(("family", "address"), [(socket.AF_INET, "127.0.0.1")])
+def test_the_listening_socket_says_it_is_tcp(family: socket.AddressFamily, address: str) -> None:
+    """asyncio turns Nagle's algorithm off only on sockets whose protocol is IPPROTO_TCP;
+    a socket made with protocol 0 left it on, and every answer waited ~40 ms for the
+    client's delayed ACK."""
+    from copilot_host_cli._serve import _bind
+
+    listener = _bind(family, address, 0)
+    try:
+        assert listener.proto == socket.IPPROTO_TCP
+    finally:
+        listener.close()
+
+
+# -- README's "Use it from any language", as written -------------------------------------------
+
+README = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+SECTION = README.split("## Use it from any language\n", 1)[1].split("\n## ", 1)[0]
+BLOCKS = re.findall(r"^```(\w*)\n(.*?)^```\n", SECTION, re.S | re.M)
+
+
+def test_readme_gateway_commands_listen(serve: Any) -> None:
+    commands = [
+        shlex.split(line)
+        for language, body in BLOCKS
+        if language == "sh"
+        for line in body.splitlines()
+        if line.startswith("copilot-host serve")
+    ]
+    assert ["copilot-host", "serve"] in commands and len(commands) >= 3
+    for words in commands:
+        options = words[2:]
+        ipv6 = "--host" in options and options[options.index("--host") + 1] == "::1"
+        if ipv6 and not _ipv6_loopback():
+            continue
+        # The default port may be taken on a test machine: a free one instead.
+        if "--port" not in options:
+            options += ["--port", "0"]
+        if "--json" not in options:
+            options.append("--json")
+        served = serve(*options)
+        assert json.loads(served.out.wait_for("listening"))["event"] == "listening"
+        assert served.stop(signal.SIGTERM)[0] == 143
+
+
+def test_readme_gateway_snippets_run_as_written(serve: Any) -> None:
+    """The Python and curl examples, against a real serve whose port replaces 4141."""
+    served = serve("--port", "0", "--json")
+    _listening(served)
+    port = str(_port(served))
+    env = {**_env(served.home), "HOME": str(served.home)}
+    python = [body for language, body in BLOCKS if language == "python"]
+    assert len(python) == 2
+    for snippet in python:
+        done = subprocess.run(
+            [sys.executable, "-c", snippet.replace("4141", port)],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+            check=False,
+        )
+        assert (done.returncode, done.stdout) == (0, "echo: Hello\n"), done.stderr
+    (curl,) = [body for language, body in BLOCKS if language == "sh" and "curl" in body]
+    done = subprocess.run(
+        ["bash", "-c", f"set -e\n{curl.replace('4141', port)}"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert '"gpt-4.1"' in done.stdout and "echo: Hello" in done.stdout
+    assert served.stop(signal.SIGTERM)[0] == 143
