@@ -231,7 +231,6 @@ def login(home: Path, emulator_port: int) -> None:
     with GitHubCopilotHost(
         store=CredentialStore(home, key_file=True),
         transport=loopback_transport(emulator_port),
-        key_file=True,
     ) as person:
         person.login(sleep=lambda _seconds: None)
 

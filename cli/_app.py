@@ -22,7 +22,7 @@ from typing import Any, NoReturn
 
 import click
 
-from copilot_host._version import __version__
+from copilot_host import __version__
 
 from ._context import error_sink, output
 from ._failure import (
@@ -67,7 +67,7 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
 
 def _problem_of(exc: BaseException) -> Problem | None:
     """The one-line, secret-free description of a failure we know how to explain."""
-    from copilot_host._errors import CopilotHostError
+    from copilot_host import CopilotHostError
 
     if isinstance(exc, CliFailure | Interrupted):
         return exc.problem

@@ -19,7 +19,7 @@ from ._output import Output
 if TYPE_CHECKING:
     import httpx2
 
-    from copilot_host._clock import Clock
+    from copilot_host import Clock
     from copilot_host.github import AsyncGitHubCopilotHost, GitHubCopilotHost
     from copilot_host.store import CredentialStore
 
@@ -41,7 +41,7 @@ _OUTPUT_KEY = "copilot_host_cli.output"
 _ERROR_SINK_KEY = "copilot_host_cli.error_sink"
 JSON_VERSION = 1
 
-# Called as factory(store=..., key_file=..., clock=...); returns a host the command owns
+# Called as factory(store=..., clock=...); returns a host the command owns
 # (and closes).
 HostFactory = Callable[..., "GitHubCopilotHost"]
 # Called as factory(store=..., clock=...) on the event loop that will use it; returns an
@@ -118,23 +118,24 @@ def use_json_errors(**fields: object) -> None:
     set_error_sink(sink)
 
 
-def make_store() -> CredentialStore:
-    """The store at ``$COPILOT_HOST_HOME`` (or the platform's state folder)."""
+def make_store(*, key_file: bool = False) -> CredentialStore:
+    """The store at ``$COPILOT_HOST_HOME`` (or the platform's state folder); new logins
+    keep their key in the OS keyring, or with ``key_file`` in a 0600 file beside it."""
     from copilot_host.store import CredentialStore
 
-    return CredentialStore()
+    return CredentialStore(key_file=key_file)
 
 
-def make_host(store: CredentialStore, *, key_file: bool = False) -> GitHubCopilotHost:
+def make_host(store: CredentialStore) -> GitHubCopilotHost:
     """The GitHub.com host (or, in tests only, the seam's emulator-backed one)."""
     s = seam()
     if s.host_factory is not None:
-        return s.host_factory(store=store, key_file=key_file, clock=s.clock)
+        return s.host_factory(store=store, clock=s.clock)
     from copilot_host.github import GitHubCopilotHost
 
     if s.clock is not None:
-        return GitHubCopilotHost(store=store, key_file=key_file, clock=s.clock)
-    return GitHubCopilotHost(store=store, key_file=key_file)
+        return GitHubCopilotHost(store=store, clock=s.clock)
+    return GitHubCopilotHost(store=store)
 
 
 def make_async_host(store: CredentialStore) -> AsyncGitHubCopilotHost:

@@ -24,8 +24,7 @@ from ._format import clock_time
 from ._output import CopilotHostCommand, Output
 
 if TYPE_CHECKING:
-    from copilot_host._hosts import CopilotDeviceLogin
-    from copilot_host._model import ModelRoute
+    from copilot_host import CopilotDeviceLogin, ModelRoute
     from copilot_host.github import GitHubCopilotHost
     from copilot_host.store import CredentialStore
 
@@ -55,7 +54,7 @@ class _Steps:
         try:
             yield details
         except Exception as exc:
-            from copilot_host._errors import CopilotHostError
+            from copilot_host import CopilotHostError
 
             reason = exc.message if isinstance(exc, CopilotHostError) else type(exc).__name__
             raise CliFailure(
@@ -79,7 +78,7 @@ def _first(routes: tuple[ModelRoute, ...], protocol: Any) -> ModelRoute:
 
 def _reply_text(body: Any) -> str:
     """The assistant's text from a chat or responses answer (shape-tolerant)."""
-    from copilot_host._text import clean
+    from copilot_host import clean
 
     try:
         if "choices" in body:
@@ -121,14 +120,13 @@ def _finish_login(
     host: GitHubCopilotHost, login: CopilotDeviceLogin, store: CredentialStore, token: str
 ) -> list[str]:
     """Poll once (the person has approved), then show what was stored and how."""
-    from copilot_host._hosts import Authorized
-    from copilot_host._text import clean
+    from copilot_host import Authorized, clean
 
     result = host.poll_device_login(login)
     if isinstance(result, Authorized):
         identity = result.identity
     else:
-        from copilot_host._device import wait_for_device_login
+        from copilot_host import wait_for_device_login
 
         identity = wait_for_device_login(host, login)
     header = store.header()
@@ -146,10 +144,7 @@ def _finish_login(
 
 
 def _journey(out: Output, steps: _Steps, home: Path, stack: ExitStack) -> None:
-    from copilot_host._catalog import Catalog
-    from copilot_host._model import ApiProtocol
-    from copilot_host._register import register_models
-    from copilot_host._text import clean
+    from copilot_host import ApiProtocol, Catalog, clean, register_models
     from copilot_host.github import GitHubCopilotHost
     from copilot_host.store import CredentialStore
     from copilot_host.testing import GitHubEmulator, Scenario
@@ -160,10 +155,8 @@ def _journey(out: Output, steps: _Steps, home: Path, stack: ExitStack) -> None:
         details.append("github.com, api.github.com and Copilot's hosts route to 127.0.0.1")
     # The throwaway home is passed explicitly and the key goes to a key file in it: the
     # real store, the OS keyring and the network are never involved.
-    store = CredentialStore(home)
-    host = stack.enter_context(
-        GitHubCopilotHost(store=store, transport=emulator.transport(), key_file=True)
-    )
+    store = CredentialStore(home, key_file=True)
+    host = stack.enter_context(GitHubCopilotHost(store=store, transport=emulator.transport()))
     with steps.step("GitHub issued a device code") as details:
         login = host.begin_device_login()
         details.append(

@@ -2,7 +2,7 @@
 
 Without ``--debug`` only warnings reach stderr; with it, everything down to DEBUG
 (including tracebacks of failures). Either way the handler carries a
-:class:`~copilot_host._redact.RedactingFilter`, and records are formatted *after* the
+:class:`~copilot_host.RedactingFilter`, and records are formatted *after* the
 filter scrubbed them, so no level and no traceback can put a token on the terminal.
 """
 
@@ -20,7 +20,7 @@ def configure_logging(debug: bool) -> Callable[[], None]:
     """Attach a redacting stderr handler to the root logger; returns its undo."""
     import logging  # not at import time: --help and --version never log
 
-    from copilot_host._redact import RedactingFilter, install_redaction
+    from copilot_host import RedactingFilter, install_redaction
 
     class _StderrHandler(logging.Handler):
         """Writes to whatever ``sys.stderr`` is now (test runners swap it per run)."""

@@ -16,7 +16,7 @@ from ._signals import Stop
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from copilot_host._hosts import LoginIdentity
+    from copilot_host import LoginIdentity
     from copilot_host.store import CredentialStore
 
 __all__ = ["login"]
@@ -62,14 +62,13 @@ def login(headless: bool, as_json: bool, force: bool, key_file: bool) -> None:
         # First, so that even a signal during the imports below ends with an error event.
         set_error_sink(events.error)
 
-    from copilot_host._clock import SYSTEM_CLOCK
-    from copilot_host._errors import StoreCorruptError
-    from copilot_host._text import clean
+    from copilot_host import SYSTEM_CLOCK, StoreCorruptError, clean
 
     from ._wait import wait_for_login
 
     s = seam()
-    store = make_store()
+    # The store keeps the key: in the OS keyring, or by explicit choice in a key file.
+    store = make_store(key_file=key_file)
 
     set_aside_before = set(store.set_aside())
     try:
@@ -96,7 +95,7 @@ def login(headless: bool, as_json: bool, force: bool, key_file: bool) -> None:
 
     # Without a usable keyring the store refuses to save and its error names --key-file
     # and the trade-off; it reaches the person as that one line.
-    with make_host(store, key_file=key_file) as host:
+    with make_host(store) as host:
         identity = wait_for_login(
             host, out=out, events=events, headless=headless, seam=s, clock=s.clock or SYSTEM_CLOCK
         )
@@ -136,7 +135,7 @@ def _report_login(
     *,
     as_json: bool,
 ) -> None:
-    from copilot_host._text import clean
+    from copilot_host import clean, show_path
 
     from ._status import describe_protection
 
@@ -154,4 +153,7 @@ def _report_login(
         out.info(f"Stored encrypted; the key is kept in the {describe_protection(protection)}.")
     for path in store.set_aside():
         if path not in set_aside_before:
-            out.info(f"The damaged login record was set aside at {path}; delete it if unneeded.")
+            out.info(
+                f"The damaged login record was set aside at {show_path(path)}; delete it if "
+                "unneeded."
+            )

@@ -25,8 +25,7 @@ def logout() -> None:
     Safe to run when already logged out (exit code 0). This is a local logout: the
     authorization stays on your GitHub account until you revoke it there.
     """
-    from copilot_host._errors import StoreCorruptError
-    from copilot_host._text import clean
+    from copilot_host import StoreCorruptError, clean, show_path
 
     out = output()
     store = make_store()
@@ -42,7 +41,7 @@ def logout() -> None:
     after = store.set_aside()
     moved = [path for path in after if path not in before]
     if damaged and removed:
-        where = f" to {moved[0]}" if moved else ""
+        where = f" to {show_path(moved[0])}" if moved else ""
         out.result(f"Logged out: moved the damaged login record aside{where}.")
     elif removed:
         who = f" ({clean(header.account)})" if header is not None else ""
@@ -51,4 +50,4 @@ def logout() -> None:
         out.result("Already logged out: nothing to remove.")
     out.info(f"This does not revoke the authorization on GitHub; to revoke it, visit {REVOKE_URL}")
     for path in (p for p in after if p not in moved):
-        out.warn(f"a damaged login record is set aside at {path}; delete it if unneeded")
+        out.warn(f"a damaged login record is set aside at {show_path(path)}; delete it if unneeded")

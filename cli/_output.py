@@ -174,7 +174,15 @@ class Output:
         import json  # only --json outputs pay for it
 
         self.end_live()
-        write_stdout(json.dumps(document, ensure_ascii=False, separators=(",", ":")))
+        line = json.dumps(document, ensure_ascii=False, separators=(",", ":"))
+        try:
+            line.encode("utf-8")
+        except UnicodeEncodeError:
+            # A path holding bytes that are not UTF-8 (kept as lone surrogates): \udcXX
+            # escapes keep the document valid JSON, and Python readers get the exact bytes
+            # back with os.fsencode.
+            line = json.dumps(document, ensure_ascii=True, separators=(",", ":"))
+        write_stdout(line)
 
     # -- stderr: people -----------------------------------------------------------------
 

@@ -17,7 +17,7 @@ from ._format import ago, local_time
 from ._output import CopilotHostCommand, Output, ReaderGone
 
 if TYPE_CHECKING:
-    from copilot_host._errors import StoreCorruptError
+    from copilot_host import StoreCorruptError
     from copilot_host.store import CredentialStore, Protection, RecordHeader
 
 __all__ = ["describe_protection", "status"]
@@ -39,11 +39,13 @@ A damaged record: {"v":1,"logged_in":false,"damaged":true,...}; exit code 1.
 
 
 def describe_protection(protection: Protection) -> str:
-    from copilot_host._text import clean
+    from copilot_host import clean, show_path
 
     if protection.kind == "keyring":
         return f"OS keyring ({clean(protection.backend)})"
-    return f"key file {clean(protection.backend)} (readable by anyone who can read your files)"
+    # A key file is named by its path, exactly (runs of spaces and odd bytes included).
+    where = show_path(protection.backend)
+    return f"key file {where} (readable by anyone who can read your files)"
 
 
 @click.command(cls=CopilotHostCommand, epilog=_EPILOG)
@@ -58,7 +60,7 @@ def status(as_json: bool) -> None:
     if as_json:
         use_json_errors()  # first: a failure at any later point is a JSON document too
 
-    from copilot_host._errors import StoreCorruptError
+    from copilot_host import StoreCorruptError, show_path
 
     store = make_store()
     damaged: StoreCorruptError | None = None
@@ -81,7 +83,8 @@ def status(as_json: bool) -> None:
         out.error(damaged.message)
     for path in set_aside:
         out.warn(
-            f"a damaged login record was set aside at {path}; delete it when you no longer need it"
+            f"a damaged login record was set aside at {show_path(path)}; delete it when you "
+            "no longer need it"
         )
     if header is None:
         raise click.exceptions.Exit(1)
@@ -96,7 +99,7 @@ def _show(
     *,
     as_json: bool,
 ) -> None:
-    from copilot_host._text import clean
+    from copilot_host import clean, show_path
 
     from ._events import iso_utc
 
@@ -111,7 +114,9 @@ def _show(
                 logged_in_at=iso_utc(header.created_at),
                 protection={
                     "kind": header.protection.kind,
-                    "backend": clean(header.protection.backend),
+                    "backend": header.protection.backend
+                    if header.protection.kind == "key-file"
+                    else clean(header.protection.backend),
                 },
             )
         doc.update(store=str(store.record_path), home=str(store.home), set_aside=set_aside)
@@ -128,7 +133,7 @@ def _show(
                 f"{local_time(header.created_at)} ({ago(header.created_at, time.time())})",
             ),
             ("protection", describe_protection(header.protection)),
-            ("store", str(store.record_path)),
+            ("store", show_path(store.record_path)),
         ]
         out.result(f"Logged in to GitHub as {out.strong(clean(header.account))}")
         for label, value in rows:

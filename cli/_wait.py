@@ -27,8 +27,7 @@ from ._output import Output
 from ._signals import current_signals
 
 if TYPE_CHECKING:
-    from copilot_host._clock import Clock
-    from copilot_host._hosts import CopilotDeviceLogin, LoginIdentity
+    from copilot_host import Clock, CopilotDeviceLogin, LoginIdentity
     from copilot_host.github import GitHubCopilotHost
 
 __all__ = ["DEVICE_URL", "can_open_browser", "wait_for_login"]
@@ -115,7 +114,7 @@ def _show_code(
     headless: bool,
     open_browser: Callable[[str], bool] | None,
 ) -> None:
-    from copilot_host._text import clean
+    from copilot_host import clean
 
     left = login.deadline - clock.monotonic()
     events.device_code(
@@ -247,7 +246,7 @@ def _after_signal(
     if isinstance(message, _Done):
         # The person authorized in the same instant: the login is complete and stored.
         # Say so rather than claim nothing happened.
-        from copilot_host._text import clean
+        from copilot_host import clean
 
         raise Interrupted(
             signum,

@@ -1,7 +1,7 @@
 """copilot-host: a credential host for applications that embed GitHub Copilot models.
 
 Public names resolve lazily (PEP 562), so ``import copilot_host`` costs almost nothing and
-imports none of httpx2, authlib, cryptography or keyring until a name that needs them is
+imports none of httpx2, cryptography or keyring until a name that needs them is
 used. The GitHub.com adapter lives in :mod:`copilot_host.github`, the durable store in
 :mod:`copilot_host.store`, and the loopback emulator in :mod:`copilot_host.testing`.
 """
@@ -67,7 +67,7 @@ if TYPE_CHECKING:
     from ._register import RegistrationResult, aregister_models, register_models
     from ._resolver import AsyncSessionResolver, SessionResolver
     from ._secret import Secret
-    from ._text import clean
+    from ._text import clean, show_path
 
 _EXPORTS: dict[str, str] = {
     "CopilotAuth": "_auth",
@@ -107,6 +107,7 @@ _EXPORTS: dict[str, str] = {
     "Pending": "_hosts",
     "Secret": "_secret",
     "clean": "_text",
+    "show_path": "_text",
 }
 
 # Literal, so type checkers see the exports; a test keeps it equal to _EXPORTS.
@@ -171,6 +172,7 @@ __all__ = [
     "redact",
     "register_models",
     "register_secret",
+    "show_path",
     "wait_for_device_login",
 ]
 

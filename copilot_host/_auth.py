@@ -78,7 +78,14 @@ class CopilotAuth(httpx2.Auth):
         )
         host = endpoint.host.strip("[]")
         self._target = (endpoint.scheme, host.encode("ascii"), endpoint.port)
-        self._blocking = isinstance(resolver, SessionResolver)
+        # The same target as httpx2's parsed URL holds it (lower-case host, default port as
+        # None, IPv6 without brackets), when the layout probe at import recognised it.
+        self._parsed_target = (endpoint.scheme, host, endpoint.port)
+        # The last session's header value, kept with the session it was built from.
+        self._bearer: tuple[CopilotSession, bytes] | None = None
+        # The resolver's own pieces, for the per-request hot path (same package).
+        self._core = resolver._core
+        self._availability = resolver._host.availability
 
     @property
     def endpoint(self) -> CopilotEndpoint:
@@ -135,8 +142,10 @@ class CopilotAuth(httpx2.Auth):
         if _needs_buffer(request):
             request.read()  # the retry after a refusal resends the same body
         facts = self._prepare(request)
-        asked = resolver.now()
-        session = resolver.get()
+        core = self._core
+        asked = core.installs
+        # The resolver's hot path, inlined: most requests find a fresh session at once.
+        session = core.hot(self._availability()) or resolver.get()
         self._apply(request, session, facts)
         response = yield request
         if self._retry(response, session, asked):
@@ -150,7 +159,7 @@ class CopilotAuth(httpx2.Auth):
         if _needs_buffer(request):
             await request.aread()
         facts = self._prepare(request)
-        asked = self._resolver.now()
+        asked = self._core.installs
         # A session that needs no waiting is served inline: no coroutine, no thread hop.
         session = self._resolver.peek() or await self._session()
         self._apply(request, session, facts)
@@ -174,12 +183,14 @@ class CopilotAuth(httpx2.Auth):
         """Refuse another origin; read what an inference body says about its turn."""
         url = request.url
         self._check_target(url)
+        if request.method != "POST":
+            return _NOT_A_TURN
         protocol = protocol_of_path(url.path)
-        if protocol is None or request.method != "POST":
+        if protocol is None:
             return _NOT_A_TURN
         return inspect_body(protocol, request.content)
 
-    def _retry(self, response: httpx2.Response, session: CopilotSession, asked: float) -> bool:
+    def _retry(self, response: httpx2.Response, session: CopilotSession, asked: int) -> bool:
         """Whether a refusal is worth one more try with a new session."""
         self._check_landing(response)
         status = response.status_code
@@ -188,6 +199,10 @@ class CopilotAuth(httpx2.Auth):
         return self._resolver.rejected(session, asked, forbidden=status == 403)
 
     def _check_target(self, url: httpx2.URL) -> None:
+        if _FAST_URLS:
+            parsed = url._uri_reference
+            if (parsed.scheme, parsed.host, parsed.port) == self._parsed_target:
+                return
         if (url.scheme, url.raw_host, url.port) != self._target:
             origin = clean(f"{url.scheme}://{url.netloc.decode('ascii', 'replace')}", limit=120)
             raise OriginError(
@@ -221,19 +236,19 @@ class CopilotAuth(httpx2.Auth):
             # still. The layout was checked at import (see _probe_header_layout).
             entries: list[tuple[bytes, bytes, bytes]] = headers._list
             owned = self._owned
-            client_initiator = False
-            kept = []
-            for entry in entries:
-                if entry[1] not in owned:
-                    kept.append(entry)
-                    client_initiator = client_initiator or entry[1] == _INITIATOR_KEY
-            # The resolver admits only printable-ASCII tokens, so this cannot fail.
-            bearer = b"Bearer " + session.token.reveal().encode("ascii")
+            kept = [entry for entry in entries if entry[1] not in owned]
+            cached = self._bearer
+            if cached is not None and cached[0] is session:
+                bearer = cached[1]
+            else:
+                # The resolver admits only printable-ASCII tokens, so this cannot fail.
+                bearer = b"Bearer " + session.token.reveal().encode("ascii")
+                self._bearer = (session, bearer)
             kept.append((b"Authorization", b"authorization", bearer))
             kept.extend(self._encoded)
             if vision:
                 kept.append(_VISION_ENTRY)
-            if initiator is not None and not client_initiator:
+            if initiator is not None and not any(e[1] == _INITIATOR_KEY for e in kept):
                 kept.append((INITIATOR.encode("ascii"), _INITIATOR_KEY, initiator.encode()))
             entries[:] = kept
         else:  # pragma: no cover - only if a future httpx2 changes its header layout
@@ -295,6 +310,24 @@ def _probe_header_layout() -> bool:
 
 
 _FAST_HEADERS: Final = _probe_header_layout()
+
+
+def _probe_url_layout() -> bool:
+    """Whether httpx2.URL still keeps its parsed parts (lower-case host, default port as
+    None, IPv6 without brackets) in ``_uri_reference``: comparing those is cheaper than the
+    public properties, on the path every request takes."""
+    try:
+        parsed = httpx2.URL("https://Example.COM:443/x")._uri_reference
+        v6 = httpx2.URL("https://[::1]:8443/")._uri_reference
+        return (parsed.scheme, parsed.host, parsed.port) == ("https", "example.com", None) and (
+            v6.host,
+            v6.port,
+        ) == ("::1", 8443)
+    except Exception:  # any surprise: the public properties alone decide
+        return False
+
+
+_FAST_URLS: Final = _probe_url_layout()
 
 
 def _needs_buffer(request: httpx2.Request) -> bool:

@@ -21,7 +21,16 @@ from ._clock import SYSTEM_CLOCK, Clock
 from ._errors import DeviceCodeExpiredError, LoginCancelledError
 from ._hosts import Authorized, CopilotDeviceLogin, LoginIdentity, Pending
 
-__all__ = ["DRIFT_FACTOR", "MIN_INTERVAL", "await_device_login", "wait_for_device_login"]
+__all__ = [
+    "DRIFT_FACTOR",
+    "MIN_INTERVAL",
+    "await_device_login",
+    "cancelled",
+    "check_deadline",
+    "first_interval",
+    "next_pause",
+    "wait_for_device_login",
+]
 
 # Virtual machines' clocks drift; polling at exactly the interval risks a slow_down.
 DRIFT_FACTOR = 1.2
@@ -38,22 +47,36 @@ class _AsyncPolls(Protocol):
     async def poll_device_login(self, login: CopilotDeviceLogin) -> Pending | Authorized: ...
 
 
+# -- the pacing, pure: every login loop (the generic ones below, and a host's own steps) --
+
+
 def _expired() -> DeviceCodeExpiredError:
     return DeviceCodeExpiredError(
         "the device code expired before the login was approved; run the login again"
     )
 
 
-def _cancelled() -> LoginCancelledError:
+def cancelled() -> LoginCancelledError:
     return LoginCancelledError("the login was cancelled; nothing was stored")
 
 
-def _next_pause(interval: float, login: CopilotDeviceLogin, now: float) -> float:
+def first_interval(login: CopilotDeviceLogin) -> float:
+    """The interval to start with: the server's, and never under a second."""
+    return max(login.interval, MIN_INTERVAL)
+
+
+def next_pause(interval: float, login: CopilotDeviceLogin, now: float) -> float:
     """Seconds to wait before the next poll; raises when the deadline has come."""
     remaining = login.deadline - now
     if remaining <= 0:
         raise _expired()
     return min(interval * DRIFT_FACTOR, remaining)
+
+
+def check_deadline(login: CopilotDeviceLogin, now: float) -> None:
+    """After a wait: a deadline passed while waiting ends the login."""
+    if now >= login.deadline:
+        raise _expired()
 
 
 def wait_for_device_login(
@@ -69,20 +92,19 @@ def wait_for_device_login(
     With the default ``sleep``, a set ``cancel`` wakes the wait at once; an injected
     ``sleep`` (tests, custom schedulers) is called as is and ``cancel`` checked around it.
     """
-    interval = max(login.interval, MIN_INTERVAL)
+    interval = first_interval(login)
     while True:
         if cancel is not None and cancel.is_set():
-            raise _cancelled()
-        pause = _next_pause(interval, login, clock.monotonic())
+            raise cancelled()
+        pause = next_pause(interval, login, clock.monotonic())
         if cancel is not None and sleep is time.sleep:
             if cancel.wait(pause):
-                raise _cancelled()
+                raise cancelled()
         else:
             sleep(pause)
         if cancel is not None and cancel.is_set():
-            raise _cancelled()
-        if clock.monotonic() >= login.deadline:
-            raise _expired()
+            raise cancelled()
+        check_deadline(login, clock.monotonic())
         result = host.poll_device_login(dataclasses.replace(login, interval=interval))
         if isinstance(result, Authorized):
             return result.identity
@@ -97,11 +119,10 @@ async def await_device_login(
     clock: Clock = SYSTEM_CLOCK,
 ) -> LoginIdentity:
     """The asyncio twin of :func:`wait_for_device_login`; cancel the task to stop it."""
-    interval = max(login.interval, MIN_INTERVAL)
+    interval = first_interval(login)
     while True:
-        await sleep(_next_pause(interval, login, clock.monotonic()))
-        if clock.monotonic() >= login.deadline:
-            raise _expired()
+        await sleep(next_pause(interval, login, clock.monotonic()))
+        check_deadline(login, clock.monotonic())
         result = await host.poll_device_login(dataclasses.replace(login, interval=interval))
         if isinstance(result, Authorized):
             return result.identity

@@ -5,10 +5,10 @@ stable ``code`` (for ``--json`` output and programs) and a ``retryable`` flag. M
 one actionable line and never contain a secret: they are built from our own words plus
 server text that went through :func:`copilot_host._text.clean`.
 
-* CopilotHostError
+* CopilotHostError                  (every one: .code, .retryable, .request_id)
   x OriginError                     invalid_origin, origin_not_allowed, origin_mismatch
   x ModelValidationError            invalid_model
-    + NoEligibleModelsError         no_models
+    + NoEligibleModelsError         no_models                     (.skipped)
   x RouteCollisionError             route_collision
   x LoginError
     + NotLoggedInError              not_logged_in
@@ -17,19 +17,23 @@ server text that went through :func:`copilot_host._text.clean`.
     + DeviceCodeExpiredError        expired_token
     + LoginCancelledError           login_cancelled
     + LoginRevokedError             login_invalid
-  x EntitlementError                no_copilot_access, subscription_ended, ...
+  x EntitlementError                no_copilot_access, not_signed_up, subscription_ended,
+                                    oauth_app_not_enabled, personal_access_token, and
+                                    GitHub's other notification ids as sent
   x TransportError                  network_error, timeout (retryable), network_config
   x ServerError                     server_error, rate_limited    (retryable)
   x ResponseError                   bad_response, response_too_large, oauth_error
   x ClientOutdatedError             client_outdated
-  x SessionError                    session_expired, refresh_failed, refresh_needs_loop,
+  x SessionError                    session_expired, refresh_failed, timeout (retryable),
                                     host_closed, wrong_event_loop
-  x StoreError
+  x StoreError                      store_error, store_io, invalid_store_path,
+                                    invalid_account, invalid_credential, key_file_missing
     + StoreCorruptError             store_corrupt
     + StoreInsecureError            store_insecure
     + StoreVersionError             store_version
     + StoreLockedError              store_locked                  (retryable)
-    + KeyringUnavailableError       keyring_unavailable, keyring_locked, keyring_timeout
+    + KeyringUnavailableError       keyring_unavailable, keyring_locked, keyring_timeout,
+                                    keyring_entry_missing, keyring_entries_left
 """
 
 from __future__ import annotations

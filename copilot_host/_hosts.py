@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol
 
 from ._secret import Secret
 
@@ -167,14 +167,17 @@ def _deprecated(*olds: str) -> None:
     )
 
 
-@runtime_checkable
 class CopilotHost(Protocol):
     """A blocking host. ``provider_id`` is the catalog owner key and route-id prefix."""
 
     @property
     def provider_id(self) -> str: ...
 
-    def availability(self) -> LoginIdentity | None: ...
+    def availability(self) -> LoginIdentity | None:
+        """The login currently stored (``None``: logged out), answered without network or
+        keyring: it runs before every request, and a change (logout, another login)
+        drops the session minted for the old one. Keep it to about one ``stat()``."""
+        ...
 
     def begin_device_login(self) -> CopilotDeviceLogin: ...
 
@@ -191,7 +194,6 @@ class CopilotHost(Protocol):
         ...
 
 
-@runtime_checkable
 class AsyncCopilotHost(Protocol):
     """The asyncio twin of :class:`CopilotHost`; ``availability`` stays synchronous and cheap."""
 

@@ -12,7 +12,7 @@ from ._text import clean
 __all__ = ["CopilotEndpoint", "OriginAllowlist", "default_allowlist"]
 
 _MAX_URL = 2048
-# Letters, digits, hyphens and dots after IDNA encoding; each label 1-63 characters.
+# Letters, digits and hyphens; each label 1-63 characters.
 _LABEL = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$")
 _PORT = re.compile(r"^[0-9]{1,5}$")
 _LOOPBACK_IPS = frozenset({"127.0.0.1", "::1"})
@@ -50,13 +50,12 @@ def _normalize_host(host: str, url: str) -> tuple[str, bool]:
         return str(ip4), True
     if re.fullmatch(r"[0-9a-fA-Fx.]+", host) and host.lower().startswith("0x"):
         raise _fail(url, "numeric host forms are not allowed")
-    import idna
-
-    try:
-        ascii_host = idna.encode(host, uts46=True, std3_rules=True, transitional=False).decode()
-    except (idna.IDNAError, UnicodeError, ValueError):
-        raise _fail(url, "host is not a valid IDNA 2008 name") from None
-    ascii_host = ascii_host.lower()
+    # Plain ASCII only, compared exactly: an internationalized host (full-width letters,
+    # look-alikes) is refused rather than mapped, so it can never be turned into an
+    # allowlisted one. A real IDN is written in its xn-- form.
+    if not host.isascii():
+        raise _fail(url, "the host must be plain ASCII (write an international name as xn--)")
+    ascii_host = host.lower()
     labels = ascii_host.split(".")
     if any(not _LABEL.match(label) for label in labels):
         raise _fail(url, "host has an invalid label")

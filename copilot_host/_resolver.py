@@ -73,14 +73,16 @@ class _ResolverBase:
         planned = self._core.plan(identity, start=False)
         return planned if isinstance(planned, CopilotSession) else None
 
-    def rejected(self, session: CopilotSession, asked_at: float, *, forbidden: bool) -> bool:
+    def rejected(self, session: CopilotSession, asked: int, *, forbidden: bool) -> bool:
         """The inference origin refused ``session``: whether to try once more (see
-        :meth:`SessionCore.rejected`; ``asked_at`` is :meth:`now` when the request asked)."""
-        return self._core.rejected(session, asked_at, forbidden=forbidden)
+        :meth:`SessionCore.rejected`; ``asked`` is :attr:`installs` when the request asked
+        for its session)."""
+        return self._core.rejected(session, asked, forbidden=forbidden)
 
-    def now(self) -> float:
-        """The resolver's monotonic clock."""
-        return self._core.monotonic()
+    @property
+    def installs(self) -> int:
+        """How many sessions this resolver has installed so far."""
+        return self._core.installs
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._core.describe()})"

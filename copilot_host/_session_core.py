@@ -128,13 +128,13 @@ class SessionCore:
         "_flight",
         "_generation",
         "_hot",
-        "_installed_at",
         "_last_failure",
         "_lock",
         "_policy",
         "_retry_after",
         "_session",
         "_time",
+        "installs",
         "monotonic",
     )
 
@@ -158,9 +158,11 @@ class SessionCore:
         # (when, login, error) of the last automatic exchange that failed: callers in the
         # next min_refresh_interval get that error again instead of a new exchange.
         self._last_failure: tuple[float, LoginIdentity, Exception] | None = None
-        # When the current session was installed, and when the last exchange ended
-        # (installed or failed): what a rejection is judged against.
-        self._installed_at = float("-inf")
+        # How many sessions were installed so far (the current one is number ``installs``;
+        # read before a request asks for one, it tells whether that request's session was
+        # exchanged for it), and when the last exchange ended (installed or failed): what a
+        # rejection is judged against.
+        self.installs = 0
         self._exchanged_at = float("-inf")
 
     # -- reading ----------------------------------------------------------------------------
@@ -282,10 +284,11 @@ class SessionCore:
             log.debug("session invalidated")
             self._drop()
 
-    def rejected(self, session: CopilotSession, asked_at: float, *, forbidden: bool) -> bool:
+    def rejected(self, session: CopilotSession, asked: int, *, forbidden: bool) -> bool:
         """The origin refused ``session`` (401; 403 with ``forbidden``) for a request that
-        asked for a session at ``asked_at``. Returns whether to send it once more with the
-        session a ``get()`` gives next; drops ``session`` when that needs a new exchange.
+        asked for a session when ``installs`` was ``asked``. Returns whether to send it once
+        more with the session a ``get()`` gives next; drops ``session`` when that needs a
+        new exchange.
 
         * A 403 on a session exchanged for this very request is the answer, not an expiry.
         * A new exchange is started at most once per ``min_refresh_interval``: within it,
@@ -298,7 +301,7 @@ class SessionCore:
             current = self._session
             recent = now - self._exchanged_at < self._policy.min_refresh_interval
             if current is session:
-                if forbidden and self._installed_at >= asked_at:
+                if forbidden and self.installs > asked:
                     return False
                 if recent:
                     log.debug("session refused again within the refresh bound: kept")
@@ -401,7 +404,7 @@ class SessionCore:
 
     def _install(self, session: CopilotSession) -> None:
         register_secret(session.token)
-        self._installed_at = self._clock.monotonic()
+        self.installs += 1
         self._session = session
         self._retry_after = float("-inf")
         self._last_failure = None

@@ -5,27 +5,28 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import httpx2
 
 from .._clock import SYSTEM_CLOCK, Clock
-from .._device import await_device_login
 from .._hosts import Authorized, CopilotDeviceLogin, CopilotSession, LoginIdentity, Pending
 from .._model import Inventory
+from . import _login
 from ._core import HostCore
-from ._device_code import build_device_code_request, parse_device_code
-from ._exchange import build_exchange_request, parse_exchange, parse_grant
+from ._exchange import build_exchange_request, parse_exchange
 from ._headers import DEFAULT_CLIENT_ID, EditorIdentity
 from ._http import AsyncSender
 from ._models import build_models_request, parse_models
-from ._poll import Granted, build_poll_request, parse_poll
-from ._user import build_user_request, parse_user
 
 if TYPE_CHECKING:
+    from collections.abc import Generator
+
     from ..store import CredentialStore
 
 __all__ = ["AsyncGitHubCopilotHost"]
+
+_T = TypeVar("_T")
 
 
 class AsyncGitHubCopilotHost(HostCore):
@@ -44,7 +45,7 @@ class AsyncGitHubCopilotHost(HostCore):
         transport: httpx2.AsyncBaseTransport | None = None,
         timeout: httpx2.Timeout | None = None,
         clock: Clock = SYSTEM_CLOCK,
-        key_file: bool = False,
+        key_file: bool | None = None,
         sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
     ) -> None:
         super().__init__(
@@ -53,32 +54,14 @@ class AsyncGitHubCopilotHost(HostCore):
         self._sender = AsyncSender(transport=transport, timeout=timeout, clock=clock, sleep=sleep)
 
     async def begin_device_login(self) -> CopilotDeviceLogin:
-        # Fail before a code is shown if the login could not be stored afterwards; the
-        # keyring probe may block (bounded), so it runs off the event loop.
-        await asyncio.to_thread(self._store.preflight, key_file=self._key_file)
-        request = build_device_code_request(self._client_id, self._editor)
-        return parse_device_code(await self._sender.send(request))
+        return await self._drive(_login.begin(self._client_id, self._editor))
 
     async def poll_device_login(self, login: CopilotDeviceLogin) -> Pending | Authorized:
-        response = await self._sender.send(build_poll_request(self._client_id, login, self._editor))
-        outcome = parse_poll(response, login)
-        if not isinstance(outcome, Granted):
-            return outcome
-        token = outcome.token
-        parse_grant(await self._sender.send(build_exchange_request(token, self._editor)))
-        account = parse_user(await self._sender.send(build_user_request(token, self._editor)))
-        # Persisted without an await: once this starts, a task cancellation cannot split
-        # "stored" from "reported", so a cancelled login has stored nothing and a login that
-        # stored something returns it. The store bounds its own lock and keyring waits.
-        identity = self._store.save(account, token, key_file=self._key_file).identity
-        self._remember(identity, token)
-        return Authorized(identity)
+        return await self._drive(_login.poll(self._client_id, self._editor, login))
 
     async def exchange(self, identity: LoginIdentity) -> CopilotSession:
         # Decrypting may wait on the keyring: keep that off the event loop.
-        stored, token = await asyncio.to_thread(self._store.load)
-        self._same_login(identity, stored)
-        self._remember(stored, token)
+        stored, token = await asyncio.to_thread(self._load, identity)
         response = await self._sender.send(build_exchange_request(token, self._editor))
         return parse_exchange(response, stored)
 
@@ -92,19 +75,45 @@ class AsyncGitHubCopilotHost(HostCore):
         on_code: Callable[[CopilotDeviceLogin], None] | None = None,
         sleep: Callable[[float], Awaitable[object]] | None = None,
     ) -> LoginIdentity:
-        login = await self.begin_device_login()
-        if on_code is not None:
-            on_code(login)
-        return await await_device_login(
-            self,
-            login,
-            sleep=sleep if sleep is not None else asyncio.sleep,
-            clock=self._clock,
-        )
+        """Run the whole device flow; cancel the task to stop it (nothing is stored)."""
+        steps = _login.login(self._client_id, self._editor, self._clock)
+        return await self._drive(steps, on_code=on_code, sleep=sleep)
 
     async def logout(self) -> bool:
         self._forget()
         return await asyncio.to_thread(self._store.delete)
+
+    async def _drive(
+        self,
+        steps: Generator[_login.Step, object, _T],
+        *,
+        on_code: Callable[[CopilotDeviceLogin], None] | None = None,
+        sleep: Callable[[float], Awaitable[object]] | None = None,
+    ) -> _T:
+        """Run the login steps on the event loop."""
+        answer: object = None
+        while True:
+            try:
+                step = steps.send(answer)
+            except StopIteration as done:
+                return done.value  # type: ignore[no-any-return]
+            answer = None
+            if isinstance(step, _login.Send):
+                answer = await self._sender.send(step.request)
+            elif isinstance(step, _login.Wait):
+                await (sleep or asyncio.sleep)(step.seconds)
+            elif isinstance(step, _login.Show):
+                if on_code is not None:
+                    on_code(step.login)
+            elif isinstance(step, _login.Check):
+                # The keyring probe may block (bounded): off the event loop.
+                await asyncio.to_thread(self._check)
+            else:
+                # Kept without an await: once this starts, a task cancellation cannot split
+                # "stored" from "reported", so a cancelled login has stored nothing and a
+                # login that stored something returns it. The store bounds its own lock
+                # and keyring waits.
+                answer = self._keep(step)
 
     async def aclose(self) -> None:
         await self._sender.aclose()

@@ -1,10 +1,10 @@
-"""What the blocking and asyncio GitHub hosts share: configuration, identity checks and
-the cached credential kept in the redaction registry. No I/O here."""
+"""What the blocking and asyncio GitHub hosts share: configuration, the identity check, the
+credential held for redaction, and the store steps of a login. No network I/O here."""
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Mapping
+import warnings
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
@@ -14,6 +14,7 @@ from .._hosts import LoginIdentity
 from .._redact import register_secret
 from .._secret import Secret
 from ._headers import DEFAULT_EDITOR, EditorIdentity, check_client_id, copilot_headers
+from ._login import Keep
 
 if TYPE_CHECKING:
     from ..store import CredentialStore
@@ -25,7 +26,11 @@ PROVIDER_ID = "github-copilot"
 
 
 class HostCore:
-    """Configuration and bookkeeping common to both hosts."""
+    """Configuration and bookkeeping common to both hosts.
+
+    ``availability()`` is the store's: the stored login, from its stat-keyed cache (no
+    network, no keyring).
+    """
 
     def __init__(
         self,
@@ -34,25 +39,35 @@ class HostCore:
         client_id: str,
         editor: EditorIdentity | None,
         clock: Clock,
-        key_file: bool,
+        key_file: bool | None,
     ) -> None:
+        if key_file is not None:
+            warnings.warn(
+                "the host's key_file= is deprecated (removed in 0.3.0): the store keeps the "
+                "key, so choose there: CredentialStore(key_file=True)",
+                DeprecationWarning,
+                stacklevel=3,
+            )
         if store is None:
             from ..store import CredentialStore
 
-            store = CredentialStore(clock=clock)
+            store = CredentialStore(clock=clock, key_file=bool(key_file))
         self._store = store
+        # The store's own method, not a wrapper: availability() runs before every request
+        # an application sends, and a call frame there is a measurable share of its cost.
+        self.availability: Callable[[], LoginIdentity | None] = store.availability
+        # Only the deprecated argument overrides the store's own choice.
+        self._key_file = key_file
         self._client_id = check_client_id(client_id)
         self._editor = editor if editor is not None else DEFAULT_EDITOR
         if not isinstance(self._editor, EditorIdentity):
             raise TypeError("editor must be an EditorIdentity")
         self._clock = clock
-        self._key_file = bool(key_file)
         self._headers: Mapping[str, str] = MappingProxyType(copilot_headers(self._editor))
-        self._token_lock = threading.Lock()
-        # (login id, GitHub token) of the last credential loaded or saved. Holding it keeps
-        # it in the redaction registry (a weak set), so logs are scrubbed of it and the
-        # core's inventory validation refuses a model id or label that carries it.
-        self._known_token: tuple[str, Secret] | None = None
+        # The GitHub token last loaded or saved. Never read: holding it keeps it in the
+        # redaction registry (a weak set), so logs are scrubbed of it and inventory
+        # validation refuses an id or label carrying it, for as long as the host lives.
+        self._held: Secret | None = None
 
     @property
     def provider_id(self) -> str:
@@ -70,29 +85,37 @@ class HostCore:
     def client_id(self) -> str:
         return self._client_id
 
-    def availability(self) -> LoginIdentity | None:
-        """The stored login, from the store's stat-keyed cache: no network, no keyring."""
-        return self._store.availability()
-
     def request_headers(self) -> Mapping[str, str]:
         return self._headers
 
-    def _remember(self, identity: LoginIdentity, token: Secret) -> None:
-        register_secret(token)
-        with self._token_lock:
-            self._known_token = (identity.login_id, token)
+    # -- the store's part of the steps ----------------------------------------------------
 
-    def _forget(self) -> None:
-        with self._token_lock:
-            self._known_token = None
+    def _check(self) -> None:
+        """Fail before a code is shown if the login could not be stored afterwards."""
+        self._store.preflight(key_file=self._key_file)
 
-    @staticmethod
-    def _same_login(wanted: LoginIdentity, stored: LoginIdentity) -> None:
+    def _keep(self, step: Keep) -> LoginIdentity:
+        identity = self._store.save(step.account, step.token, key_file=self._key_file).identity
+        self._hold(step.token)
+        return identity
+
+    def _load(self, wanted: LoginIdentity) -> tuple[LoginIdentity, Secret]:
+        """The stored login and token, if the stored login is still ``wanted``."""
+        stored, token = self._store.load()
         if stored.login_id != wanted.login_id:
             raise LoginChangedError(
                 "the stored login changed (logged out or logged in again elsewhere); "
                 "register the models again"
             )
+        self._hold(token)
+        return stored, token
+
+    def _hold(self, token: Secret) -> None:
+        register_secret(token)
+        self._held = token
+
+    def _forget(self) -> None:
+        self._held = None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(client_id={self._client_id!r})"

@@ -16,7 +16,6 @@ from collections.abc import Mapping
 from .._errors import ModelValidationError, SessionError
 from .._hosts import CopilotSession
 from .._model import ApiProtocol, Inventory, ModelSpec, SkippedModel
-from .._origin import default_allowlist
 from .._validate import MAX_MODELS
 from ._headers import EditorIdentity, copilot_headers
 from ._status import client_outdated_error, status_error
@@ -36,15 +35,14 @@ _MAX_WARNINGS = 8
 
 
 def build_models_request(session: CopilotSession, editor: EditorIdentity) -> WireRequest:
-    # Checked again here, not only at the exchange: a session built by other code must not
-    # carry its token to an origin off the list.
-    endpoint = default_allowlist().check(session.endpoint)
+    # The session's endpoint was vetted against the allowlist when its exchange was parsed
+    # (parse_grant), the one place that check is made.
     headers = copilot_headers(editor)
     headers["Accept"] = "application/json"
     headers["Authorization"] = f"Bearer {session.token.reveal()}"
     return WireRequest(
         "GET",
-        endpoint.url(MODELS_PATH),
+        session.endpoint.url(MODELS_PATH),
         WHAT,
         tuple(headers.items()),
         limit=LARGE_BODY,

@@ -1,32 +1,15 @@
-"""The OAuth 2.0 / RFC 8628 vocabulary, taken from authlib rather than retyped.
+"""The OAuth 2.0 device-flow vocabulary (RFC 8628) and its form encoding.
 
-The one module that imports authlib; it exposes typed values so the rest of the adapter
-stays checked. No authlib token object is ever built: tokens become ``Secret`` at once.
+Five names from the RFC and a form body are all the device flow needs from OAuth: GitHub's
+answers are parsed by the steps themselves, strictly, and tokens become ``Secret`` at once.
+(A general OAuth library would bring token objects whose repr shows the token, and client
+integrations for other HTTP stacks than httpx2; see docs/ARCHITECTURE.md.)
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-
-from authlib.common.urls import url_encode  # type: ignore[import-untyped]
-from authlib.oauth2.rfc6749.errors import (  # type: ignore[import-untyped]
-    AccessDeniedError as _AccessDenied,
-)
-from authlib.oauth2.rfc6749.parameters import (  # type: ignore[import-untyped]
-    prepare_token_request,
-)
-from authlib.oauth2.rfc8628 import (  # type: ignore[import-untyped]
-    DEVICE_CODE_GRANT_TYPE as _GRANT,
-)
-from authlib.oauth2.rfc8628 import (
-    AuthorizationPendingError as _Pending,
-)
-from authlib.oauth2.rfc8628 import (
-    ExpiredTokenError as _Expired,
-)
-from authlib.oauth2.rfc8628 import (
-    SlowDownError as _SlowDown,
-)
+from urllib.parse import urlencode
 
 __all__ = [
     "ACCESS_DENIED",
@@ -38,21 +21,27 @@ __all__ = [
     "form_body",
 ]
 
-DEVICE_CODE_GRANT_TYPE: str = str(_GRANT)
-AUTHORIZATION_PENDING: str = str(_Pending.error)
-SLOW_DOWN: str = str(_SlowDown.error)
-EXPIRED_TOKEN: str = str(_Expired.error)
-ACCESS_DENIED: str = str(_AccessDenied.error)
+# RFC 8628 section 3.4: the grant type of the device access token request.
+DEVICE_CODE_GRANT_TYPE = "urn:ietf:params:oauth:grant-type:device_code"
+# RFC 8628 section 3.5 and RFC 6749 section 5.2: what the token endpoint answers while the
+# person has not decided yet, and how a login ends.
+AUTHORIZATION_PENDING = "authorization_pending"
+SLOW_DOWN = "slow_down"
+EXPIRED_TOKEN = "expired_token"  # noqa: S105 - an error code, not a token
+ACCESS_DENIED = "access_denied"
 
 
 def form_body(pairs: Sequence[tuple[str, str]]) -> bytes:
     """``application/x-www-form-urlencoded`` bytes for ``pairs``, in order."""
-    return str(url_encode(list(pairs))).encode("ascii")
+    return urlencode(list(pairs)).encode("ascii")
 
 
 def device_token_body(client_id: str, device_code: str) -> bytes:
     """The RFC 8628 section 3.4 device access token request body."""
-    body = prepare_token_request(
-        DEVICE_CODE_GRANT_TYPE, client_id=client_id, device_code=device_code
+    return form_body(
+        [
+            ("grant_type", DEVICE_CODE_GRANT_TYPE),
+            ("client_id", client_id),
+            ("device_code", device_code),
+        ]
     )
-    return str(body).encode("ascii")

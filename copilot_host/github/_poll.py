@@ -1,7 +1,7 @@
 """Step 2 of the device flow: poll github.com for the person's decision (sans-IO).
 
 GitHub answers HTTP 200 with an ``error`` field while waiting (RFC 8628 section 3.5 says
-400; both are read the same way). The error vocabulary comes from authlib.
+400; both are read the same way).
 """
 
 from __future__ import annotations

@@ -162,28 +162,22 @@ class CredentialStore:
         foreign or symlinked folder raises StoreInsecureError, not "logged out". (A folder
         opened up after the record was read shows on the next read of the record.)
         """
+        # The hot path: it runs before every request an application sends, so it is one
+        # lstat() and one tuple comparison, with nothing else on the way.
+        try:
+            st = os.lstat(self._record_str)
+        except (OSError, ValueError):
+            return self._availability_without_record()
+        cached = self._cache
+        if cached is not None and cached[0] == (
+            st.st_dev,
+            st.st_ino,
+            st.st_size,
+            st.st_mtime_ns,
+            st.st_ctime_ns,
+        ):
+            return cached[1]
         with self._io("read"):
-            try:
-                st = os.lstat(self._record_str)
-            except FileNotFoundError:
-                # Only "no such file" means logged out, and only in a folder the store
-                # may use: an open or foreign folder is refused here as by every other
-                # call (never "not logged in"). A missing folder is fine. The hot path
-                # (a record that exists and is unchanged) stays one stat().
-                self._cache = None
-                precheck_home(self._home)
-                return None
-            except ValueError:
-                raise unusable_path_error(self._home) from None
-            except OSError:
-                self._cache = None
-                # A file where the folder should be, a symlink loop...: the same typed
-                # error header(), save() and the CLI give; else the OSError as store_io.
-                precheck_home(self._home)
-                raise
-            cached = self._cache
-            if cached is not None and cached[0] == identity_of(st):
-                return cached[1]
             found = self._read_checked()
         if found is None:
             self._cache = None
@@ -192,6 +186,28 @@ class CredentialStore:
         who = record.header.identity
         self._cache = (identity, who)
         return who
+
+    def _availability_without_record(self) -> LoginIdentity | None:
+        """The record could not be stat()ed: logged out, or a typed error saying why."""
+        self._cache = None
+        with self._io("read"):
+            try:
+                os.lstat(self._record_str)
+            except FileNotFoundError:
+                # Only "no such file" means logged out, and only in a folder the store
+                # may use: an open or foreign folder is refused here as by every other
+                # call (never "not logged in"). A missing folder is fine.
+                precheck_home(self._home)
+                return None
+            except ValueError:
+                raise unusable_path_error(self._home) from None
+            except OSError:
+                # A file where the folder should be, a symlink loop...: the same typed
+                # error header(), save() and the CLI give; else the OSError as store_io.
+                precheck_home(self._home)
+                raise
+        # It appeared between the two calls: read it as usual.
+        return self.availability()
 
     def set_aside(self) -> tuple[Path, ...]:
         """Records that failed to authenticate and were kept aside, oldest first."""
@@ -302,7 +318,11 @@ class CredentialStore:
                     previous, _ = self._previous_header(dir_fd)
                     write_private(dir_fd, RECORD_NAME, seal(header, key, token))
                 except BaseException:
-                    self._forget_key(header)
+                    # Only a record that never took the new one's place may lose its key:
+                    # a failure (or a signal) after the rename leaves the new record,
+                    # which needs it.
+                    if not self._holds(dir_fd, login_id):
+                        self._forget_key(header)
                     raise
                 self._sweep(dir_fd, keep=login_id)
             self._cache = None
@@ -503,6 +523,14 @@ class CredentialStore:
         for keys in self._protections.values():
             removed = keys.sweep(keep) or removed
         return removed
+
+    def _holds(self, dir_fd: int, login_id: str) -> bool:
+        """Whether the record in place is ``login_id``'s (under the lock)."""
+        try:
+            found = read_private(dir_fd, RECORD_NAME, self._home, MAX_RECORD_BYTES)
+            return found is not None and parse(found[0]).header.login_id == login_id
+        except (OSError, StoreError):
+            return False
 
     def _forget_key(self, header: RecordHeader) -> None:
         """Best effort, for a key nothing can use any more (a save must not fail after

@@ -195,11 +195,9 @@ def emulate(leak_guard: LeakGuard) -> Iterator[Any]:
         emulator = stack.enter_context(GitHubEmulator(scenario))
         started.append(emulator)
 
-        def factory(*, store: Any, key_file: bool, clock: Any) -> GitHubCopilotHost:
+        def factory(*, store: Any, clock: Any) -> GitHubCopilotHost:
             extra = {"clock": clock} if clock is not None else {}
-            return GitHubCopilotHost(
-                store=store, key_file=key_file, transport=emulator.transport(), **extra
-            )
+            return GitHubCopilotHost(store=store, transport=emulator.transport(), **extra)
 
         seam_fields.setdefault("sleep", lambda _seconds: None)
         seam_fields.setdefault("open_browser", lambda _url: False)

@@ -153,8 +153,8 @@ def main() -> None:
         scenario = dataclasses.replace(scenario, models=inventory_of(options.models))
     with GitHubEmulator(scenario) as emulator:
 
-        def factory(*, store: Any, key_file: bool, clock: Any) -> GitHubCopilotHost:
-            return GitHubCopilotHost(store=store, key_file=key_file, transport=emulator.transport())
+        def factory(*, store: Any, clock: Any) -> GitHubCopilotHost:
+            return GitHubCopilotHost(store=store, transport=emulator.transport())
 
         seam = CliSeam(
             host_factory=factory,
@@ -165,7 +165,7 @@ def main() -> None:
             if options.logged_in:
                 from copilot_host.store import CredentialStore
 
-                with factory(store=CredentialStore(), key_file=True, clock=None) as host:
+                with factory(store=CredentialStore(key_file=True), clock=None) as host:
                     host.login(sleep=lambda _seconds: None)
             if hold is not None and options.hold_store:
                 _hold_store(hold, options.hold_store)

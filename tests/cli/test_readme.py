@@ -87,8 +87,8 @@ def test_readme_embedding_snippet_against_the_emulator(
 
     (snippet,) = [b for b in _blocks("python") if "openai.OpenAI" in b]
     with GitHubEmulator() as emulator:
-        store = CredentialStore(tmp_path / "home")
-        with GitHubCopilotHost(store=store, transport=emulator.transport(), key_file=True) as h:
+        store = CredentialStore(tmp_path / "home", key_file=True)
+        with GitHubCopilotHost(store=store, transport=emulator.transport()) as h:
             h.login(sleep=lambda _seconds: None)
         rewritten = snippet.replace(
             "GitHubCopilotHost()",
@@ -111,6 +111,32 @@ def test_readme_embedding_snippet_against_the_emulator(
     assert authorization.removeprefix("Bearer ") in emulator.session_tokens
 
 
+def test_readme_anthropic_snippet_against_the_emulator(tmp_path: Path) -> None:
+    """The Anthropic SDK example, after the first one registered the routes."""
+    from copilot_host import Catalog, register_models
+    from copilot_host.github import GitHubCopilotHost
+    from copilot_host.testing import GitHubEmulator
+
+    (snippet,) = [b for b in _blocks("python") if "anthropic.Anthropic" in b]
+    with GitHubEmulator() as emulator:
+        store = CredentialStore(tmp_path / "home", key_file=True)
+        with GitHubCopilotHost(store=store, transport=emulator.transport()) as host:
+            host.login(sleep=lambda _seconds: None)
+            catalog = Catalog()
+            register_models(catalog, host)
+            rewritten = snippet.replace(
+                "httpx2.Client(auth=route.auth)",
+                "httpx2.Client(auth=route.auth, transport=_emulator.transport())",
+            )
+            assert rewritten.count("_emulator") == 1
+            namespace: dict[str, Any] = {"catalog": catalog, "_emulator": emulator}
+            exec(compile(rewritten, "README.md", "exec"), namespace)
+        (sent,) = emulator.requests_to("messages")
+    assert namespace["reply"].content[0].text == "echo: Hello"
+    assert sent.initiator == "user"
+    assert sent.headers["authorization"].removeprefix("Bearer ") in emulator.session_tokens
+
+
 def test_readme_async_snippet_against_the_emulator(tmp_path: Path) -> None:
     """The asyncio example, pointed at the emulator by rewriting its two I/O lines."""
     import asyncio
@@ -121,8 +147,8 @@ def test_readme_async_snippet_against_the_emulator(tmp_path: Path) -> None:
 
     (snippet,) = [b for b in _blocks("python") if "AsyncGitHubCopilotHost()" in b]
     with GitHubEmulator() as emulator:
-        store = CredentialStore(tmp_path / "home")
-        with GitHubCopilotHost(store=store, transport=emulator.transport(), key_file=True) as h:
+        store = CredentialStore(tmp_path / "home", key_file=True)
+        with GitHubCopilotHost(store=store, transport=emulator.transport()) as h:
             h.login(sleep=lambda _seconds: None)
         rewritten = snippet.replace(
             "AsyncGitHubCopilotHost()",

@@ -15,7 +15,7 @@ from copilot_host.store import CredentialStore
 
 from .conftest import LeakGuard, canary_token, child_env
 
-HEAVY = ("httpx2", "authlib", "keyring", "cryptography")
+HEAVY = ("httpx2", "keyring", "cryptography")
 
 _PROBE = """
 import sys

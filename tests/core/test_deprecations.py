@@ -48,3 +48,23 @@ def test_a_session_missing_a_time_or_given_an_unknown_one_is_refused() -> None:
         _session(received_monotonic=1.0, refresh_monotonic=2.0, expires_monotonic=3.0)
     with pytest.raises(TypeError, match="expires_soon"):
         _session(**NEW, expires_soon=1.0)
+
+
+def test_the_hosts_key_file_argument_still_works_with_a_warning(tmp_path: object) -> None:
+    from pathlib import Path
+
+    from copilot_host.github import GitHubCopilotHost
+    from copilot_host.store import CredentialStore
+    from copilot_host.testing import GitHubEmulator
+
+    assert isinstance(tmp_path, Path)
+    with GitHubEmulator() as emulator:
+        store = CredentialStore(tmp_path / "home")
+        with (
+            pytest.warns(DeprecationWarning, match=r"CredentialStore\(key_file=True\)"),
+            GitHubCopilotHost(store=store, transport=emulator.transport(), key_file=True) as host,
+        ):
+            host.login(sleep=lambda _seconds: None)
+        header = store.header()
+    assert header is not None
+    assert header.protection.kind == "key-file"

@@ -63,6 +63,9 @@ MALFORMED = [
     "https://" + ".".join(["abcdefghij"] * 30),
     "https://xn--.com",
     "https://\u2100.com",
+    # Look-alikes are not even parsed: hosts are plain ASCII.
+    "https://аpi.githubcopilot.com",  # Cyrillic a
+    "https://api.githubcоpilot.com",  # Cyrillic o
 ]
 
 # Well-formed but foreign: the allowlist refuses these (code origin_not_allowed).
@@ -75,8 +78,6 @@ FOREIGN = [
     "https://xapi.githubcopilot.com",
     "https://api.githubcopi1ot.com",
     "https://api.githubcopilot.com:8443",
-    "https://аpi.githubcopilot.com",  # Cyrillic a: an IDN look-alike
-    "https://api.githubcоpilot.com",  # Cyrillic o
     "https://api.githubcopilot.com.",  # never reaches the allowlist: trailing dot
     "https://127.0.0.1",
     "https://[::1]",
@@ -116,7 +117,7 @@ def test_there_are_at_least_forty_hostile_inputs() -> None:
         ("https://API.GithubCopilot.COM", "https://api.githubcopilot.com"),
         ("https://api.githubcopilot.com:443", "https://api.githubcopilot.com"),
         ("https://api.githubcopilot.com:8443/", "https://api.githubcopilot.com:8443"),
-        ("https://bücher.example", "https://xn--bcher-kva.example"),
+        ("https://xn--bcher-kva.example", "https://xn--bcher-kva.example"),
         ("https://[2001:DB8::0:1]:444", "https://[2001:db8::1]:444"),
         ("https://10.0.0.1", "https://10.0.0.1"),
     ],
@@ -199,3 +200,23 @@ def test_parse_of_url_shaped_text_raises_only_origin_error(host: str) -> None:
             CopilotEndpoint.parse(url, allow_loopback_http=True)
         except OriginError:
             pass
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        # Full-width letters: IDNA mapping (UTS 46) would turn these into the allowlisted
+        # host itself. Hosts are plain ASCII and compared exactly, so they are refused.
+        "https://\uff41\uff50\uff49.githubcopilot.com",
+        "https://api.\uff47ithubcopilot.com",
+        "https://api.githubcopilot\uff0ecom",
+        "https://bücher.example",
+        "https://api.githubcopilot.cоm",  # a Cyrillic o
+    ],
+)
+def test_unicode_hosts_are_refused_never_mapped_onto_an_allowlisted_one(url: str) -> None:
+    with pytest.raises(OriginError) as info:
+        CopilotEndpoint.parse(url)
+    assert "plain ASCII" in info.value.message
+    with pytest.raises(OriginError):
+        default_allowlist().vet(url)

@@ -206,7 +206,7 @@ def running_gateway(
     """Serve a gateway for the account in ``home`` until the block ends."""
     home.mkdir(mode=0o700, exist_ok=True)
     person = GitHubCopilotHost(
-        store=CredentialStore(home, key_file=True), transport=emulator.transport(), key_file=True
+        store=CredentialStore(home, key_file=True), transport=emulator.transport()
     )
     if logged_in:
         person.login(sleep=lambda _seconds: None)

@@ -81,7 +81,6 @@ def test_another_account_and_the_model_list_follows(tmp_path: Path) -> None:
             with GitHubCopilotHost(
                 store=CredentialStore(home, key_file=True),
                 transport=mona_github.transport(),
-                key_file=True,
             ) as person:
                 person.login(sleep=lambda _seconds: None)
             which[0] = 1

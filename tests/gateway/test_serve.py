@@ -106,7 +106,7 @@ class Served:
 def _login(emulator: GitHubEmulator, home: Path) -> None:
     home.mkdir(mode=0o700, exist_ok=True)
     with GitHubCopilotHost(
-        store=CredentialStore(home, key_file=True), transport=emulator.transport(), key_file=True
+        store=CredentialStore(home, key_file=True), transport=emulator.transport()
     ) as person:
         person.login(sleep=lambda _seconds: None)
 

@@ -25,7 +25,7 @@ def test_routes_of_a_closed_host_fail_with_a_typed_error_at_the_next_exchange(
         store = CredentialStore(tmp_path / "home")
         catalog = ch.Catalog()
         clock = FakeClock()
-        with GitHubCopilotHost(store=store, transport=emulator.transport(), key_file=True) as h:
+        with GitHubCopilotHost(store=store, transport=emulator.transport()) as h:
             h.login(sleep=lambda _seconds: None)
             ch.register_models(catalog, h, clock=clock)
         route = catalog.get("github-copilot/gpt-4.1")
@@ -42,10 +42,8 @@ def test_routes_of_a_closed_host_fail_with_a_typed_error_at_the_next_exchange(
 
 def test_an_async_host_is_bound_to_its_first_event_loop(tmp_path: Path) -> None:
     with GitHubEmulator() as emulator:
-        store = CredentialStore(tmp_path / "home")
-        host = AsyncGitHubCopilotHost(
-            store=store, transport=emulator.async_transport(), key_file=True
-        )
+        store = CredentialStore(tmp_path / "home", key_file=True)
+        host = AsyncGitHubCopilotHost(store=store, transport=emulator.async_transport())
 
         async def first() -> None:
             await host.login(sleep=lambda _seconds: asyncio.sleep(0))

@@ -219,13 +219,13 @@ def test_registration_refuses_a_model_carrying_this_logins_github_token(store: o
     from copilot_host.store import CredentialStore
 
     assert isinstance(store, CredentialStore)
-    identity = ch.LoginIdentity("id-1", "octocat")
+
     # A credential with no token shape: only the exact-value screen can catch it.
     credential = Secret("opensesame-phrase")
     specs = _inventory(chat_model("fine"), chat_model("opensesame-phrase"))
     with GitHubCopilotHost(store=store) as host:
         assert len(validate_inventory(specs).models) == 2
-        host._remember(identity, credential)
+        host._hold(credential)
         with pytest.raises(ch.ModelValidationError) as caught:
             validate_inventory(specs)
     assert "opensesame" not in caught.value.message

@@ -10,6 +10,7 @@ import pytest
 
 import copilot_host as ch
 from copilot_host.github import AsyncGitHubCopilotHost, GitHubCopilotHost
+from copilot_host.store import CredentialStore
 from copilot_host.testing import GitHubEmulator
 
 
@@ -21,7 +22,9 @@ def test_sync_host_refuses_before_asking_github() -> None:
         assert "--key-file" in caught.value.message
         assert emu.requests == ()
     with GitHubEmulator() as emu:
-        with GitHubCopilotHost(transport=emu.transport(), key_file=True) as host:
+        with GitHubCopilotHost(
+            store=CredentialStore(key_file=True), transport=emu.transport()
+        ) as host:
             login = host.begin_device_login()
         assert login.verification_uri == "https://github.com/login/device"
         assert len(emu.requests) == 1

@@ -8,6 +8,7 @@ import pytest
 
 import copilot_host as ch
 from copilot_host.github import AsyncGitHubCopilotHost, GitHubCopilotHost
+from copilot_host.store import CredentialStore
 
 SETTINGS = [
     ("SSL_CERT_FILE", "/nonexistent/ca.pem"),
@@ -21,7 +22,10 @@ def test_sync_host_turns_client_setup_failures_into_typed_errors(
     monkeypatch: pytest.MonkeyPatch, name: str, value: str
 ) -> None:
     monkeypatch.setenv(name, value)
-    with GitHubCopilotHost(key_file=True) as host, pytest.raises(ch.TransportError) as caught:
+    with (
+        GitHubCopilotHost(store=CredentialStore(key_file=True)) as host,
+        pytest.raises(ch.TransportError) as caught,
+    ):
         host.begin_device_login()
     assert caught.value.code == "network_config"
     assert not caught.value.retryable
@@ -36,7 +40,7 @@ def test_async_host_turns_client_setup_failures_into_typed_errors(
     monkeypatch.setenv(name, value)
 
     async def main() -> ch.TransportError:
-        async with AsyncGitHubCopilotHost(key_file=True) as host:
+        async with AsyncGitHubCopilotHost(store=CredentialStore(key_file=True)) as host:
             with pytest.raises(ch.TransportError) as caught:
                 await host.begin_device_login()
             return caught.value

@@ -27,8 +27,8 @@ def _assert_bearer_replaced(emulator: GitHubEmulator) -> None:
 
 def test_sync_openai_client_speaks_both_protocols(tmp_path: Path) -> None:
     with GitHubEmulator() as emulator:
-        store = CredentialStore(tmp_path / "home")
-        with GitHubCopilotHost(store=store, transport=emulator.transport(), key_file=True) as host:
+        store = CredentialStore(tmp_path / "home", key_file=True)
+        with GitHubCopilotHost(store=store, transport=emulator.transport()) as host:
             host.login(sleep=lambda _seconds: None)
             catalog = ch.Catalog()
             ch.register_models(catalog, host)
@@ -51,9 +51,9 @@ def test_sync_openai_client_speaks_both_protocols(tmp_path: Path) -> None:
 
 def test_async_openai_client_speaks_both_protocols(tmp_path: Path) -> None:
     async def main(emulator: GitHubEmulator) -> tuple[str | None, str]:
-        store = CredentialStore(tmp_path / "home")
+        store = CredentialStore(tmp_path / "home", key_file=True)
         async with AsyncGitHubCopilotHost(
-            store=store, transport=emulator.async_transport(), key_file=True
+            store=store, transport=emulator.async_transport()
         ) as host:
             await host.login(sleep=lambda _seconds: asyncio.sleep(0))
             catalog = ch.Catalog()

@@ -137,7 +137,7 @@ def _serve_in_a_child(ev: Evidence, options: list[str]) -> None:
     home = ev.home()
     with GitHubEmulator() as emu:
         with GitHubCopilotHost(
-            store=CredentialStore(home, key_file=True), transport=emu.transport(), key_file=True
+            store=CredentialStore(home, key_file=True), transport=emu.transport()
         ) as person:
             person.login(sleep=lambda _seconds: None)
         env = {

@@ -29,10 +29,10 @@ def main() -> int:
     keyring.set_keyring(FileKeyring(folder))
     transport = LoopbackTransport(int(port), ROUTED_HOSTS, lambda _url: None)
     # A generous lock wait: sixteen logins queue for one lock on a loaded 2-core machine.
-    store = CredentialStore(home, lock_timeout=60)
+    store = CredentialStore(home, lock_timeout=60, key_file=mode == "key-file")
     print("ready", flush=True)
     sys.stdin.readline()
-    with GitHubCopilotHost(store=store, transport=transport, key_file=mode == "key-file") as host:
+    with GitHubCopilotHost(store=store, transport=transport) as host:
         try:
             identity = host.login(sleep=lambda _s: None)
         except CopilotHostError as exc:

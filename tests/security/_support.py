@@ -118,10 +118,9 @@ class CliRun:
     ) -> Result:
         extra = host_kw or {}
 
-        def factory(*, store: Any, key_file: bool, clock: Any) -> GitHubCopilotHost:
+        def factory(*, store: Any, clock: Any) -> GitHubCopilotHost:
             return GitHubCopilotHost(
                 store=store,
-                key_file=key_file,
                 transport=emulator.transport(),
                 sleep=lambda _s: None,
                 **extra,

@@ -347,17 +347,13 @@ def test_disk_full_during_login_stores_nothing_and_says_so(
     memory_keyring: MemoryKeyring,
     disk_full: Callable[[int], _DiskFull],
 ) -> None:
-    store = CredentialStore(copilot_home)
+    store = CredentialStore(copilot_home, key_file=key_file)
     with GitHubEmulator(Scenario(interval=1)) as emu:
-        old = (
-            store.save("previous", ch.Secret("gho_" + "0" * 36), key_file=key_file).identity
-            if relogin
-            else None
-        )
+        old = store.save("previous", ch.Secret("gho_" + "0" * 36)).identity if relogin else None
         before = _State(store, memory_keyring, ch.Catalog())
         full = disk_full(budget)
         with (
-            GitHubCopilotHost(store=store, transport=emu.transport(), key_file=key_file) as host,
+            GitHubCopilotHost(store=store, transport=emu.transport()) as host,
             pytest.raises(ch.StoreError) as caught,
         ):
             host.login(sleep=_no_sleep)

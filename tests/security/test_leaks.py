@@ -558,8 +558,8 @@ def _cli_flows(ev: Evidence, memory: MemoryKeyring) -> None:
                 planted.debug("session %s for %s", session.token.reveal(), emu.github_token)
                 return session
 
-        def factory(*, store: Any, key_file: bool, clock: Any) -> GitHubCopilotHost:
-            return Careless(store=store, key_file=key_file, transport=emu.transport())
+        def factory(*, store: Any, clock: Any) -> GitHubCopilotHost:
+            return Careless(store=store, transport=emu.transport())
 
         from click.testing import CliRunner
         from copilot_host_cli import main

@@ -432,6 +432,13 @@ def test_threads_racing_get_refresh_invalidate_and_login_changes_never_get_a_for
                 s = r.refresh() if n % 50 == i else r.get()
             except NotLoggedInError:
                 continue
+            except ch.SessionError as exc:
+                # Invalidated again and again while it was being obtained (eight threads
+                # invalidating on purpose, on a loaded machine): a typed, retryable refusal
+                # is a correct answer here; a foreign session never is.
+                if not (exc.code == "refresh_failed" and exc.retryable):
+                    bad.append(f"an unexpected error: {exc!r}")
+                continue
             current_during_call = history[start:]
             if not any(s.identity is who for who in current_during_call):
                 bad.append("a session for a login that was not current during the call")

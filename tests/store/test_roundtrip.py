@@ -164,3 +164,38 @@ def test_save_returns_the_header_it_stored(copilot_home: Path, key_file: bool) -
     assert header.protection.kind == ("key-file" if key_file else "keyring")
     if key_file:  # shown at the path the key is read from, as header() shows it
         assert header.protection.backend == str(copilot_home / f"credential-{header.login_id}.key")
+
+
+@pytest.mark.parametrize("key_file", [False, True])
+@pytest.mark.parametrize("failure", [OSError(5, "Input/output error"), KeyboardInterrupt()])
+def test_a_failure_after_the_rename_keeps_the_new_record_usable(
+    copilot_home: Path, monkeypatch: pytest.MonkeyPatch, key_file: bool, failure: BaseException
+) -> None:
+    """The folder's fsync comes after the new record took the old one's place: failing
+    there (or a signal landing there) must not take the new record's key away with it."""
+    import copilot_host.store._atomic as atomic
+
+    store = CredentialStore(copilot_home, key_file=key_file)
+    token = canary_token()
+    real_fsync = os.fsync
+    replaced: list[bool] = []
+    real_replace = os.replace
+
+    def replace(*args: object, **kwargs: object) -> None:
+        real_replace(*args, **kwargs)  # type: ignore[arg-type]
+        if args[1] == "credential":  # the record itself, not its key file before it
+            replaced.append(True)
+
+    def fsync(fd: int) -> None:
+        if replaced:
+            raise failure
+        real_fsync(fd)
+
+    monkeypatch.setattr(atomic.os, "replace", replace)
+    monkeypatch.setattr(atomic.os, "fsync", fsync)
+    with pytest.raises((StoreError, KeyboardInterrupt)):
+        store.save("octocat", token)
+    monkeypatch.undo()
+    identity, loaded = store.load()
+    assert identity.account == "octocat"
+    assert loaded == token

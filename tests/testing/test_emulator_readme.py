@@ -15,8 +15,8 @@ def test_my_agent_talks_to_copilot(tmp_path):
         models=(chat_model("gpt-4.1"), chat_model("gpt-5", endpoints=("/responses",)))
     )
     with GitHubEmulator(scenario) as github:
-        store = CredentialStore(tmp_path / "home")  # a throwaway home
-        with GitHubCopilotHost(store=store, transport=github.transport(), key_file=True) as host:
+        store = CredentialStore(tmp_path / "home", key_file=True)  # a throwaway home
+        with GitHubCopilotHost(store=store, transport=github.transport()) as host:
             host.login(sleep=lambda seconds: None)  # the emulated person approves
             catalog = ch.Catalog()
             ch.register_models(catalog, host)
