@@ -43,7 +43,8 @@ Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 # else stays here: the client's key, cookies, its User-Agent and SDK telemetry, proxy
 # and forwarding headers. route.auth adds the bearer and the editor headers itself.
 FORWARDED_REQUEST_HEADERS: Mapping[str, str] = {
-    "content-type": "the body's media type: the Copilot API reads the body by it",
+    "content-type": "the body's media type, when it is JSON's (with its charset); the body "
+    "was checked to be JSON, so any other (curl's form type) becomes application/json",
     "accept": "whether the client asks for an event stream or a JSON document",
     "anthropic-version": "the Messages API version the body is written for",
     "anthropic-beta": "the Messages API features the body opts into",
@@ -93,11 +94,14 @@ def _upstream_headers(headers: RequestHeaders) -> list[tuple[bytes, bytes]]:
     out: list[tuple[bytes, bytes]] = []
     repeated = headers.repeated
     for name in _FORWARDED:
+        if name == b"content-type":
+            continue
         for value in repeated.get(name, ()):
             out.append((name, value))
-    if b"content-type" not in headers.values:
-        # The body was checked to be JSON: say so, as every API client does.
-        out.append((b"content-type", b"application/json"))
+    kind = headers.get(b"content-type") or b""
+    if kind.split(b";", 1)[0].strip().lower() != b"application/json":
+        kind = b"application/json"
+    out.append((b"content-type", kind))
     return out
 
 

@@ -133,6 +133,20 @@ def test_only_allowlisted_request_headers_are_forwarded(gateway: Gateway) -> Non
     assert gateway.key not in repr(dict(sent))
 
 
+def test_the_body_goes_upstream_as_json_whatever_type_the_client_named(gateway: Gateway) -> None:
+    """curl -d names a form type; the body was checked to be JSON, and is sent as such."""
+    for named, sent in (
+        ("application/x-www-form-urlencoded", "application/json"),
+        ("text/plain", "application/json"),
+        ("application/json; charset=utf-8", "application/json; charset=utf-8"),
+    ):
+        status, _headers, _body = gateway.post(
+            "/v1/chat/completions", CHAT, headers={"Content-Type": named}
+        )
+        assert status == 200
+        assert gateway.emulator.requests_to("chat")[-1].headers["content-type"] == sent
+
+
 # -- masking -----------------------------------------------------------------------------------
 
 
