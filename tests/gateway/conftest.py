@@ -30,6 +30,25 @@ def gateway(emulator: GitHubEmulator, tmp_path: Path) -> Iterator[Gateway]:
         assert_no_leaks(running)
 
 
+@pytest.fixture(scope="module")
+def shared_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
+    """One gateway for a module whose tests change nothing it holds (no login, no
+    scenario): see ``fresh_view``."""
+    home = tmp_path_factory.mktemp("gateway") / "home"
+    with GitHubEmulator() as emulator, running_gateway(emulator, home) as running:
+        yield running
+
+
+def fresh_view(shared: Gateway) -> Iterator[Gateway]:
+    """The shared gateway as a test sees it: the emulator's record and what was seen
+    start empty, and are checked for leaks when the test ends."""
+    shared.emulator.clear_requests()
+    shared.seen.clear()
+    shared.access.lines.clear()
+    yield shared
+    assert_no_leaks(shared)
+
+
 def assert_no_leaks(gateway: Gateway) -> None:
     """Neither the emulator's credentials nor the session or client key in anything the
     test saw of the gateway (access lines included)."""

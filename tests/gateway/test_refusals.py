@@ -6,11 +6,20 @@ from __future__ import annotations
 
 import http.client
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from tests.gateway._support import Gateway
+from tests.gateway.conftest import fresh_view
+
+
+@pytest.fixture
+def gateway(shared_gateway: Gateway) -> Iterator[Gateway]:
+    """One gateway for the module: these tests log nobody in or out."""
+    yield from fresh_view(shared_gateway)
+
 
 CHAT = {"model": "gpt-4.1", "messages": [{"role": "user", "content": "hi"}]}
 MESSAGES = {

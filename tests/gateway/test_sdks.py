@@ -7,6 +7,7 @@ never the client's key."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 from typing import Any
 
 import anthropic
@@ -14,6 +15,14 @@ import openai
 import pytest
 
 from tests.gateway._support import Gateway
+from tests.gateway.conftest import fresh_view
+
+
+@pytest.fixture
+def gateway(shared_gateway: Gateway) -> Iterator[Gateway]:
+    """One gateway for the module: these tests log nobody in or out."""
+    yield from fresh_view(shared_gateway)
+
 
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
 COPILOT = "api.individual.githubcopilot.com"
