@@ -77,9 +77,9 @@ def create_app(
     app registers it with the redaction filter). ``transport`` carries the upstream
     requests (None: the normal network stack; tests pass
     ``GitHubEmulator().async_transport()``). ``clock`` times re-registration and the
-    routes' sessions (give the host the same one). The app does
-    not own ``host``: close it after the server has stopped. Use the app on one event loop
-    (an asynchronous host belongs to one).
+    routes' sessions (give the host the same one). The app does not own ``host``: close it
+    after the server has stopped. Use the app on one event loop (an asynchronous host
+    belongs to one).
     """
     return GatewayApp(host, api_key=api_key, transport=transport, clock=clock)
 
@@ -195,7 +195,7 @@ class GatewayApp:
             _access.info(
                 "%s %s model=%s status=%d bytes=%d %.1fms",
                 call.method,
-                ch.clean(path, limit=120),
+                _shown(path),
                 call.model,
                 call.outcome.status or 499,
                 call.outcome.sent,
@@ -479,6 +479,13 @@ def _wrong_endpoint(route: ch.ModelRoute, path: str) -> Refusal:
         f"copilot-host gateway: the model {route.model_id!r} is not served on {path}; "
         f"call it on {served} (the gateway does not translate between APIs)",
     )
+
+
+def _shown(path: str) -> str:
+    """The path as the access line shows it: inert for a terminal, bounded."""
+    if len(path) <= 120 and path.isascii() and path.isprintable() and " " not in path:
+        return path  # the usual case, without the character-by-character pass
+    return ch.clean(path, limit=120) or "-"
 
 
 def _owner(route: ch.ModelRoute) -> str:

@@ -401,3 +401,11 @@ def test_one_access_line_per_request_and_nothing_from_bodies(gateway: Gateway) -
     assert lines[2].startswith("POST /v1/chat/completions model=gpt-9 status=404 ")
     assert lines[3].startswith("GET /v1/models model=- status=401 ")
     assert not any(secret_prompt in line or gateway.key in line for line in lines)
+
+
+def test_a_path_with_control_characters_is_shown_inert(gateway: Gateway) -> None:
+    status, _headers, _body = gateway.get("/v1/%1B%5B2J%1B%5B31mred%0Aforged%20line")
+    assert status == 404
+    (line,) = gateway.access.lines
+    assert "\x1b" not in line and "\n" not in line
+    assert line.startswith("GET /v1/[2J[31mred forged line model=- status=404 ")
