@@ -175,3 +175,23 @@ def test_concurrent_first_requests_share_one_registration(gateway: Gateway) -> N
     assert len(gateway.emulator.requests_to("copilot_token")) == 1
     assert len(gateway.emulator.requests_to("models")) == 1
     assert len(gateway.emulator.requests_to("chat")) == 36
+
+
+def test_one_exchange_when_the_session_is_due_however_many_requests_arrive(
+    emulator: GitHubEmulator, tmp_path: Path
+) -> None:
+    clock = FakeClock()
+    with running_gateway(emulator, tmp_path / "home", clock=clock) as gateway:
+        assert gateway.post("/v1/chat/completions", CHAT)[0] == 200
+        before = len(emulator.requests_to("copilot_token"))
+        # 30 s before the session expires: every request must wait for the one refresh.
+        clock.advance(emulator.scenario.session_lifetime - 30)
+        with ThreadPoolExecutor(max_workers=24) as pool:
+            statuses = list(
+                pool.map(lambda _: gateway.post("/v1/chat/completions", CHAT)[0], range(48))
+            )
+        assert statuses == [200] * 48
+        assert len(emulator.requests_to("copilot_token")) == before + 1
+        # The routes were not registered again for it: the refresh is the resolver's.
+        assert len(emulator.requests_to("models")) == 1
+        assert_no_leaks(gateway)
