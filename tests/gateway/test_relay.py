@@ -409,3 +409,39 @@ def test_a_path_with_control_characters_is_shown_inert(gateway: Gateway) -> None
     (line,) = gateway.access.lines
     assert "\x1b" not in line and "\n" not in line
     assert line.startswith("GET /v1/[2J[31mred forged line model=- status=404 ")
+
+
+class _CutMidStream(httpx2.AsyncBaseTransport):
+    """An upstream whose event stream breaks off after its first event."""
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        async def body() -> AsyncIterator[bytes]:
+            yield b"data: one\n\n"
+            raise httpx2.RemoteProtocolError("peer closed connection mid-stream")
+
+        return httpx2.Response(
+            200, headers={"content-type": "text/event-stream"}, stream=_Stream(body())
+        )
+
+
+def test_a_stream_cut_upstream_is_cut_for_the_client_too(
+    emulator: GitHubEmulator, tmp_path: Path
+) -> None:
+    """Once an answer has started, a failure cannot become an error document: the client's
+    connection is cut, so it sees an answer that did not end, never a shorter one that did."""
+    with (
+        running_gateway(emulator, tmp_path / "home", transport=_CutMidStream()) as gateway,
+        httpx2.Client(timeout=30) as client,
+        client.stream(
+            "POST",
+            f"{gateway.base_url}/chat/completions",
+            json=STREAM,
+            headers={"Authorization": f"Bearer {gateway.key}"},
+        ) as response,
+    ):
+        assert response.status_code == 200
+        received = b""
+        with pytest.raises(httpx2.RemoteProtocolError):
+            for chunk in response.iter_raw():
+                received += chunk
+    assert received == b"data: one\n\n"
