@@ -17,14 +17,18 @@ from ._failure import ErrorSink, Problem
 from ._output import Output
 
 if TYPE_CHECKING:
+    import httpx2
+
     from copilot_host import Clock
-    from copilot_host.github import GitHubCopilotHost
+    from copilot_host.github import AsyncGitHubCopilotHost, GitHubCopilotHost
     from copilot_host.store import CredentialStore
 
 __all__ = [
+    "AsyncHostFactory",
     "CliSeam",
     "HostFactory",
     "error_sink",
+    "make_async_host",
     "make_host",
     "make_store",
     "output",
@@ -40,6 +44,9 @@ JSON_VERSION = 1
 # Called as factory(store=..., clock=...); returns a host the command owns
 # (and closes).
 HostFactory = Callable[..., "GitHubCopilotHost"]
+# Called as factory(store=..., clock=...) on the event loop that will use it; returns an
+# asynchronous host the command owns (and closes): serve's.
+AsyncHostFactory = Callable[..., "AsyncGitHubCopilotHost"]
 
 
 class CliSeam(NamedTuple):
@@ -60,6 +67,9 @@ class CliSeam(NamedTuple):
     tick: float | None = None
     # Called once the login wait has begun (tests use it to authorize in the emulator).
     on_waiting: Callable[[], None] | None = None
+    async_host_factory: AsyncHostFactory | None = None
+    # Makes the transport serve sends model requests through (None: the network).
+    upstream_transport: Callable[[], httpx2.AsyncBaseTransport] | None = None
 
 
 def seam(ctx: click.Context | None = None) -> CliSeam:
@@ -126,3 +136,16 @@ def make_host(store: CredentialStore) -> GitHubCopilotHost:
     if s.clock is not None:
         return GitHubCopilotHost(store=store, clock=s.clock)
     return GitHubCopilotHost(store=store)
+
+
+def make_async_host(store: CredentialStore) -> AsyncGitHubCopilotHost:
+    """The asyncio GitHub.com host (or, in tests only, the seam's emulator-backed one);
+    made on the event loop that will use it."""
+    s = seam()
+    if s.async_host_factory is not None:
+        return s.async_host_factory(store=store, clock=s.clock)
+    from copilot_host.github import AsyncGitHubCopilotHost
+
+    if s.clock is not None:
+        return AsyncGitHubCopilotHost(store=store, clock=s.clock)
+    return AsyncGitHubCopilotHost(store=store)

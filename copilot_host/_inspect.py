@@ -90,7 +90,7 @@ def _chat_image(message: object) -> bool:
 def _chat_initiator(messages: list[Any]) -> str:
     for message in reversed(messages):
         role = message.get("role") if isinstance(message, dict) else None
-        if role in _FRAMING or not isinstance(role, str):
+        if not isinstance(role, str) or role in _FRAMING:
             continue
         # An unknown role is not taken for an agent: billing a person's turn as an agent's is
         # the mistake clients treat as abuse.
@@ -117,7 +117,7 @@ def _responses_initiator(items: list[Any]) -> str:
         if not isinstance(item, dict):
             continue
         role = item.get("role")
-        if role in _FRAMING:
+        if isinstance(role, str) and role in _FRAMING:
             continue
         if role == USER:
             return USER
@@ -146,7 +146,7 @@ def _anthropic_image(message: object) -> bool:
 def _anthropic_initiator(messages: list[Any]) -> str:
     for message in reversed(messages):
         role = message.get("role") if isinstance(message, dict) else None
-        if role in _FRAMING or not isinstance(role, str):
+        if not isinstance(role, str) or role in _FRAMING:
             continue
         if role != USER:
             return AGENT

@@ -21,6 +21,7 @@ from ._inventory import (
 )
 from ._record import RecordedRequest
 from ._scenario import CHECKS, ENDPOINTS, VSCODE_CLIENT_ID, RawAnswer, Scenario
+from ._transport import async_loopback_transport, loopback_transport
 
 __all__ = [
     "CHECKS",
@@ -30,9 +31,11 @@ __all__ = [
     "RawAnswer",
     "RecordedRequest",
     "Scenario",
+    "async_loopback_transport",
     "chat_model",
     "default_models",
     "inventory_of",
+    "loopback_transport",
     "minimal_models",
     "realistic_models",
 ]

@@ -11,7 +11,12 @@ from collections.abc import Callable
 
 import httpx2
 
-__all__ = ["AsyncLoopbackTransport", "LoopbackTransport"]
+__all__ = [
+    "AsyncLoopbackTransport",
+    "LoopbackTransport",
+    "async_loopback_transport",
+    "loopback_transport",
+]
 
 
 def _rewrite(
@@ -50,11 +55,21 @@ class LoopbackTransport(httpx2.BaseTransport):
 
 
 class AsyncLoopbackTransport(httpx2.AsyncBaseTransport):
-    def __init__(self, port: int, routed: frozenset[str], refuse: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        port: int,
+        routed: frozenset[str],
+        refuse: Callable[[str], None],
+        limits: httpx2.Limits | None = None,
+    ) -> None:
         self._port = port
         self._routed = routed
         self._refuse = refuse
-        self._inner = httpx2.AsyncHTTPTransport()
+        self._inner = (
+            httpx2.AsyncHTTPTransport()
+            if limits is None
+            else httpx2.AsyncHTTPTransport(limits=limits)
+        )
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         return await self._inner.handle_async_request(
@@ -63,3 +78,25 @@ class AsyncLoopbackTransport(httpx2.AsyncBaseTransport):
 
     async def aclose(self) -> None:
         await self._inner.aclose()
+
+
+def _not_noted(_url: str) -> None:
+    return None
+
+
+def loopback_transport(port: int) -> httpx2.BaseTransport:
+    """A blocking transport to an emulator already listening on ``port`` (one running in
+    another process: a benchmark's, a child's); URLs it refuses are not noted anywhere."""
+    from ._server import ROUTED_HOSTS
+
+    return LoopbackTransport(port, ROUTED_HOSTS, _not_noted)
+
+
+def async_loopback_transport(
+    port: int, *, limits: httpx2.Limits | None = None
+) -> httpx2.AsyncBaseTransport:
+    """The asyncio twin of :func:`loopback_transport`; ``limits`` bounds its connection
+    pool (httpx2's default otherwise: 100 connections)."""
+    from ._server import ROUTED_HOSTS
+
+    return AsyncLoopbackTransport(port, ROUTED_HOSTS, _not_noted, limits)

@@ -36,6 +36,7 @@ from copilot_host.store import CredentialStore
 from copilot_host.testing import GitHubEmulator, Scenario
 from tests._clock import FakeClock
 from tests.conftest import MemoryKeyring
+from tests.security._gateway_leaks import GATEWAY_FLOWS, gateway_flows
 from tests.security._support import (
     TOKEN_SHAPES,
     CliRun,
@@ -103,7 +104,7 @@ ERROR_FLOWS = {
     "cli.error.store_corrupt_json",
     "cli.error.keyring_unavailable_json",
 }
-ALL_FLOWS = LIBRARY_FLOWS | CLI_FLOWS | ERROR_FLOWS
+ALL_FLOWS = LIBRARY_FLOWS | CLI_FLOWS | ERROR_FLOWS | GATEWAY_FLOWS
 CHAT = {"model": "gpt-4.1", "messages": [{"role": "user", "content": "hi"}]}
 # The one logger the suite plants a token in, to prove the CLI filter masks it.
 PLANTED = "tests.security.planted"
@@ -689,6 +690,7 @@ def test_no_canary_reaches_any_output_log_error_repr_or_file(
         asyncio.run(_async_flows(ev))
         _error_flows(ev, memory_keyring)
         _cli_flows(ev, memory_keyring)
+        gateway_flows(ev)
 
     # Every flow ran (a skipped or forgotten flow fails the suite), each exactly once.
     assert sorted(set(ev.ran)) == sorted(ALL_FLOWS), sorted(ALL_FLOWS - set(ev.ran))

@@ -259,3 +259,10 @@ def test_requests_that_are_not_turns_get_neither_header() -> None:
         client.get(ORIGIN + "/models", headers={"Copilot-Vision-Request": "true"})
     assert "x-initiator" not in seen[0].headers
     assert "copilot-vision-request" not in seen[0].headers
+
+
+@pytest.mark.parametrize("role", [[], {}, ["system"], None, 5])
+@pytest.mark.parametrize("protocol", list(ApiProtocol))
+def test_a_role_of_any_json_type_gives_a_verdict(role: object, protocol: ApiProtocol) -> None:
+    key = "input" if protocol is RESPONSES else "messages"
+    assert facts(protocol, {key: [{"role": role, "content": "x"}]})[1] in ("user", "agent")

@@ -71,9 +71,11 @@ def test_the_public_names_are_curated() -> None:
         "RecordedRequest",
         "Scenario",
         "VSCODE_CLIENT_ID",
+        "async_loopback_transport",
         "chat_model",
         "default_models",
         "inventory_of",
+        "loopback_transport",
         "minimal_models",
         "realistic_models",
     ]

@@ -1,0 +1,437 @@
+"""``copilot-host serve``: the gateway (:mod:`copilot_host.gateway`) under uvicorn, on a
+loopback address, with a fresh key per run.
+
+Start-up, in order: the address is checked (loopback only: a usage error otherwise), the
+port is bound (``--port 0``: a free one), the store folder is checked, a new key is made
+and written to the key file, uvicorn starts on the bound socket, and only then is the
+listening line printed: a program that reads it can connect at once.
+
+Stopping: SIGINT or SIGTERM. uvicorn takes both while it serves: it stops accepting,
+lets requests in flight finish for up to :data:`GRACE` seconds, cancels what is left, and
+raises the signal again once it has stopped; the CLI's own handling then ends the command
+the usual way (exit 130 or 143). The key file is removed on every way out.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shlex
+import socket
+import stat
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from ._context import make_async_host, make_store, output, seam, set_error_sink
+from ._failure import CliFailure, Problem
+from ._output import CopilotHostCommand, Output, write_stdout
+
+if TYPE_CHECKING:
+    from copilot_host.store import CredentialStore
+
+__all__ = ["DEFAULT_PORT", "GRACE", "serve"]
+
+# The fixed default port: the same base URL every day, for tools configured once.
+DEFAULT_PORT = 4141
+# How long requests in flight get to finish once a signal arrived.
+GRACE = 5
+KEY_PREFIX = "cph_"
+
+# --host value -> (address family, address bound, host as the base URL names it).
+_LOOPBACK = {
+    "127.0.0.1": (socket.AF_INET, "127.0.0.1", "127.0.0.1"),
+    "localhost": (socket.AF_INET, "127.0.0.1", "127.0.0.1"),
+    "::1": (socket.AF_INET6, "::1", "[::1]"),
+    "[::1]": (socket.AF_INET6, "::1", "[::1]"),
+}
+
+_EPILOG = """\b
+Examples:
+  copilot-host serve                   http://127.0.0.1:4141/v1, a new key each run
+  copilot-host serve --port 0 --json   a free port; one JSON line says where and the key
+  copilot-host serve --host ::1        IPv6 loopback: http://[::1]:4141/v1
+
+\b
+Then, from any language (KEY: the key shown, or $(cat KEY_FILE)):
+  curl http://127.0.0.1:4141/v1/models -H "Authorization: Bearer KEY"
+  OpenAI SDK:     base_url="http://127.0.0.1:4141/v1", api_key=KEY
+  Anthropic SDK:  base_url="http://127.0.0.1:4141", api_key=KEY  (no /v1)
+
+\b
+--json prints exactly one line on stdout, once the gateway accepts connections:
+  {"v": 1, "event": "listening", "base_url": "http://127.0.0.1:PORT/v1", "api_key": "…"}
+and nothing after it (a failure before it: {"v": 1, "event": "error", "code": …}).
+The key is also in gateway-PORT.key (0600) in the store folder while the gateway runs.
+One access line per request goes to stderr. Ctrl-C or SIGTERM stops it (exit 130/143).
+"""
+
+
+def _loopback(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
+    chosen = value.strip().lower()
+    if chosen not in _LOOPBACK:
+        raise click.BadParameter(
+            f"{value!r} is not a loopback address. The gateway lends your Copilot account "
+            "to whoever reaches it, so it serves this machine only: use 127.0.0.1, ::1 or "
+            "localhost"
+        )
+    return chosen
+
+
+@click.command(cls=CopilotHostCommand, epilog=_EPILOG)
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=DEFAULT_PORT,
+    show_default=True,
+    help="Port to listen on; 0 picks a free one.",
+)
+@click.option(
+    "--host",
+    "address",
+    default="127.0.0.1",
+    show_default=True,
+    callback=_loopback,
+    help="Loopback address to listen on: 127.0.0.1, ::1 or localhost (binds 127.0.0.1).",
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print one JSON line (base URL and key) on stdout once listening.",
+)
+def serve(port: int, address: str, as_json: bool) -> None:
+    """Serve this login's Copilot models to programs in any language.
+
+    A gateway on this machine's loopback address that speaks the OpenAI API
+    (/v1/models, /v1/chat/completions, /v1/responses) and the Anthropic Messages API
+    (/v1/messages). It holds the GitHub and Copilot tokens itself: programs present only
+    the gateway's key, made anew each run. It starts and stays up while logged out
+    (requests get 503 not_logged_in) and follows logins, logouts and account changes
+    without a restart.
+    """
+    out = output()
+    if as_json:
+        set_error_sink(lambda problem: _json_line(_error_event(problem)))
+
+    family, bound, shown = _LOOPBACK[address]
+    store = make_store()
+    # Creates the store folder (0700) if needed and refuses an insecure one, before the
+    # port is taken or a key is made.
+    store.preflight(key_file=True)
+    listener = _bind(family, bound, port)
+    try:
+        port = listener.getsockname()[1]
+        base_url = f"http://{shown}:{port}/v1"
+        key = _new_key()
+        with _KeyFile(store.home, port, key) as key_file:
+            undo_access_log = _access_log()
+            try:
+                _run(
+                    listener,
+                    store,
+                    key,
+                    lambda: _listening(
+                        out,
+                        as_json=as_json,
+                        base_url=base_url,
+                        key=key,
+                        key_path=key_file.path,
+                        store=store,
+                    ),
+                )
+            finally:
+                undo_access_log()
+    finally:
+        listener.close()
+
+
+# -- start-up ---------------------------------------------------------------------------------
+
+
+def _bind(family: socket.AddressFamily, address: str, port: int) -> socket.socket:
+    # IPPROTO_TCP named, not left 0: asyncio turns Nagle's algorithm off only on sockets
+    # that say they are TCP, and with it on, every answer (head and body written apart)
+    # waits out the client's delayed ACK, some 40 ms.
+    listener = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        # A restart may bind the port its predecessor's closed connections still wait on.
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6:
+            listener.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        listener.bind((address, port))
+        listener.listen(2048)
+    except OSError as exc:
+        listener.close()
+        where = f"[{address}]:{port}" if family == socket.AF_INET6 else f"{address}:{port}"
+        if exc.errno == errno.EADDRINUSE:
+            raise CliFailure(
+                "port_in_use",
+                f"{where} is already in use (another copilot-host serve?); choose another "
+                "port with --port, or --port 0 for a free one",
+            ) from None
+        if exc.errno == errno.EADDRNOTAVAIL:
+            raise CliFailure(
+                "address_unavailable",
+                f"cannot listen on {where}: this machine has no such loopback address "
+                "(try --host 127.0.0.1)",
+            ) from None
+        raise CliFailure(
+            "listen_failed", f"cannot listen on {where}: {exc.strerror or type(exc).__name__}"
+        ) from None
+    return listener
+
+
+def _new_key() -> str:
+    import secrets
+
+    # 256 random bits; the prefix makes a leaked key recognisable for what it is.
+    return KEY_PREFIX + secrets.token_urlsafe(32)
+
+
+class _KeyFile:
+    """``gateway-PORT.key`` in the store folder: the key, for the user's own programs.
+
+    0600, owned by us, never followed through a symlink. The running gateway holds an
+    exclusive ``flock`` on it, so a file left by a gateway that died (the lock went with
+    it) is stale and replaced, while one whose gateway still runs (the same port on the
+    other loopback family) is left alone and this start fails. Removed on exit, only if it
+    is still the file this run wrote.
+    """
+
+    def __init__(self, home: Path, port: int, key: str) -> None:
+        self.path = home / f"gateway-{port}.key"
+        self._key = key
+        self._fd = -1
+        self._dir_fd = -1
+
+    def __enter__(self) -> _KeyFile:
+        import fcntl
+
+        try:
+            self._dir_fd = _private_folder(self.path.parent)
+            self._fd = _own_file(self._dir_fd, self.path)
+            try:
+                fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise CliFailure(
+                    "port_in_use",
+                    f"another copilot-host serve on this port holds {self.path}; stop it "
+                    "or choose another port with --port",
+                ) from None
+            # Ours now: whatever a gateway that died left in it is replaced.
+            os.fchmod(self._fd, 0o600)
+            os.ftruncate(self._fd, 0)
+            os.write(self._fd, (self._key + "\n").encode("ascii"))
+            os.fsync(self._fd)
+        except BaseException:
+            self._close()
+            raise
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        try:
+            if self._fd >= 0:
+                mine = os.fstat(self._fd)
+                try:
+                    there = os.stat(self.path.name, dir_fd=self._dir_fd, follow_symlinks=False)
+                except FileNotFoundError:
+                    there = None
+                if there is not None and (there.st_dev, there.st_ino) == (mine.st_dev, mine.st_ino):
+                    os.unlink(self.path.name, dir_fd=self._dir_fd)
+                # Emptied too, so a copy of the name held elsewhere reads nothing.
+                os.ftruncate(self._fd, 0)
+        finally:
+            self._close()
+
+    def _close(self) -> None:
+        for fd in (self._fd, self._dir_fd):
+            if fd >= 0:
+                os.close(fd)
+        self._fd = self._dir_fd = -1
+
+
+def _private_folder(path: Path) -> int:
+    """A descriptor of the store folder, refused unless it is ours and private (preflight
+    checked it by name; this checks what the descriptor holds)."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    found = os.fstat(fd)
+    if found.st_uid != os.geteuid() or stat.S_IMODE(found.st_mode) & 0o077:
+        os.close(fd)
+        raise CliFailure(
+            "store_insecure",
+            f"the store folder {path} is not private to you; run copilot-host status "
+            "for what to do",
+        )
+    return fd
+
+
+def _own_file(dir_fd: int, path: Path) -> int:
+    """The key file opened (made 0600 when new), refused unless a regular file of ours."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(path.name, flags, 0o600, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise CliFailure(
+                "key_file_insecure", f"{path} is a symbolic link; remove it and start again"
+            ) from None
+        raise
+    found = os.fstat(fd)
+    if not stat.S_ISREG(found.st_mode) or found.st_uid != os.geteuid():
+        os.close(fd)
+        raise CliFailure(
+            "key_file_insecure", f"{path} is not a regular file of yours; remove it and start again"
+        )
+    return fd
+
+
+def _access_log() -> Callable[[], None]:
+    """The gateway's access lines on stderr (always, at INFO), behind the redaction filter;
+    returns the undo."""
+    import logging
+
+    from copilot_host import RedactingFilter
+    from copilot_host.gateway import ACCESS_LOGGER
+
+    class _Stderr(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            try:
+                if sys.stderr is not None:
+                    sys.stderr.write(self.format(record) + "\n")
+                    sys.stderr.flush()
+            except Exception:
+                self.handleError(record)
+
+    logger = logging.getLogger(ACCESS_LOGGER)
+    handler = _Stderr(logging.INFO)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%Y-%m-%dT%H:%M:%S"))
+    handler.addFilter(RedactingFilter())
+    before = (logger.level, logger.propagate)
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+
+    def undo() -> None:
+        logger.removeHandler(handler)
+        logger.setLevel(before[0])
+        logger.propagate = before[1]
+
+    return undo
+
+
+def _run(
+    listener: socket.socket,
+    store: CredentialStore,
+    key: str,
+    on_listening: Callable[[], None],
+) -> None:
+    import asyncio
+
+    import uvicorn  # only serve needs it
+
+    from copilot_host.gateway import create_app
+
+    s = seam()
+
+    class Server(uvicorn.Server):
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets)
+            if self.started:
+                on_listening()
+
+    async def main() -> None:
+        # The host is made, used and closed on this loop (an asynchronous host belongs to
+        # one); the app never closes it.
+        async with make_async_host(store) as host:
+            extra: dict[str, Any] = {}
+            if s.upstream_transport is not None:
+                extra["transport"] = s.upstream_transport()
+            if s.clock is not None:
+                extra["clock"] = s.clock
+            app = create_app(host, api_key=key, **extra)
+            config = uvicorn.Config(
+                app,
+                lifespan="on",
+                # Logging is the CLI's (redacted, on stderr); access lines are the app's.
+                log_config=None,
+                access_log=False,
+                ws="none",
+                http="h11",
+                loop="asyncio",
+                # No forwarding headers are trusted: every client is on this machine.
+                proxy_headers=False,
+                server_header=False,
+                timeout_graceful_shutdown=GRACE,
+            )
+            await Server(config).serve(sockets=[listener])
+
+    asyncio.run(main())
+
+
+# -- what people and programs are told --------------------------------------------------------
+
+
+def _json_line(document: dict[str, Any]) -> None:
+    import json
+
+    # The documented line, byte for byte: json's default separators.
+    write_stdout(json.dumps(document, ensure_ascii=False))
+
+
+def _error_event(problem: Problem) -> dict[str, Any]:
+    return {
+        "v": 1,
+        "event": "error",
+        "code": problem.code,
+        "message": problem.message,
+        "retryable": problem.retryable,
+    }
+
+
+def _listening(
+    out: Output,
+    *,
+    as_json: bool,
+    base_url: str,
+    key: str,
+    key_path: Path,
+    store: CredentialStore,
+) -> None:
+    if as_json:
+        _json_line({"v": 1, "event": "listening", "base_url": base_url, "api_key": key})
+        # Nothing follows the listening line on stdout, a failure's report included.
+        set_error_sink(lambda _problem: None)
+        return
+    from copilot_host import clean
+
+    root = base_url.removesuffix("/v1")
+    key_file = shlex.quote(str(key_path))
+    out.info(f"copilot-host gateway listening on {out.strong(base_url)}")
+    try:
+        identity = store.availability()
+    except Exception:  # the first request reports it properly
+        identity = None
+    if identity is not None:
+        out.info(f"Serving the Copilot models of {clean(identity.account)}.")
+    else:
+        out.warn(
+            "not logged in: requests get 503 until you run `copilot-host login` (no restart needed)"
+        )
+    out.info("")
+    out.info("API key (shown once; also in the key file while this runs):")
+    out.info(f"  {key}")
+    out.info(f"  key file: {key_file}")
+    out.info("")
+    out.info("Point your tools at it:")
+    out.info(f'  OpenAI SDK      OpenAI(base_url="{base_url}", api_key=KEY)')
+    out.info(f'  Anthropic SDK   Anthropic(base_url="{root}", api_key=KEY)   (no /v1)')
+    bearer = f'"Authorization: Bearer $(cat {key_file})"'
+    out.info(f"  curl            curl {base_url}/models -H {bearer}")
+    out.info(f"  environment     OPENAI_BASE_URL={base_url} OPENAI_API_KEY=$(cat {key_file})")
+    out.info(f"                  ANTHROPIC_BASE_URL={root} ANTHROPIC_API_KEY=$(cat {key_file})")
+    out.info("                  (read by the SDKs and by agents built on them)")
+    out.hint("One line per request follows. Ctrl-C stops the gateway.")

@@ -1,0 +1,492 @@
+"""The gateway as an ASGI 3 application: refusals in a fixed order, then the relay.
+
+A request is refused, with nothing sent upstream, at the first of: its Host, its Origin,
+its key (:mod:`._access`); a path or method the gateway does not serve (404, 405); a body
+over :data:`MAX_BODY_BYTES` (413); a body that is not a JSON object with a ``model``
+(400); no login (503); a model the account does not have (404), or one that does not
+list the endpoint called (400). Otherwise it is relayed (:mod:`._relay`) through the
+route's own ``route.auth``. Errors take the shape of the API the path belongs to
+(:mod:`._answers`).
+
+While a request is relayed, a watcher waits for the client to hang up (ASGI's
+``http.disconnect``) and then cancels the relay at once, which closes the upstream
+connection, even while upstream is silent.
+
+Each request ends with one access line on the ``copilot_host.gateway.access`` logger
+(INFO): method, path, model, status, bytes sent, duration; nothing from bodies, keys or
+tokens. Details (refusal reasons, upstream request ids, failures) go to
+``copilot_host.gateway`` at DEBUG.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+import httpx2
+
+import copilot_host as ch
+
+from ._access import Refusal, RequestHeaders, allowed_hosts, check_access, read_headers
+from ._answers import Shape, error_body, failure_of
+from ._models import ENDPOINTS, Registry, anthropic_entry, endpoints_of, openai_entry
+from ._relay import AnswerTooLarge, Outcome, relay
+
+__all__ = ["ACCESS_LOGGER", "MAX_BODY_BYTES", "GatewayApp", "create_app"]
+
+Message = MutableMapping[str, Any]
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+# The largest request body accepted; past it the answer is 413. Large enough for a long
+# conversation with several images inlined as base64.
+MAX_BODY_BYTES = 32 * 1024 * 1024
+ACCESS_LOGGER = "copilot_host.gateway.access"
+
+# Inference has no total deadline (a long answer streams for minutes); a read waiting
+# this long for the next byte means the connection is dead. The pool wait is unbounded:
+# a request queued behind others waits for them, and its client can hang up.
+UPSTREAM_TIMEOUT = httpx2.Timeout(connect=10.0, read=600.0, write=60.0, pool=None)
+# Many streams may be open at once; each holds one upstream connection for its length.
+UPSTREAM_LIMITS = httpx2.Limits(max_connections=512, max_keepalive_connections=64)
+
+_log = logging.getLogger("copilot_host.gateway")
+_access = logging.getLogger(ACCESS_LOGGER)
+
+_MODELS = "/v1/models"
+_MODEL_PREFIX = "/v1/models/"
+_METHODS = {_MODELS: "GET", **dict.fromkeys(ENDPOINTS, "POST")}
+_JSON = b"application/json"
+
+
+def create_app(
+    host: ch.AsyncCopilotHost,
+    *,
+    api_key: str,
+    transport: httpx2.AsyncBaseTransport | None = None,
+    clock: ch.Clock = ch.SYSTEM_CLOCK,
+) -> GatewayApp:
+    """The gateway for ``host``'s account, as an ASGI 3 application with lifespan support.
+
+    ``api_key`` is what clients must present (at least 16 printable ASCII characters; the
+    app registers it with the redaction filter). ``transport`` carries the upstream
+    requests (None: the normal network stack; tests pass
+    ``GitHubEmulator().async_transport()``). ``clock`` times re-registration and the
+    routes' sessions (give the host the same one). The app does not own ``host``: close it
+    after the server has stopped. Use the app on one event loop (an asynchronous host
+    belongs to one).
+    """
+    return GatewayApp(host, api_key=api_key, transport=transport, clock=clock)
+
+
+class GatewayApp:
+    """See :func:`create_app` and the module docstring."""
+
+    def __init__(
+        self,
+        host: ch.AsyncCopilotHost,
+        *,
+        api_key: str,
+        transport: httpx2.AsyncBaseTransport | None,
+        clock: ch.Clock,
+    ) -> None:
+        if not isinstance(api_key, str):
+            raise TypeError("api_key is a str")
+        if (
+            len(api_key) < 16
+            or not (api_key.isascii() and api_key.isprintable())
+            or (" " in api_key)
+        ):
+            raise ValueError("api_key must be at least 16 printable ASCII characters, no spaces")
+        self._key = api_key.encode("ascii")
+        # Registered so that logs and relayed answers mask it; held so the registration
+        # (a weak one) lasts as long as the app.
+        self._secret = ch.Secret(api_key)
+        ch.register_secret(self._secret)
+        self._registry = Registry(host, clock)
+        self._transport = transport
+        self._client: httpx2.AsyncClient | None = None
+        self._hosts: dict[int, frozenset[bytes]] = {}
+
+    def __repr__(self) -> str:
+        return f"GatewayApp({len(self._registry.catalog)} routes)"
+
+    @property
+    def catalog(self) -> ch.Catalog:
+        """The gateway's own catalog (empty until the first request is served)."""
+        return self._registry.catalog
+
+    # -- ASGI ------------------------------------------------------------------------------
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind == "http":
+            await self._http(scope, receive, send)
+        elif kind == "lifespan":
+            await self._lifespan(receive, send)
+        elif kind == "websocket":
+            await send({"type": "websocket.close", "code": 1008})
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                self._upstream()
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await self.aclose()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    async def aclose(self) -> None:
+        """Stop registrations in flight and close the upstream connections (the lifespan
+        shutdown does this; call it yourself when the server runs the app without one)."""
+        await self._registry.aclose()
+        client, self._client = self._client, None
+        if client is not None:
+            await client.aclose()
+
+    def _upstream(self) -> httpx2.AsyncClient:
+        client = self._client
+        if client is None:
+            client = self._client = httpx2.AsyncClient(
+                transport=self._transport,
+                timeout=UPSTREAM_TIMEOUT,
+                limits=UPSTREAM_LIMITS,
+                follow_redirects=False,
+            )
+        return client
+
+    def _allowed(self, scope: Scope) -> frozenset[bytes] | None:
+        server = scope.get("server")
+        if not server:
+            return None
+        port = int(server[1])
+        hosts = self._hosts.get(port)
+        if hosts is None:
+            hosts = self._hosts[port] = allowed_hosts(port)
+        return hosts
+
+    # -- one request -----------------------------------------------------------------------
+
+    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        started = time.perf_counter()
+        headers = read_headers(scope["headers"])
+        path: str = scope["path"]
+        shape = (
+            Shape.ANTHROPIC
+            if path == "/v1/messages"
+            or (path.startswith(_MODELS) and headers.get(b"anthropic-version") is not None)
+            else Shape.OPENAI
+        )
+        call = _Call(receive, send, headers=headers, path=path, method=scope["method"], shape=shape)
+        logged = False
+
+        def log() -> None:
+            nonlocal logged
+            if logged or not _access.isEnabledFor(logging.INFO):
+                return
+            logged = True
+            _access.info(
+                "%s %s model=%s status=%d bytes=%d %.1fms",
+                call.method,
+                _shown(path),
+                call.model,
+                call.outcome.status or 499,
+                call.outcome.sent,
+                (time.perf_counter() - started) * 1000.0,
+            )
+
+        # Written just before the last piece of the answer goes out, so a client that
+        # has its answer can find the line; or at the end, when there was no answer.
+        call.outcome.on_done = log
+        try:
+            await self._serve(call, scope)
+        finally:
+            log()
+
+    async def _serve(self, call: _Call, scope: Scope) -> None:
+        refusal = check_access(call.headers, self._allowed(scope), self._key)
+        if refusal is not None:
+            await call.refuse(refusal)
+            return
+        path, method = call.path, call.method
+        expected = _METHODS.get(path)
+        if expected is None and path.startswith(_MODEL_PREFIX):
+            expected = "GET"
+        if expected is None:
+            await call.refuse(
+                Refusal(
+                    404,
+                    "not_found",
+                    "copilot-host gateway: no such endpoint; it serves GET /v1/models, "
+                    "POST /v1/chat/completions, POST /v1/responses and POST /v1/messages",
+                )
+            )
+            return
+        if method != expected:
+            await call.refuse(
+                Refusal(
+                    405,
+                    "method_not_allowed",
+                    f"copilot-host gateway: {ch.clean(path, limit=80)} takes {expected} only",
+                    ((b"allow", expected.encode("ascii")),),
+                )
+            )
+            return
+        try:
+            if method == "GET":
+                await self._models(call)
+            else:
+                await self._inference(call)
+        except Exception as exc:
+            if call.outcome.status:
+                # The answer has started: the server cuts the connection.
+                _log.warning("relay of %s ended early: %s", path, type(exc).__name__)
+                raise
+            failure = failure_of(exc)
+            _log.debug("request failed: %s (%s)", failure.code, type(exc).__name__, exc_info=exc)
+            await call.answer(
+                failure.status,
+                error_body(call.shape, failure.status, failure.code, failure.message),
+            )
+
+    async def _models(self, call: _Call) -> None:
+        snapshot = await self._registry.current()
+        anthropic = call.shape == Shape.ANTHROPIC
+        if call.path == _MODELS:
+            await call.answer(200, snapshot.anthropic_list if anthropic else snapshot.openai_list)
+            return
+        name = call.path[len(_MODEL_PREFIX) :]
+        route = snapshot.find(name)
+        if (
+            route is not None
+            and anthropic
+            and ch.ApiProtocol.ANTHROPIC_MESSAGES not in route.spec.protocols
+        ):
+            route = None
+        if route is None:
+            await call.refuse(_unknown_model(name))
+            return
+        call.model = route.model_id
+        entry = anthropic_entry(route) if anthropic else openai_entry(route, _owner(route))
+        await call.answer(200, ch.mask_secrets(json.dumps(entry, ensure_ascii=False).encode()))
+
+    async def _inference(self, call: _Call) -> None:
+        body = await _read_body(call.receive, call.headers)
+        if isinstance(body, Refusal):
+            await call.refuse(body)
+            return
+        if body is None:
+            return  # the client hung up while sending
+        parsed = _parse(body)
+        if isinstance(parsed, Refusal):
+            await call.refuse(parsed)
+            return
+        value, name = parsed
+        snapshot = await self._registry.current()
+        route = snapshot.find(name)
+        if route is None:
+            call.model = ch.clean(name, limit=64) or "-"
+            await call.refuse(_unknown_model(name))
+            return
+        call.model = route.model_id
+        protocol = ENDPOINTS[call.path]
+        if protocol not in route.spec.protocols:
+            await call.refuse(_wrong_endpoint(route, call.path))
+            return
+        if name != route.model_id:
+            # Named by its route id: upstream knows the model by its own id.
+            value["model"] = route.model_id
+            body = json.dumps(value, ensure_ascii=False).encode("utf-8")
+        await self._forward(call, route, protocol, body)
+
+    async def _forward(
+        self, call: _Call, route: ch.ModelRoute, protocol: ch.ApiProtocol, body: bytes
+    ) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        outcome = call.outcome
+        receive = call.receive
+        gone = False
+
+        async def watch() -> None:
+            nonlocal gone
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    if not outcome.done:
+                        gone = True
+                        task.cancel()
+                    return
+
+        watcher = asyncio.get_running_loop().create_task(watch())
+        try:
+            await relay(
+                self._upstream(),
+                route,
+                protocol,
+                body,
+                headers=call.headers,
+                send=call.send,
+                outcome=outcome,
+            )
+        except asyncio.CancelledError:
+            if gone and task.uncancel() == 0:
+                _log.debug("client hung up: upstream request for %s cancelled", route.model_id)
+                return
+            raise
+        except ch.OriginError as exc:
+            if exc.code == "origin_mismatch":
+                # The account's inference origin moved: these routes point at the old one.
+                self._registry.stale()
+            raise
+        except AnswerTooLarge:
+            raise ch.ResponseError(
+                "the Copilot API's answer was larger than the gateway relays",
+                code="response_too_large",
+            ) from None
+        finally:
+            watcher.cancel()
+        if outcome.upstream_id:
+            _log.debug(
+                "%s answered %d (GitHub request id %s)",
+                route.url,
+                outcome.status,
+                ch.clean(outcome.upstream_id, limit=80),
+            )
+
+
+class _Call:
+    """One request as it is served: where it came from, how it is answered, what the
+    access line will say."""
+
+    __slots__ = ("headers", "method", "model", "outcome", "path", "receive", "send", "shape")
+
+    def __init__(
+        self,
+        receive: Receive,
+        send: Send,
+        *,
+        headers: RequestHeaders,
+        path: str,
+        method: str,
+        shape: str,
+    ) -> None:
+        self.receive = receive
+        self.send = send
+        self.headers = headers
+        self.path = path
+        self.method = method
+        self.shape = shape
+        self.model = "-"
+        self.outcome = Outcome()
+
+    async def answer(
+        self, status: int, body: bytes, headers: tuple[tuple[bytes, bytes], ...] = ()
+    ) -> None:
+        outcome = self.outcome
+        outcome.status = status
+        outcome.sent = len(body)
+        await self.send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [
+                    (b"content-type", _JSON),
+                    (b"content-length", str(len(body)).encode("ascii")),
+                    *headers,
+                ],
+            }
+        )
+        outcome.finish()
+        await self.send({"type": "http.response.body", "body": body, "more_body": False})
+
+    async def refuse(self, refusal: Refusal) -> None:
+        _log.debug("refused (%d %s)", refusal.status, refusal.code)
+        body = error_body(self.shape, refusal.status, refusal.code, refusal.message)
+        await self.answer(refusal.status, body, refusal.headers)
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+
+async def _read_body(receive: Receive, headers: RequestHeaders) -> bytes | Refusal | None:
+    """The whole request body; a Refusal when it is too large or its length malformed;
+    None when the client hung up."""
+    declared = headers.get(b"content-length")
+    if declared is not None:
+        if not declared.strip().isdigit():
+            return Refusal(400, "invalid_request", "copilot-host gateway: bad Content-Length")
+        if int(declared) > MAX_BODY_BYTES:
+            return _too_large()
+    body = bytearray()
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        body += message.get("body", b"")
+        if len(body) > MAX_BODY_BYTES:
+            return _too_large()
+        if not message.get("more_body", False):
+            return bytes(body)
+
+
+def _too_large() -> Refusal:
+    return Refusal(
+        413,
+        "request_too_large",
+        f"copilot-host gateway: the request body is over {MAX_BODY_BYTES // (1024 * 1024)} MiB",
+    )
+
+
+def _parse(body: bytes) -> tuple[dict[str, Any], str] | Refusal:
+    try:
+        value = json.loads(body)
+    except (ValueError, RecursionError):
+        return Refusal(400, "invalid_json", "copilot-host gateway: the body is not JSON")
+    if not isinstance(value, dict):
+        return Refusal(400, "invalid_json", "copilot-host gateway: the body is not a JSON object")
+    name = value.get("model")
+    if not isinstance(name, str) or not name:
+        return Refusal(
+            400,
+            "missing_model",
+            'copilot-host gateway: the body names no "model" (GET /v1/models lists them)',
+        )
+    return value, name
+
+
+def _unknown_model(name: str) -> Refusal:
+    return Refusal(
+        404,
+        "model_not_found",
+        f"copilot-host gateway: the model {ch.clean(name, limit=100)!r} is not one this "
+        "account can use (GET /v1/models lists them)",
+    )
+
+
+def _wrong_endpoint(route: ch.ModelRoute, path: str) -> Refusal:
+    served = " and ".join(endpoints_of(route))
+    return Refusal(
+        400,
+        "unsupported_api_for_model",
+        f"copilot-host gateway: the model {route.model_id!r} is not served on {path}; "
+        f"call it on {served} (the gateway does not translate between APIs)",
+    )
+
+
+def _shown(path: str) -> str:
+    """The path as the access line shows it: inert for a terminal, bounded."""
+    if len(path) <= 120 and path.isascii() and path.isprintable() and " " not in path:
+        return path  # the usual case, without the character-by-character pass
+    return ch.clean(path, limit=120) or "-"
+
+
+def _owner(route: ch.ModelRoute) -> str:
+    return route.route_id.rpartition("/")[0] or "copilot-host"

@@ -1,0 +1,198 @@
+"""One model request upstream, through ``route.auth``, and its answer back to the client.
+
+The request goes to ``route.origin + protocol.path`` and nowhere else (``route.auth``
+refuses any other origin, and redirects are not followed). It carries the body as the
+client sent it and, of the client's headers, only those in
+:data:`FORWARDED_REQUEST_HEADERS`: never the client's key, which ``route.auth`` replaces
+with the session bearer anyway.
+
+The answer keeps its status and content type. A JSON answer is read whole (bounded),
+masked of every secret value the library knows (:func:`copilot_host.mask_secrets`) and
+sent with its length. A Server-Sent Events answer is relayed as it arrives: each chunk is
+sent as soon as it completes one or more events, masked event by event (a secret cannot
+hide across the cut, since events end at a blank line and no secret holds a line break);
+at most one unfinished event is held back. Of the response headers only
+:data:`RELAYED_RESPONSE_HEADERS` (and rate-limit headers) are relayed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from dataclasses import dataclass
+from typing import Any
+
+import httpx2
+
+import copilot_host as ch
+
+from ._access import RequestHeaders
+
+__all__ = [
+    "FORWARDED_REQUEST_HEADERS",
+    "MAX_ANSWER_BYTES",
+    "RELAYED_RESPONSE_HEADERS",
+    "AnswerTooLarge",
+    "Outcome",
+    "relay",
+    "sse_cut",
+]
+
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+
+# Client request headers sent upstream, each with the reason it is needed. Everything
+# else stays here: the client's key, cookies, its User-Agent and SDK telemetry, proxy
+# and forwarding headers. route.auth adds the bearer and the editor headers itself.
+FORWARDED_REQUEST_HEADERS: Mapping[str, str] = {
+    "content-type": "the body's media type, when it is JSON's (with its charset); the body "
+    "was checked to be JSON, so any other (curl's form type) becomes application/json",
+    "accept": "whether the client asks for an event stream or a JSON document",
+    "anthropic-version": "the Messages API version the body is written for",
+    "anthropic-beta": "the Messages API features the body opts into",
+    "x-initiator": "the client's own word on who started the turn (user or agent), "
+    "which route.auth keeps instead of reading it from the body",
+}
+_FORWARDED = tuple(name.encode("ascii") for name in FORWARDED_REQUEST_HEADERS)
+
+# Response headers relayed to the client, besides rate-limit headers (any name starting
+# with one of _RATE_LIMIT_PREFIXES): what a client needs to read the answer, quote it to
+# GitHub Support, and back off.
+RELAYED_RESPONSE_HEADERS = frozenset(
+    {"content-type", "x-request-id", "x-github-request-id", "retry-after"}
+)
+_RATE_LIMIT_PREFIXES = ("x-ratelimit-", "ratelimit", "anthropic-ratelimit-")
+
+# A JSON answer larger than this is refused (502 response_too_large): model answers are
+# far smaller, and the gateway holds a JSON answer whole to mask it.
+MAX_ANSWER_BYTES = 32 * 1024 * 1024
+
+
+class AnswerTooLarge(Exception):
+    """The upstream JSON answer was larger than MAX_ANSWER_BYTES."""
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What the access log says about one request."""
+
+    status: int = 0
+    sent: int = 0
+    upstream_id: str = ""
+    # Set just before the last body message: from then on the server reports the request
+    # as finished, which is not the client hanging up.
+    done: bool = False
+    # Called once, then: the access line is written before the client can see the end.
+    on_done: Callable[[], None] | None = None
+
+    def finish(self) -> None:
+        self.done = True
+        callback, self.on_done = self.on_done, None
+        if callback is not None:
+            callback()
+
+
+def _upstream_headers(headers: RequestHeaders) -> list[tuple[bytes, bytes]]:
+    out: list[tuple[bytes, bytes]] = []
+    repeated = headers.repeated
+    for name in _FORWARDED:
+        if name == b"content-type":
+            continue
+        for value in repeated.get(name, ()):
+            out.append((name, value))
+    kind = headers.get(b"content-type") or b""
+    if kind.split(b";", 1)[0].strip().lower() != b"application/json":
+        kind = b"application/json"
+    out.append((b"content-type", kind))
+    return out
+
+
+def _relayed(response: httpx2.Response) -> list[tuple[bytes, bytes]]:
+    kept: list[tuple[bytes, bytes]] = []
+    for name, value in response.headers.raw:
+        lower = name.lower().decode("latin-1")
+        if lower in RELAYED_RESPONSE_HEADERS or lower.startswith(_RATE_LIMIT_PREFIXES):
+            kept.append((lower.encode("latin-1"), ch.mask_secrets(value)))
+    return kept
+
+
+def sse_cut(buffer: bytes) -> int:
+    """Where the last complete event in ``buffer`` ends (0: none complete yet).
+
+    An event ends at an empty line: two line endings in a row, each CRLF, LF or CR. Every
+    such pair contains LF LF, LF CR or CR CR; the cut falls after the last of those, and
+    after the LF of a CRLF that ends it. (A CR that ends the buffer may yet be followed
+    by an LF: cut after it, the LF opens the next piece, which changes no byte.)
+    """
+    lf_lf, cr_cr, lf_cr = buffer.rfind(b"\n\n"), buffer.rfind(b"\r\r"), buffer.rfind(b"\n\r")
+    end = max(lf_lf, cr_cr, lf_cr)
+    if end < 0:
+        return 0
+    cut = end + 2
+    if end == lf_cr and buffer[cut : cut + 1] == b"\n":
+        cut += 1
+    return cut
+
+
+def _is_event_stream(response: httpx2.Response) -> bool:
+    kind = response.headers.get("content-type", "")
+    return kind.split(";", 1)[0].strip().lower() == "text/event-stream"
+
+
+async def relay(
+    client: httpx2.AsyncClient,
+    route: ch.ModelRoute,
+    protocol: ch.ApiProtocol,
+    body: bytes,
+    *,
+    headers: RequestHeaders,
+    send: Send,
+    outcome: Outcome,
+) -> None:
+    """Send the request upstream and relay its answer (see the module docstring).
+
+    Raises before the answer starts (a failed session exchange, the network,
+    :class:`AnswerTooLarge`): the caller then answers with an error of its own. A failure
+    after the answer started propagates too; the server then cuts the connection, so the
+    client sees an answer that did not end rather than a shorter one that did.
+    """
+    request = client.build_request(
+        "POST", route.origin + protocol.path, content=body, headers=_upstream_headers(headers)
+    )
+    response = await client.send(request, auth=route.auth, stream=True)
+    try:
+        outcome.upstream_id = response.headers.get("x-github-request-id", "")
+        start: MutableMapping[str, Any] = {
+            "type": "http.response.start",
+            "status": response.status_code,
+            "headers": _relayed(response),
+        }
+        if not _is_event_stream(response):
+            whole = bytearray()
+            async for chunk in response.aiter_bytes():
+                whole += chunk
+                if len(whole) > MAX_ANSWER_BYTES:
+                    raise AnswerTooLarge
+            answer = ch.mask_secrets(bytes(whole))
+            start["headers"].append((b"content-length", str(len(answer)).encode("ascii")))
+            outcome.status = response.status_code
+            await send(start)
+            outcome.sent = len(answer)
+            outcome.finish()
+            await send({"type": "http.response.body", "body": answer, "more_body": False})
+            return
+        outcome.status = response.status_code
+        await send(start)
+        held = b""
+        async for chunk in response.aiter_bytes():
+            held += chunk
+            cut = sse_cut(held)
+            if cut:
+                ready = ch.mask_secrets(held[:cut])
+                held = held[cut:]
+                outcome.sent += len(ready)
+                await send({"type": "http.response.body", "body": ready, "more_body": True})
+        tail = ch.mask_secrets(held)
+        outcome.sent += len(tail)
+        outcome.finish()
+        await send({"type": "http.response.body", "body": tail, "more_body": False})
+    finally:
+        await response.aclose()

@@ -1,0 +1,63 @@
+"""Gateway test fixtures: the emulator, a running gateway on it, and a leak check of what
+each test saw (responses, access lines) against the run's canaries and the client key."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from copilot_host.testing import GitHubEmulator, Scenario
+from tests.gateway._support import Gateway, running_gateway
+from tests.security._support import TOKEN_SHAPES
+
+
+@pytest.fixture
+def emulator(request: pytest.FixtureRequest) -> Iterator[GitHubEmulator]:
+    """The emulator with the scenario of ``@pytest.mark.parametrize("emulator", ...)``
+    (indirect) or the default one."""
+    scenario = getattr(request, "param", None) or Scenario()
+    with GitHubEmulator(scenario) as emu:
+        yield emu
+
+
+@pytest.fixture
+def gateway(emulator: GitHubEmulator, tmp_path: Path) -> Iterator[Gateway]:
+    """A gateway serving a logged-in account, checked for leaks when the test ends."""
+    with running_gateway(emulator, tmp_path / "home") as running:
+        yield running
+        assert_no_leaks(running)
+
+
+@pytest.fixture(scope="module")
+def shared_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
+    """One gateway for a module whose tests change nothing it holds (no login, no
+    scenario): see ``fresh_view``."""
+    home = tmp_path_factory.mktemp("gateway") / "home"
+    with GitHubEmulator() as emulator, running_gateway(emulator, home) as running:
+        yield running
+
+
+def fresh_view(shared: Gateway) -> Iterator[Gateway]:
+    """The shared gateway as a test sees it: the emulator's record and what was seen
+    start empty, and are checked for leaks when the test ends."""
+    shared.emulator.clear_requests()
+    shared.seen.clear()
+    shared.access.lines.clear()
+    yield shared
+    assert_no_leaks(shared)
+
+
+def assert_no_leaks(gateway: Gateway) -> None:
+    """Neither the emulator's credentials nor the session or client key in anything the
+    test saw of the gateway (access lines included)."""
+    secrets = [*gateway.emulator.canaries()]
+    texts = [*gateway.seen, *(("access line", line) for line in gateway.access.lines)]
+    found = []
+    for label, text in texts:
+        found += [f"{label}: a canary" for canary in secrets if canary in text]
+        found += [f"{label}: token-shaped text" for _ in TOKEN_SHAPES.finditer(text)]
+    # The key is in what the test sent, never in what it got back or the log.
+    found += [f"{label}: the client key" for label, text in texts if gateway.key in text]
+    assert found == []

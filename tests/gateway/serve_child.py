@@ -1,0 +1,40 @@
+"""Run ``copilot-host serve`` in this (child) process against an emulator in another one.
+
+    python tests/gateway/serve_child.py EMULATOR_PORT [--debug] [serve options...]
+
+The emulator's transports reach the command through the CLI's private test seam (``obj=``
+on ``main``), which no option or environment variable can reach. The login is whatever
+the store in ``$COPILOT_HOST_HOME`` holds (the parent logs in with a key file first).
+Also the benchmark's way to run the gateway in a process of its own.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+
+def main() -> None:
+    port = int(sys.argv[1])
+
+    from copilot_host_cli import main as cli
+    from copilot_host_cli._context import CliSeam
+
+    from copilot_host.github import AsyncGitHubCopilotHost
+    from copilot_host.testing import async_loopback_transport
+
+    def host(*, store: Any, clock: Any) -> AsyncGitHubCopilotHost:
+        return AsyncGitHubCopilotHost(store=store, transport=async_loopback_transport(port))
+
+    seam = CliSeam(
+        async_host_factory=host,
+        upstream_transport=lambda: async_loopback_transport(port),
+    )
+    options = sys.argv[2:]
+    debug = ["--debug"] if "--debug" in options else []  # the group's option, not serve's
+    serve = [option for option in options if option != "--debug"]
+    cli([*debug, "serve", *serve], obj=seam, prog_name="copilot-host")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,161 @@
+"""The gateway's pure parts, without a server: the access checks, the error documents and
+how failures map to statuses, the app's arguments, and that it imports nothing private."""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+import httpx2
+import pytest
+
+import copilot_host as ch
+from copilot_host.gateway import create_app
+from copilot_host.gateway._access import allowed_hosts, check_access, read_headers
+from copilot_host.gateway._answers import Shape, error_body, failure_of
+
+KEY = b"cph_" + b"k" * 43
+HOSTS = allowed_hosts(4141)
+GATEWAY = Path(ch.__file__).parent / "gateway"
+
+
+def _check(*headers: tuple[bytes, bytes]) -> tuple[int, str] | None:
+    refusal = check_access(read_headers(headers), HOSTS, KEY)
+    return None if refusal is None else (refusal.status, refusal.code)
+
+
+def test_access_checks_run_host_origin_key_in_that_order() -> None:
+    host = (b"host", b"127.0.0.1:4141")
+    key = (b"authorization", b"Bearer " + KEY)
+    assert _check(host, key) is None
+    assert _check((b"host", b"evil:4141"), (b"origin", b"null")) == (421, "invalid_host")
+    assert _check(host, (b"origin", b"null"), key) == (403, "origin_not_allowed")
+    assert _check(host) == (401, "invalid_api_key")
+    assert _check(host, (b"x-api-key", KEY)) is None
+    assert _check(host, (b"X-API-KEY", KEY)) is None  # names in any case
+    assert _check(host, (b"authorization", b"BEARER  " + KEY + b" ")) is None
+    assert _check(host, key, (b"x-api-key", KEY + b"x")) == (401, "invalid_api_key")
+    assert _check(host, key, (b"authorization", b"Bearer " + KEY)) == (401, "invalid_api_key")
+    assert _check(host, (b"Host", b"evil"), key) == (421, "invalid_host")
+    # A server that did not say which address it serves: nothing is served.
+    assert check_access(read_headers([host, key]), None, KEY) is not None
+
+
+def test_the_hosts_answered_to_are_the_three_loopback_names_on_the_port() -> None:
+    assert allowed_hosts(4141) == {b"127.0.0.1:4141", b"localhost:4141", b"[::1]:4141"}
+    assert b"localhost" in allowed_hosts(80)  # the default port may be left out
+
+
+@pytest.mark.parametrize(
+    ("status", "openai_type", "anthropic_type"),
+    [
+        (400, "invalid_request_error", "invalid_request_error"),
+        (401, "invalid_request_error", "authentication_error"),
+        (403, "invalid_request_error", "permission_error"),
+        (404, "invalid_request_error", "not_found_error"),
+        (405, "invalid_request_error", "invalid_request_error"),
+        (413, "invalid_request_error", "request_too_large"),
+        (421, "invalid_request_error", "invalid_request_error"),
+        (429, "rate_limit_error", "rate_limit_error"),
+        (500, "server_error", "api_error"),
+        (502, "server_error", "api_error"),
+        (503, "server_error", "api_error"),
+        (529, "server_error", "overloaded_error"),
+    ],
+)
+def test_error_documents_in_both_shapes(status: int, openai_type: str, anthropic_type: str) -> None:
+    openai = json.loads(error_body(Shape.OPENAI, status, "some_code", "what happened"))
+    assert openai == {
+        "error": {
+            "message": "what happened",
+            "type": openai_type,
+            "code": "some_code",
+            "param": None,
+        }
+    }
+    anthropic = json.loads(error_body(Shape.ANTHROPIC, status, "some_code", "what happened"))
+    assert anthropic == {
+        "type": "error",
+        "error": {"type": anthropic_type, "message": "what happened"},
+    }
+
+
+def test_error_documents_mask_known_secrets() -> None:
+    secret = ch.Secret("cph_secret-in-a-message-0123456789")
+    ch.register_secret(secret)
+    body = error_body(Shape.OPENAI, 500, "x", f"failed with {secret.reveal()}")
+    assert secret.reveal().encode() not in body
+    assert b"[REDACTED]" in body
+
+
+@pytest.mark.parametrize(
+    ("error", "status", "code"),
+    [
+        (ch.NotLoggedInError("x"), 503, "not_logged_in"),
+        (ch.LoginChangedError("x"), 503, "login_changed"),
+        (ch.LoginRevokedError("x"), 503, "login_invalid"),
+        (ch.EntitlementError("x", code="subscription_ended"), 503, "subscription_ended"),
+        (ch.SessionError("x", code="timeout"), 503, "timeout"),
+        (ch.StoreInsecureError("x"), 503, "store_insecure"),
+        (ch.KeyringUnavailableError("x"), 503, "keyring_unavailable"),
+        (ch.ClientOutdatedError("x"), 503, "client_outdated"),
+        (ch.OriginError("x", code="origin_mismatch"), 503, "origin_mismatch"),
+        (ch.NoEligibleModelsError("x"), 503, "no_models"),
+        (ch.ServerError("x", code="rate_limited"), 503, "rate_limited"),
+        (ch.TransportError("x"), 502, "network_error"),
+        (ch.TransportError("x", code="timeout"), 502, "timeout"),
+        (ch.ResponseError("x"), 502, "bad_response"),
+        (httpx2.ConnectError("x"), 502, "network_error"),
+        (httpx2.ReadTimeout("x"), 502, "timeout"),
+        (httpx2.RemoteProtocolError("x"), 502, "network_error"),
+        (RuntimeError("anything else"), 500, "internal_error"),
+    ],
+)
+def test_failures_map_to_a_status_and_a_stable_code(
+    error: BaseException, status: int, code: str
+) -> None:
+    failure = failure_of(error)
+    assert (failure.status, failure.code) == (status, code)
+    assert failure.message.startswith("copilot-host")
+    assert "anything else" not in failure.message  # an unknown error's text is not shown
+
+
+class _Host:
+    provider_id = "test"
+
+    def availability(self) -> None:
+        return None
+
+
+@pytest.mark.parametrize("key", ["", "short", "x" * 15, "has a space in it!!", "ключ" * 8])
+def test_the_key_must_be_long_printable_ascii(key: str) -> None:
+    with pytest.raises(ValueError, match="api_key"):
+        create_app(_Host(), api_key=key)  # type: ignore[arg-type]
+
+
+def test_the_key_is_registered_for_masking_and_not_in_the_repr() -> None:
+    key = "cph_" + "z" * 43
+    app = create_app(_Host(), api_key=key)  # type: ignore[arg-type]
+    assert ch.mask_secrets(f"x {key} y") == "x [REDACTED] y"
+    assert key not in repr(app)
+
+
+def test_the_gateway_imports_only_public_names_of_the_library() -> None:
+    """A client of the public API: no copilot_host._anything, anywhere in the package."""
+    for source in sorted(GATEWAY.glob("*.py")):
+        tree = ast.parse(source.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            elif isinstance(node, ast.ImportFrom):
+                continue  # its own modules (from ._relay import ...)
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
+            for name in names:
+                parts = name.split(".")
+                if parts[0] == "copilot_host":
+                    assert not any(p.startswith("_") for p in parts[1:]), (source.name, name)
+                    assert parts[1:2] in ([], ["github"], ["store"], ["testing"]), name
