@@ -87,8 +87,8 @@ def test_another_account_and_the_model_list_follows(tmp_path: Path) -> None:
             after = gateway.get("/v1/models")[2]["data"]
             assert [m["id"] for m in after] == ["mona-model", "shared-model"]
             assert after[1]["endpoints"] == ["/v1/responses"]
-            mona = gateway.post("/v1/chat/completions", {**CHAT, "model": "mona-model"})
-            assert mona[0] == 200
+            answer = gateway.post("/v1/chat/completions", {**CHAT, "model": "mona-model"})
+            assert answer[0] == 200
             assert gateway.post("/v1/chat/completions", CHAT)[0] == 404  # octocat's model
             assert len(mona_github.requests_to("chat")) == 1
             assert octocat_github.requests_to("chat") == ()
