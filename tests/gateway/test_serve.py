@@ -156,6 +156,10 @@ def serve(tmp_path: Path) -> Iterator[Any]:
             if served.child.poll() is None:
                 served.child.kill()
                 served.child.wait()
+            served.out.text(), served.err.text()  # the readers reach the end of the pipes
+            for pipe in (served.child.stdout, served.child.stderr):
+                if pipe is not None:
+                    pipe.close()
         for emulator in emulators:
             emulator.stop()
 

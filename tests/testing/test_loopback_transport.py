@@ -55,3 +55,5 @@ def test_both_transports_reach_an_emulator_in_another_process() -> None:
         assert child.stdin is not None
         child.stdin.close()
         child.wait(timeout=10)
+        if child.stdout is not None:
+            child.stdout.close()

@@ -1,0 +1,209 @@
+"""serve's start-up parts in-process: the listening socket and the key file. (The command
+itself runs in a child process: tests/gateway/test_serve.py.)"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import os
+import secrets
+import socket
+import stat
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+
+import click
+import pytest
+from copilot_host_cli import main
+from copilot_host_cli._context import error_sink
+from copilot_host_cli._failure import CliFailure, Problem
+from copilot_host_cli._output import Output
+from copilot_host_cli._serve import (
+    KEY_PREFIX,
+    _access_log,
+    _bind,
+    _error_event,
+    _KeyFile,
+    _listening,
+    _new_key,
+)
+
+from copilot_host import Secret
+from copilot_host.gateway import ACCESS_LOGGER
+from copilot_host.store import CredentialStore
+
+
+def test_it_listens_on_a_free_loopback_port() -> None:
+    with _bind(socket.AF_INET, "127.0.0.1", 0) as listener:
+        address, port = listener.getsockname()
+        assert (address, listener.proto) == ("127.0.0.1", socket.IPPROTO_TCP)
+        with socket.create_connection(("127.0.0.1", port), timeout=5):
+            pass
+
+
+def test_a_port_in_use_names_the_port_and_the_way_out() -> None:
+    with _bind(socket.AF_INET, "127.0.0.1", 0) as first:
+        port = first.getsockname()[1]
+        with pytest.raises(CliFailure) as caught:
+            _bind(socket.AF_INET, "127.0.0.1", port)
+    assert caught.value.problem.code == "port_in_use"
+    assert f"127.0.0.1:{port} is already in use" in caught.value.problem.message
+    assert "--port 0" in caught.value.problem.message
+
+
+def test_an_address_this_machine_lacks_is_address_unavailable() -> None:
+    # TEST-NET-1 (RFC 5737): on no interface of this machine, so bind() fails at once.
+    with pytest.raises(CliFailure) as caught:
+        _bind(socket.AF_INET, "192.0.2.1", 0)
+    assert caught.value.problem.code == "address_unavailable"
+    assert "192.0.2.1:0" in caught.value.problem.message
+
+
+def test_keys_are_long_random_and_recognisable() -> None:
+    keys = {_new_key() for _ in range(32)}
+    assert len(keys) == 32
+    assert all(k.startswith(KEY_PREFIX) and len(k) >= len(KEY_PREFIX) + 43 for k in keys)
+
+
+def test_the_key_file_is_private_while_served_and_gone_after(copilot_home: Path) -> None:
+    key = _new_key()
+    with _KeyFile(copilot_home, 8765, key) as key_file:
+        assert key_file.path == copilot_home / "gateway-8765.key"
+        assert key_file.path.read_text() == key + "\n"
+        assert stat.S_IMODE(key_file.path.stat().st_mode) == 0o600
+        # A second gateway on the same port (the other loopback family) cannot take it.
+        with pytest.raises(CliFailure) as caught, _KeyFile(copilot_home, 8765, _new_key()):
+            pass
+        assert caught.value.problem.code == "port_in_use"
+        assert key_file.path.read_text() == key + "\n"
+    assert not key_file.path.exists()
+
+
+def test_a_key_file_left_by_a_gateway_that_died_is_replaced(copilot_home: Path) -> None:
+    stale = copilot_home / "gateway-8765.key"
+    stale.write_text("cph_from-a-gateway-that-died\n")
+    stale.chmod(0o644)
+    with _KeyFile(copilot_home, 8765, "cph_new"):
+        assert stale.read_text() == "cph_new\n"
+        assert stat.S_IMODE(stale.stat().st_mode) == 0o600
+    assert not stale.exists()
+
+
+def test_a_key_file_someone_replaced_meanwhile_is_left_alone(copilot_home: Path) -> None:
+    with _KeyFile(copilot_home, 8765, "cph_ours") as key_file:
+        key_file.path.unlink()
+        key_file.path.write_text("someone else's\n")
+    assert key_file.path.read_text() == "someone else's\n"
+
+
+def test_a_symlinked_key_file_is_refused_and_never_followed(
+    copilot_home: Path, tmp_path: Path
+) -> None:
+    target = tmp_path / "elsewhere"
+    target.write_text("untouched\n")
+    (copilot_home / "gateway-8765.key").symlink_to(target)
+    with pytest.raises(CliFailure) as caught, _KeyFile(copilot_home, 8765, "cph_x"):
+        pass
+    assert caught.value.problem.code == "key_file_insecure"
+    assert "is a symbolic link" in caught.value.problem.message
+    assert target.read_text() == "untouched\n"
+
+
+def test_a_key_path_that_is_no_regular_file_is_refused(copilot_home: Path) -> None:
+    os.mkfifo(copilot_home / "gateway-8765.key", 0o600)
+    with pytest.raises(CliFailure) as caught, _KeyFile(copilot_home, 8765, "cph_x"):
+        pass
+    assert caught.value.problem.code == "key_file_insecure"
+    assert "not a regular file of yours" in caught.value.problem.message
+
+
+def test_a_store_folder_others_can_reach_gets_no_key_file(copilot_home: Path) -> None:
+    copilot_home.chmod(0o755)
+    with pytest.raises(CliFailure) as caught, _KeyFile(copilot_home, 8765, "cph_x"):
+        pass
+    assert caught.value.problem.code == "store_insecure"
+    assert not (copilot_home / "gateway-8765.key").exists()
+
+
+def test_a_failure_is_one_versioned_json_event() -> None:
+    problem = Problem("port_in_use", "127.0.0.1:1 is already in use", retryable=False)
+    assert _error_event(problem) == {
+        "v": 1,
+        "event": "error",
+        "code": "port_in_use",
+        "message": "127.0.0.1:1 is already in use",
+        "retryable": False,
+    }
+
+
+def _listening_output(
+    copilot_home: Path, *, as_json: bool, logged_in: bool
+) -> tuple[str, str, object]:
+    """What the listening report writes (stdout, stderr) and the error sink it leaves."""
+    store = CredentialStore(copilot_home, key_file=True)
+    if logged_in:
+        store.save("octocat", Secret("gho_" + "k" * 36))
+    with click.Context(main) as ctx, redirect_stdout(io.StringIO()) as out:
+        err = io.StringIO()
+        with redirect_stderr(err):
+            _listening(
+                Output(),
+                as_json=as_json,
+                base_url="http://127.0.0.1:8765/v1",
+                key="cph_shown-once",
+                key_path=copilot_home / "gateway-8765.key",
+                store=store,
+            )
+        sink = error_sink(ctx)
+    return out.getvalue(), err.getvalue(), sink
+
+
+def test_json_mode_prints_one_listening_event_and_nothing_after(copilot_home: Path) -> None:
+    stdout, stderr, sink = _listening_output(copilot_home, as_json=True, logged_in=True)
+    assert [json.loads(line) for line in stdout.splitlines()] == [
+        {
+            "v": 1,
+            "event": "listening",
+            "base_url": "http://127.0.0.1:8765/v1",
+            "api_key": "cph_shown-once",
+        }
+    ]
+    assert stderr == ""
+    assert callable(sink)  # a later failure is told on stderr only, never after this line
+
+
+def test_people_are_told_the_account_the_key_and_how_to_point_tools_at_it(
+    copilot_home: Path,
+) -> None:
+    stdout, stderr, _sink = _listening_output(copilot_home, as_json=False, logged_in=True)
+    assert stdout == ""
+    assert "listening on http://127.0.0.1:8765/v1" in stderr
+    assert "Serving the Copilot models of octocat." in stderr
+    assert "  cph_shown-once\n" in stderr
+    assert 'Anthropic(base_url="http://127.0.0.1:8765", api_key=KEY)' in stderr
+    assert f"$(cat {copilot_home / 'gateway-8765.key'})" in stderr
+
+
+def test_logged_out_it_says_requests_get_503_until_a_login(copilot_home: Path) -> None:
+    _stdout, stderr, _sink = _listening_output(copilot_home, as_json=False, logged_in=False)
+    assert "not logged in: requests get 503 until you run `copilot-host login`" in stderr
+
+
+def test_access_lines_reach_stderr_redacted_and_the_undo_puts_logging_back() -> None:
+    logger = logging.getLogger(ACCESS_LOGGER)
+    before = (logger.level, logger.propagate, list(logger.handlers))
+    token = "gho_" + secrets.token_hex(18)
+    err = io.StringIO()
+    with redirect_stderr(err):
+        undo = _access_log()
+        try:
+            logger.info("POST /v1/chat/completions 200 %s", token)
+            logger.debug("not an access line")
+        finally:
+            undo()
+        logger.info("after the undo")
+    (line,) = err.getvalue().splitlines()
+    assert line.endswith(" POST /v1/chat/completions 200 [REDACTED]")
+    assert token not in err.getvalue()
+    assert (logger.level, logger.propagate, list(logger.handlers)) == before
