@@ -3,6 +3,7 @@ itself runs in a child process: tests/gateway/test_serve.py.)"""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import logging
@@ -16,7 +17,7 @@ from pathlib import Path
 import click
 import pytest
 from copilot_host_cli import main
-from copilot_host_cli._context import error_sink
+from copilot_host_cli._context import CliSeam, error_sink, make_async_host, make_host
 from copilot_host_cli._failure import CliFailure, Problem
 from copilot_host_cli._output import Output
 from copilot_host_cli._serve import (
@@ -31,7 +32,9 @@ from copilot_host_cli._serve import (
 
 from copilot_host import Secret
 from copilot_host.gateway import ACCESS_LOGGER
+from copilot_host.github import AsyncGitHubCopilotHost, GitHubCopilotHost
 from copilot_host.store import CredentialStore
+from tests._clock import FakeClock
 
 
 def test_it_listens_on_a_free_loopback_port() -> None:
@@ -207,3 +210,21 @@ def test_access_lines_reach_stderr_redacted_and_the_undo_puts_logging_back() -> 
     assert line.endswith(" POST /v1/chat/completions 200 [REDACTED]")
     assert token not in err.getvalue()
     assert (logger.level, logger.propagate, list(logger.handlers)) == before
+
+
+@pytest.mark.parametrize("clock", [None, FakeClock()], ids=["real-clock", "seam-clock"])
+def test_the_cli_makes_the_real_hosts_unless_a_test_substitutes_them(
+    clock: FakeClock | None, copilot_home: Path
+) -> None:
+    store = CredentialStore(copilot_home, key_file=True)
+    with click.Context(main, obj=CliSeam(clock=clock)):
+        host = make_host(store)
+        async_host = make_async_host(store)
+    try:
+        assert type(host) is GitHubCopilotHost and host.store is store
+        assert type(async_host) is AsyncGitHubCopilotHost and async_host.store is store
+        if clock is not None:  # the seam's clock, not the system's
+            assert host._clock is clock and async_host._clock is clock
+    finally:
+        host.close()
+        asyncio.run(async_host.aclose())
