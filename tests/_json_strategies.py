@@ -2,7 +2,7 @@
 
 ``st.recursive`` costs several times more per example than the same shapes spelled out
 level by level (its leaf budget is re-checked on every draw), and the CI profile draws
-1,000 examples per target; the parsers under test check types one level at a time, so a
+500 examples per target; the parsers under test check types one level at a time, so a
 bounded depth loses nothing they could tell apart.
 """
 
