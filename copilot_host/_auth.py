@@ -81,8 +81,8 @@ class CopilotAuth(httpx2.Auth):
         # The same target as httpx2's parsed URL holds it (lower-case host, default port as
         # None, IPv6 without brackets), when the layout probe at import recognised it.
         self._parsed_target = (endpoint.scheme, host, endpoint.port)
-        # The last session's header value, kept with the session it was built from.
-        self._bearer: tuple[CopilotSession, bytes] | None = None
+        # What the last session adds to a request, kept with the session it was built from.
+        self._prepared: tuple[CopilotSession, tuple[tuple[bytes, bytes, bytes], ...]] | None = None
         # The resolver's own pieces, for the per-request hot path (same package).
         self._core = resolver._core
         self._availability = resolver._host.availability
@@ -134,12 +134,9 @@ class CopilotAuth(httpx2.Auth):
                 "httpx2.AsyncClient, or register with a blocking GitHubCopilotHost to use "
                 "httpx2.Client"
             )
-        return self._sync_flow(request, resolver)
-
-    def _sync_flow(
-        self, request: httpx2.Request, resolver: SessionResolver
-    ) -> Generator[httpx2.Request, httpx2.Response, None]:
-        if _needs_buffer(request):
+        try:
+            request.content  # noqa: B018 - raises when the body is a stream not read yet
+        except httpx2.RequestNotRead:
             request.read()  # the retry after a refusal resends the same body
         facts = self._prepare(request)
         core = self._core
@@ -156,7 +153,9 @@ class CopilotAuth(httpx2.Auth):
     async def async_auth_flow(
         self, request: httpx2.Request
     ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
-        if _needs_buffer(request):
+        try:
+            request.content  # noqa: B018 - raises when the body is a stream not read yet
+        except httpx2.RequestNotRead:
             await request.aread()
         facts = self._prepare(request)
         asked = self._core.installs
@@ -182,7 +181,9 @@ class CopilotAuth(httpx2.Auth):
     def _prepare(self, request: httpx2.Request) -> _Facts:
         """Refuse another origin; read what an inference body says about its turn."""
         url = request.url
-        self._check_target(url)
+        parsed = url._uri_reference if _FAST_URLS else None
+        if parsed is None or (parsed.scheme, parsed.host, parsed.port) != self._parsed_target:
+            self._check_target(url)  # the whole check, which names what it refuses
         if request.method != "POST":
             return _NOT_A_TURN
         protocol = protocol_of_path(url.path)
@@ -211,6 +212,25 @@ class CopilotAuth(httpx2.Auth):
                 code="origin_mismatch",
             )
 
+    def _prepare_session(
+        self, session: CopilotSession
+    ) -> tuple[CopilotSession, tuple[tuple[bytes, bytes, bytes], ...]]:
+        """What a session adds to every request (its bearer, the host's headers), built and
+        checked once per session rather than once per request."""
+        if session.endpoint != self._endpoint:
+            # The one place a session's endpoint meets a route's: the account now lives on
+            # another inference host, and these routes point at the old one.
+            raise OriginError(
+                f"the Copilot session names {session.endpoint.origin}, but these routes were "
+                f"registered for {self._endpoint.origin}; register the models again",
+                code="origin_mismatch",
+            )
+        # The resolver admits only printable-ASCII tokens, so this cannot fail.
+        bearer = b"Bearer " + session.token.reveal().encode("ascii")
+        prepared = (session, ((b"Authorization", b"authorization", bearer), *self._encoded))
+        self._prepared = prepared
+        return prepared
+
     def _check_landing(self, response: httpx2.Response) -> None:
         # httpx2 follows redirects below the auth flow (and drops Authorization when one
         # leaves the origin); a response that came from elsewhere is refused, not returned.
@@ -219,14 +239,9 @@ class CopilotAuth(httpx2.Auth):
                 self._check_target(hop.request.url)
 
     def _apply(self, request: httpx2.Request, session: CopilotSession, facts: _Facts) -> None:
-        if session.endpoint is not self._endpoint and session.endpoint != self._endpoint:
-            # The one place a session's endpoint meets a route's: the account now lives on
-            # another inference host, and these routes point at the old one.
-            raise OriginError(
-                f"the Copilot session names {session.endpoint.origin}, but these routes were "
-                f"registered for {self._endpoint.origin}; register the models again",
-                code="origin_mismatch",
-            )
+        prepared = self._prepared
+        if prepared is None or prepared[0] is not session:
+            prepared = self._prepare_session(session)
         vision, initiator = facts
         headers = request.headers
         if _FAST_HEADERS:
@@ -237,15 +252,7 @@ class CopilotAuth(httpx2.Auth):
             entries: list[tuple[bytes, bytes, bytes]] = headers._list
             owned = self._owned
             kept = [entry for entry in entries if entry[1] not in owned]
-            cached = self._bearer
-            if cached is not None and cached[0] is session:
-                bearer = cached[1]
-            else:
-                # The resolver admits only printable-ASCII tokens, so this cannot fail.
-                bearer = b"Bearer " + session.token.reveal().encode("ascii")
-                self._bearer = (session, bearer)
-            kept.append((b"Authorization", b"authorization", bearer))
-            kept.extend(self._encoded)
+            kept += prepared[1]
             if vision:
                 kept.append(_VISION_ENTRY)
             if initiator is not None and not any(e[1] == _INITIATOR_KEY for e in kept):
@@ -328,11 +335,3 @@ def _probe_url_layout() -> bool:
 
 
 _FAST_URLS: Final = _probe_url_layout()
-
-
-def _needs_buffer(request: httpx2.Request) -> bool:
-    try:
-        request.content  # noqa: B018 - raises when the body is a stream not read yet
-    except httpx2.RequestNotRead:
-        return True
-    return False

@@ -163,20 +163,19 @@ class CredentialStore:
         opened up after the record was read shows on the next read of the record.)
         """
         # The hot path: it runs before every request an application sends, so it is one
-        # lstat() and one tuple comparison, with nothing else on the way.
+        # lstat() and three comparisons, with nothing else on the way. The cache keys on
+        # device, inode, size, mtime and ctime; the kernel moves ctime whenever size or
+        # mtime (or anything else about the file) changes, and a replaced record is a new
+        # inode, so ctime, inode and device decide for all five.
         try:
             st = os.lstat(self._record_str)
         except (OSError, ValueError):
             return self._availability_without_record()
         cached = self._cache
-        if cached is not None and cached[0] == (
-            st.st_dev,
-            st.st_ino,
-            st.st_size,
-            st.st_mtime_ns,
-            st.st_ctime_ns,
-        ):
-            return cached[1]
+        if cached is not None:
+            key = cached[0]
+            if st.st_ctime_ns == key[4] and st.st_ino == key[1] and st.st_dev == key[0]:
+                return cached[1]
         with self._io("read"):
             found = self._read_checked()
         if found is None:
