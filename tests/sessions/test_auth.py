@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import pickle
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 
 import httpx2
 import pytest
@@ -613,3 +614,42 @@ def test_a_token_that_cannot_go_in_a_header_is_refused(bad: str) -> None:
     with pytest.raises(ch.ResponseError) as info:
         resolver.get()
     assert bad not in info.value.message or not bad
+
+
+def test_an_auth_names_its_origin_and_refuses_pickling() -> None:
+    auth, _host = sync_auth()
+    assert auth.endpoint is ENDPOINT
+    with pytest.raises(TypeError, match="cannot be pickled"):
+        pickle.dumps(auth)
+
+
+def test_headers_that_are_not_text_are_refused_when_the_auth_is_made() -> None:
+    host = CountingHost()
+    resolver = SessionResolver(host, clock=host.clock)
+    with pytest.raises(TypeError, match="str names and values"):
+        CopilotAuth(resolver, ENDPOINT, {"Editor-Version": 1})  # type: ignore[dict-item]
+
+
+def test_an_async_streamed_turn_is_read_before_its_headers_are_chosen() -> None:
+    """A body the application streams (not read yet) is read first, so the vision and
+    initiator headers still come from it."""
+    auth, host = async_auth()
+    cached(auth, host)
+    seen: list[httpx2.Request] = []
+
+    async def record(request: httpx2.Request) -> httpx2.Response:
+        seen.append(request)
+        return httpx2.Response(200)
+
+    async def body() -> AsyncIterator[bytes]:
+        yield b'{"messages": [{"role": "user", "content": "hi"},'
+        yield b' {"role": "assistant", "content": "partial"}]}'
+
+    async def main() -> None:
+        async with httpx2.AsyncClient(auth=auth, transport=httpx2.MockTransport(record)) as c:
+            await c.post(ORIGIN + "/chat/completions", content=body())
+
+    asyncio.run(main())
+    (sent,) = seen
+    assert sent.headers["x-initiator"] == "agent"
+    assert sent.content.endswith(b'"partial"}]}')
