@@ -35,7 +35,13 @@ from ._failure import (
     signal_word,
 )
 from ._logging import LOGGER_NAME, configure_logging
-from ._output import OUTPUT_FAILED, STDOUT_CLOSED, Output, ReaderGone, help_writes
+from ._output import (
+    OUTPUT_FAILED,
+    STDOUT_CLOSED,
+    CopilotHostCommand,
+    Output,
+    ReaderGone,
+)
 from ._signals import Signals, Stop, command_signals, current_signals
 
 __all__ = ["COMMANDS", "main"]
@@ -109,8 +115,11 @@ def _stderr_for_click() -> Iterator[None]:
             sys.stderr = None
 
 
-class CopilotHostGroup(click.Group):
-    """Lazy commands; every failure becomes one stderr line (+ JSON when asked) + exit code."""
+class CopilotHostGroup(CopilotHostCommand, click.Group):
+    """Lazy commands; every failure becomes one stderr line (+ JSON when asked) + exit code.
+
+    Its ``--help`` fails the way any output does, as every command's (the base class).
+    """
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
@@ -125,16 +134,6 @@ class CopilotHostGroup(click.Group):
         rows = [(name, COMMANDS[name][1]) for name in self.list_commands(ctx)]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
-
-    def make_context(
-        self,
-        info_name: str | None,
-        args: list[str],
-        parent: click.Context | None = None,
-        **extra: Any,
-    ) -> click.Context:
-        with help_writes():
-            return super().make_context(info_name, args, parent, **extra)
 
     def main(
         self,

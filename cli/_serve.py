@@ -31,9 +31,11 @@ from ._failure import CliFailure, Problem
 from ._output import CopilotHostCommand, Output, write_stdout
 
 if TYPE_CHECKING:
+    import uvicorn
+
     from copilot_host.store import CredentialStore
 
-__all__ = ["DEFAULT_PORT", "GRACE", "serve"]
+__all__ = ["DEFAULT_PORT", "GRACE", "serve", "server_config"]
 
 # The fixed default port: the same base URL every day, for tools configured once.
 DEFAULT_PORT = 4141
@@ -323,6 +325,26 @@ def _access_log() -> Callable[[], None]:
     return undo
 
 
+def server_config(app: Any, *, grace: int = GRACE) -> uvicorn.Config:
+    """How serve runs the gateway under uvicorn (the gateway tests run it the same way)."""
+    import uvicorn  # only serve needs it
+
+    return uvicorn.Config(
+        app,
+        lifespan="on",
+        # Logging is the CLI's (redacted, on stderr); access lines are the app's.
+        log_config=None,
+        access_log=False,
+        ws="none",
+        http="h11",
+        loop="asyncio",
+        # No forwarding headers are trusted: every client is on this machine.
+        proxy_headers=False,
+        server_header=False,
+        timeout_graceful_shutdown=grace,
+    )
+
+
 def _run(
     listener: socket.socket,
     store: CredentialStore,
@@ -353,20 +375,7 @@ def _run(
             if s.clock is not None:
                 extra["clock"] = s.clock
             app = create_app(host, api_key=key, **extra)
-            config = uvicorn.Config(
-                app,
-                lifespan="on",
-                # Logging is the CLI's (redacted, on stderr); access lines are the app's.
-                log_config=None,
-                access_log=False,
-                ws="none",
-                http="h11",
-                loop="asyncio",
-                # No forwarding headers are trusted: every client is on this machine.
-                proxy_headers=False,
-                server_header=False,
-                timeout_graceful_shutdown=GRACE,
-            )
+            config = server_config(app)
             await Server(config).serve(sockets=[listener])
 
     asyncio.run(main())

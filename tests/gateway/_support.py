@@ -22,6 +22,7 @@ from typing import Any
 
 import httpx2
 import uvicorn
+from copilot_host_cli._serve import server_config
 
 import copilot_host as ch
 from copilot_host.gateway import ACCESS_LOGGER, GatewayApp, create_app
@@ -238,18 +239,7 @@ def running_gateway(
                 transport=transport if transport is not None else emulator.async_transport(),
                 **extra,
             )
-            config = uvicorn.Config(
-                app,
-                lifespan="on",
-                log_config=None,
-                access_log=False,
-                ws="none",
-                http="h11",
-                loop="asyncio",
-                proxy_headers=False,
-                server_header=False,
-                timeout_graceful_shutdown=5,
-            )
+            config = server_config(app)
             server = _Server(config, ready)
             made.update(app=app, server=server, loop=asyncio.get_running_loop())
             await server.serve(sockets=[sock])
