@@ -1,4 +1,4 @@
-"""Fuzz targets the other suites do not already run at the CI budget (500 examples each
+"""Fuzz targets the other suites do not already run at the CI budget (2,000 examples each
 under CI=true; ``HYPOTHESIS_PROFILE=long`` runs 20,000).
 
 Already fuzzed elsewhere, and not repeated here: the origin parser

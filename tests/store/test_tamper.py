@@ -143,7 +143,7 @@ def test_every_truncation_and_extension_fails(
 def test_random_rewrites_never_yield_another_token(
     edits: list[tuple[int, int]], cut: int | None
 ) -> None:
-    """The format layer alone (no files), so the CI profile's 500 examples stay cheap:
+    """The format layer alone (no files), so the CI profile's 2,000 examples stay cheap:
     any rewrite either parses to a typed error, fails to authenticate, or is the original."""
     original = seal(_HEADER, _KEY, _TOKEN)
     tampered = bytearray(original)
