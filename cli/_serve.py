@@ -292,11 +292,11 @@ def _own_file(dir_fd: int, path: Path) -> int:
 
 
 def _access_log() -> Callable[[], None]:
-    """The gateway's access lines on stderr (always, at INFO), behind the redaction filter;
-    returns the undo."""
+    """The gateway's access lines on stderr (always, at INFO), behind the redaction filter,
+    and uvicorn's log without the tracebacks of cut answers; returns the undo."""
     import logging
 
-    from copilot_host import RedactingFilter
+    from copilot_host import CopilotHostError, RedactingFilter
     from copilot_host.gateway import ACCESS_LOGGER
 
     class _Stderr(logging.Handler):
@@ -308,6 +308,15 @@ def _access_log() -> Callable[[], None]:
             except Exception:
                 self.handleError(record)
 
+    def not_a_cut(record: logging.LogRecord) -> bool:
+        # A relay that broke off after its answer started: the app has logged one line
+        # saying so, and raised only so that uvicorn cuts the connection; uvicorn's
+        # "Exception in ASGI application" traceback would add nothing but noise.
+        error = record.exc_info[1] if record.exc_info else None
+        return not (isinstance(error, CopilotHostError) and error.code == "answer_cut")
+
+    server_log = logging.getLogger("uvicorn.error")
+    server_log.addFilter(not_a_cut)
     logger = logging.getLogger(ACCESS_LOGGER)
     handler = _Stderr(logging.INFO)
     handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%Y-%m-%dT%H:%M:%S"))
@@ -318,6 +327,7 @@ def _access_log() -> Callable[[], None]:
     logger.propagate = False
 
     def undo() -> None:
+        server_log.removeFilter(not_a_cut)
         logger.removeHandler(handler)
         logger.setLevel(before[0])
         logger.propagate = before[1]

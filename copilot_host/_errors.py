@@ -20,7 +20,8 @@ server text that went through :func:`copilot_host._text.clean`.
   x EntitlementError                no_copilot_access, not_signed_up, subscription_ended,
                                     oauth_app_not_enabled, personal_access_token, and
                                     GitHub's other notification ids as sent
-  x TransportError                  network_error, timeout (retryable), network_config
+  x TransportError                  network_error, timeout (retryable), network_config,
+                                    answer_cut (the gateway: an answer broke off)
   x ServerError                     server_error, rate_limited    (retryable)
   x ResponseError                   bad_response, response_too_large, oauth_error
   x ClientOutdatedError             client_outdated

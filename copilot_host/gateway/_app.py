@@ -246,9 +246,16 @@ class GatewayApp:
                 await self._inference(call)
         except Exception as exc:
             if call.outcome.status:
-                # The answer has started: the server cuts the connection.
-                _log.warning("relay of %s ended early: %s", path, type(exc).__name__)
-                raise
+                # The answer has started, so no error document can follow it: the server
+                # cuts the connection when the app raises, and the client sees an answer
+                # that did not end. This line says why; the error is typed (answer_cut) so
+                # that a server may log it without a traceback (serve does).
+                _log.warning("relay of %s ended early: %s", _shown(path), type(exc).__name__)
+                raise ch.TransportError(
+                    f"the answer to {_shown(path)} broke off after it had started "
+                    f"({type(exc).__name__}); the client's connection was cut",
+                    code="answer_cut",
+                ) from exc
             failure = failure_of(exc)
             _log.debug("request failed: %s (%s)", failure.code, type(exc).__name__, exc_info=exc)
             await call.answer(

@@ -83,7 +83,9 @@ class Scenario:
     ``min_api_version`` (``"2025-05-01"``) and ``min_client_version`` (``"1.109.2"``) are
     floors under which every Copilot request gets HTTP 466. ``stream_events`` is the number
     of text deltas a streamed answer carries and ``stream_pause`` the seconds between its
-    events. ``lenient`` names checks of ``CHECKS`` to skip.
+    events; with ``stream_cut=N`` a streamed answer breaks off after its first ``N`` events
+    (the connection closes without the stream's end, as when the service or a proxy drops
+    it). ``lenient`` names checks of ``CHECKS`` to skip.
 
     Hostile answers per endpoint name (see ``ENDPOINTS``): ``malformed`` (not JSON),
     ``oversized`` (a body over the adapter's cap, sent chunked), ``slow`` (seconds to stall
@@ -117,6 +119,7 @@ class Scenario:
     min_client_version: str | None = None
     stream_events: int = 4
     stream_pause: float = 0.0
+    stream_cut: int | None = None
     lenient: frozenset[str] = frozenset()
     malformed: frozenset[str] = frozenset()
     oversized: frozenset[str] = frozenset()
@@ -138,6 +141,8 @@ class Scenario:
             raise ValueError("min_api_version is a date like 2025-05-01")
         if self.stream_events < 1:
             raise ValueError("stream_events must be at least 1")
+        if self.stream_cut is not None and self.stream_cut < 0:
+            raise ValueError("stream_cut is a number of events, 0 or more")
         if self.stream_pause < 0 or any(pause <= 0 for pause in self.drip.values()):
             raise ValueError("pauses are positive seconds")
         # Freeze caller-supplied dicts so a running emulator never sees them change.

@@ -561,8 +561,14 @@ class _Handler(BaseHTTPRequestHandler):
         # A stream: chunked, each event flushed on its own as the real server sends them.
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        pause = self.server.state.scenario.stream_pause
+        scenario = self.server.state.scenario
+        pause, cut = scenario.stream_pause, scenario.stream_cut
         for index, event in enumerate(answer.events):
+            if index == cut:
+                # Dropped mid-answer: no terminating chunk, and the connection goes.
+                self.wfile.flush()
+                self.close_connection = True
+                return
             if index and pause:
                 self._pause(pause)
             if drip:

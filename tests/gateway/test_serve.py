@@ -236,6 +236,35 @@ def test_sigint_lets_a_request_in_flight_finish_then_exits_130(serve: Any) -> No
     assert served.leaks(stdout, stderr) == []
 
 
+def test_a_stream_cut_upstream_is_one_warning_line_and_no_traceback(serve: Any) -> None:
+    """GitHub (or a proxy) drops a stream mid-answer: the client's connection is cut, and
+    stderr says so in one line; uvicorn's traceback for the error that cuts it is left out."""
+    served = serve("--port", "0", "--json", scenario=Scenario(stream_cut=1))
+    _listening(served)
+    with (
+        httpx2.Client(timeout=BOUND) as client,
+        client.stream(
+            "POST",
+            f"{served.base_url}/chat/completions",
+            json={**CHAT, "stream": True},
+            headers={"Authorization": f"Bearer {served.key}"},
+        ) as answer,
+        pytest.raises(httpx2.RemoteProtocolError),
+    ):
+        for _chunk in answer.iter_raw():
+            pass
+    served.err.wait_for("POST /v1/chat/completions")
+    code, stdout, stderr = served.stop(signal.SIGTERM)
+    assert code == 143
+    cut = [line for line in stderr.splitlines() if "ended early" in line]
+    assert cut == [
+        "WARNING copilot_host.gateway: relay of /v1/chat/completions ended early: "
+        "RemoteProtocolError"
+    ]
+    assert "Traceback" not in stderr and "Exception in ASGI application" not in stderr
+    assert served.leaks(stdout, stderr) == []
+
+
 def test_people_are_told_where_it_listens_and_how_to_point_tools_at_it(serve: Any) -> None:
     served = serve("--port", "0")
     line = served.err.wait_for("listening on")

@@ -238,6 +238,37 @@ def test_a_finished_stream_is_no_disconnect() -> None:
     assert (record.status, record.disconnected) == (200, False)
 
 
+@pytest.mark.parametrize("protocol", ["chat", "responses", "messages"])
+def test_a_cut_stream_ends_without_its_end_after_the_events_it_sent(protocol: str) -> None:
+    """As when the service or a proxy drops a stream: the events so far, then a connection
+    that closes without the terminating chunk, which a client sees as a protocol error."""
+    with (
+        GitHubEmulator(_scenario(stream_cut=2, stream_events=8)) as emu,
+        httpx2.Client(transport=emu.transport()) as client,
+    ):
+        origin, headers = copilot(emu, client)
+        received = b""
+        with (
+            client.stream(
+                "POST",
+                origin + PATH[protocol],
+                json=body(protocol, "m", stream=True),
+                headers=headers,
+            ) as answer,
+            pytest.raises(httpx2.RemoteProtocolError),
+        ):
+            for chunk in answer.iter_raw():
+                received += chunk
+        assert answer.status_code == 200
+    assert received.count(b"\n\n") == 2
+    assert received.endswith(b"\n\n")
+
+
+def test_a_stream_cut_is_a_count_of_events() -> None:
+    with pytest.raises(ValueError, match="stream_cut"):
+        Scenario(stream_cut=-1)
+
+
 def test_a_drip_sends_the_body_a_byte_at_a_time() -> None:
     """Each read returns quickly (a per-read timeout never fires) but the body comes in
     single bytes: only a total deadline can stop such an answer."""
