@@ -224,9 +224,16 @@ def test_a_stdout_that_cannot_be_written_is_one_error_line(
     leak_guard: LeakGuard, args: tuple[str, ...], target: str, mode: str, error: int
 ) -> None:
     _log_in(leak_guard)
+    done = _into(target, [str(console_script()), *args], mode=mode)
+    leak_guard.saw("unwritable stdout (stderr)", done.stderr)
+    _assert_one_error_line(done, error)
+
+
+def _into(target: str, argv: list[str], *, mode: str = "wb") -> subprocess.CompletedProcess[str]:
+    """``argv`` run with its stdout opened on ``target`` (a file it cannot write to)."""
     with open(target, mode) as stdout:
-        done = subprocess.run(
-            [str(console_script()), *args],
+        return subprocess.run(
+            argv,
             stdout=stdout,
             stderr=subprocess.PIPE,
             text=True,
@@ -234,7 +241,9 @@ def test_a_stdout_that_cannot_be_written_is_one_error_line(
             timeout=60,
             check=False,
         )
-    leak_guard.saw("unwritable stdout (stderr)", done.stderr)
+
+
+def _assert_one_error_line(done: subprocess.CompletedProcess[str], error: int) -> None:
     expected = f"error: cannot write to standard output ({os.strerror(error)})\n"
     assert (done.returncode, done.stderr) == (1, expected)
 
@@ -243,19 +252,11 @@ def test_models_json_into_a_full_disk_is_one_error_line(leak_guard: LeakGuard) -
     # The error document cannot be written either; the stderr line still is.
     if not os.path.exists("/dev/full"):
         pytest.skip("no /dev/full here")
-    with open("/dev/full", "wb") as stdout:
-        done = subprocess.run(
-            [sys.executable, str(HARNESS), "--logged-in", "--", "models", "--json"],
-            stdout=stdout,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=child_env(),
-            timeout=60,
-            check=False,
-        )
+    done = _into(
+        "/dev/full", [sys.executable, str(HARNESS), "--logged-in", "--", "models", "--json"]
+    )
     leak_guard.saw("models > /dev/full (stderr)", done.stderr)
-    expected = f"error: cannot write to standard output ({os.strerror(errno.ENOSPC)})\n"
-    assert (done.returncode, done.stderr) == (1, expected)
+    _assert_one_error_line(done, errno.ENOSPC)
 
 
 # -- stdin ---------------------------------------------------------------------------------
@@ -285,19 +286,9 @@ def test_login_json_into_a_full_disk_fails_and_stores_nothing(leak_guard: LeakGu
     if not os.path.exists("/dev/full"):
         pytest.skip("no /dev/full here")
     argv = [sys.executable, str(HARNESS), "--", "login", "--headless", "--json", "--key-file"]
-    with open("/dev/full", "wb") as stdout:
-        done = subprocess.run(
-            argv,
-            stdout=stdout,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=child_env(),
-            timeout=60,
-            check=False,
-        )
+    done = _into("/dev/full", argv)
     leak_guard.saw("login --json > /dev/full (stderr)", done.stderr)
-    expected = f"error: cannot write to standard output ({os.strerror(errno.ENOSPC)})\n"
-    assert (done.returncode, done.stderr) == (1, expected)
+    _assert_one_error_line(done, errno.ENOSPC)
     assert CredentialStore().header() is None
 
 
