@@ -55,8 +55,10 @@ class CopilotAuth(httpx2.Auth):
       out once more with a new one, at most one new exchange per second however many
       requests are refused; otherwise the refusal is returned as it is.
 
-    The object holds no token: the session lives in the resolver and the header value is
-    built per request. It cannot be pickled; copying returns the same object.
+    The session lives in the resolver; the auth keeps the header values of the last
+    session it used (built once per session, not once per request), in memory only, as the
+    resolver keeps the session. Its repr shows neither, it cannot be pickled, and copying
+    returns the same object.
     """
 
     def __init__(

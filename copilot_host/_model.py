@@ -108,7 +108,7 @@ class ModelRoute:
     """One model as the application's catalog sees it.
 
     ``auth`` adds the current session bearer per request and refuses any other origin;
-    it holds no token itself.
+    the route's fields (and so the catalog) hold no token, and ``auth``'s repr shows none.
     """
 
     route_id: str

@@ -414,12 +414,16 @@ class SessionCore:
 
 def _check_token(session: CopilotSession) -> None:
     # The token goes into an HTTP header verbatim: printable ASCII only, so it can neither
-    # break the header encoding nor inject another header line.
-    token = session.token.reveal()
-    if not token or not (token.isascii() and token.isprintable()) or " " in token:
+    # break the header encoding nor inject another header line. Judged in a helper, so that
+    # no local of the frame that raises holds the value (tracebacks that show locals).
+    if not _header_safe(session.token.reveal()):
         raise ResponseError(
             "the host returned a session token that cannot be sent in an HTTP header"
         )
+
+
+def _header_safe(token: str) -> bool:
+    return bool(token) and token.isascii() and token.isprintable() and " " not in token
 
 
 def settle(landing: Landing, plan: Plan) -> CopilotSession | None:

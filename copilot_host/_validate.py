@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -37,11 +37,18 @@ _WARNING_LIMIT = 300
 _CREDENTIAL_LIKE = "the entry's id or name looks like a credential, so it is not shown"
 
 
+def _views(texts: tuple[object, ...]) -> Iterator[str]:
+    """Each text as given and, unless it is plain printable ASCII, as it will be shown:
+    cleaning drops invisible characters, which would join a secret split by them."""
+    for text in texts:
+        if isinstance(text, str):
+            yield text
+            if not (text.isascii() and text.isprintable()):
+                yield clean(text, limit=len(text))
+
+
 def _token_like(*texts: object) -> bool:
-    return any(
-        isinstance(text, str) and bool(TOKEN_SHAPES.search(text) or _KEYLIKE.search(text))
-        for text in texts
-    )
+    return any(TOKEN_SHAPES.search(text) or _KEYLIKE.search(text) for text in _views(texts))
 
 
 class _KnownSecrets:
@@ -55,9 +62,7 @@ class _KnownSecrets:
 
     def __call__(self, *texts: object) -> bool:
         pattern = self._pattern
-        return pattern is not None and any(
-            isinstance(text, str) and pattern.search(text) is not None for text in texts
-        )
+        return pattern is not None and any(pattern.search(text) for text in _views(texts))
 
     def mask(self, text: str) -> str:
         return text if self._pattern is None else self._pattern.sub(REDACTED, text)

@@ -165,6 +165,28 @@ def test_a_known_secret_anywhere_fails_the_whole_inventory_and_is_never_echoed()
         assert value not in repr(info.value)
 
 
+@pytest.mark.parametrize("splitter", ["\u200b", "\u2060", "\u202e", "\x00"])
+def test_a_secret_split_by_characters_cleaning_drops_is_caught_as_shown(splitter: str) -> None:
+    """Shown text is cleaned, which drops invisible characters: a secret split by them is
+    whole again on screen, so the checks look at the text as it will be shown too."""
+    session = Secret("sess" + secrets.token_hex(10))
+    value = session.reveal()
+    split = splitter.join(value[i : i + 6] for i in range(0, len(value), 6))
+    for inventory in (
+        Inventory([replace(GOOD, model_id="m-" + split)]),
+        Inventory([replace(GOOD, display_name=split)]),
+        Inventory([GOOD], [SkippedModel(split, "not_chat")]),
+    ):
+        with pytest.raises(ModelValidationError):
+            validate_inventory(inventory, secrets=[session])
+    shaped = "gho_" + secrets.token_hex(18)
+    result = validate_inventory(
+        Inventory([GOOD, replace(GOOD, model_id="a/" + splitter.join(shaped))])
+    )
+    assert [(s.model_id, s.reason) for s in result.skipped] == [("", "credential_like")]
+    assert shaped not in repr(result)
+
+
 def test_skipped_entries_from_the_host_are_made_display_safe() -> None:
     shaped = "gho_" + secrets.token_hex(18)
     result = validate_inventory(

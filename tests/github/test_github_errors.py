@@ -8,9 +8,7 @@ import json
 import pickle
 import secrets
 import sys
-import traceback
 from collections.abc import Callable
-from types import TracebackType
 
 import pytest
 
@@ -21,6 +19,7 @@ from copilot_host.github._models import parse_models
 from copilot_host.github._poll import parse_poll
 from copilot_host.github._user import parse_user
 from copilot_host.github._wire import WireResponse
+from tests._frames import locals_text
 from tests.github._support import device_login, response
 
 IDENTITY = ch.LoginIdentity("id-1", "octocat")
@@ -114,30 +113,6 @@ def test_plain_text_refusals_are_shown() -> None:
     assert "missing Editor-Version header for IDE auth" in caught.value.message
 
 
-def _frames(tb: TracebackType | None) -> list[dict[str, object]]:
-    """The locals of the library's frames (the test's own frames hold the canaries)."""
-    found = []
-    while tb is not None:
-        if "/copilot_host/" in tb.tb_frame.f_code.co_filename:
-            found.append(dict(tb.tb_frame.f_locals))
-        tb = tb.tb_next
-    return found
-
-
-def _locals_text(exc: BaseException) -> str:
-    """What a locals-capturing traceback (pytest -l, rich, error trackers) would show."""
-    shown: list[str] = []
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        for frame in _frames(current.__traceback__):
-            shown.extend(f"{name}={value!r}" for name, value in frame.items())
-        current = current.__cause__ or current.__context__
-    shown.append("".join(traceback.format_exception(exc)))
-    return "\n".join(shown)
-
-
 def test_no_credential_sits_in_a_frame_of_a_refusal() -> None:
     token = "tid=" + secrets.token_hex(16)
     device_code = secrets.token_hex(20)
@@ -190,7 +165,7 @@ def test_no_credential_sits_in_a_frame_of_a_refusal() -> None:
     for secret, parse in cases:
         with pytest.raises(ch.CopilotHostError) as caught:
             parse()
-        shown = _locals_text(caught.value)
+        shown = locals_text(caught.value)
         assert "response=" in shown  # the library's frames were looked at
         assert secret not in shown
     assert sys.exc_info() == (None, None, None)

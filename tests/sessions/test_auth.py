@@ -17,6 +17,7 @@ from copilot_host import (
     OriginError,
     SessionResolver,
 )
+from tests._frames import locals_text
 from tests.sessions._hosts import (
     ENDPOINT,
     ORIGIN,
@@ -614,6 +615,8 @@ def test_a_token_that_cannot_go_in_a_header_is_refused(bad: str) -> None:
     with pytest.raises(ch.ResponseError) as info:
         resolver.get()
     assert bad not in info.value.message or not bad
+    # Nor in any frame of the library that the refusal passed through.
+    assert not bad or bad not in locals_text(info.value)
 
 
 def test_an_auth_names_its_origin_and_refuses_pickling() -> None:
