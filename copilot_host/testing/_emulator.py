@@ -129,7 +129,8 @@ class GitHubEmulator:
 
     @property
     def refused(self) -> tuple[str, ...]:
-        """URLs a transport refused to route (hosts that are not GitHub's)."""
+        """URLs a transport refused to route (hosts that are not GitHub's), without their
+        query, fragment or user information."""
         with self._state.lock:
             return tuple(self._state.refused)
 

@@ -175,7 +175,7 @@ def _real(
 
 
 def realistic_models() -> tuple[dict[str, object], ...]:
-    """An inventory as a real individual account receives it (about fifty entries).
+    """An inventory as a real individual account receives it (45 entries).
 
     Modelled on real ``GET /models`` answers of 2025-2026. Besides ordinary Claude (Messages
     and Chat), Gemini (Chat), GPT-5 (Responses and ``ws:/responses``) and legacy GPT-4

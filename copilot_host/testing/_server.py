@@ -91,11 +91,22 @@ def _version(text: str) -> tuple[int, ...]:
 
 def _served_paths(models: tuple[Mapping[str, object], ...]) -> dict[str, frozenset[str]]:
     """Model id -> the paths the API serves it on. The first entry of an id wins; an entry
-    without ``supported_endpoints`` is served on ``/chat/completions`` only."""
+    without ``supported_endpoints`` is served on ``/chat/completions`` only. An entry that
+    is not a chat model (embeddings, completions) or whose policy is not enabled is not
+    served at all: the service answers ``model_not_supported`` for it, as for an unknown id
+    (reports of disabled models in docs/WIRE.md)."""
     served: dict[str, frozenset[str]] = {}
+    seen: set[str] = set()
     for item in models:
         model_id = item.get("id")
-        if not isinstance(model_id, str) or model_id in served:
+        if not isinstance(model_id, str) or model_id in seen:
+            continue
+        seen.add(model_id)
+        capabilities = item.get("capabilities")
+        kind = capabilities.get("type") if isinstance(capabilities, Mapping) else None
+        policy = item.get("policy")
+        state = policy.get("state") if isinstance(policy, Mapping) else None
+        if kind not in (None, "chat") or state not in (None, "enabled"):
             continue
         endpoints = item.get("supported_endpoints")
         if isinstance(endpoints, list):
@@ -119,7 +130,8 @@ class EmulatorState:
         self.requests: list[RecordedRequest] = []
         self.refused: list[str] = []
         self._generation = 0
-        self._polls: dict[str, int] = {}
+        # device code -> (polls so far, the OAuth app that asked for it)
+        self._polls: dict[str, tuple[int, str]] = {}
         self._decision: str | None = None
         self._revoked_login = scenario.revoked
         # The OAuth app the GitHub token was issued for: VS Code's until a login says else.
@@ -205,7 +217,7 @@ class EmulatorState:
         code = secrets.token_hex(20)
         with self.lock:
             self.device_codes.append(code)
-            self._polls[code] = 0
+            self._polls[code] = (0, form["client_id"])
         s = self.scenario
         value: dict[str, object] = {
             "device_code": code,
@@ -228,11 +240,15 @@ class EmulatorState:
         if form.get("grant_type") != DEVICE_CODE_GRANT_TYPE:
             return oauth({"error": "unsupported_grant_type"})
         code = form.get("device_code", "")
+        client_id = form.get("client_id", "")
         with self.lock:
-            if code not in self._polls or not form.get("client_id"):
+            if code not in self._polls:
                 return oauth({"error": "incorrect_device_code"})
-            count = self._polls[code]
-            self._polls[code] = count + 1
+            count, issued_to = self._polls[code]
+            if client_id != issued_to:
+                # GitHub ties a device code to the app that asked for it.
+                return oauth({"error": "incorrect_client_credentials"})
+            self._polls[code] = (count + 1, issued_to)
             decision = self._decision
         interval = s.interval if s.interval is not None else 5
         if count < s.slow_down_polls:
@@ -252,8 +268,10 @@ class EmulatorState:
                 }
             )
         with self.lock:
-            del self._polls[code]  # a device code is good for one token
-            self._token_client = form["client_id"]
+            # A device code is good for one token: of two polls at once, one gets it.
+            if self._polls.pop(code, None) is None:
+                return oauth({"error": "incorrect_device_code"})
+            self._token_client = client_id
         return oauth(
             {"access_token": self.github_token, "token_type": "bearer", "scope": "read:user"}
         )
@@ -394,7 +412,7 @@ class EmulatorState:
             return refusal
         try:
             payload = json.loads(request.body or b"{}")
-        except ValueError:
+        except (ValueError, RecursionError):  # deeply nested JSON is no request either
             payload = None
         if not isinstance(payload, dict):
             return copilot_error(
@@ -496,7 +514,7 @@ class _Handler(BaseHTTPRequestHandler):
             # github.com's OAuth endpoints take a JSON body as well as a form.
             try:
                 value = json.loads(body or b"{}")
-            except ValueError:
+            except (ValueError, RecursionError):
                 value = None
             if isinstance(value, dict):
                 form = MappingProxyType({str(k): str(v) for k, v in value.items()})

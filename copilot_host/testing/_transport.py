@@ -24,7 +24,8 @@ def _rewrite(
 ) -> httpx2.Request:
     url = request.url
     if url.scheme != "https" or url.host not in routed or url.port not in (None, 443):
-        refuse(str(url.copy_with(query=None)))
+        # Scheme, host, port and path only: a query or user:password could carry a token.
+        refuse(str(url.copy_with(query=None, fragment=None, userinfo=b"")))
         raise httpx2.ConnectError(
             f"the GitHub emulator does not route {url.scheme}://{url.host}", request=request
         )

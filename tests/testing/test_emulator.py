@@ -92,6 +92,34 @@ def test_deny_after_pending() -> None:
         assert client.post(url, data=bad).json()["error"] == "incorrect_device_code"
 
 
+def test_a_device_code_answers_only_the_app_that_asked_for_it_and_once() -> None:
+    accept = {"Accept": "application/json"}
+    with (
+        GitHubEmulator() as emu,
+        httpx2.Client(transport=emu.transport(), headers=accept) as client,
+    ):
+        code = client.post(
+            "https://github.com/login/device/code", data={"client_id": "Iv1.app"}
+        ).json()["device_code"]
+        url = "https://github.com/login/oauth/access_token"
+        form = {
+            "client_id": "Iv1.app",
+            "device_code": code,
+            "grant_type": "urn:ietf:params:oauth:grant-type:device_code",
+        }
+        for other in ({**form, "client_id": "Ov23.other"}, {**form, "client_id": ""}):
+            assert client.post(url, data=other).json()["error"] == "incorrect_client_credentials"
+        assert client.post(url, data=form).json()["access_token"] == emu.github_token
+        assert client.post(url, data=form).json()["error"] == "incorrect_device_code"
+
+
+def test_refused_urls_keep_no_credentials() -> None:
+    with GitHubEmulator() as emu, httpx2.Client(transport=emu.transport()) as client:
+        with pytest.raises(httpx2.ConnectError):
+            client.get("https://user:ghp_hidden@evil.example:8443/p?token=hidden#hidden")
+        assert emu.refused == ("https://evil.example:8443/p",)
+
+
 def test_device_endpoints_answer_a_form_unless_json_is_asked_for() -> None:
     """github.com answers the device flow form-encoded; JSON only for Accept: application/json.
     It also takes a JSON request body."""

@@ -331,6 +331,42 @@ def test_an_unknown_model_gets_the_services_138_byte_refusal() -> None:
 
 
 @pytest.mark.parametrize(
+    "entry",
+    [
+        chat_model("m", policy="disabled"),
+        chat_model("m", policy="unconfigured"),
+        chat_model("m", kind="embeddings", endpoints=None),
+        chat_model("m", kind="completion", endpoints=None),
+    ],
+    ids=["disabled", "unconfigured", "embeddings", "completion"],
+)
+def test_a_listed_model_the_service_does_not_serve_is_model_not_supported(
+    entry: dict[str, object],
+) -> None:
+    scenario = Scenario(models=(entry, chat_model("ok", policy=None)))
+    with GitHubEmulator(scenario) as emu, httpx2.Client(transport=emu.transport()) as client:
+        origin, headers = copilot(emu, client)
+        refused = client.post(f"{origin}/chat/completions", json=body("chat", "m"), headers=headers)
+        served = client.post(f"{origin}/chat/completions", json=body("chat", "ok"), headers=headers)
+    assert refused.status_code == 400
+    assert _error(refused)["code"] == "model_not_supported"
+    assert served.status_code == 200  # no policy at all is enabled
+
+
+def test_a_deeply_nested_body_is_an_answer_not_a_dropped_connection() -> None:
+    with GitHubEmulator() as emu, httpx2.Client(transport=emu.transport()) as client:
+        origin, headers = copilot(emu, client)
+        nested = b"[" * 100_000 + b"]" * 100_000
+        answer = client.post(
+            f"{origin}/chat/completions",
+            content=nested,
+            headers={**headers, "Content-Type": "application/json"},
+        )
+    assert answer.status_code == 400
+    assert _error(answer)["code"] == "invalid_request_body"
+
+
+@pytest.mark.parametrize(
     ("api", "stale"),
     [
         ("https://api.individual.githubcopilot.com", (401, "unauthorized: token expired\n")),
