@@ -21,6 +21,7 @@ from .._text import shell_quote, show_path
 
 __all__ = [
     "DAMAGED_PREFIX",
+    "KEY_REMOVED_SUFFIX",
     "ENV_HOME",
     "KEY_FILE_PATTERN",
     "LOCK_NAME",
@@ -41,6 +42,9 @@ ENV_HOME = "COPILOT_HOST_HOME"
 RECORD_NAME = "credential"
 LOCK_NAME = "credential.lock"
 DAMAGED_PREFIX = "credential.damaged-"
+# Ends the name of a record set aside whose key is known to be removed: a logout then has
+# no reason to ask the keyring about it again (it may be locked, or another one, by then).
+KEY_REMOVED_SUFFIX = ".key-removed"
 # One key file per login id: a new login writes its key under a new name before the
 # record is replaced, so a crash between the two writes never pairs a record with the
 # wrong key.

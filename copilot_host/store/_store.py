@@ -44,6 +44,7 @@ from ._keyring import KeyringKeys
 from ._lock import StoreLock
 from ._paths import (
     DAMAGED_PREFIX,
+    KEY_REMOVED_SUFFIX,
     KEY_FILE_PATTERN,
     RECORD_NAME,
     TEMP_PATTERN,
@@ -461,15 +462,19 @@ class CredentialStore:
             if identity_of(st) != identity:
                 return None
             moved = self._rename_aside(dir_fd)
-        # The record set aside is kept; its key is not: together they would still decrypt
-        # the token the record once held (a damaged byte is easily flipped back).
-        if header is not None:
-            self._forget_key(header)
+            # The record set aside is kept; its key is not: together they would still
+            # decrypt the token the record once held (a damaged byte is easily flipped
+            # back). Once the key is gone the name says so, and a logout leaves it be.
+            if header is not None and self._forget_key(header):
+                keyless = moved.name + KEY_REMOVED_SUFFIX
+                rename(dir_fd, moved.name, keyless)
+                moved = self._home / keyless
         return moved
 
     def _rename_aside(self, dir_fd: int) -> Path:
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(self._clock.time()))
-        existing = set(os.listdir(dir_fd))
+        # A name is taken with or without the suffix it may get once its key is removed.
+        existing = {n.removesuffix(KEY_REMOVED_SUFFIX) for n in os.listdir(dir_fd)}
         name = f"{DAMAGED_PREFIX}{stamp}"
         serial = 1
         while name in existing:
@@ -531,23 +536,28 @@ class CredentialStore:
         except (OSError, StoreError):
             return False
 
-    def _forget_key(self, header: RecordHeader) -> None:
+    def _forget_key(self, header: RecordHeader) -> bool:
         """Best effort, for a key nothing can use any more (a save must not fail after
-        the fact); a logout tries again for the keys of records set aside and names any
-        it cannot remove."""
+        the fact); True when the key is known to be gone. A logout tries again for the
+        keys of records set aside and names any it cannot remove."""
         try:
             self._keys_of(header).remove(header.login_id, header.protection.backend)
         except KeyLeft as left:
             _log.warning("an unused data key stayed (%s): %s", left.entry, left.why)
         except OSError as exc:
             _log.warning("could not remove an unused key file: %s", exc.strerror)
+        except StoreError as exc:  # the folder changed under us (a key file's folder)
+            _log.warning("could not remove an unused key: %s", exc.message)
+        else:
+            return True
+        return False
 
     def _aside_headers(self, dir_fd: int) -> list[RecordHeader]:
         """The headers of the records set aside that can still be parsed: they name the
         login ids whose keys a logout must remove."""
         headers = []
         for name in sorted(os.listdir(dir_fd)):
-            if not name.startswith(DAMAGED_PREFIX):
+            if not name.startswith(DAMAGED_PREFIX) or name.endswith(KEY_REMOVED_SUFFIX):
                 continue
             try:
                 found = read_private(dir_fd, name, self._home, MAX_RECORD_BYTES)

@@ -73,6 +73,25 @@ def test_a_record_set_aside_loses_its_key_at_once(
     assert not (copilot_home / f"credential-{old.login_id}.key").exists()
 
 
+def test_a_set_aside_whose_key_is_gone_never_fails_a_later_logout(
+    copilot_home: Path, memory_keyring: MemoryKeyring
+) -> None:
+    """Its key was removed when it was set aside, and its name says so: a logout on a day
+    the keyring is locked (or another one, or none) has nothing to ask it, and logging out
+    stays safe to repeat."""
+    store = CredentialStore()
+    store.save("octocat", canary_token())
+    _break_tag(store)
+    with pytest.raises(StoreCorruptError):
+        store.load()
+    (aside,) = store.set_aside()
+    assert aside.name.endswith(".key-removed")
+    keyring.set_keyring(LockedKeyring())
+    assert store.delete() is False  # nothing to remove, and no error
+    assert store.delete() is False
+    assert store.set_aside() == (aside,)
+
+
 @pytest.mark.parametrize("key_file", [False, True], ids=["keyring", "key-file"])
 def test_logout_removes_the_keys_of_records_an_earlier_version_set_aside(
     copilot_home: Path, keys: _Keyrings, key_file: bool
