@@ -44,8 +44,8 @@ from ._keyring import KeyringKeys
 from ._lock import StoreLock
 from ._paths import (
     DAMAGED_PREFIX,
-    KEY_REMOVED_SUFFIX,
     KEY_FILE_PATTERN,
+    KEY_REMOVED_SUFFIX,
     RECORD_NAME,
     TEMP_PATTERN,
     open_home,
