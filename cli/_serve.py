@@ -58,8 +58,9 @@ Examples:
   copilot-host serve --host ::1        IPv6 loopback: http://[::1]:4141/v1
 
 \b
-Then, from any language (KEY: the key shown, or $(cat KEY_FILE)):
-  curl http://127.0.0.1:4141/v1/models -H "Authorization: Bearer KEY"
+Then, from any language (KEY: the key shown, or the key file's text):
+  printf 'header = "Authorization: Bearer %s"\\n' "$(cat KEY_FILE)" |
+    curl http://127.0.0.1:4141/v1/models -K -   (the key on stdin, not in ps)
   OpenAI SDK:     base_url="http://127.0.0.1:4141/v1", api_key=KEY
   Anthropic SDK:  base_url="http://127.0.0.1:4141", api_key=KEY  (no /v1)
 
@@ -448,8 +449,11 @@ def _listening(
     out.info("Point your tools at it:")
     out.info(f'  OpenAI SDK      OpenAI(base_url="{base_url}", api_key=KEY)')
     out.info(f'  Anthropic SDK   Anthropic(base_url="{root}", api_key=KEY)   (no /v1)')
-    bearer = f'"Authorization: Bearer $(cat {key_file})"'
-    out.info(f"  curl            curl {base_url}/models -H {bearer}")
+    # On stdin (-K -): a command line is visible to every local user, and printf is a
+    # shell builtin, so the key is in no process's arguments.
+    bearer = f'printf \'header = "Authorization: Bearer %s"\\n\' "$(cat {key_file})"'
+    out.info(f"  curl            {bearer} |")
+    out.info(f"                    curl {base_url}/models -K -")
     out.info(f"  environment     OPENAI_BASE_URL={base_url} OPENAI_API_KEY=$(cat {key_file})")
     out.info(f"                  ANTHROPIC_BASE_URL={root} ANTHROPIC_API_KEY=$(cat {key_file})")
     out.info("                  (read by the SDKs and by agents built on them)")

@@ -8,6 +8,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import signal
 import socket
 import subprocess
@@ -68,6 +69,10 @@ class _Lines:
             matches = [line for line in self.lines if re.search(pattern, line)]
         assert found and matches, f"no line matching {pattern!r} in {self.lines}"
         return matches[0]
+
+    def text_so_far(self) -> str:
+        with self._changed:
+            return "".join(self.lines)
 
     def text(self) -> str:
         self._thread.join(BOUND)
@@ -286,6 +291,44 @@ def test_people_are_told_where_it_listens_and_how_to_point_tools_at_it(serve: An
     assert served.leaks(stdout, stderr) == []
 
 
+def _recording_curl(folder: Path) -> tuple[dict[str, str], Path]:
+    """A PATH whose ``curl`` notes its arguments, then runs the real one."""
+    real = shutil.which("curl")
+    assert real is not None
+    folder.mkdir()
+    wrapper = folder / "curl"
+    wrapper.write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >> "$CURL_ARGS"\nexec {real} "$@"\n')
+    wrapper.chmod(0o755)
+    args = folder / "args"
+    return {"PATH": f"{folder}{os.pathsep}{os.environ['PATH']}", "CURL_ARGS": str(args)}, args
+
+
+@pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")
+def test_the_curl_it_suggests_works_and_keeps_the_key_off_the_command_line(
+    serve: Any, tmp_path: Path
+) -> None:
+    served = serve("--port", "0")
+    served.err.wait_for("Ctrl-C")
+    lines = served.err.text_so_far().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.lstrip().startswith("curl "))
+    command = lines[start].split(None, 1)[1] + "\n" + lines[start + 1].strip()
+    key = re.findall(r"cph_[A-Za-z0-9_-]{43}", "\n".join(lines))[0]
+    recording, args = _recording_curl(tmp_path / "bin")
+    done = subprocess.run(
+        ["sh", "-c", command],
+        capture_output=True,
+        text=True,
+        env={**_env(served.home), **recording},
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert '"gpt-4.1"' in done.stdout
+    assert "/models -K -" in args.read_text()
+    assert key not in args.read_text()
+    assert served.stop(signal.SIGINT)[0] == 130
+
+
 def test_it_starts_logged_out_and_says_so(serve: Any) -> None:
     served = serve("--port", "0", "--json", logged_in=False)
     _listening(served)
@@ -453,7 +496,7 @@ def test_readme_gateway_commands_listen(serve: Any) -> None:
         assert served.stop(signal.SIGTERM)[0] == 143
 
 
-def test_readme_gateway_snippets_run_as_written(serve: Any) -> None:
+def test_readme_gateway_snippets_run_as_written(serve: Any, tmp_path: Path) -> None:
     """The Python and curl examples, against a real serve whose port replaces 4141."""
     served = serve("--port", "0", "--json")
     _listening(served)
@@ -472,14 +515,17 @@ def test_readme_gateway_snippets_run_as_written(serve: Any) -> None:
         )
         assert (done.returncode, done.stdout) == (0, "echo: Hello\n"), done.stderr
     (curl,) = [body for language, body in BLOCKS if language == "sh" and "curl" in body]
+    recording, args = _recording_curl(tmp_path / "bin")
     done = subprocess.run(
         ["bash", "-c", f"set -e\n{curl.replace('4141', port)}"],
         capture_output=True,
         text=True,
-        env=env,
+        env={**env, **recording},
         timeout=60,
         check=False,
     )
     assert done.returncode == 0, done.stderr
     assert '"gpt-4.1"' in done.stdout and "echo: Hello" in done.stdout
+    assert args.read_text().count("\n") == 2  # both commands went through the wrapper
+    assert served.key not in args.read_text()  # curl read the key on stdin
     assert served.stop(signal.SIGTERM)[0] == 143
