@@ -386,6 +386,8 @@ def _run(
             if s.clock is not None:
                 extra["clock"] = s.clock
             app = create_app(host, api_key=key, **extra)
+            # Unusable HTTPS settings fail here, as a typed error, before anything listens.
+            await app.startup()
             config = server_config(app)
             await Server(config).serve(sockets=[listener])
 

@@ -136,12 +136,23 @@ class GatewayApp:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
-                self._upstream()
+                try:
+                    await self.startup()
+                except ch.CopilotHostError as exc:
+                    await send({"type": "lifespan.startup.failed", "message": exc.message})
+                    return
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 await self.aclose()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
+
+    async def startup(self) -> None:
+        """Open the upstream connection pool, so that HTTPS settings that cannot work fail
+        before the first request: raises :class:`copilot_host.TransportError`
+        (``network_config``). The lifespan startup calls it; without a lifespan, the first
+        request does."""
+        self._upstream()
 
     async def aclose(self) -> None:
         """Stop registrations in flight and close the upstream connections (the lifespan
@@ -154,12 +165,21 @@ class GatewayApp:
     def _upstream(self) -> httpx2.AsyncClient:
         client = self._client
         if client is None:
-            client = self._client = httpx2.AsyncClient(
-                transport=self._transport,
-                timeout=UPSTREAM_TIMEOUT,
-                limits=UPSTREAM_LIMITS,
-                follow_redirects=False,
-            )
+            try:
+                client = self._client = httpx2.AsyncClient(
+                    transport=self._transport,
+                    timeout=UPSTREAM_TIMEOUT,
+                    limits=UPSTREAM_LIMITS,
+                    follow_redirects=False,
+                )
+            except (OSError, ValueError, ImportError) as exc:  # ssl.SSLError is an OSError
+                # The type only: the text can quote a proxy URL with its password.
+                raise ch.TransportError(
+                    "the gateway could not set up its HTTPS client: check SSL_CERT_FILE, "
+                    f"SSL_CERT_DIR and the HTTPS_PROXY/ALL_PROXY settings ({type(exc).__name__})",
+                    code="network_config",
+                    retryable=False,
+                ) from None
         return client
 
     def _allowed(self, scope: Scope) -> frozenset[bytes] | None:

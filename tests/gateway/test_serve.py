@@ -27,7 +27,7 @@ from click.testing import CliRunner
 from copilot_host_cli import main
 from copilot_host_cli._context import CliSeam
 
-from copilot_host.github import GitHubCopilotHost
+from copilot_host.github import AsyncGitHubCopilotHost, GitHubCopilotHost
 from copilot_host.store import CredentialStore
 from copilot_host.testing import GitHubEmulator, Scenario
 from tests.security._support import TOKEN_SHAPES
@@ -402,6 +402,31 @@ def test_a_stale_key_file_is_replaced_and_removed(serve: Any, tmp_path: Path) ->
 
 def _run(*args: str) -> Any:
     return CliRunner().invoke(main, list(args), obj=CliSeam(), catch_exceptions=False)
+
+
+def test_https_settings_that_cannot_work_are_one_typed_error_before_it_listens(
+    copilot_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The gateway's own HTTPS client (no test transport here) cannot be built: one JSON
+    error event and one stderr line, exit 1, no key file left, and no server traceback."""
+    with GitHubEmulator() as emulator:
+        transport = emulator.async_transport()  # made before the setting breaks TLS
+        seam = CliSeam(
+            async_host_factory=lambda *, store, clock: AsyncGitHubCopilotHost(
+                store=store, transport=transport
+            )
+        )
+        monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "missing.pem"))
+        result = CliRunner().invoke(
+            main, ["serve", "--port", "0", "--json"], obj=seam, catch_exceptions=False
+        )
+    assert result.exit_code == 1
+    event = json.loads(result.stdout)
+    assert (event["event"], event["code"], event["retryable"]) == ("error", "network_config", False)
+    assert "SSL_CERT_FILE" in event["message"]
+    assert result.stderr.startswith("error: the gateway could not set up its HTTPS client")
+    assert "Traceback" not in result.stderr
+    assert not list(copilot_home.glob("gateway-*.key"))
 
 
 @pytest.mark.parametrize("address", ["0.0.0.0", "::", "192.168.1.10", "example.com", "127.0.0.2"])

@@ -4,6 +4,7 @@ how failures map to statuses, the app's arguments, and that it imports nothing p
 from __future__ import annotations
 
 import ast
+import asyncio
 import json
 from pathlib import Path
 
@@ -139,6 +140,28 @@ def test_the_key_is_registered_for_masking_and_not_in_the_repr() -> None:
     app = create_app(_Host(), api_key=key)  # type: ignore[arg-type]
     assert ch.mask_secrets(f"x {key} y") == "x [REDACTED] y"
     assert key not in repr(app)
+
+
+def test_https_settings_that_cannot_work_fail_the_lifespan_startup_typed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under a server of the application's own: startup.failed with the typed message,
+    never an exception out of the lifespan."""
+    monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "missing.pem"))
+    app = create_app(_Host(), api_key="cph_" + "z" * 43)  # type: ignore[arg-type]
+    sent: list[dict[str, object]] = []
+
+    async def receive() -> dict[str, object]:
+        return {"type": "lifespan.startup"}
+
+    async def send(message: dict[str, object]) -> None:
+        sent.append(message)
+
+    with pytest.raises(ch.TransportError) as caught:
+        asyncio.run(app.startup())
+    assert (caught.value.code, caught.value.retryable) == ("network_config", False)
+    asyncio.run(app({"type": "lifespan"}, receive, send))  # type: ignore[arg-type]
+    assert sent == [{"type": "lifespan.startup.failed", "message": caught.value.message}]
 
 
 def test_the_gateway_imports_only_public_names_of_the_library() -> None:
