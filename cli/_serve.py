@@ -214,11 +214,13 @@ class _KeyFile:
     def __enter__(self) -> _KeyFile:
         import fcntl
 
+        locked = False
         try:
             self._dir_fd = _private_folder(self.path.parent)
             self._fd = _own_file(self._dir_fd, self.path)
             try:
                 fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                locked = True
             except BlockingIOError:
                 raise CliFailure(
                     "port_in_use",
@@ -230,6 +232,17 @@ class _KeyFile:
             os.ftruncate(self._fd, 0)
             os.write(self._fd, (self._key + "\n").encode("ascii"))
             os.fsync(self._fd)
+        except OSError as exc:  # a full disk, a read-only leftover, an I/O error
+            if locked:
+                self.__exit__()  # ours: removed, so no copy of the key stays behind
+            self._close()
+            from copilot_host import show_path
+
+            raise CliFailure(
+                "key_file_io",
+                f"could not write the key file {show_path(self.path)}: "
+                f"{exc.strerror or type(exc).__name__}",
+            ) from None
         except BaseException:
             self._close()
             raise
@@ -260,14 +273,17 @@ class _KeyFile:
 def _private_folder(path: Path) -> int:
     """A descriptor of the store folder, refused unless it is ours and private (preflight
     checked it by name; this checks what the descriptor holds)."""
+    from copilot_host import show_path
+
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     found = os.fstat(fd)
     if found.st_uid != os.geteuid() or stat.S_IMODE(found.st_mode) & 0o077:
         os.close(fd)
+        # The store's words for the same refusal (its preflight makes it by name).
         raise CliFailure(
             "store_insecure",
-            f"the store folder {path} is not private to you; run copilot-host status "
-            "for what to do",
+            f"The credential store folder {show_path(path)} is not private to you (it changed "
+            f"after it was checked); run: chmod 700 {shlex.quote(str(path))}",
         )
     return fd
 

@@ -4,6 +4,7 @@ itself runs in a child process: tests/gateway/test_serve.py.)"""
 from __future__ import annotations
 
 import asyncio
+import errno
 import io
 import json
 import logging
@@ -126,7 +127,25 @@ def test_a_store_folder_others_can_reach_gets_no_key_file(copilot_home: Path) ->
     with pytest.raises(CliFailure) as caught, _KeyFile(copilot_home, 8765, "cph_x"):
         pass
     assert caught.value.problem.code == "store_insecure"
+    assert f"run: chmod 700 {copilot_home}" in caught.value.problem.message
     assert not (copilot_home / "gateway-8765.key").exists()
+
+
+def test_a_key_file_that_cannot_be_written_is_a_typed_failure_naming_it(
+    copilot_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def full(fd: int) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(CliFailure) as caught, _KeyFile(copilot_home, 8765, "cph_x"):
+        pass
+    assert caught.value.problem.code == "key_file_io"
+    assert caught.value.problem.message == (
+        f"could not write the key file {copilot_home / 'gateway-8765.key'}: "
+        f"{os.strerror(errno.ENOSPC)}"
+    )
+    assert not (copilot_home / "gateway-8765.key").exists()  # no copy of the key stays
 
 
 def test_a_failure_is_one_versioned_json_event() -> None:
