@@ -19,23 +19,35 @@ than guessed at.
 from __future__ import annotations
 
 import hmac
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-__all__ = ["Refusal", "RequestHeaders", "check_access", "read_headers"]
+__all__ = [
+    "FORWARDED_REQUEST_HEADERS",
+    "Refusal",
+    "RequestHeaders",
+    "check_access",
+    "read_headers",
+]
 
 # Headers the access checks rely on: sent twice, the request is refused, not guessed at.
 _SINGLE = frozenset({b"host", b"origin", b"authorization", b"x-api-key"})
-# What else the gateway reads: the body's framing, and the headers it may forward.
-_WANTED = _SINGLE | {
-    b"content-length",
-    b"transfer-encoding",
-    b"content-type",
-    b"accept",
-    b"anthropic-version",
-    b"anthropic-beta",
-    b"x-initiator",
+# Client request headers sent upstream, each with the reason it is needed. Everything
+# else stays here: the client's key, cookies, its User-Agent and SDK telemetry, proxy
+# and forwarding headers. route.auth adds the bearer and the editor headers itself.
+FORWARDED_REQUEST_HEADERS: Mapping[str, str] = {
+    "content-type": "the body's media type, when it is JSON's (with its charset); the body "
+    "was checked to be JSON, so any other (curl's form type) becomes application/json",
+    "accept": "whether the client asks for an event stream or a JSON document",
+    "anthropic-version": "the Messages API version the body is written for",
+    "anthropic-beta": "the Messages API features the body opts into",
+    "x-initiator": "the client's own word on who started the turn (user or agent), "
+    "which route.auth keeps instead of reading it from the body",
 }
+# What else the gateway reads: the body's declared length, and the headers it may forward.
+_WANTED = (
+    _SINGLE | {b"content-length"} | {name.encode("ascii") for name in FORWARDED_REQUEST_HEADERS}
+)
 
 
 @dataclass(slots=True)

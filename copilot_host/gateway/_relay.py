@@ -17,7 +17,7 @@ at most one unfinished event is held back. Of the response headers only
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,10 +25,9 @@ import httpx2
 
 import copilot_host as ch
 
-from ._access import RequestHeaders
+from ._access import FORWARDED_REQUEST_HEADERS, RequestHeaders
 
 __all__ = [
-    "FORWARDED_REQUEST_HEADERS",
     "MAX_ANSWER_BYTES",
     "RELAYED_RESPONSE_HEADERS",
     "AnswerTooLarge",
@@ -39,19 +38,10 @@ __all__ = [
 
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
-# Client request headers sent upstream, each with the reason it is needed. Everything
-# else stays here: the client's key, cookies, its User-Agent and SDK telemetry, proxy
-# and forwarding headers. route.auth adds the bearer and the editor headers itself.
-FORWARDED_REQUEST_HEADERS: Mapping[str, str] = {
-    "content-type": "the body's media type, when it is JSON's (with its charset); the body "
-    "was checked to be JSON, so any other (curl's form type) becomes application/json",
-    "accept": "whether the client asks for an event stream or a JSON document",
-    "anthropic-version": "the Messages API version the body is written for",
-    "anthropic-beta": "the Messages API features the body opts into",
-    "x-initiator": "the client's own word on who started the turn (user or agent), "
-    "which route.auth keeps instead of reading it from the body",
-}
 _FORWARDED = tuple(name.encode("ascii") for name in FORWARDED_REQUEST_HEADERS)
+# The one forwarded header that may rightly come more than once (a list of features); of
+# any other, the first value goes, as the checks read it.
+_REPEATABLE = frozenset({b"anthropic-beta"})
 
 # Response headers relayed to the client, besides rate-limit headers (any name starting
 # with one of _RATE_LIMIT_PREFIXES): what a client needs to read the answer, quote it to
@@ -96,8 +86,8 @@ def _upstream_headers(headers: RequestHeaders) -> list[tuple[bytes, bytes]]:
     for name in _FORWARDED:
         if name == b"content-type":
             continue
-        for value in repeated.get(name, ()):
-            out.append((name, value))
+        values = repeated.get(name, ())
+        out.extend((name, value) for value in (values if name in _REPEATABLE else values[:1]))
     kind = headers.get(b"content-type") or b""
     if kind.split(b";", 1)[0].strip().lower() != b"application/json":
         kind = b"application/json"

@@ -85,6 +85,32 @@ def test_only_allowlisted_response_headers_are_relayed(tmp_path: Path) -> None:
         assert_no_leaks(gateway)
 
 
+def test_a_repeated_single_valued_header_goes_upstream_once_as_first_sent(
+    gateway: Gateway,
+) -> None:
+    """X-Initiator decides billing: of two, the first goes (the one the checks read), not
+    both for the service to pick from."""
+    body = {
+        "model": "claude-opus-5",
+        "max_tokens": 8,
+        "messages": [{"role": "user", "content": "x"}],
+    }
+    status, _headers, _data = gateway.raw(
+        "POST",
+        "/v1/messages",
+        body=json.dumps(body).encode(),
+        headers=[
+            ("Content-Type", "application/json"),
+            ("X-Initiator", "agent"),
+            ("X-Initiator", "user"),
+        ],
+    )
+    assert status == 200
+    (record,) = gateway.emulator.requests_to("messages")
+    assert record.headers["x-initiator"] == "agent"
+    assert record.initiator == "agent"
+
+
 def test_only_allowlisted_request_headers_are_forwarded(gateway: Gateway) -> None:
     from copilot_host.gateway import FORWARDED_REQUEST_HEADERS
 
