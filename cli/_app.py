@@ -8,7 +8,7 @@ or a stdout that cannot be written (``_output``).
 Start-up is kept close to bare click: each command's module is imported only when that
 command runs (``--help`` lists them from the table below, ``--version`` needs none), and
 commands import the library inside the command function, so ``--help``, ``--version``
-and ``status`` start without httpx2, authlib, keyring or cryptography.
+and ``status`` start without httpx2, keyring or cryptography.
 """
 
 from __future__ import annotations

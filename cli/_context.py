@@ -1,9 +1,11 @@
-"""The private test seam: how tests point the CLI at the loopback emulator.
+"""One invocation's context: its output, its JSON error sink, the store and hosts it
+makes, and the private test seam.
 
-It is reachable only from Python, by passing ``obj=CliSeam(...)`` to ``main`` (click's
-test runner does this, and so does the child-process harness in ``tests/cli``). No
-option, argument or environment variable leads here: a person running ``copilot-host``
-always talks to GitHub.com through the adapter's fixed URLs.
+The seam is how tests point the CLI at the loopback emulator. It is reachable only from
+Python, by passing ``obj=CliSeam(...)`` to ``main`` (click's test runner does this, and so
+does the child-process harness in ``tests/cli``). No option, argument or environment
+variable leads there: a person running ``copilot-host`` always talks to GitHub.com
+through the adapter's fixed URLs.
 """
 
 from __future__ import annotations

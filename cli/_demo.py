@@ -98,7 +98,7 @@ def _reply_text(body: Any) -> str:
     return "(no text in the answer)"
 
 
-def _post(route: ModelRoute, emulator: Any, body: dict[str, Any], url: str) -> list[str]:
+def _post(route: ModelRoute, emulator: Any, body: dict[str, Any]) -> list[str]:
     """One inference request the way an application makes it: route.auth on the client."""
     import httpx2
 
@@ -106,7 +106,7 @@ def _post(route: ModelRoute, emulator: Any, body: dict[str, Any], url: str) -> l
 
     emulator.clear_requests()
     with httpx2.Client(auth=route.auth, transport=emulator.transport()) as client:
-        answer = client.post(url, json=body)
+        answer = client.post(route.url, json=body)
         answer.raise_for_status()
     sent = emulator.requests[-1]
     return [
@@ -181,11 +181,11 @@ def _journey(out: Output, steps: _Steps, home: Path, stack: ExitStack) -> None:
     chat = _first(registration.routes, ApiProtocol.OPENAI_CHAT)
     with steps.step("Chat Completions request through route.auth") as details:
         body = {"model": chat.model_id, "messages": [{"role": "user", "content": "Say hello."}]}
-        details.extend(_post(chat, emulator, body, chat.url))
+        details.extend(_post(chat, emulator, body))
     responses = _first(registration.routes, ApiProtocol.OPENAI_RESPONSES)
     with steps.step("Responses request through route.auth") as details:
         body = {"model": responses.model_id, "input": "Say hello."}
-        details.extend(_post(responses, emulator, body, responses.url))
+        details.extend(_post(responses, emulator, body))
     messages = _first(registration.routes, ApiProtocol.ANTHROPIC_MESSAGES)
     with steps.step("Anthropic Messages request through route.auth") as details:
         turn: dict[str, Any] = {
@@ -193,7 +193,7 @@ def _journey(out: Output, steps: _Steps, home: Path, stack: ExitStack) -> None:
             "max_tokens": 64,
             "messages": [{"role": "user", "content": "Say hello."}],
         }
-        details.extend(_post(messages, emulator, turn, messages.url))
+        details.extend(_post(messages, emulator, turn))
     with steps.step("logged out") as details:
         host.logout()
         if store.header() is not None:

@@ -12,7 +12,6 @@ from typing import NamedTuple
 __all__ = [
     "EXIT_FAILED",
     "EXIT_OK",
-    "EXIT_USAGE",
     "CliFailure",
     "ErrorSink",
     "Interrupted",
@@ -23,7 +22,6 @@ __all__ = [
 
 EXIT_OK = 0
 EXIT_FAILED = 1
-EXIT_USAGE = 2
 
 
 def exit_code_for_signal(signum: int) -> int:

@@ -10,33 +10,48 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-__all__ = ["LOGGER_NAME", "configure_logging"]
+if TYPE_CHECKING:
+    import logging
+
+__all__ = ["LOGGER_NAME", "configure_logging", "stderr_handler"]
 
 LOGGER_NAME = "copilot_host_cli"
 
 
-def configure_logging(debug: bool) -> Callable[[], None]:
-    """Attach a redacting stderr handler to the root logger; returns its undo."""
+def stderr_handler(level: int, fmt: str, datefmt: str | None = None) -> logging.Handler:
+    """A handler writing to whatever ``sys.stderr`` is now (test runners swap it per run;
+    a closed one takes nothing), behind the redaction filter."""
     import logging  # not at import time: --help and --version never log
 
-    from copilot_host import RedactingFilter, install_redaction
+    from copilot_host import RedactingFilter
 
     class _StderrHandler(logging.Handler):
-        """Writes to whatever ``sys.stderr`` is now (test runners swap it per run)."""
-
         def emit(self, record: logging.LogRecord) -> None:
             try:
-                sys.stderr.write(self.format(record) + "\n")
-                sys.stderr.flush()
+                if sys.stderr is not None:
+                    sys.stderr.write(self.format(record) + "\n")
+                    sys.stderr.flush()
             except Exception:
                 self.handleError(record)
 
-    root = logging.getLogger()
-    handler = _StderrHandler()
-    handler.setLevel(logging.DEBUG if debug else logging.WARNING)
-    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    handler = _StderrHandler(level)
+    handler.setFormatter(logging.Formatter(fmt, datefmt))
     handler.addFilter(RedactingFilter())
+    return handler
+
+
+def configure_logging(debug: bool) -> Callable[[], None]:
+    """Attach a redacting stderr handler to the root logger; returns its undo."""
+    import logging
+
+    from copilot_host import RedactingFilter, install_redaction
+
+    root = logging.getLogger()
+    handler = stderr_handler(
+        logging.DEBUG if debug else logging.WARNING, "%(levelname)s %(name)s: %(message)s"
+    )
     root.addHandler(handler)
     # Also every handler someone else configured on the root logger before us; remember
     # what each had, so undo leaves an embedding process's logging as it found it.

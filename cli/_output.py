@@ -155,19 +155,13 @@ class Output:
     def err_is_tty(self) -> bool:
         if self._err_is_tty is not None:
             return self._err_is_tty
-        try:
-            return sys.stderr.isatty()
-        except (AttributeError, ValueError):
-            return False
-
-    def _color(self, stream: TextIO | None) -> bool:
-        return color_allowed(stream)
+        return _is_tty(sys.stderr)
 
     # -- stdout: results only -----------------------------------------------------------
 
     def result(self, text: str = "") -> None:
         self.end_live()
-        write_stdout(text, color=self._color(sys.stdout))
+        write_stdout(text, color=color_allowed(sys.stdout))
 
     def json(self, document: Mapping[str, Any]) -> None:
         """One JSON document (or event) per line; flushed so a reading program sees it now."""
@@ -188,7 +182,7 @@ class Output:
 
     def info(self, text: str = "") -> None:
         self.end_live()
-        self._stderr(lambda: click.echo(text, err=True, color=self._color(sys.stderr)))
+        self._stderr(lambda: click.echo(text, err=True, color=color_allowed(sys.stderr)))
 
     @staticmethod
     def _stderr(write: Callable[[], object]) -> None:
@@ -219,7 +213,7 @@ class Output:
         def write() -> None:
             stream = sys.stderr
             stream.write(_ERASE_LINE)
-            click.echo(text, err=True, nl=False, color=self._color(stream))
+            click.echo(text, err=True, nl=False, color=color_allowed(stream))
             stream.flush()
 
         self._live = True

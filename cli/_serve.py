@@ -19,7 +19,6 @@ import os
 import shlex
 import socket
 import stat
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -313,17 +312,10 @@ def _access_log() -> Callable[[], None]:
     and uvicorn's log without the tracebacks of cut answers; returns the undo."""
     import logging
 
-    from copilot_host import CopilotHostError, RedactingFilter
+    from copilot_host import CopilotHostError
     from copilot_host.gateway import ACCESS_LOGGER
 
-    class _Stderr(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            try:
-                if sys.stderr is not None:
-                    sys.stderr.write(self.format(record) + "\n")
-                    sys.stderr.flush()
-            except Exception:
-                self.handleError(record)
+    from ._logging import stderr_handler
 
     def not_a_cut(record: logging.LogRecord) -> bool:
         # A relay that broke off after its answer started: the app has logged one line
@@ -335,9 +327,7 @@ def _access_log() -> Callable[[], None]:
     server_log = logging.getLogger("uvicorn.error")
     server_log.addFilter(not_a_cut)
     logger = logging.getLogger(ACCESS_LOGGER)
-    handler = _Stderr(logging.INFO)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%Y-%m-%dT%H:%M:%S"))
-    handler.addFilter(RedactingFilter())
+    handler = stderr_handler(logging.INFO, "%(asctime)s %(message)s", "%Y-%m-%dT%H:%M:%S")
     before = (logger.level, logger.propagate)
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ._context import JSON_VERSION, make_store, output, use_json_errors
+from ._failure import EXIT_FAILED
 from ._format import ago, local_time
 from ._output import CopilotHostCommand, Output, ReaderGone
 
@@ -77,7 +78,7 @@ def status(as_json: bool) -> None:
         # The reader stopped early, but a script may still go by the exit code: "not
         # logged in" stays 1.
         if header is None:
-            raise click.exceptions.Exit(1) from None
+            raise click.exceptions.Exit(EXIT_FAILED) from None
         raise
     if damaged is not None:
         out.error(damaged.message)
@@ -87,7 +88,7 @@ def status(as_json: bool) -> None:
             "no longer need it"
         )
     if header is None:
-        raise click.exceptions.Exit(1)
+        raise click.exceptions.Exit(EXIT_FAILED)
 
 
 def _show(
