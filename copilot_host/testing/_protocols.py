@@ -9,6 +9,10 @@ The reply text is ``echo: <the last user text>``; a stream cuts it into ``stream
 text deltas (padded with dots when shorter than that), and the whole answer carries the same
 text. When the request offers tools and the last input item is the person's, the answer is
 a call of the first tool with ``{}`` as its arguments; after a tool result it is text again.
+
+Written apart from the library's own reading of bodies (``copilot_host._inspect``) and its
+constants, on purpose: the emulator models the service, and a check sharing the library's
+code would agree with the library's mistakes instead of catching them.
 """
 
 from __future__ import annotations
@@ -65,8 +69,8 @@ def _items(payload: Mapping[str, Any], protocol: str) -> list[Mapping[str, Any]]
 def has_image(payload: Mapping[str, Any], protocol: str) -> bool:
     """Whether the input carries an image content part (the service's vision trigger).
 
-    Chat: an ``image_url`` part in any message's content. Responses: an ``input_image`` part
-    in a message's content or in a ``function_call_output``'s output list. Anthropic: an
+    Chat: an ``image_url`` part in any message's content. Responses: an ``input_image`` item,
+    or part in a message's content or in a ``function_call_output``'s output list. Anthropic: an
     ``image`` block in a message, or inside a ``tool_result`` block's content.
     """
     for item in _items(payload, protocol):
@@ -75,7 +79,8 @@ def has_image(payload: Mapping[str, Any], protocol: str) -> bool:
             if any(part.get("type") == "image_url" for part in parts):
                 return True
         elif protocol == "responses":
-            parts = _parts(item.get("content")) + _parts(item.get("output"))
+            # An input item may itself be an image part, as well as hold them.
+            parts = [item, *_parts(item.get("content")), *_parts(item.get("output"))]
             if any(part.get("type") == "input_image" for part in parts):
                 return True
         else:

@@ -83,6 +83,10 @@ IMAGES: dict[str, tuple[str, dict[str, Any]]] = {
             ]
         },
     ),
+    "responses-bare-item": (
+        "responses",
+        {"input": [{"type": "input_image", "image_url": IMAGE["url"]}]},
+    ),
     "responses-tool-output": (
         "responses",
         {
