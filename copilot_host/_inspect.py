@@ -22,7 +22,6 @@ __all__ = ["AGENT", "USER", "inspect_body", "protocol_of_path"]
 USER = "user"
 AGENT = "agent"
 
-_BY_PATH = {protocol.path: protocol for protocol in ApiProtocol}
 # Roles that frame a conversation rather than take a turn in it.
 _FRAMING = frozenset({"system", "developer"})
 # Chat roles that continue a turn without the person: a tool's result, the model's own.
@@ -31,7 +30,7 @@ _CONTINUATIONS = frozenset({"assistant", "tool", "function"})
 
 def protocol_of_path(path: str) -> ApiProtocol | None:
     """The protocol a request path speaks on an inference origin, or None."""
-    return _BY_PATH.get(path)
+    return ApiProtocol.of_path(path)
 
 
 def inspect_body(protocol: ApiProtocol, body: bytes) -> tuple[bool, str]:

@@ -29,6 +29,11 @@ class ApiProtocol(enum.Enum):
         return _PATHS[self]
 
     @classmethod
+    def of_path(cls, path: str) -> ApiProtocol | None:
+        """The protocol whose request path (or ``supported_endpoints`` entry) is ``path``."""
+        return _BY_PATH.get(path)
+
+    @classmethod
     def preferred(cls, protocols: frozenset[ApiProtocol]) -> ApiProtocol | None:
         """The first of ``protocols`` in order of preference, or None when empty."""
         for protocol in cls:
@@ -42,6 +47,7 @@ _PATHS = {
     ApiProtocol.OPENAI_CHAT: "/chat/completions",
     ApiProtocol.ANTHROPIC_MESSAGES: "/v1/messages",
 }
+_BY_PATH = {path: protocol for protocol, path in _PATHS.items()}
 
 
 @dataclass(frozen=True, slots=True)

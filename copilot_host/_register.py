@@ -10,7 +10,7 @@ from __future__ import annotations
 import inspect
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ._auth import CopilotAuth
@@ -60,7 +60,10 @@ def register_models(
         return RegistrationResult((), provider_id, None, offline=True)
     resolver = SessionResolver(host, clock=clock)
     session = resolver.get()
-    return _swap(catalog, host, resolver, session, host.inventory(session))
+    found = host.inventory(session)
+    return _swap(
+        catalog, resolver, session, found, provider=provider_id, headers=host.request_headers()
+    )
 
 
 async def aregister_models(
@@ -78,7 +81,10 @@ async def aregister_models(
         return RegistrationResult((), provider_id, None, offline=True)
     resolver = AsyncSessionResolver(host, clock=clock)
     session = await resolver.get()
-    return _swap(catalog, host, resolver, session, await host.inventory(session))
+    found = await host.inventory(session)
+    return _swap(
+        catalog, resolver, session, found, provider=provider_id, headers=host.request_headers()
+    )
 
 
 def _provider_id(host: CopilotHost | AsyncCopilotHost) -> str:
@@ -90,23 +96,24 @@ def _provider_id(host: CopilotHost | AsyncCopilotHost) -> str:
 
 def _swap(
     catalog: Catalog,
-    host: CopilotHost | AsyncCopilotHost,
     resolver: SessionResolver | AsyncSessionResolver,
     session: CopilotSession,
     found: Inventory | Sequence[ModelSpec],
+    *,
+    provider: str,
+    headers: Mapping[str, str],
 ) -> RegistrationResult:
     """Validate, build the routes and swap them in; the catalog changes only at the end."""
-    provider_id = _provider_id(host)
     inventory = validate_inventory(found, secrets=(session.token,))
     skipped = tuple(inventory.skipped)
     if not inventory.models:
         raise _no_models(skipped)
-    auth = CopilotAuth(resolver, session.endpoint, host.request_headers())
+    auth = CopilotAuth(resolver, session.endpoint, headers)
     origin = session.endpoint.origin
     urls = {protocol: origin + protocol.path for protocol in ApiProtocol}
     routes = tuple(
         ModelRoute(
-            route_id=f"{provider_id}/{spec.model_id}",
+            route_id=f"{provider}/{spec.model_id}",
             model_id=spec.model_id,
             protocol=spec.protocol,
             origin=origin,
@@ -116,8 +123,8 @@ def _swap(
         )
         for spec in inventory.models
     )
-    catalog.replace_provider(provider_id, routes)
-    return RegistrationResult(routes, provider_id, origin, skipped=skipped)
+    catalog.replace_provider(provider, routes)
+    return RegistrationResult(routes, provider, origin, skipped=skipped)
 
 
 def _no_models(skipped: tuple[SkippedModel, ...]) -> NoEligibleModelsError:

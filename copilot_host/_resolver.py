@@ -31,12 +31,10 @@ from typing import NoReturn
 from ._clock import SYSTEM_CLOCK, Clock
 from ._errors import SessionError
 from ._hosts import AsyncCopilotHost, CopilotHost, CopilotSession, LoginIdentity
-from ._policy import RefreshPolicy
+from ._policy import DEFAULT_POLICY, RefreshPolicy
 from ._session_core import MAX_ROUNDS, Flight, Landing, Plan, SessionCore, gave_up, settle
 
 __all__ = ["AsyncSessionResolver", "SessionResolver"]
-
-_DEFAULT_POLICY = RefreshPolicy()
 
 
 def _waited_too_long(limit: float) -> SessionError:
@@ -105,7 +103,7 @@ class SessionResolver(_ResolverBase):
         host: CopilotHost,
         *,
         clock: Clock = SYSTEM_CLOCK,
-        policy: RefreshPolicy = _DEFAULT_POLICY,
+        policy: RefreshPolicy = DEFAULT_POLICY,
     ) -> None:
         self._host = host
         self._policy = policy
@@ -188,7 +186,7 @@ class AsyncSessionResolver(_ResolverBase):
         host: AsyncCopilotHost,
         *,
         clock: Clock = SYSTEM_CLOCK,
-        policy: RefreshPolicy = _DEFAULT_POLICY,
+        policy: RefreshPolicy = DEFAULT_POLICY,
     ) -> None:
         self._host = host
         self._policy = policy

@@ -29,7 +29,6 @@ WHAT = "Copilot model discovery"
 SETTINGS_URL = "https://github.com/settings/copilot/features"
 # The endpoints copilot-host speaks, by the names the inventory uses. Anything else listed
 # (e.g. "ws:/responses", a WebSocket transport) is another client's, and ignored.
-_PROTOCOLS = {protocol.path: protocol for protocol in ApiProtocol}
 _MAX_ENDPOINTS = 32
 _MAX_WARNINGS = 8
 
@@ -82,11 +81,8 @@ def _protocols(item: Mapping[str, object]) -> frozenset[ApiProtocol] | None:
         return frozenset({ApiProtocol.OPENAI_CHAT})
     if not isinstance(listed, list):
         return None
-    return frozenset(
-        _PROTOCOLS[path]
-        for path in listed[:_MAX_ENDPOINTS]
-        if isinstance(path, str) and path in _PROTOCOLS
-    )
+    found = (ApiProtocol.of_path(path) for path in listed[:_MAX_ENDPOINTS] if isinstance(path, str))
+    return frozenset(protocol for protocol in found if protocol is not None)
 
 
 def _reasoning(supports: Mapping[str, object]) -> bool:
