@@ -65,10 +65,9 @@ class KeyFileKeys:
             return dir_fd is not None and remove(dir_fd, key_file_name(login_id))
 
     def location(self, login_id: str, recorded: str) -> str:
-        # Records written before 0.2.0 hold the absolute path: shown as recorded.
-        if recorded != key_file_name(login_id):
-            return recorded
-        return os.fspath(self._home / recorded)
+        # Where get() really looks, whatever the header recorded (records written before
+        # 0.2.0 hold an absolute path, which a moved folder would make wrong).
+        return os.fspath(self._home / key_file_name(login_id))
 
     def sweep(self, keep: str | None) -> bool:
         removed = False

@@ -504,11 +504,8 @@ class CredentialStore:
     def _previous_header(self, dir_fd: int) -> tuple[RecordHeader | None, Path | None]:
         """The current record's header (under the lock), and where an unparseable record
         was moved aside (kept, never deleted). A newer format is refused."""
-        found = read_private(dir_fd, RECORD_NAME, self._home, MAX_RECORD_BYTES)
-        if found is None:
-            return None, None
         try:
-            return parse(found[0]).header, None
+            return self._header_at(dir_fd, RECORD_NAME), None
         except StoreVersionError as exc:
             raise StoreVersionError(
                 f"The credential record {show_path(self._record_path)} was left unchanged: "
@@ -531,17 +528,27 @@ class CredentialStore:
     def _holds(self, dir_fd: int, login_id: str) -> bool:
         """Whether the record in place is ``login_id``'s (under the lock)."""
         try:
-            found = read_private(dir_fd, RECORD_NAME, self._home, MAX_RECORD_BYTES)
-            return found is not None and parse(found[0]).header.login_id == login_id
+            header = self._header_at(dir_fd, RECORD_NAME)
         except (OSError, StoreError):
             return False
+        return header is not None and header.login_id == login_id
+
+    def _header_at(self, dir_fd: int, name: str) -> RecordHeader | None:
+        """The header of the record file ``name`` (None when there is none); raises what
+        reading and parsing raise."""
+        found = read_private(dir_fd, name, self._home, MAX_RECORD_BYTES)
+        return None if found is None else parse(found[0]).header
+
+    def _remove_key(self, header: RecordHeader) -> bool:
+        """Remove the data key ``header`` names; raises KeyLeft when it may remain."""
+        return self._keys_of(header).remove(header.login_id, header.protection.backend)
 
     def _forget_key(self, header: RecordHeader) -> bool:
         """Best effort, for a key nothing can use any more (a save must not fail after
         the fact); True when the key is known to be gone. A logout tries again for the
         keys of records set aside and names any it cannot remove."""
         try:
-            self._keys_of(header).remove(header.login_id, header.protection.backend)
+            self._remove_key(header)
         except KeyLeft as left:
             _log.warning("an unused data key stayed (%s): %s", left.entry, left.why)
         except OSError as exc:
@@ -560,9 +567,9 @@ class CredentialStore:
             if not name.startswith(DAMAGED_PREFIX) or name.endswith(KEY_REMOVED_SUFFIX):
                 continue
             try:
-                found = read_private(dir_fd, name, self._home, MAX_RECORD_BYTES)
-                if found is not None:
-                    headers.append(parse(found[0]).header)
+                header = self._header_at(dir_fd, name)
+                if header is not None:
+                    headers.append(header)
             except (OSError, StoreError):
                 # Unreadable or not a record at all: it names no key. Never a reason to
                 # refuse the logout.
@@ -576,10 +583,7 @@ class CredentialStore:
         left: list[KeyLeft] = []
         for header in headers:
             try:
-                removed = (
-                    self._keys_of(header).remove(header.login_id, header.protection.backend)
-                    or removed
-                )
+                removed = self._remove_key(header) or removed
             except KeyLeft as exc:
                 left.append(exc)
         if left:

@@ -130,7 +130,8 @@ def test_a_name_no_file_system_call_can_take_is_refused_by_every_call(
 def test_records_written_before_the_name_only_header_still_read(
     copilot_home: Path, memory_keyring: MemoryKeyring
 ) -> None:
-    """Older records hold the key file's absolute path: still read, shown as recorded."""
+    """Older records hold the key file's absolute path: still read, shown where the key
+    really is (the same path here; in a moved folder, the new one)."""
     store = CredentialStore()
     token = canary_token()
     store.save("octocat", token, key_file=True)
@@ -147,6 +148,25 @@ def test_records_written_before_the_name_only_header_still_read(
     )
     store.record_path.write_bytes(seal(legacy, key_path.read_bytes(), token))
     assert store.header() == legacy
+    assert store.load() == (header.identity, token)
+
+
+def test_an_older_record_of_a_moved_folder_shows_where_its_key_really_is(
+    copilot_home: Path, memory_keyring: MemoryKeyring
+) -> None:
+    store = CredentialStore()
+    token = canary_token()
+    store.save("octocat", token, key_file=True)
+    header = store.header()
+    assert header is not None
+    key_path = copilot_home / f"credential-{header.login_id}.key"
+    moved_from = Protection("key-file", f"/old/home/credential-{header.login_id}.key")
+    legacy = type(header)(
+        FORMAT_VERSION, header.login_id, header.account, header.created_at, moved_from
+    )
+    store.record_path.write_bytes(seal(legacy, key_path.read_bytes(), token))
+    shown = store.header()
+    assert shown is not None and shown.protection.backend == os.fspath(key_path)
     assert store.load() == (header.identity, token)
 
 
