@@ -92,10 +92,10 @@ def mask_secrets(data: _Text) -> _Text:
 
 def redact(text: str, extra: Iterable[Secret] = ()) -> str:
     """Return ``text`` with registered secrets, ``extra`` and token shapes masked."""
-    for value in [*(s.reveal() for s in extra), *known_values()]:
+    for value in (s.reveal() for s in extra):
         if value and value in text:
             text = text.replace(value, REDACTED)
-    return TOKEN_SHAPES.sub(REDACTED, text)
+    return TOKEN_SHAPES.sub(REDACTED, mask_secrets(text))
 
 
 def scrub(text: object, *, limit: int = 200) -> str:
