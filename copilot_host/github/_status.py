@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import email.utils
-import json
 import math
 
 from .._errors import ClientOutdatedError, CopilotHostError, ResponseError, ServerError
-from ._wire import WireResponse, server_message
+from ._wire import INVALID, WireResponse, decode, server_message
 
 __all__ = [
     "CLIENT_NOT_SUPPORTED",
@@ -124,9 +123,8 @@ UPGRADE_HINT = (
 
 def _error_code(response: WireResponse) -> str | None:
     """The machine-readable error code of an answer, JSON or plain text."""
-    try:
-        value = json.loads(response.body.decode("utf-8"))
-    except (ValueError, RecursionError):
+    value = decode(response.body)
+    if value is INVALID:
         text = response.body[:512].decode("utf-8", "replace")
         return next((code for code in _OUTDATED_CODES if code in text), None)
     if not isinstance(value, dict):
@@ -143,8 +141,8 @@ def client_outdated_error(response: WireResponse, what: str) -> ClientOutdatedEr
     """The typed error for an answer that refuses this client as too old, else None."""
     if response.status == CLIENT_NOT_SUPPORTED:
         reason = "the Copilot service no longer supports this client version"
-    elif 400 <= response.status < 500 and _error_code(response) in _OUTDATED_CODES:
-        reason = f"the Copilot service requires a newer client ({_error_code(response)})"
+    elif 400 <= response.status < 500 and (code := _error_code(response)) in _OUTDATED_CODES:
+        reason = f"the Copilot service requires a newer client ({code})"
     else:
         return None
     detail = server_message(response)

@@ -20,10 +20,12 @@ from .._redact import scrub
 from .._secret import Secret
 
 __all__ = [
+    "INVALID",
     "LARGE_BODY",
     "SMALL_BODY",
     "WireRequest",
     "WireResponse",
+    "decode",
     "json_object",
     "reads_response",
     "opt_number",
@@ -115,18 +117,19 @@ def _finite_float(text: str) -> float:
     return value
 
 
-_INVALID = object()
+# What decode() returns for a body that is not JSON.
+INVALID = object()
 
 
-def _decode(body: bytes) -> object:
-    """The JSON value of ``body``, or ``_INVALID``. Its own frame, gone before anyone
+def decode(body: bytes) -> object:
+    """The JSON value of ``body``, or ``INVALID``. Its own frame, gone before anyone
     raises: the decoded text (which may hold a token) never sits in a traceback."""
     try:
         return json.loads(
             body.decode("utf-8"), parse_constant=_reject_constant, parse_float=_finite_float
         )
     except (ValueError, RecursionError):
-        return _INVALID
+        return INVALID
 
 
 def json_object(response: WireResponse, what: str) -> dict[str, object]:
@@ -135,8 +138,8 @@ def json_object(response: WireResponse, what: str) -> dict[str, object]:
     NaN/Infinity, overflowing floats, integers with thousands of digits, deep nesting and
     invalid UTF-8 are all malformed answers, not crashes.
     """
-    value = _decode(response.body)
-    if value is _INVALID:
+    value = decode(response.body)
+    if value is INVALID:
         raise ResponseError(
             f"{what} answered with something that is not valid JSON "
             f"(HTTP {response.status}); try again later"
@@ -223,9 +226,8 @@ def server_message(response: WireResponse) -> str:
     JSON answers carry it in ``error``/``message``/``error_description``; many Copilot API
     refusals are plain text, whose first line is the explanation.
     """
-    try:
-        value = json.loads(response.body.decode("utf-8"), parse_constant=_reject_constant)
-    except (ValueError, RecursionError):
+    value = decode(response.body)
+    if value is INVALID:
         content_type = response.headers.get("content-type", "")
         if not content_type.startswith("text/plain"):
             return ""
