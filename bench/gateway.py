@@ -120,11 +120,12 @@ def role_gateway(upstream: int, emulator: int) -> None:
     from copilot_host_cli import main as cli
     from copilot_host_cli._context import CliSeam
 
+    from copilot_host.gateway._app import UPSTREAM_LIMITS
     from copilot_host.github import AsyncGitHubCopilotHost
     from copilot_host.testing import async_loopback_transport
 
     # As wide as the gateway's own pool on the real network.
-    limits = httpx2.Limits(max_connections=512, max_keepalive_connections=64)
+    limits = UPSTREAM_LIMITS
 
     def host(*, store: Any, clock: Any) -> AsyncGitHubCopilotHost:
         return AsyncGitHubCopilotHost(store=store, transport=async_loopback_transport(emulator))

@@ -4,8 +4,8 @@
 
 The emulator's transports reach the command through the CLI's private test seam (``obj=``
 on ``main``), which no option or environment variable can reach. The login is whatever
-the store in ``$COPILOT_HOST_HOME`` holds (the parent logs in with a key file first).
-Also the benchmark's way to run the gateway in a process of its own.
+the store in ``$COPILOT_HOST_HOME`` holds (the parent logs in with a key file first). (bench/gateway.py runs serve the same way,
+with model requests sent to a tap of its own rather than to the emulator.)
 """
 
 from __future__ import annotations
