@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from copilot_host import StoreCorruptError, StoreError, StoreInsecureError
+from copilot_host import Secret, StoreCorruptError, StoreError, StoreInsecureError
 from copilot_host._text import one_line, shell_quote, show_path
-from copilot_host.store import CredentialStore, Protection
+from copilot_host.store import CredentialStore, Protection, RecordHeader
 from copilot_host.store._record import FORMAT_VERSION, seal
 from tests.conftest import MemoryKeyring
 from tests.store._support import canary_token
@@ -127,47 +127,42 @@ def test_a_name_no_file_system_call_can_take_is_refused_by_every_call(
     assert os.listdir(tmp_path) == []
 
 
+def _pre_0_2_record(store: CredentialStore, folder: Path) -> tuple[RecordHeader, Path, Secret]:
+    """A key-file login rewritten as 0.1.0 recorded it: the key file's absolute path, in
+    ``folder``. Returns the legacy header, the key file's real path and the token."""
+    token = canary_token()
+    header = store.save("octocat", token, key_file=True)
+    key_path = store.home / f"credential-{header.login_id}.key"
+    legacy = type(header)(
+        FORMAT_VERSION,
+        header.login_id,
+        header.account,
+        header.created_at,
+        Protection("key-file", os.fspath(folder / key_path.name)),
+    )
+    store.record_path.write_bytes(seal(legacy, key_path.read_bytes(), token))
+    return legacy, key_path, token
+
+
 def test_records_written_before_the_name_only_header_still_read(
     copilot_home: Path, memory_keyring: MemoryKeyring
 ) -> None:
     """Older records hold the key file's absolute path: still read, shown where the key
     really is (the same path here; in a moved folder, the new one)."""
     store = CredentialStore()
-    token = canary_token()
-    store.save("octocat", token, key_file=True)
-    header = store.header()
-    assert header is not None
-    key_path = copilot_home / f"credential-{header.login_id}.key"
-    recorded = os.fspath(key_path)
-    legacy = type(header)(
-        FORMAT_VERSION,
-        header.login_id,
-        header.account,
-        header.created_at,
-        Protection("key-file", recorded),
-    )
-    store.record_path.write_bytes(seal(legacy, key_path.read_bytes(), token))
+    legacy, _key_path, token = _pre_0_2_record(store, copilot_home)
     assert store.header() == legacy
-    assert store.load() == (header.identity, token)
+    assert store.load() == (legacy.identity, token)
 
 
 def test_an_older_record_of_a_moved_folder_shows_where_its_key_really_is(
     copilot_home: Path, memory_keyring: MemoryKeyring
 ) -> None:
     store = CredentialStore()
-    token = canary_token()
-    store.save("octocat", token, key_file=True)
-    header = store.header()
-    assert header is not None
-    key_path = copilot_home / f"credential-{header.login_id}.key"
-    moved_from = Protection("key-file", f"/old/home/credential-{header.login_id}.key")
-    legacy = type(header)(
-        FORMAT_VERSION, header.login_id, header.account, header.created_at, moved_from
-    )
-    store.record_path.write_bytes(seal(legacy, key_path.read_bytes(), token))
+    legacy, key_path, token = _pre_0_2_record(store, Path("/old/home"))
     shown = store.header()
     assert shown is not None and shown.protection.backend == os.fspath(key_path)
-    assert store.load() == (header.identity, token)
+    assert store.load() == (legacy.identity, token)
 
 
 # -- the text helpers the messages use ---------------------------------------------------
