@@ -27,7 +27,7 @@ from pathlib import Path
 import httpx2
 
 import copilot_host as ch
-from copilot_host._inspect import inspect_body
+from copilot_host._sessions._inspect import inspect_body
 from copilot_host.github import GitHubCopilotHost
 from copilot_host.store import CredentialStore
 from copilot_host.testing import GitHubEmulator, Scenario, minimal_models

@@ -15,8 +15,9 @@ from ._errors import __all__ as _ERROR_NAMES  # dependency-free: the tree is che
 from ._version import __version__
 
 if TYPE_CHECKING:
-    from ._auth import CopilotAuth
-    from ._catalog import Catalog
+    from ._catalog._catalog import Catalog
+    from ._catalog._register import RegistrationResult, aregister_models, register_models
+    from ._catalog._specs import ApiProtocol, Inventory, ModelRoute, ModelSpec, SkippedModel
     from ._clock import SYSTEM_CLOCK, Clock, SystemClock
     from ._device import await_device_login, wait_for_device_login
     from ._errors import (
@@ -54,50 +55,49 @@ if TYPE_CHECKING:
         LoginIdentity,
         Pending,
     )
-    from ._model import ApiProtocol, Inventory, ModelRoute, ModelSpec, SkippedModel
     from ._origin import CopilotEndpoint, OriginAllowlist, default_allowlist
-    from ._policy import RefreshPolicy, SessionState
-    from ._redact import (
+    from ._safety._redact import (
         RedactingFilter,
         install_redaction,
         mask_secrets,
         redact,
         register_secret,
     )
-    from ._register import RegistrationResult, aregister_models, register_models
-    from ._resolver import AsyncSessionResolver, SessionResolver
-    from ._secret import Secret
-    from ._text import clean, show_path
+    from ._safety._secret import Secret
+    from ._safety._text import clean, show_path
+    from ._sessions._auth import CopilotAuth
+    from ._sessions._policy import RefreshPolicy, SessionState
+    from ._sessions._resolver import AsyncSessionResolver, SessionResolver
 
 _EXPORTS: dict[str, str] = {
-    "CopilotAuth": "_auth",
-    "Catalog": "_catalog",
+    "CopilotAuth": "_sessions._auth",
+    "Catalog": "_catalog._catalog",
     "Clock": "_clock",
     "SYSTEM_CLOCK": "_clock",
     "SystemClock": "_clock",
     "await_device_login": "_device",
     "wait_for_device_login": "_device",
     **dict.fromkeys(_ERROR_NAMES, "_errors"),
-    "ApiProtocol": "_model",
-    "Inventory": "_model",
-    "ModelRoute": "_model",
-    "ModelSpec": "_model",
-    "SkippedModel": "_model",
+    "ApiProtocol": "_catalog._specs",
+    "Inventory": "_catalog._specs",
+    "ModelRoute": "_catalog._specs",
+    "ModelSpec": "_catalog._specs",
+    "SkippedModel": "_catalog._specs",
     "CopilotEndpoint": "_origin",
     "OriginAllowlist": "_origin",
     "default_allowlist": "_origin",
-    "RefreshPolicy": "_policy",
-    "SessionState": "_policy",
-    "RegistrationResult": "_register",
-    "RedactingFilter": "_redact",
-    "install_redaction": "_redact",
-    "mask_secrets": "_redact",
-    "redact": "_redact",
-    "register_secret": "_redact",
-    "aregister_models": "_register",
-    "register_models": "_register",
-    "AsyncSessionResolver": "_resolver",
-    "SessionResolver": "_resolver",
+    "RefreshPolicy": "_sessions._policy",
+    "SessionState": "_sessions._policy",
+    "RegistrationResult": "_catalog._register",
+    "RedactingFilter": "_safety._redact",
+    "install_redaction": "_safety._redact",
+    "mask_secrets": "_safety._redact",
+    "redact": "_safety._redact",
+    "register_secret": "_safety._redact",
+    "aregister_models": "_catalog._register",
+    "register_models": "_catalog._register",
+    "AsyncSessionResolver": "_sessions._resolver",
+    "SessionResolver": "_sessions._resolver",
     "AsyncCopilotHost": "_hosts",
     "Authorized": "_hosts",
     "CopilotDeviceLogin": "_hosts",
@@ -105,9 +105,9 @@ _EXPORTS: dict[str, str] = {
     "CopilotSession": "_hosts",
     "LoginIdentity": "_hosts",
     "Pending": "_hosts",
-    "Secret": "_secret",
-    "clean": "_text",
-    "show_path": "_text",
+    "Secret": "_safety._secret",
+    "clean": "_safety._text",
+    "show_path": "_safety._text",
 }
 
 # Literal, so type checkers see the exports; a test keeps it equal to _EXPORTS.

@@ -11,7 +11,7 @@ __all__ = ["Clock", "SYSTEM_CLOCK", "SystemClock"]
 class Clock(Protocol):
     """``monotonic()`` orders deadlines. ``time()`` (the wall clock) is shown to people and
     also bounds a session's life: it keeps counting while a laptop is suspended, when the
-    monotonic clock stops (see :mod:`copilot_host._policy`)."""
+    monotonic clock stops (see :mod:`copilot_host._sessions._policy`)."""
 
     def monotonic(self) -> float: ...
 

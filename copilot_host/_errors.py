@@ -3,7 +3,7 @@
 Every error the library raises on purpose derives from ``CopilotHostError``; each carries a
 stable ``code`` (for ``--json`` output and programs) and a ``retryable`` flag. Messages are
 one actionable line and never contain a secret: they are built from our own words plus
-server text that went through :func:`copilot_host._text.clean`.
+server text that went through :func:`copilot_host._safety._text.clean`.
 
 * CopilotHostError                  (every one: .code, .retryable, .request_id)
   x OriginError                     invalid_origin, origin_not_allowed, origin_mismatch
@@ -43,7 +43,7 @@ import re
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ._model import SkippedModel
+    from ._catalog._specs import SkippedModel
 
 __all__ = [
     "AccessDeniedError",
@@ -95,7 +95,7 @@ class CopilotHostError(Exception):
         request_id: str | None = None,
     ):
         # Imported here so that the error module stays dependency-free for the lazy package.
-        from ._text import one_line
+        from ._safety._text import one_line
 
         super().__init__(one_line(message))
         if code is not None:

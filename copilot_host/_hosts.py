@@ -11,12 +11,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from ._secret import Secret
+from ._safety._secret import Secret
 
 if TYPE_CHECKING:
     # Annotations only: the store's header (and so `copilot-host status`) imports this
     # module, and origins and models are a measurable share of that start-up.
-    from ._model import Inventory, ModelSpec
+    from ._catalog._specs import Inventory, ModelSpec
     from ._origin import CopilotEndpoint
 
 __all__ = [
@@ -86,7 +86,7 @@ class CopilotSession:
     ``*_monotonic`` deadlines are on the monotonic clock, measured from receipt, so a local
     wall-clock jump (NTP, a person changing the time) cannot make a dead token look alive;
     ``expires_wall`` is the same expiry on the local wall clock, which keeps counting while
-    a laptop is suspended (see :mod:`copilot_host._policy`) and is what a person is shown.
+    a laptop is suspended (see :mod:`copilot_host._sessions._policy`) and is what a person is shown.
     """
 
     token: Secret = field(repr=False)

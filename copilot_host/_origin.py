@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 
 from ._errors import OriginError
-from ._text import clean
+from ._safety._text import clean
 
 __all__ = ["CopilotEndpoint", "OriginAllowlist", "default_allowlist"]
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from ._access import FORWARDED_REQUEST_HEADERS
 from ._app import ACCESS_LOGGER, MAX_BODY_BYTES, GatewayApp, create_app
-from ._models import REREGISTER_AFTER
+from ._registry import REREGISTER_AFTER
 from ._relay import MAX_ANSWER_BYTES, RELAYED_RESPONSE_HEADERS
 
 __all__ = [

@@ -33,7 +33,7 @@ import copilot_host as ch
 
 from ._access import Refusal, RequestHeaders, allowed_hosts, check_access, read_headers
 from ._answers import Shape, error_body, failure_of
-from ._models import ENDPOINTS, Registry, anthropic_entry, endpoints_of, openai_entry
+from ._registry import ENDPOINTS, Registry, anthropic_entry, endpoints_of, openai_entry
 from ._relay import AnswerTooLarge, Outcome, relay
 
 __all__ = ["ACCESS_LOGGER", "MAX_BODY_BYTES", "GatewayApp", "create_app"]

@@ -9,15 +9,15 @@ from typing import TYPE_CHECKING, TypeVar
 
 import httpx2
 
+from .._catalog._specs import Inventory
 from .._clock import SYSTEM_CLOCK, Clock
 from .._hosts import Authorized, CopilotDeviceLogin, CopilotSession, LoginIdentity, Pending
-from .._model import Inventory
 from . import _login
 from ._core import HostCore
+from ._discovery import build_models_request, parse_models
 from ._exchange import build_exchange_request, parse_exchange
 from ._headers import DEFAULT_CLIENT_ID, EditorIdentity
 from ._http import AsyncSender
-from ._models import build_models_request, parse_models
 
 if TYPE_CHECKING:
     from collections.abc import Generator

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 from .._clock import Clock
 from .._errors import LoginChangedError
 from .._hosts import LoginIdentity
-from .._redact import register_secret
-from .._secret import Secret
+from .._safety._redact import register_secret
+from .._safety._secret import Secret
 from ._headers import DEFAULT_EDITOR, EditorIdentity, check_client_id, copilot_headers
 from ._login import Keep
 

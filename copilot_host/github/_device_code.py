@@ -10,7 +10,7 @@ import re
 
 from .._errors import ResponseError
 from .._hosts import CopilotDeviceLogin
-from .._redact import register_secret
+from .._safety._redact import register_secret
 from ._headers import EditorIdentity, oauth_headers
 from ._oauth import form_body
 from ._status import status_error

@@ -18,10 +18,10 @@ from .._errors import (
 )
 from .._hosts import CopilotSession, LoginIdentity
 from .._origin import CopilotEndpoint, default_allowlist
-from .._policy import deadlines_from_exchange
-from .._redact import register_secret, scrub
-from .._secret import Secret
-from .._text import clean
+from .._safety._redact import register_secret, scrub
+from .._safety._secret import Secret
+from .._safety._text import clean
+from .._sessions._policy import deadlines_from_exchange
 from ._headers import EditorIdentity, exchange_headers
 from ._status import client_outdated_error, rate_limit_error, server_date, status_error
 from ._urls import COPILOT_TOKEN_URL

@@ -26,7 +26,7 @@ import httpx2
 
 from .._clock import Clock
 from .._errors import CopilotHostError, ResponseError, SessionError, TransportError
-from .._redact import scrub
+from .._safety._redact import scrub
 from ._status import retry_delay
 from ._wire import WireRequest, WireResponse
 

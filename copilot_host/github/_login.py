@@ -21,7 +21,7 @@ from typing import Any
 from .._clock import Clock
 from .._device import check_deadline, first_interval, next_pause
 from .._hosts import Authorized, CopilotDeviceLogin, LoginIdentity, Pending
-from .._secret import Secret
+from .._safety._secret import Secret
 from ._device_code import build_device_code_request, parse_device_code
 from ._exchange import build_exchange_request, parse_grant
 from ._headers import EditorIdentity

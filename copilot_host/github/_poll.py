@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 
 from .._errors import AccessDeniedError, DeviceCodeExpiredError, ResponseError
 from .._hosts import CopilotDeviceLogin, Pending
-from .._redact import register_secret, scrub
-from .._secret import Secret
+from .._safety._redact import register_secret, scrub
+from .._safety._secret import Secret
 from ._device_code import MAX_EXPIRES_IN
 from ._headers import EditorIdentity, oauth_headers
 from ._oauth import (

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from .._errors import LoginRevokedError, ResponseError
-from .._secret import Secret
+from .._safety._secret import Secret
 from ._headers import EditorIdentity, rest_headers
 from ._status import status_error
 from ._urls import USER_URL

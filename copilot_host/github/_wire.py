@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Concatenate, ParamSpec, TypeVar
 
 from .._errors import CopilotHostError, ResponseError
-from .._redact import scrub
-from .._secret import Secret
+from .._safety._redact import scrub
+from .._safety._secret import Secret
 
 __all__ = [
     "INVALID",

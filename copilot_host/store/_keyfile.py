@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 
 from .._errors import StoreError
-from .._text import show_path
+from .._safety._text import show_path
 from ._atomic import read_private, remove, write_private
 from ._header import KEY_FILE, ProtectionKind
 from ._paths import KEY_FILE_PATTERN, key_file_name, open_home

@@ -22,7 +22,7 @@ from types import TracebackType
 
 from .._clock import Clock
 from .._errors import StoreLockedError
-from .._text import show_path
+from .._safety._text import show_path
 from ._paths import LOCK_NAME, check_owned_private, file_symlink_error, open_home
 
 __all__ = ["StoreLock"]

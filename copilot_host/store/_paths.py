@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from .._errors import StoreError, StoreInsecureError
-from .._text import shell_quote, show_path
+from .._safety._text import shell_quote, show_path
 
 __all__ = [
     "DAMAGED_PREFIX",

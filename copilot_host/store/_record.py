@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._errors import StoreCorruptError, StoreError, StoreVersionError
-from .._secret import Secret
-from .._text import clean
+from .._safety._secret import Secret
+from .._safety._text import clean
 from ._header import KEY_FILE, KEYRING, Protection, RecordHeader
 from ._paths import key_file_name
 

@@ -27,8 +27,8 @@ from .._errors import (
     StoreVersionError,
 )
 from .._hosts import LoginIdentity
-from .._secret import Secret
-from .._text import show_path
+from .._safety._secret import Secret
+from .._safety._text import show_path
 from ._atomic import (
     FileIdentity,
     identity_of,

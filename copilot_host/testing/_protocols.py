@@ -10,7 +10,7 @@ text deltas (padded with dots when shorter than that), and the whole answer carr
 text. When the request offers tools and the last input item is the person's, the answer is
 a call of the first tool with ``{}`` as its arguments; after a tool result it is text again.
 
-Written apart from the library's own reading of bodies (``copilot_host._inspect``) and its
+Written apart from the library's own reading of bodies (``copilot_host._sessions._inspect``) and its
 constants, on purpose: the emulator models the service, and a check sharing the library's
 code would agree with the library's mistakes instead of catching them.
 """

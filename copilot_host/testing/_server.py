@@ -23,10 +23,7 @@ from types import MappingProxyType
 from typing import Any
 
 from .._origin import default_allowlist
-from ._protocols import PROTOCOL_PATHS, has_image, read_request, reply
-from ._record import RecordedRequest
-from ._scenario import VSCODE_CLIENT_ID, RawAnswer, Scenario
-from ._wire import (
+from ._answers import (
     DEVICE_CODE_GRANT_TYPE,
     Answer,
     copilot_error,
@@ -37,6 +34,9 @@ from ._wire import (
     json_answer,
     oauth_answer,
 )
+from ._protocols import PROTOCOL_PATHS, has_image, read_request, reply
+from ._record import RecordedRequest
+from ._scenario import VSCODE_CLIENT_ID, RawAnswer, Scenario
 
 __all__ = ["COPILOT_HOSTS", "EmulatorState", "ROUTED_HOSTS", "make_server"]
 

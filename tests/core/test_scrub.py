@@ -9,7 +9,7 @@ import secrets
 import pytest
 
 from copilot_host import Secret
-from copilot_host._redact import RedactingFilter, register_secret, scrub
+from copilot_host._safety._redact import RedactingFilter, register_secret, scrub
 from copilot_host.github._status import status_error
 from copilot_host.github._wire import WireResponse
 

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from copilot_host import Secret
-from copilot_host._redact import (
+from copilot_host._safety._redact import (
     REDACTED,
     RedactingFilter,
     install_redaction,

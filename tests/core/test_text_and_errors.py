@@ -6,7 +6,7 @@ import pytest
 
 import copilot_host as ch
 from copilot_host._errors import __all__ as error_names
-from copilot_host._text import clean
+from copilot_host._safety._text import clean
 
 HOSTILE = [
     ("\x1b[31mred\x1b[0m", "[31mred[0m"),

@@ -16,7 +16,7 @@ from copilot_host import (
     Secret,
     SkippedModel,
 )
-from copilot_host._validate import validate_inventory
+from copilot_host._catalog._validate import validate_inventory
 
 GOOD = ModelSpec(
     model_id="gpt-4o-2024-11-20",

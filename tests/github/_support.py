@@ -6,7 +6,7 @@ import secrets
 from pathlib import Path
 
 from copilot_host._hosts import CopilotDeviceLogin
-from copilot_host._secret import Secret
+from copilot_host._safety._secret import Secret
 from copilot_host.github._wire import WireResponse
 
 DEVICE_PAGE = "https://github.com/login/device"

@@ -14,8 +14,8 @@ import pytest
 
 import copilot_host as ch
 from copilot_host.github._device_code import parse_device_code
+from copilot_host.github._discovery import parse_models
 from copilot_host.github._exchange import parse_exchange
-from copilot_host.github._models import parse_models
 from copilot_host.github._poll import parse_poll
 from copilot_host.github._user import parse_user
 from copilot_host.github._wire import WireResponse

@@ -9,7 +9,7 @@ import secrets
 import pytest
 
 import copilot_host as ch
-from copilot_host._secret import Secret
+from copilot_host._safety._secret import Secret
 from copilot_host.github import KNOWN_NOTIFICATIONS, GitHubCopilotHost
 from copilot_host.github._exchange import parse_exchange
 from copilot_host.store import CredentialStore

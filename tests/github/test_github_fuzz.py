@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 import copilot_host as ch
 from copilot_host.github._device_code import parse_device_code
+from copilot_host.github._discovery import parse_models
 from copilot_host.github._exchange import parse_exchange
-from copilot_host.github._models import parse_models
 from copilot_host.github._poll import parse_poll
 from copilot_host.github._status import retry_delay
 from copilot_host.github._user import parse_user

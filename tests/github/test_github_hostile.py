@@ -9,7 +9,7 @@ import httpx2
 import pytest
 
 import copilot_host as ch
-from copilot_host._secret import Secret
+from copilot_host._safety._secret import Secret
 from copilot_host.github import AsyncGitHubCopilotHost, GitHubCopilotHost
 from copilot_host.store import CredentialStore
 from copilot_host.testing import GitHubEmulator, RawAnswer, Scenario, chat_model

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 import copilot_host as ch
-from copilot_host._validate import validate_inventory
-from copilot_host.github._models import parse_models
+from copilot_host._catalog._validate import validate_inventory
+from copilot_host.github._discovery import parse_models
 from copilot_host.testing import chat_model, minimal_models
 from tests.github._support import response
 
@@ -214,7 +214,7 @@ def test_a_401_asks_for_a_fresh_session() -> None:
 
 
 def test_registration_refuses_a_model_carrying_this_logins_github_token(store: object) -> None:
-    from copilot_host._secret import Secret
+    from copilot_host._safety._secret import Secret
     from copilot_host.github import GitHubCopilotHost
     from copilot_host.store import CredentialStore
 

@@ -14,7 +14,7 @@ import pytest
 from pytest_httpx2 import HTTPXMock
 
 import copilot_host as ch
-from copilot_host._secret import Secret
+from copilot_host._safety._secret import Secret
 from copilot_host.github import DEFAULT_CLIENT_ID, EditorIdentity, GitHubCopilotHost
 from copilot_host.store import CredentialStore
 from tests._clock import FakeClock

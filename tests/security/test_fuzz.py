@@ -29,7 +29,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import copilot_host as ch
-from copilot_host._text import clean
+from copilot_host._safety._text import clean
 from copilot_host.store import CredentialStore
 from copilot_host.store._record import MAGIC, parse
 from tests._json_strategies import json_scalars, json_values

@@ -549,7 +549,7 @@ def test_an_async_hosts_routes_refuse_a_blocking_client_and_name_the_blocking_ho
     ],
 )
 def test_fast_header_path_matches_the_public_one(client_headers: dict[str, str]) -> None:
-    import copilot_host._auth as auth_module
+    import copilot_host._sessions._auth as auth_module
 
     assert auth_module._FAST_HEADERS  # the layout probe recognises this httpx2
     host = CountingHost()

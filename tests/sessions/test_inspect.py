@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from copilot_host import ApiProtocol, CopilotAuth, SessionResolver
-from copilot_host._inspect import inspect_body, protocol_of_path
+from copilot_host._sessions._inspect import inspect_body, protocol_of_path
 from tests._json_strategies import json_values
 from tests.sessions._hosts import ENDPOINT, ORIGIN, CountingHost
 

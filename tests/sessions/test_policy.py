@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import copilot_host as ch
 from copilot_host import CopilotSession, Secret
-from copilot_host._policy import (
+from copilot_host._sessions._policy import (
     ADVISORY_LEAD,
     MANDATORY_LEAD,
     MAX_LIFETIME,

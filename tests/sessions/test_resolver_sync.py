@@ -17,7 +17,7 @@ from copilot_host import (
     SessionResolver,
     TransportError,
 )
-from copilot_host._policy import RefreshPolicy
+from copilot_host._sessions._policy import RefreshPolicy
 from tests._clock import FakeClock
 from tests.sessions._hosts import (
     CountingHost,

@@ -16,7 +16,7 @@ from copilot_host_cli import main
 from copilot_host_cli._context import CliSeam
 
 from copilot_host import StoreInsecureError
-from copilot_host._text import shell_quote, show_path
+from copilot_host._safety._text import shell_quote, show_path
 from copilot_host.store import CredentialStore
 from tests.conftest import MemoryKeyring
 from tests.store._support import canary_token

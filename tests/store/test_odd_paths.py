@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from copilot_host import Secret, StoreCorruptError, StoreError, StoreInsecureError
-from copilot_host._text import one_line, shell_quote, show_path
+from copilot_host._safety._text import one_line, shell_quote, show_path
 from copilot_host.store import CredentialStore, Protection, RecordHeader
 from copilot_host.store._record import FORMAT_VERSION, seal
 from tests.conftest import MemoryKeyring

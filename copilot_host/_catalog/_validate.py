@@ -15,11 +15,11 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
-from ._errors import ModelValidationError
-from ._model import ApiProtocol, Inventory, ModelSpec, SkippedModel
-from ._redact import REDACTED, TOKEN_SHAPES, known_values
-from ._secret import Secret
-from ._text import clean
+from .._errors import ModelValidationError
+from .._safety._redact import REDACTED, TOKEN_SHAPES, known_values
+from .._safety._secret import Secret
+from .._safety._text import clean
+from ._specs import ApiProtocol, Inventory, ModelSpec, SkippedModel
 
 __all__ = ["DISPLAY_NAME_LIMIT", "MAX_MODELS", "validate_inventory"]
 

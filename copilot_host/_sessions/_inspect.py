@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ._model import ApiProtocol
+from .._catalog._specs import ApiProtocol
 
 __all__ = ["AGENT", "USER", "inspect_body", "protocol_of_path"]
 

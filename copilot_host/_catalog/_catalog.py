@@ -6,8 +6,8 @@ import threading
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 
-from ._errors import RouteCollisionError
-from ._model import ModelRoute
+from .._errors import RouteCollisionError
+from ._specs import ModelRoute
 
 __all__ = ["Catalog"]
 

@@ -20,12 +20,12 @@ from typing import Final, NoReturn
 
 import httpx2
 
-from ._errors import OriginError
-from ._hosts import CopilotSession
+from .._errors import OriginError
+from .._hosts import CopilotSession
+from .._origin import CopilotEndpoint
+from .._safety._text import clean
 from ._inspect import inspect_body, protocol_of_path
-from ._origin import CopilotEndpoint
 from ._resolver import AsyncSessionResolver, SessionResolver
-from ._text import clean
 
 __all__ = ["CopilotAuth"]
 

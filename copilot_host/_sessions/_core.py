@@ -33,16 +33,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from ._clock import Clock, SystemClock
-from ._errors import (
+from .._clock import Clock, SystemClock
+from .._errors import (
     LoginChangedError,
     NotLoggedInError,
     ResponseError,
     SessionError,
 )
-from ._hosts import CopilotSession, LoginIdentity
+from .._hosts import CopilotSession, LoginIdentity
+from .._safety._redact import register_secret
 from ._policy import RefreshPolicy, SessionState
-from ._redact import register_secret
 
 __all__ = ["MAX_ROUNDS", "Flight", "Landing", "Outcome", "Plan", "SessionCore"]
 

@@ -13,13 +13,13 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ._auth import CopilotAuth
+from .._clock import SYSTEM_CLOCK, Clock
+from .._errors import NoEligibleModelsError
+from .._hosts import AsyncCopilotHost, CopilotHost, CopilotSession
+from .._sessions._auth import CopilotAuth
+from .._sessions._resolver import AsyncSessionResolver, SessionResolver
 from ._catalog import Catalog
-from ._clock import SYSTEM_CLOCK, Clock
-from ._errors import NoEligibleModelsError
-from ._hosts import AsyncCopilotHost, CopilotHost, CopilotSession
-from ._model import ApiProtocol, Inventory, ModelRoute, ModelSpec, SkippedModel
-from ._resolver import AsyncSessionResolver, SessionResolver
+from ._specs import ApiProtocol, Inventory, ModelRoute, ModelSpec, SkippedModel
 from ._validate import validate_inventory
 
 __all__ = ["RegistrationResult", "aregister_models", "register_models"]

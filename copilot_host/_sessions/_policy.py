@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ._hosts import CopilotSession
+    from .._hosts import CopilotSession
 
 __all__ = [
     "ADVISORY_LEAD",

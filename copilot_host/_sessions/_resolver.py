@@ -1,4 +1,4 @@
-"""Session resolvers: the thread and asyncio shells around :mod:`._session_core`.
+"""Session resolvers: the thread and asyncio shells around :mod:`._core`.
 
 Both keep one Copilot session per resolver and hand it out per request:
 
@@ -28,11 +28,11 @@ import asyncio
 import concurrent.futures
 from typing import NoReturn
 
-from ._clock import SYSTEM_CLOCK, Clock
-from ._errors import SessionError
-from ._hosts import AsyncCopilotHost, CopilotHost, CopilotSession, LoginIdentity
+from .._clock import SYSTEM_CLOCK, Clock
+from .._errors import SessionError
+from .._hosts import AsyncCopilotHost, CopilotHost, CopilotSession, LoginIdentity
+from ._core import MAX_ROUNDS, Flight, Landing, Plan, SessionCore, gave_up, settle
 from ._policy import DEFAULT_POLICY, RefreshPolicy
-from ._session_core import MAX_ROUNDS, Flight, Landing, Plan, SessionCore, gave_up, settle
 
 __all__ = ["AsyncSessionResolver", "SessionResolver"]
 

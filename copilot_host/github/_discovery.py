@@ -13,10 +13,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
+from .._catalog._specs import ApiProtocol, Inventory, ModelSpec, SkippedModel
+from .._catalog._validate import MAX_MODELS
 from .._errors import ModelValidationError, SessionError
 from .._hosts import CopilotSession
-from .._model import ApiProtocol, Inventory, ModelSpec, SkippedModel
-from .._validate import MAX_MODELS
 from ._headers import EditorIdentity, copilot_headers
 from ._status import client_outdated_error, status_error
 from ._urls import MODELS_PATH
