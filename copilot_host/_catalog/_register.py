@@ -10,13 +10,14 @@ from __future__ import annotations
 import inspect
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .._clock import SYSTEM_CLOCK, Clock
 from .._errors import NoEligibleModelsError
 from .._hosts import AsyncCopilotHost, CopilotHost, CopilotSession
 from .._sessions._auth import CopilotAuth
+from .._sessions._pipeline import SwitchesIdentity
 from .._sessions._resolver import AsyncSessionResolver, SessionResolver
 from ._catalog import Catalog
 from ._specs import ApiProtocol, Inventory, ModelRoute, ModelSpec, SkippedModel
@@ -61,9 +62,7 @@ def register_models(
     resolver = SessionResolver(host, clock=clock)
     session = resolver.get()
     found = host.inventory(session)
-    return _swap(
-        catalog, resolver, session, found, provider=provider_id, headers=host.request_headers()
-    )
+    return _swap(catalog, resolver, session, found, provider=provider_id, host=host)
 
 
 async def aregister_models(
@@ -82,9 +81,7 @@ async def aregister_models(
     resolver = AsyncSessionResolver(host, clock=clock)
     session = await resolver.get()
     found = await host.inventory(session)
-    return _swap(
-        catalog, resolver, session, found, provider=provider_id, headers=host.request_headers()
-    )
+    return _swap(catalog, resolver, session, found, provider=provider_id, host=host)
 
 
 def _provider_id(host: CopilotHost | AsyncCopilotHost) -> str:
@@ -101,14 +98,20 @@ def _swap(
     found: Inventory | Sequence[ModelSpec],
     *,
     provider: str,
-    headers: Mapping[str, str],
+    host: CopilotHost | AsyncCopilotHost,
 ) -> RegistrationResult:
     """Validate, build the routes and swap them in; the catalog changes only at the end."""
     inventory = validate_inventory(found, secrets=(session.token,))
     skipped = tuple(inventory.skipped)
     if not inventory.models:
         raise _no_models(skipped)
-    auth = CopilotAuth(resolver, session.endpoint, headers)
+    auth = CopilotAuth(
+        resolver,
+        session.endpoint,
+        host.request_headers(),
+        switcher=host if isinstance(host, SwitchesIdentity) else None,
+        listed=[spec.model_id for spec in inventory.models],
+    )
     origin = session.endpoint.origin
     urls = {protocol: origin + protocol.path for protocol in ApiProtocol}
     routes = tuple(
@@ -120,6 +123,7 @@ def _swap(
             url=urls[spec.protocol],
             auth=auth,
             spec=spec,
+            owner=provider,
         )
         for spec in inventory.models
     )

@@ -115,6 +115,7 @@ class ModelRoute:
 
     ``auth`` adds the current session bearer per request and refuses any other origin;
     the route's fields (and so the catalog) hold no token, and ``auth``'s repr shows none.
+    ``owner`` is the provider id the route was registered under (``route_id``'s prefix).
     """
 
     route_id: str
@@ -124,3 +125,9 @@ class ModelRoute:
     url: str
     auth: httpx2.Auth
     spec: ModelSpec
+    owner: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.owner:
+            # Built by hand without one: the owner is what the route id says it is.
+            object.__setattr__(self, "owner", self.route_id.rpartition("/")[0])

@@ -1,10 +1,10 @@
 """Dynamic httpx2 auth: the current session bearer per request, for one origin only.
 
 Per request: check the target, read what the body says (image input, who started the
-turn), get the session, write the headers, send; on a refusal (401, or 403 on a session
-from the cache) the resolver decides whether one more try is worth a new exchange. The
-steps are methods shared by the two drivers (``sync_auth_flow`` and ``async_auth_flow``),
-which only differ in how they wait for a session.
+turn, the model), then drive the request pipeline (:mod:`._pipeline`), which decides the
+headers, the retry after a refusal and the identity switch. The two drivers
+(``sync_auth_flow`` and ``async_auth_flow``) do only what its steps ask, and differ only
+in how they wait. Only httpx2's public API is used.
 
 Which client a route serves follows from its host: a blocking host's routes serve
 ``httpx2.Client`` and ``httpx2.AsyncClient`` (an exchange the async client needs runs in a
@@ -15,28 +15,29 @@ its exchanges run on an event loop a blocking client does not have.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Generator, Mapping
-from typing import Final, NoReturn
+from collections.abc import AsyncGenerator, Generator, Iterable, Mapping
+from typing import NoReturn
 
 import httpx2
 
 from .._errors import OriginError
-from .._hosts import CopilotSession
+from .._hosts import CopilotSession, LoginIdentity
 from .._origin import CopilotEndpoint
 from .._safety._text import clean
-from ._inspect import inspect_body, protocol_of_path
-from ._resolver import AsyncSessionResolver, SessionResolver
+from ._inspect import NOT_A_TURN, RequestFacts, facts_of_body, protocol_of_path
+from ._pipeline import (
+    INITIATOR,
+    NEED_ERROR_BODY,
+    NEED_SESSION,
+    VISION,
+    Pipeline,
+    Send,
+    Step,
+    SwitchesIdentity,
+)
+from ._resolver import ASK_HOST, AsyncSessionResolver, SessionResolver
 
-__all__ = ["CopilotAuth"]
-
-INITIATOR = "X-Initiator"
-VISION = "Copilot-Vision-Request"
-_INITIATOR_KEY = INITIATOR.lower().encode("ascii")
-_VISION_ENTRY = (VISION.encode("ascii"), VISION.lower().encode("ascii"), b"true")
-
-# (image input, initiator) of a request whose body is not an inference turn.
-_Facts = tuple[bool, str | None]
-_NOT_A_TURN: Final[_Facts] = (False, None)
+__all__ = ["INITIATOR", "VISION", "CopilotAuth"]
 
 
 class CopilotAuth(httpx2.Auth):
@@ -50,7 +51,11 @@ class CopilotAuth(httpx2.Auth):
       replaced, never sent.
     * On an inference request it sets ``Copilot-Vision-Request: true`` exactly when the
       body carries image input (a client-set value is removed otherwise) and
-      ``X-Initiator`` (``user``/``agent``) from the body, unless the client set one.
+      ``X-Initiator`` (``user``/``agent``) from the body, unless the client set exactly
+      ``user`` or ``agent`` itself (any other client value is replaced).
+    * With a ``switcher`` (a host that has another identity to present), a 400
+      ``model_not_supported`` for a model in ``listed`` is sent once more with the other
+      identity's headers. No request is sent more than twice.
     * A 401, or a 403 on a session from the cache, drops that session and the request goes
       out once more with a new one, at most one new exchange per second however many
       requests are refused; otherwise the refusal is returned as it is.
@@ -66,28 +71,16 @@ class CopilotAuth(httpx2.Auth):
         resolver: SessionResolver | AsyncSessionResolver,
         endpoint: CopilotEndpoint,
         headers: Mapping[str, str],
+        *,
+        switcher: SwitchesIdentity | None = None,
+        listed: Iterable[str] = (),
     ) -> None:
         self._resolver = resolver
         self._endpoint = endpoint
-        self._headers: tuple[tuple[str, str], ...] = _check_headers(headers)
-        # The same headers as httpx2 stores them: (raw name, lower-case name, value) bytes.
-        self._encoded = tuple(
-            (name.encode("ascii"), name.lower().encode("ascii"), value.encode("ascii"))
-            for name, value in self._headers
-        )
-        self._owned = frozenset(
-            {b"authorization", _VISION_ENTRY[1], *(lower for _, lower, _ in self._encoded)}
-        )
-        host = endpoint.host.strip("[]")
-        self._target = (endpoint.scheme, host.encode("ascii"), endpoint.port)
-        # The same target as httpx2's parsed URL holds it (lower-case host, default port as
-        # None, IPv6 without brackets), when the layout probe at import recognised it.
-        self._parsed_target = (endpoint.scheme, host, endpoint.port)
-        # What the last session adds to a request, kept with the session it was built from.
-        self._prepared: tuple[CopilotSession, tuple[tuple[bytes, bytes, bytes], ...]] | None = None
-        # The resolver's own pieces, for the per-request hot path (same package).
-        self._core = resolver._core
-        self._availability = resolver._host.availability
+        self._pipeline = Pipeline(resolver, endpoint, headers, switcher=switcher, listed=listed)
+        # The target as httpx2's URL names it: scheme, host bytes (IPv6 without brackets),
+        # port (None for the scheme's default).
+        self._target = (endpoint.scheme, endpoint.host.strip("[]").encode("ascii"), endpoint.port)
 
     @property
     def endpoint(self) -> CopilotEndpoint:
@@ -124,7 +117,13 @@ class CopilotAuth(httpx2.Auth):
     def __deepcopy__(self, memo: object) -> CopilotAuth:
         return self
 
-    # -- the drivers ------------------------------------------------------------------------
+    def for_request(self, facts: RequestFacts, identity: LoginIdentity | None) -> httpx2.Auth:
+        """This auth for one asynchronous request whose caller has read the body and the
+        login already (the gateway): ``facts`` replace the body inspection, ``identity``
+        (the host's ``availability()`` just now) the resolver's own look at the login."""
+        return _Bound(self, facts, identity)
+
+    # -- the drivers: each step of the pipeline, done; they differ only in how they wait ----
 
     def sync_auth_flow(
         self, request: httpx2.Request
@@ -132,80 +131,98 @@ class CopilotAuth(httpx2.Auth):
         resolver = self._resolver
         if not isinstance(resolver, SessionResolver):
             raise TypeError(
-                "this route belongs to an asynchronous host (AsyncGitHubCopilotHost): use "
-                "httpx2.AsyncClient, or register with a blocking GitHubCopilotHost to use "
-                "httpx2.Client"
+                f"this route belongs to an asynchronous host ({type(resolver.host).__name__}): "
+                "use httpx2.AsyncClient, or register with a blocking host to use httpx2.Client"
             )
         try:
             request.content  # noqa: B018 - raises when the body is a stream not read yet
         except httpx2.RequestNotRead:
             request.read()  # the retry after a refusal resends the same body
-        facts = self._prepare(request)
-        core = self._core
-        asked = core.installs
-        # The resolver's hot path, inlined: most requests find a fresh session at once.
-        session = core.hot(self._availability()) or resolver.get()
-        self._apply(request, session, facts)
-        response = yield request
-        if self._retry(response, session, asked):
-            self._apply(request, resolver.get(), facts)
-            response = yield request
-            self._check_landing(response)
+        flow = self._pipeline.flow(self._facts(request), request.headers.raw)
+        step: Step = next(flow)
+        response: httpx2.Response | None = None
+        while True:
+            reply: object
+            if step is NEED_SESSION:
+                reply = resolver.get()
+            elif step is NEED_ERROR_BODY:
+                assert response is not None
+                reply = response.read()
+            else:
+                assert isinstance(step, Send)
+                request.headers = httpx2.Headers(step.headers)
+                response = yield request
+                self._check_landing(response)
+                reply = response.status_code
+            try:
+                step = flow.send(reply)
+            except StopIteration:
+                return
 
-    async def async_auth_flow(
+    def async_auth_flow(
         self, request: httpx2.Request
     ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
-        try:
-            request.content  # noqa: B018 - raises when the body is a stream not read yet
-        except httpx2.RequestNotRead:
-            await request.aread()
-        facts = self._prepare(request)
-        asked = self._core.installs
-        # A session that needs no waiting is served inline: no coroutine, no thread hop.
-        session = self._resolver.peek() or await self._session()
-        self._apply(request, session, facts)
-        response = yield request
-        if self._retry(response, session, asked):
-            self._apply(request, await self._session(), facts)
-            response = yield request
-            self._check_landing(response)
+        return self._adrive(request, None, ASK_HOST)
 
-    async def _session(self) -> CopilotSession:
+    async def _adrive(
+        self,
+        request: httpx2.Request,
+        facts: RequestFacts | None,
+        identity: LoginIdentity | object | None,
+    ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        if facts is None:
+            try:
+                request.content  # noqa: B018 - raises when the body is a stream not read yet
+            except httpx2.RequestNotRead:
+                await request.aread()
+            facts = self._facts(request)
+        else:
+            self._check_target(request.url)
+        flow = self._pipeline.flow(facts, request.headers.raw)
+        step: Step = next(flow)
+        response: httpx2.Response | None = None
+        while True:
+            reply: object
+            if step is NEED_SESSION:
+                reply = await self._session(identity)
+            elif step is NEED_ERROR_BODY:
+                assert response is not None
+                reply = await response.aread()
+            else:
+                assert isinstance(step, Send)
+                request.headers = httpx2.Headers(step.headers)
+                response = yield request
+                self._check_landing(response)
+                reply = response.status_code
+            try:
+                step = flow.send(reply)
+            except StopIteration:
+                return
+
+    async def _session(self, identity: LoginIdentity | object | None) -> CopilotSession:
         resolver = self._resolver
+        # A session that needs no waiting is served inline: no coroutine, no thread hop.
+        session = resolver.peek(identity)
+        if session is not None:
+            return session
         if isinstance(resolver, AsyncSessionResolver):
             return await resolver.get()
         # A blocking host's exchange is network I/O: it runs in a worker thread, and a
         # cancelled request leaves it running for the other callers waiting on it.
         return await asyncio.to_thread(resolver.get)
 
-    # -- the steps, once ----------------------------------------------------------------------
-
-    def _prepare(self, request: httpx2.Request) -> _Facts:
+    def _facts(self, request: httpx2.Request) -> RequestFacts:
         """Refuse another origin; read what an inference body says about its turn."""
         url = request.url
-        parsed = url._uri_reference if _FAST_URLS else None
-        if parsed is None or (parsed.scheme, parsed.host, parsed.port) != self._parsed_target:
-            self._check_target(url)  # the whole check, which names what it refuses
+        self._check_target(url)
         if request.method != "POST":
-            return _NOT_A_TURN
+            return NOT_A_TURN
         protocol = protocol_of_path(url.path)
         if protocol is None:
-            return _NOT_A_TURN
-        return inspect_body(protocol, request.content)
-
-    def _retry(self, response: httpx2.Response, session: CopilotSession, asked: int) -> bool:
-        """Whether a refusal is worth one more try with a new session."""
-        self._check_landing(response)
-        status = response.status_code
-        if status not in (401, 403):
-            return False
-        return self._resolver.rejected(session, asked, forbidden=status == 403)
+            return NOT_A_TURN
+        return facts_of_body(protocol, request.content)
 
     def _check_target(self, url: httpx2.URL) -> None:
-        if _FAST_URLS:
-            parsed = url._uri_reference
-            if (parsed.scheme, parsed.host, parsed.port) == self._parsed_target:
-                return
         if (url.scheme, url.raw_host, url.port) != self._target:
             origin = clean(f"{url.scheme}://{url.netloc.decode('ascii', 'replace')}", limit=120)
             raise OriginError(
@@ -214,25 +231,6 @@ class CopilotAuth(httpx2.Auth):
                 code="origin_mismatch",
             )
 
-    def _prepare_session(
-        self, session: CopilotSession
-    ) -> tuple[CopilotSession, tuple[tuple[bytes, bytes, bytes], ...]]:
-        """What a session adds to every request (its bearer, the host's headers), built and
-        checked once per session rather than once per request."""
-        if session.endpoint != self._endpoint:
-            # The one place a session's endpoint meets a route's: the account now lives on
-            # another inference host, and these routes point at the old one.
-            raise OriginError(
-                f"the Copilot session names {session.endpoint.origin}, but these routes were "
-                f"registered for {self._endpoint.origin}; register the models again",
-                code="origin_mismatch",
-            )
-        # The resolver admits only printable-ASCII tokens, so this cannot fail.
-        bearer = b"Bearer " + session.token.reveal().encode("ascii")
-        prepared = (session, ((b"Authorization", b"authorization", bearer), *self._encoded))
-        self._prepared = prepared
-        return prepared
-
     def _check_landing(self, response: httpx2.Response) -> None:
         # httpx2 follows redirects below the auth flow (and drops Authorization when one
         # leaves the origin); a response that came from elsewhere is refused, not returned.
@@ -240,100 +238,26 @@ class CopilotAuth(httpx2.Auth):
             for hop in (*response.history, response):
                 self._check_target(hop.request.url)
 
-    def _apply(self, request: httpx2.Request, session: CopilotSession, facts: _Facts) -> None:
-        prepared = self._prepared
-        if prepared is None or prepared[0] is not session:
-            prepared = self._prepare_session(session)
-        vision, initiator = facts
-        headers = request.headers
-        if _FAST_HEADERS:
-            # One pass over httpx2's header list drops every header we own (whatever its
-            # case, duplicates included) and appends ours. Setting the headers one by one
-            # costs several times as much on the per-request path; Headers.update more
-            # still. The layout was checked at import (see _probe_header_layout).
-            entries: list[tuple[bytes, bytes, bytes]] = headers._list
-            owned = self._owned
-            kept = [entry for entry in entries if entry[1] not in owned]
-            kept += prepared[1]
-            if vision:
-                kept.append(_VISION_ENTRY)
-            if initiator is not None and not any(e[1] == _INITIATOR_KEY for e in kept):
-                kept.append((INITIATOR.encode("ascii"), _INITIATOR_KEY, initiator.encode()))
-            entries[:] = kept
-        else:  # pragma: no cover - only if a future httpx2 changes its header layout
-            headers["Authorization"] = "Bearer " + session.token.reveal()
-            for name, value in self._headers:
-                headers[name] = value
-            if vision:
-                headers[VISION] = "true"
-            else:
-                headers.pop(VISION, None)
-            if initiator is not None and INITIATOR not in headers:
-                headers[INITIATOR] = initiator
 
+class _Bound(httpx2.Auth):
+    """:class:`CopilotAuth` for one request whose body and login were read by its caller."""
 
-_FORBIDDEN = frozenset(
-    {
-        "authorization",
-        "proxy-authorization",
-        "host",
-        "cookie",
-        "content-length",
-        # Decided per request from the body, never fixed by a host.
-        VISION.lower(),
-        INITIATOR.lower(),
-    }
-)
+    def __init__(
+        self, auth: CopilotAuth, facts: RequestFacts, identity: LoginIdentity | None
+    ) -> None:
+        self._auth = auth
+        self._facts = facts
+        self._identity = identity
 
+    def __repr__(self) -> str:
+        return repr(self._auth)
 
-def _check_headers(headers: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
-    """Host headers: printable ASCII (no CR/LF injection), none we or httpx2 must own."""
-    checked: dict[str, tuple[str, str]] = {}
-    for name, value in headers.items():
-        if not (isinstance(name, str) and isinstance(value, str)):
-            raise TypeError("request headers are str names and values")
-        if not name or not (name.isascii() and name.isprintable()) or ":" in name or " " in name:
-            raise ValueError(f"not a valid header name: {clean(name, limit=40)!r}")
-        if not (value.isascii() and value.isprintable()):
-            raise ValueError(f"the {name} header value must be printable ASCII")
-        lower = name.lower()
-        if lower in _FORBIDDEN:
-            raise ValueError(f"{name} is not a header a host may add to every request")
-        if lower in checked:
-            raise ValueError(f"the {name} header is given twice")
-        checked[lower] = (name, value)
-    return tuple(checked.values())
+    def sync_auth_flow(
+        self, request: httpx2.Request
+    ) -> Generator[httpx2.Request, httpx2.Response, None]:
+        raise TypeError("a route's auth for one request serves httpx2.AsyncClient only")
 
-
-def _probe_header_layout() -> bool:
-    """Whether httpx2.Headers still keeps (raw, lower, value) byte triples in ``_list``."""
-    try:
-        probe = httpx2.Headers({"X-Probe": "1"})
-        entries = probe._list
-        if entries != [(b"X-Probe", b"x-probe", b"1")]:
-            return False
-        entries.append((b"X-Other", b"x-other", b"2"))
-        return probe.get("x-other") == "2" and probe.raw[1] == (b"X-Other", b"2")
-    except Exception:  # any surprise: use the public, slower path
-        return False
-
-
-_FAST_HEADERS: Final = _probe_header_layout()
-
-
-def _probe_url_layout() -> bool:
-    """Whether httpx2.URL still keeps its parsed parts (lower-case host, default port as
-    None, IPv6 without brackets) in ``_uri_reference``: comparing those is cheaper than the
-    public properties, on the path every request takes."""
-    try:
-        parsed = httpx2.URL("https://Example.COM:443/x")._uri_reference
-        v6 = httpx2.URL("https://[::1]:8443/")._uri_reference
-        return (parsed.scheme, parsed.host, parsed.port) == ("https", "example.com", None) and (
-            v6.host,
-            v6.port,
-        ) == ("::1", 8443)
-    except Exception:  # any surprise: the public properties alone decide
-        return False
-
-
-_FAST_URLS: Final = _probe_url_layout()
+    def async_auth_flow(
+        self, request: httpx2.Request
+    ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        return self._auth._adrive(request, self._facts, self._identity)

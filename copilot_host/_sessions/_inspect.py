@@ -13,14 +13,43 @@ substring: a prompt that merely mentions ``image_url`` carries no image.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from .._catalog._specs import ApiProtocol
 
-__all__ = ["AGENT", "USER", "inspect_body", "protocol_of_path"]
+__all__ = [
+    "AGENT",
+    "INITIATORS",
+    "NOT_A_TURN",
+    "USER",
+    "RequestFacts",
+    "facts_of",
+    "facts_of_body",
+    "inspect_body",
+    "protocol_of_path",
+    "read_json",
+]
 
 USER = "user"
 AGENT = "agent"
+# The only X-Initiator values the service knows; a client's other value is not forwarded.
+INITIATORS = frozenset({USER, AGENT})
+
+
+@dataclass(frozen=True, slots=True)
+class RequestFacts:
+    """What a request is, as far as its headers go: whether its body carries image input,
+    who started the turn (None: not an inference turn), and the model it names."""
+
+    vision: bool = False
+    initiator: str | None = None
+    model: str | None = None
+
+
+# A request that is not an inference turn: no image, no initiator to set.
+NOT_A_TURN = RequestFacts()
+_PLAIN_TURN = RequestFacts(False, USER)
 
 # Roles that frame a conversation rather than take a turn in it.
 _FRAMING = frozenset({"system", "developer"})
@@ -33,36 +62,61 @@ def protocol_of_path(path: str) -> ApiProtocol | None:
     return ApiProtocol.of_path(path)
 
 
+def read_json(body: bytes) -> Any:
+    """The JSON value of a request body: UTF-8 without a byte-order mark, else ValueError.
+
+    The one reading of a request body, shared by ``route.auth`` and the gateway so that
+    both see the same document: ``json.loads`` given bytes would also take UTF-16, UTF-32
+    and a BOM, which the service does not.
+    """
+    try:
+        return json.loads(body.decode("utf-8"))  # a leading BOM is a JSONDecodeError
+    except RecursionError:
+        raise ValueError("the body nests too deeply") from None
+
+
 def inspect_body(protocol: ApiProtocol, body: bytes) -> tuple[bool, str]:
     """``(carries image input, initiator)`` of a request body for ``protocol``.
 
     A body that is not a JSON object, or has no input, is a person's plain turn.
     """
-    # Cheap exits before a parse: no JSON object, or (for the image check only) no image
-    # type name anywhere and no escape that could spell one.
+    facts = facts_of_body(protocol, body)
+    return facts.vision, facts.initiator or USER
+
+
+def facts_of_body(protocol: ApiProtocol, body: bytes) -> RequestFacts:
+    """:func:`facts_of` a body still in bytes (one strict parse; see :func:`read_json`)."""
+    # Cheap exit before a parse: no JSON object.
     if not body or body[:64].lstrip()[:1] not in (b"{", b""):
-        return False, USER
+        return _PLAIN_TURN
     try:
-        value = json.loads(body)
-    except (ValueError, RecursionError):
-        return False, USER
+        value = read_json(body)
+    except ValueError:
+        return _PLAIN_TURN
+    # No image type name anywhere and no escape that could spell one: no image walk.
+    return facts_of(protocol, value, maybe_image=b"image" in body or b"\\u" in body)
+
+
+def facts_of(protocol: ApiProtocol, value: object, *, maybe_image: bool = True) -> RequestFacts:
+    """The :class:`RequestFacts` of a parsed request body for ``protocol``."""
     if not isinstance(value, dict):
-        return False, USER
-    maybe_image = b"image" in body or b"\\u" in body
+        return _PLAIN_TURN
+    name = value.get("model")
+    model = name if isinstance(name, str) else None
     if protocol is ApiProtocol.OPENAI_CHAT:
         messages = _list(value.get("messages"))
         vision = maybe_image and any(_chat_image(m) for m in messages)
-        return vision, _chat_initiator(messages)
+        return RequestFacts(vision, _chat_initiator(messages), model)
     if protocol is ApiProtocol.OPENAI_RESPONSES:
         given = value.get("input")
         if isinstance(given, str):
-            return False, USER
+            return RequestFacts(False, USER, model)
         items = _list(given)
         vision = maybe_image and any(_responses_image(item) for item in items)
-        return vision, _responses_initiator(items)
+        return RequestFacts(vision, _responses_initiator(items), model)
     messages = _list(value.get("messages"))
     vision = maybe_image and any(_anthropic_image(m) for m in messages)
-    return vision, _anthropic_initiator(messages)
+    return RequestFacts(vision, _anthropic_initiator(messages), model)
 
 
 def _list(value: object) -> list[Any]:

@@ -34,7 +34,11 @@ from .._hosts import AsyncCopilotHost, CopilotHost, CopilotSession, LoginIdentit
 from ._core import MAX_ROUNDS, Flight, Landing, Plan, SessionCore, gave_up, settle
 from ._policy import DEFAULT_POLICY, RefreshPolicy
 
-__all__ = ["AsyncSessionResolver", "SessionResolver"]
+__all__ = ["ASK_HOST", "AsyncSessionResolver", "SessionResolver"]
+
+
+# peek()'s word for "ask the host who is logged in".
+ASK_HOST = object()
 
 
 def _waited_too_long(limit: float) -> SessionError:
@@ -62,9 +66,20 @@ class _ResolverBase:
         """
         self._core.invalidate(session)
 
-    def peek(self) -> CopilotSession | None:
-        """The session ``get()`` would return without waiting, or None if it would wait."""
-        identity = self._host.availability()
+    @property
+    def host(self) -> CopilotHost | AsyncCopilotHost:
+        """The host this resolver exchanges with."""
+        return self._host
+
+    def peek(self, identity: LoginIdentity | object | None = ASK_HOST) -> CopilotSession | None:
+        """The session ``get()`` would return without waiting, or None if it would wait.
+
+        ``identity``: the host's ``availability()`` as the caller read it just now (the
+        gateway reads it once per request); left out, the host is asked.
+        """
+        if identity is ASK_HOST:
+            identity = self._host.availability()
+        assert identity is None or isinstance(identity, LoginIdentity)
         session = self._core.hot(identity)
         if session is not None:
             return session

@@ -1,0 +1,289 @@
+"""The request pipeline: one request's headers and what to do with its answer, decided once.
+
+A sans-IO state machine in the manner of httpx's ``Auth.auth_flow``: :meth:`Pipeline.flow`
+is a generator that yields *steps* and is sent their results. It never waits and never
+does I/O; its drivers (``route.auth``'s sync and async flows, the gateway) only do what a
+step asks:
+
+* :data:`NEED_SESSION` — send back the session to use (the resolver's ``get()``, however
+  the driver waits for it);
+* :class:`Send` — send the request with exactly these headers, then send back the answer's
+  status code;
+* :data:`NEED_ERROR_BODY` — read the answer's body (a small error document) and send back
+  its bytes.
+
+When the generator ends, the last answer stands. A request is sent at most twice:
+
+1. A 401, or a 403 on a session from the resolver's cache, asks the resolver whether a new
+   exchange is worth it (at most one a second however many requests are refused; never
+   for a session exchanged for this very request); if so, the request goes once more with
+   the new session. This rule comes first.
+2. Otherwise, a 400 ``model_not_supported`` for a model the inventory listed, from a host
+   that can switch identities (:class:`SwitchesIdentity`), asks the host for its other
+   identity's headers; when it has them, the request goes once more with them.
+
+The headers sent are the client's own, less every header the pipeline owns
+(``Authorization``, ``Copilot-Vision-Request`` and the host's headers, whatever their
+case), plus the bearer, the host's headers, ``Copilot-Vision-Request: true`` exactly when
+the body carries image input, and ``X-Initiator``: the client's value when it is exactly
+``user`` or ``agent``, else the one read from the body.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Generator, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Final, Protocol, runtime_checkable
+
+from .._errors import OriginError
+from .._hosts import CopilotSession
+from .._origin import CopilotEndpoint
+from .._safety._text import clean
+from ._inspect import INITIATORS, RequestFacts
+
+__all__ = [
+    "INITIATOR",
+    "NEED_ERROR_BODY",
+    "NEED_SESSION",
+    "VISION",
+    "HeaderList",
+    "Pipeline",
+    "Rejections",
+    "Send",
+    "Step",
+    "SwitchesIdentity",
+    "check_headers",
+]
+
+INITIATOR = "X-Initiator"
+VISION = "Copilot-Vision-Request"
+# The answer to an inference request whose model the service does not serve this identity.
+MODEL_NOT_SUPPORTED = "model_not_supported"
+
+HeaderList = list[tuple[bytes, bytes]]
+
+_INITIATOR_KEY = INITIATOR.lower().encode("ascii")
+_VISION_ENTRY = (VISION.encode("ascii"), b"true")
+_INITIATOR_NAME = INITIATOR.encode("ascii")
+_INITIATOR_VALUES = frozenset(value.encode("ascii") for value in INITIATORS)
+
+
+@runtime_checkable
+class SwitchesIdentity(Protocol):
+    """A host with more than one identity to present (an editor identity and a fallback).
+
+    ``switch_identity`` gets the request-header set the service refused and returns the
+    other identity's headers, which its ``request_headers()`` returns from then on; or
+    None when it has no other.
+    """
+
+    def switch_identity(self, refused: Mapping[str, str]) -> Mapping[str, str] | None: ...
+
+
+class Rejections(Protocol):
+    """What the pipeline asks of a session resolver (both shells offer it)."""
+
+    @property
+    def installs(self) -> int: ...
+
+    def rejected(self, session: CopilotSession, asked: int, *, forbidden: bool) -> bool: ...
+
+
+class _Need:
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+NEED_SESSION: Final = _Need("NEED_SESSION")
+NEED_ERROR_BODY: Final = _Need("NEED_ERROR_BODY")
+
+
+@dataclass(frozen=True, slots=True)
+class Send:
+    """Send the request with exactly ``headers`` (the client's, as decided), then send the
+    answer's status code back into the flow."""
+
+    headers: HeaderList
+
+
+Step = _Need | Send
+
+
+@dataclass(frozen=True, slots=True)
+class _Identity:
+    """The host's headers as given, checked, and encoded once."""
+
+    given: Mapping[str, str]
+    entries: tuple[tuple[bytes, bytes], ...]
+    owned: frozenset[bytes]
+
+
+class Pipeline:
+    """The request pipeline of one registration's routes (see the module docstring)."""
+
+    __slots__ = ("_endpoint", "_identity", "_listed", "_prepared", "_resolver", "_switcher")
+
+    def __init__(
+        self,
+        resolver: Rejections,
+        endpoint: CopilotEndpoint,
+        headers: Mapping[str, str],
+        *,
+        switcher: SwitchesIdentity | None = None,
+        listed: Iterable[str] = (),
+    ) -> None:
+        self._resolver = resolver
+        self._endpoint = endpoint
+        self._identity = _identity_of(headers)
+        self._switcher = switcher
+        self._listed = frozenset(listed)
+        # What the last session adds to a request, built once per session and identity.
+        self._prepared: tuple[CopilotSession, _Identity, tuple[tuple[bytes, bytes], ...]] | None
+        self._prepared = None
+
+    @property
+    def endpoint(self) -> CopilotEndpoint:
+        return self._endpoint
+
+    def flow(
+        self, facts: RequestFacts, client: Iterable[tuple[bytes, bytes]]
+    ) -> Generator[Step, object, None]:
+        """One request: ``facts`` read from its body, ``client`` its headers as the client
+        set them (name, value) in bytes. See the module docstring for the steps."""
+        client = list(client)
+        resolver = self._resolver
+        asked = resolver.installs
+        session = yield NEED_SESSION
+        assert isinstance(session, CopilotSession)
+        identity = self._identity
+        status = yield Send(self._compose(client, session, identity, facts))
+        if status in (401, 403):
+            if resolver.rejected(session, asked, forbidden=status == 403):
+                session = yield NEED_SESSION
+                assert isinstance(session, CopilotSession)
+                yield Send(self._compose(client, session, self._identity, facts))
+            return
+        switcher = self._switcher
+        if status != 400 or switcher is None or facts.model not in self._listed:
+            return
+        body = yield NEED_ERROR_BODY
+        if not isinstance(body, bytes) or error_code_of(body) != MODEL_NOT_SUPPORTED:
+            return
+        other = switcher.switch_identity(identity.given)
+        if other is None:
+            return
+        if other is not self._identity.given:
+            self._identity = _identity_of(other)
+        yield Send(self._compose(client, session, self._identity, facts))
+
+    # -- the headers, once ------------------------------------------------------------------
+
+    def _compose(
+        self,
+        client: HeaderList,
+        session: CopilotSession,
+        identity: _Identity,
+        facts: RequestFacts,
+    ) -> HeaderList:
+        ours = self._ours(session, identity)
+        owned = identity.owned
+        sent: HeaderList = []
+        initiator: bytes | None = None
+        for name, value in client:
+            lower = name.lower()
+            if lower in owned:
+                continue
+            if lower == _INITIATOR_KEY:
+                # Only the two values the service knows are the client's word; anything
+                # else is replaced by what the body says.
+                if initiator is None and value in _INITIATOR_VALUES:
+                    initiator = value
+                continue
+            sent.append((name, value))
+        sent += ours
+        if facts.vision:
+            sent.append(_VISION_ENTRY)
+        if initiator is None and facts.initiator is not None:
+            initiator = facts.initiator.encode("ascii")
+        if initiator is not None:
+            sent.append((_INITIATOR_NAME, initiator))
+        return sent
+
+    def _ours(
+        self, session: CopilotSession, identity: _Identity
+    ) -> tuple[tuple[bytes, bytes], ...]:
+        prepared = self._prepared
+        if prepared is not None and prepared[0] is session and prepared[1] is identity:
+            return prepared[2]
+        if session.endpoint != self._endpoint:
+            # The one place a session's endpoint meets a route's: the account now lives on
+            # another inference host, and these routes point at the old one.
+            raise OriginError(
+                f"the Copilot session names {session.endpoint.origin}, but these routes were "
+                f"registered for {self._endpoint.origin}; register the models again",
+                code="origin_mismatch",
+            )
+        # The resolver admits only printable-ASCII tokens, so this cannot fail.
+        bearer = b"Bearer " + session.token.reveal().encode("ascii")
+        entries = ((b"Authorization", bearer), *identity.entries)
+        self._prepared = (session, identity, entries)
+        return entries
+
+
+def error_code_of(body: bytes) -> str | None:
+    """The ``error.code`` of an error answer (the service writes JSON as text/plain)."""
+    try:
+        value = json.loads(body.decode("utf-8"))
+    except (ValueError, RecursionError):
+        return None
+    error = value.get("error") if isinstance(value, dict) else None
+    code = error.get("code") if isinstance(error, dict) else None
+    return code if isinstance(code, str) else None
+
+
+_FORBIDDEN = frozenset(
+    {
+        "authorization",
+        "proxy-authorization",
+        "host",
+        "cookie",
+        "content-length",
+        # Decided per request from the body, never fixed by a host.
+        VISION.lower(),
+        INITIATOR.lower(),
+    }
+)
+
+
+def check_headers(headers: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """Host headers: printable ASCII (no CR/LF injection), none we or httpx2 must own."""
+    checked: dict[str, tuple[str, str]] = {}
+    for name, value in headers.items():
+        if not (isinstance(name, str) and isinstance(value, str)):
+            raise TypeError("request headers are str names and values")
+        if not name or not (name.isascii() and name.isprintable()) or ":" in name or " " in name:
+            raise ValueError(f"not a valid header name: {clean(name, limit=40)!r}")
+        if not (value.isascii() and value.isprintable()):
+            raise ValueError(f"the {name} header value must be printable ASCII")
+        lower = name.lower()
+        if lower in _FORBIDDEN:
+            raise ValueError(f"{name} is not a header a host may add to every request")
+        if lower in checked:
+            raise ValueError(f"the {name} header is given twice")
+        checked[lower] = (name, value)
+    return tuple(checked.values())
+
+
+def _identity_of(headers: Mapping[str, str]) -> _Identity:
+    checked = check_headers(headers)
+    entries = tuple((name.encode("ascii"), value.encode("ascii")) for name, value in checked)
+    owned = frozenset(
+        {b"authorization", VISION.lower().encode("ascii")} | {name.lower() for name, _ in entries}
+    )
+    return _Identity(headers, entries, owned)
