@@ -66,6 +66,8 @@ if TYPE_CHECKING:
     from ._safety._secret import Secret
     from ._safety._text import clean, show_path
     from ._sessions._auth import CopilotAuth
+    from ._sessions._inspect import RequestFacts, read_json_body, request_facts
+    from ._sessions._pipeline import SwitchesIdentity
     from ._sessions._policy import RefreshPolicy, SessionState
     from ._sessions._resolver import AsyncSessionResolver, SessionResolver
 
@@ -86,6 +88,10 @@ _EXPORTS: dict[str, str] = {
     "CopilotEndpoint": "_origin",
     "OriginAllowlist": "_origin",
     "default_allowlist": "_origin",
+    "RequestFacts": "_sessions._inspect",
+    "read_json_body": "_sessions._inspect",
+    "request_facts": "_sessions._inspect",
+    "SwitchesIdentity": "_sessions._pipeline",
     "RefreshPolicy": "_sessions._policy",
     "SessionState": "_sessions._policy",
     "RegistrationResult": "_catalog._register",
@@ -147,6 +153,7 @@ __all__ = [
     "RedactingFilter",
     "RefreshPolicy",
     "RegistrationResult",
+    "RequestFacts",
     "ResponseError",
     "RouteCollisionError",
     "SYSTEM_CLOCK",
@@ -161,6 +168,7 @@ __all__ = [
     "StoreInsecureError",
     "StoreLockedError",
     "StoreVersionError",
+    "SwitchesIdentity",
     "SystemClock",
     "TransportError",
     "aregister_models",
@@ -169,9 +177,11 @@ __all__ = [
     "default_allowlist",
     "install_redaction",
     "mask_secrets",
+    "read_json_body",
     "redact",
     "register_models",
     "register_secret",
+    "request_facts",
     "show_path",
     "wait_for_device_login",
 ]

@@ -28,7 +28,8 @@ __all__ = [
     "facts_of_body",
     "inspect_body",
     "protocol_of_path",
-    "read_json",
+    "read_json_body",
+    "request_facts",
 ]
 
 USER = "user"
@@ -62,8 +63,9 @@ def protocol_of_path(path: str) -> ApiProtocol | None:
     return ApiProtocol.of_path(path)
 
 
-def read_json(body: bytes) -> Any:
-    """The JSON value of a request body: UTF-8 without a byte-order mark, else ValueError.
+def read_json_body(body: bytes) -> Any:
+    """The JSON value of a request body: UTF-8 without a byte-order mark, else ValueError
+    (a JSON nesting too deep for the parser included).
 
     The one reading of a request body, shared by ``route.auth`` and the gateway so that
     both see the same document: ``json.loads`` given bytes would also take UTF-16, UTF-32
@@ -90,11 +92,18 @@ def facts_of_body(protocol: ApiProtocol, body: bytes) -> RequestFacts:
     if not body or body[:64].lstrip()[:1] not in (b"{", b""):
         return _PLAIN_TURN
     try:
-        value = read_json(body)
+        value = read_json_body(body)
     except ValueError:
         return _PLAIN_TURN
     # No image type name anywhere and no escape that could spell one: no image walk.
     return facts_of(protocol, value, maybe_image=b"image" in body or b"\\u" in body)
+
+
+def request_facts(protocol: ApiProtocol, value: object) -> RequestFacts:
+    """The :class:`RequestFacts` of a request body for ``protocol``, already parsed (by
+    :func:`read_json_body`): for a caller that has read the body anyway (the gateway), so
+    that ``route.auth`` need not read it again (``route.auth.for_request(facts, ...)``)."""
+    return facts_of(protocol, value)
 
 
 def facts_of(protocol: ApiProtocol, value: object, *, maybe_image: bool = True) -> RequestFacts:

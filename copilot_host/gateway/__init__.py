@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from ._access import FORWARDED_REQUEST_HEADERS
 from ._app import ACCESS_LOGGER, MAX_BODY_BYTES, GatewayApp, create_app
+from ._hooks import AnswerObserver, GatewayHooks
 from ._registry import REREGISTER_AFTER
 from ._relay import MAX_ANSWER_BYTES, RELAYED_RESPONSE_HEADERS
 
@@ -24,6 +25,8 @@ __all__ = [
     "MAX_BODY_BYTES",
     "RELAYED_RESPONSE_HEADERS",
     "REREGISTER_AFTER",
+    "AnswerObserver",
     "GatewayApp",
+    "GatewayHooks",
     "create_app",
 ]

@@ -25,6 +25,7 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import replace
 from typing import Any
 
 import httpx2
@@ -33,8 +34,10 @@ import copilot_host as ch
 
 from ._access import Refusal, RequestHeaders, allowed_hosts, check_access, read_headers
 from ._answers import Shape, error_body, failure_of
+from ._hooks import GatewayHooks
 from ._registry import ENDPOINTS, Registry, anthropic_entry, endpoints_of, openai_entry
 from ._relay import AnswerTooLarge, Outcome, relay
+from ._request import read_request, rewrite_model
 
 __all__ = ["ACCESS_LOGGER", "MAX_BODY_BYTES", "GatewayApp", "create_app"]
 
@@ -70,6 +73,7 @@ def create_app(
     api_key: str,
     transport: httpx2.AsyncBaseTransport | None = None,
     clock: ch.Clock = ch.SYSTEM_CLOCK,
+    hooks: GatewayHooks | None = None,
 ) -> GatewayApp:
     """The gateway for ``host``'s account, as an ASGI 3 application with lifespan support.
 
@@ -79,9 +83,9 @@ def create_app(
     ``GitHubEmulator().async_transport()``). ``clock`` times re-registration and the
     routes' sessions (give the host the same one). The app does not own ``host``: close it
     after the server has stopped. Use the app on one event loop (an asynchronous host
-    belongs to one).
+    belongs to one). ``hooks`` plug features into the request path (:mod:`._hooks`).
     """
-    return GatewayApp(host, api_key=api_key, transport=transport, clock=clock)
+    return GatewayApp(host, api_key=api_key, transport=transport, clock=clock, hooks=hooks)
 
 
 class GatewayApp:
@@ -94,6 +98,7 @@ class GatewayApp:
         api_key: str,
         transport: httpx2.AsyncBaseTransport | None,
         clock: ch.Clock,
+        hooks: GatewayHooks | None = None,
     ) -> None:
         if not isinstance(api_key, str):
             raise TypeError("api_key is a str")
@@ -110,6 +115,7 @@ class GatewayApp:
         ch.register_secret(self._secret)
         self._registry = Registry(host, clock)
         self._transport = transport
+        self._hooks = hooks or GatewayHooks()
         self._client: httpx2.AsyncClient | None = None
         self._hosts: dict[int, frozenset[bytes]] = {}
 
@@ -301,7 +307,7 @@ class GatewayApp:
             await call.refuse(_unknown_model(name))
             return
         call.model = route.model_id
-        entry = anthropic_entry(route) if anthropic else openai_entry(route, _owner(route))
+        entry = anthropic_entry(route) if anthropic else openai_entry(route, route.owner)
         await call.answer(200, ch.mask_secrets(json.dumps(entry, ensure_ascii=False).encode()))
 
     async def _inference(self, call: _Call) -> None:
@@ -311,11 +317,12 @@ class GatewayApp:
             return
         if body is None:
             return  # the client hung up while sending
-        parsed = _parse(body)
+        protocol = ENDPOINTS[call.path]
+        parsed = await read_request(body, protocol)
         if isinstance(parsed, Refusal):
             await call.refuse(parsed)
             return
-        value, name = parsed
+        name = parsed.name
         snapshot = await self._registry.current()
         route = snapshot.find(name)
         if route is None:
@@ -323,18 +330,26 @@ class GatewayApp:
             await call.refuse(_unknown_model(name))
             return
         call.model = route.model_id
-        protocol = ENDPOINTS[call.path]
         if protocol not in route.spec.protocols:
             await call.refuse(_wrong_endpoint(route, call.path))
             return
         if name != route.model_id:
             # Named by its route id: upstream knows the model by its own id.
-            value["model"] = route.model_id
-            body = json.dumps(value, ensure_ascii=False).encode("utf-8")
-        await self._forward(call, route, protocol, body)
+            body = rewrite_model(body, parsed, route.model_id)
+        facts = replace(parsed.facts, model=route.model_id)
+        # The parsed tree goes before the request does: only the bytes travel on.
+        del parsed
+        await self._forward(call, route, protocol, body, facts=facts, identity=snapshot.identity)
 
     async def _forward(
-        self, call: _Call, route: ch.ModelRoute, protocol: ch.ApiProtocol, body: bytes
+        self,
+        call: _Call,
+        route: ch.ModelRoute,
+        protocol: ch.ApiProtocol,
+        body: bytes,
+        *,
+        facts: ch.RequestFacts,
+        identity: ch.LoginIdentity,
     ) -> None:
         task = asyncio.current_task()
         assert task is not None
@@ -352,6 +367,11 @@ class GatewayApp:
                         task.cancel()
                     return
 
+        auth = route.auth
+        if isinstance(auth, ch.CopilotAuth):
+            # What the gateway read already, so route.auth reads neither body nor login.
+            auth = auth.for_request(facts, identity)
+        hooks = self._hooks
         watcher = asyncio.get_running_loop().create_task(watch())
         try:
             await relay(
@@ -362,6 +382,12 @@ class GatewayApp:
                 headers=call.headers,
                 send=call.send,
                 outcome=outcome,
+                # What the gateway read already, so route.auth reads neither body nor login.
+                auth=auth.for_request(facts, identity)
+                if isinstance(auth, ch.CopilotAuth)
+                else auth,
+                header_filter=hooks.request_headers,
+                observer=hooks.observe(route) if hooks.observe is not None else None,
             )
         except asyncio.CancelledError:
             if gone and task.uncancel() == 0:
@@ -452,16 +478,20 @@ async def _read_body(receive: Receive, headers: RequestHeaders) -> bytes | Refus
             return Refusal(400, "invalid_request", "copilot-host gateway: bad Content-Length")
         if int(declared) > MAX_BODY_BYTES:
             return _too_large()
-    body = bytearray()
+    # Chunks joined once at the end: one copy of a large body, not a growing buffer's.
+    chunks: list[bytes] = []
+    size = 0
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
             return None
-        body += message.get("body", b"")
-        if len(body) > MAX_BODY_BYTES:
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
             return _too_large()
+        chunks.append(chunk)
         if not message.get("more_body", False):
-            return bytes(body)
+            return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def _too_large() -> Refusal:
@@ -470,23 +500,6 @@ def _too_large() -> Refusal:
         "request_too_large",
         f"copilot-host gateway: the request body is over {MAX_BODY_BYTES // (1024 * 1024)} MiB",
     )
-
-
-def _parse(body: bytes) -> tuple[dict[str, Any], str] | Refusal:
-    try:
-        value = json.loads(body)
-    except (ValueError, RecursionError):
-        return Refusal(400, "invalid_json", "copilot-host gateway: the body is not JSON")
-    if not isinstance(value, dict):
-        return Refusal(400, "invalid_json", "copilot-host gateway: the body is not a JSON object")
-    name = value.get("model")
-    if not isinstance(name, str) or not name:
-        return Refusal(
-            400,
-            "missing_model",
-            'copilot-host gateway: the body names no "model" (GET /v1/models lists them)',
-        )
-    return value, name
 
 
 def _unknown_model(name: str) -> Refusal:
@@ -513,7 +526,3 @@ def _shown(path: str) -> str:
     if len(path) <= 120 and path.isascii() and path.isprintable() and " " not in path:
         return path  # the usual case, without the character-by-character pass
     return ch.clean(path, limit=120) or "-"
-
-
-def _owner(route: ch.ModelRoute) -> str:
-    return route.route_id.rpartition("/")[0] or "copilot-host"

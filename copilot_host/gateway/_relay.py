@@ -26,6 +26,7 @@ import httpx2
 import copilot_host as ch
 
 from ._access import FORWARDED_REQUEST_HEADERS, RequestHeaders
+from ._hooks import AnswerObserver, HeaderFilter
 
 __all__ = [
     "MAX_ANSWER_BYTES",
@@ -136,6 +137,9 @@ async def relay(
     headers: RequestHeaders,
     send: Send,
     outcome: Outcome,
+    auth: httpx2.Auth | None = None,
+    header_filter: HeaderFilter | None = None,
+    observer: AnswerObserver | None = None,
 ) -> None:
     """Send the request upstream and relay its answer (see the module docstring).
 
@@ -144,12 +148,17 @@ async def relay(
     after the answer started propagates too; the server then cuts the connection, so the
     client sees an answer that did not end rather than a shorter one that did.
     """
+    forwarded = _upstream_headers(headers)
+    if header_filter is not None:
+        forwarded = header_filter(route, forwarded)
     request = client.build_request(
-        "POST", route.origin + protocol.path, content=body, headers=_upstream_headers(headers)
+        "POST", route.origin + protocol.path, content=body, headers=forwarded
     )
-    response = await client.send(request, auth=route.auth, stream=True)
+    response = await client.send(request, auth=auth or route.auth, stream=True)
     try:
         outcome.upstream_id = response.headers.get("x-github-request-id", "")
+        if observer is not None:
+            observer.start(response.status_code, response.headers)
         start: MutableMapping[str, Any] = {
             "type": "http.response.start",
             "status": response.status_code,
@@ -162,6 +171,9 @@ async def relay(
                 if len(whole) > MAX_ANSWER_BYTES:
                     raise AnswerTooLarge
             answer = ch.mask_secrets(bytes(whole))
+            if observer is not None:
+                observer.whole(answer)
+                observer.end()
             start["headers"].append((b"content-length", str(len(answer)).encode("ascii")))
             outcome.status = response.status_code
             await send(start)
@@ -180,7 +192,13 @@ async def relay(
                 held = held[cut:]
                 outcome.sent += len(ready)
                 await send({"type": "http.response.body", "body": ready, "more_body": True})
+                if observer is not None:
+                    observer.events(ready)
         tail = ch.mask_secrets(held)
+        if observer is not None:
+            if tail:
+                observer.events(tail)
+            observer.end()
         outcome.sent += len(tail)
         outcome.finish()
         await send({"type": "http.response.body", "body": tail, "more_body": False})

@@ -25,7 +25,7 @@ import uvicorn
 from copilot_host_cli._serve import server_config
 
 import copilot_host as ch
-from copilot_host.gateway import ACCESS_LOGGER, GatewayApp, create_app
+from copilot_host.gateway import ACCESS_LOGGER, GatewayApp, GatewayHooks, create_app
 from copilot_host.github import AsyncGitHubCopilotHost, GitHubCopilotHost
 from copilot_host.store import CredentialStore
 from copilot_host.testing import GitHubEmulator
@@ -203,6 +203,7 @@ def running_gateway(
     transport: httpx2.AsyncBaseTransport | None = None,
     clock: ch.Clock | None = None,
     host_transport: httpx2.AsyncBaseTransport | None = None,
+    hooks: GatewayHooks | None = None,
 ) -> Iterator[Gateway]:
     """Serve a gateway for the account in ``home`` until the block ends."""
     home.mkdir(mode=0o700, exist_ok=True)
@@ -237,6 +238,7 @@ def running_gateway(
                 host,
                 api_key=key,
                 transport=transport if transport is not None else emulator.async_transport(),
+                hooks=hooks,
                 **extra,
             )
             config = server_config(app)

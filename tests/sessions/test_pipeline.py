@@ -12,7 +12,7 @@ import pytest
 
 import copilot_host as ch
 from copilot_host import CopilotSession, SessionResolver
-from copilot_host._sessions._inspect import RequestFacts, facts_of_body, read_json
+from copilot_host._sessions._inspect import RequestFacts, facts_of_body, read_json_body
 from copilot_host._sessions._pipeline import (
     NEED_ERROR_BODY,
     NEED_SESSION,
@@ -311,7 +311,7 @@ IMAGE_TURN = {
 )
 def test_a_body_that_is_not_utf8_json_without_a_bom_is_not_read_as_json(body: bytes) -> None:
     with pytest.raises(ValueError):
-        read_json(body)
+        read_json_body(body)
     facts = facts_of_body(ch.ApiProtocol.OPENAI_CHAT, body)
     assert facts == RequestFacts(False, "user")
 

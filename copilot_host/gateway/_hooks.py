@@ -1,0 +1,59 @@
+"""The places a gateway feature plugs into the request path, rather than forking it.
+
+* ``request_headers``: a filter over the client headers the gateway forwards upstream
+  (lower-case names, bytes values, in order), given the route; it returns the headers to
+  send. Beta filtering is one.
+* ``observe``: called once per relayed request with its route; it returns an
+  :class:`AnswerObserver` (or None) that sees the answer as it is relayed. Reading an
+  answer's cost is one.
+
+The model rewrite a request needs when the name it gives is not the upstream model's is
+:func:`copilot_host.gateway._request.rewrite_model`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+import httpx2
+
+import copilot_host as ch
+
+__all__ = ["AnswerObserver", "GatewayHooks", "HeaderFilter", "ObserverFactory"]
+
+HeaderFilter = Callable[[ch.ModelRoute, list[tuple[bytes, bytes]]], list[tuple[bytes, bytes]]]
+
+
+class AnswerObserver(Protocol):
+    """Sees one relayed answer. Calls come in this order: ``start`` once; then ``whole``
+    once (a JSON answer) or ``events`` per piece (an event stream); then ``end`` once.
+
+    A whole answer is shown before it is sent and the last piece of a stream just before
+    it goes, so that the access line (written as the answer ends) can carry what was
+    read; every other piece is shown after it was sent, so reading never delays an event.
+    What is shown is what the client gets (masked). An observer must not raise.
+    """
+
+    def start(self, status: int, headers: httpx2.Headers) -> None: ...
+
+    def whole(self, body: bytes) -> None: ...
+
+    def events(self, block: bytes) -> None:
+        """``block``: one or more complete Server-Sent Events (the last piece may hold an
+        unfinished one, when the stream ended without its blank line)."""
+        ...
+
+    def end(self) -> None: ...
+
+
+ObserverFactory = Callable[[ch.ModelRoute], AnswerObserver | None]
+
+
+@dataclass(frozen=True, slots=True)
+class GatewayHooks:
+    """See the module docstring; the default plugs nothing in."""
+
+    request_headers: HeaderFilter | None = None
+    observe: ObserverFactory | None = None

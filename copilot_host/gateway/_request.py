@@ -1,0 +1,119 @@
+"""A gateway request's body, read once: its JSON (strictly), its model, what its headers need.
+
+The body is parsed once, with the library's one reading of a request body
+(:func:`copilot_host.read_json_body`: UTF-8 JSON without a byte-order mark, the same
+reading ``route.auth`` applies), and what ``route.auth`` would read from it again (image
+input, initiator) is taken from that parse (:func:`copilot_host.request_facts`) and handed
+to it. A large body is parsed in a worker thread, so the event loop keeps answering other
+requests between the parse's steps. The parsed tree is dropped before the request goes
+upstream: only the bytes travel.
+
+:func:`rewrite_model` names another model in the body (a route id given for a model id,
+an alias): it splices the new name into the bytes where the value of the one top-level
+``"model"`` key stands, and re-encodes the document only when the splice cannot be proven
+to hit that key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import copilot_host as ch
+
+from ._access import Refusal
+
+__all__ = ["PARSE_IN_THREAD_ABOVE", "Parsed", "read_request", "rewrite_model"]
+
+# A body larger than this is parsed in a worker thread (a 32 MiB body takes a few hundred
+# milliseconds to parse; a small one less than the thread hop costs).
+PARSE_IN_THREAD_ABOVE = 1024 * 1024
+
+
+@dataclass(slots=True)
+class Parsed:
+    """A request body as the gateway read it: the document, its model, its facts."""
+
+    value: dict[str, Any]
+    name: str
+    facts: ch.RequestFacts
+
+
+def parse_request(body: bytes, protocol: ch.ApiProtocol) -> Parsed | Refusal:
+    """Read ``body`` once: a Refusal (400) unless it is a JSON object that names a model."""
+    try:
+        value = ch.read_json_body(body)
+    except ValueError:
+        return Refusal(
+            400,
+            "invalid_json",
+            "copilot-host gateway: the body is not JSON (UTF-8, without a byte-order mark)",
+        )
+    if not isinstance(value, dict):
+        return Refusal(400, "invalid_json", "copilot-host gateway: the body is not a JSON object")
+    name = value.get("model")
+    if not isinstance(name, str) or not name:
+        return Refusal(
+            400,
+            "missing_model",
+            'copilot-host gateway: the body names no "model" (GET /v1/models lists them)',
+        )
+    return Parsed(value, name, ch.request_facts(protocol, value))
+
+
+async def read_request(body: bytes, protocol: ch.ApiProtocol) -> Parsed | Refusal:
+    """:func:`parse_request`, in a worker thread when the body is large."""
+    if len(body) > PARSE_IN_THREAD_ABOVE:
+        return await asyncio.to_thread(parse_request, body, protocol)
+    return parse_request(body, protocol)
+
+
+# A key "model" as a JSON text spells it literally: after an object's opening brace, a
+# comma or whitespace (a quote inside a string is escaped, so none of these precedes it).
+_MODEL_KEY = re.compile(rb'[{,\s]"model"\s*:\s*')
+# An escaped d, e, l, m or o (\u0064-\u006f): a key "model" could be spelled with one, which
+# the literal search above would miss.
+_ESCAPED_LETTER = re.compile(rb"\\u006[4-9a-fA-F]")
+
+
+def rewrite_model(body: bytes, parsed: Parsed, model: str) -> bytes:
+    """``body`` with its top-level ``"model"`` naming ``model`` instead of ``parsed.name``.
+
+    Spliced into the bytes when the body spells exactly one key ``"model"`` literally and
+    its value as one of the two usual encodings of the name; otherwise the parsed document
+    is encoded again (escaping what UTF-8 cannot carry, such as a lone surrogate).
+    """
+    spliced = _splice(body, parsed.name, model)
+    if spliced is not None:
+        return spliced
+    value = dict(parsed.value)
+    value["model"] = model
+    try:
+        return json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: send it \u-escaped, as JSON allows
+        return json.dumps(value).encode("ascii")
+
+
+def _splice(body: bytes, old: str, new: str) -> bytes | None:
+    keys = _MODEL_KEY.finditer(body)
+    first = next(keys, None)
+    if first is None or next(keys, None) is not None or _ESCAPED_LETTER.search(body):
+        return None
+    start = first.end()
+    for token in _spellings(old):
+        if body.startswith(token, start):
+            return b"".join(
+                (body[:start], json.dumps(new).encode("ascii"), body[start + len(token) :])
+            )
+    return None
+
+
+def _spellings(name: str) -> list[bytes]:
+    spellings = [json.dumps(name).encode("ascii")]
+    with contextlib.suppress(UnicodeEncodeError):  # a lone surrogate has no UTF-8 spelling
+        spellings.append(json.dumps(name, ensure_ascii=False).encode("utf-8"))
+    return spellings

@@ -1,0 +1,251 @@
+"""One gateway request: its body read once and strictly, the model rewritten without
+re-encoding where it can be, the parsed tree gone before the request leaves, and the hooks
+other features plug into."""
+
+from __future__ import annotations
+
+import gc
+import json
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx2
+import pytest
+
+import copilot_host as ch
+from copilot_host.gateway import GatewayHooks
+from copilot_host.gateway._request import Parsed, parse_request, rewrite_model
+from copilot_host.testing import GitHubEmulator
+from tests.gateway._support import Gateway, running_gateway
+
+CHAT = {"model": "gpt-4.1", "messages": [{"role": "user", "content": "hi"}]}
+PATHS = {
+    "/v1/chat/completions": "gpt-4.1",
+    "/v1/responses": "gpt-4.1",
+    "/v1/messages": "claude-opus-5",
+}
+
+
+def _body(model: str) -> dict[str, object]:
+    return {"model": model, "max_tokens": 16, "messages": [{"role": "user", "content": "hi"}]}
+
+
+# -- one strict reading ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", sorted(PATHS))
+@pytest.mark.parametrize(
+    "encode",
+    [
+        lambda text: b"\xef\xbb\xbf" + text.encode("utf-8"),
+        lambda text: text.encode("utf-16"),
+        lambda text: text.encode("utf-16-le"),
+        lambda text: text.encode("utf-32"),
+    ],
+    ids=["utf8-bom", "utf16-bom", "utf16le", "utf32"],
+)
+def test_a_body_not_in_utf8_without_a_bom_is_invalid_json_on_every_path(
+    shared_gateway: Gateway, path: str, encode: object
+) -> None:
+    text = json.dumps(_body(PATHS[path]))
+    assert callable(encode)
+    before = len(shared_gateway.emulator.requests)
+    status, _, data = shared_gateway.raw(
+        "POST", path, body=encode(text), headers={"Content-Type": "application/json"}
+    )
+    assert status == 400
+    error = json.loads(data)["error"]
+    assert error.get("code", "invalid_json") == "invalid_json"
+    assert "not JSON (UTF-8, without a byte-order mark)" in error["message"]
+    assert len(shared_gateway.emulator.requests) == before  # nothing went upstream
+
+
+@pytest.mark.parametrize("model", ["gpt-4.1", "github-copilot/gpt-4.1"])
+def test_a_lone_surrogate_is_served_or_refused_never_a_server_error(
+    shared_gateway: Gateway, model: str
+) -> None:
+    body = b'{"model": "%s", "messages": [{"role": "user", "content": "\\ud800 x"}]}' % (
+        model.encode()
+    )
+    status, _, _ = shared_gateway.raw(
+        "POST", "/v1/chat/completions", body=body, headers={"Content-Type": "application/json"}
+    )
+    assert status in (200, 400)
+
+
+@pytest.mark.parametrize(
+    ("given", "sent"),
+    [("agent", "agent"), ("user", "user"), ("premium", "user"), ("AGENT", "user")],
+)
+def test_the_gateway_forwards_only_the_two_known_initiators(
+    shared_gateway: Gateway, given: str, sent: str
+) -> None:
+    before = len(shared_gateway.emulator.requests_to("chat"))
+    status, _, _ = shared_gateway.post("/v1/chat/completions", CHAT, headers={"X-Initiator": given})
+    assert status == 200
+    record = shared_gateway.emulator.requests_to("chat")[before]
+    assert record.headers["x-initiator"] == sent
+
+
+# -- the model rewrite ----------------------------------------------------------------------
+
+
+def _parsed(body: bytes) -> Parsed:
+    parsed = parse_request(body, ch.ApiProtocol.OPENAI_CHAT)
+    assert isinstance(parsed, Parsed)
+    return parsed
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"model":"github-copilot/gpt-4.1","messages":[{"role":"user","content":"x"}]}',
+        b'{ "messages" : [ ] ,\n  "model"  :  "github-copilot/gpt-4.1" , "n": 1}',
+        '{"model":"github-copilot/gpt-4.1","messages":[{"content":"caf\u00e9 \\u00e9"}]}'.encode(),
+    ],
+)
+def test_the_model_is_spliced_into_the_bytes_leaving_the_rest_as_sent(body: bytes) -> None:
+    rewritten = rewrite_model(body, _parsed(body), "gpt-4.1")
+    assert rewritten == body.replace(b"github-copilot/gpt-4.1", b"gpt-4.1")
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # A second key "model" (nested): the splice cannot tell which is the top one.
+        b'{"messages":[{"model":"github-copilot/gpt-4.1"}],"model":"github-copilot/gpt-4.1"}',
+        # The top-level key spelled with an escape.
+        b'{"messages":[{"model":"github-copilot/gpt-4.1"}],"mod\\u0065l":"github-copilot/gpt-4.1"}',
+        # The value spelled another way (an escaped slash).
+        b'{"model":"github-copilot\\/gpt-4.1","messages":[]}',
+        # A duplicate top-level key: JSON's last one counts.
+        b'{"model":"gpt-x","model":"github-copilot/gpt-4.1"}',
+        # A lone surrogate, which UTF-8 cannot carry: re-encoded escaped.
+        b'{"model":"github-copilot/gpt-4.1","messages":[{"c\\u006fntent":"\\ud800"}]}',
+    ],
+)
+def test_a_body_the_splice_cannot_prove_is_encoded_again(body: bytes) -> None:
+    parsed = _parsed(body)
+    rewritten = rewrite_model(body, parsed, "gpt-4.1")
+    again = json.loads(rewritten)
+    assert again["model"] == "gpt-4.1"
+    assert {k: v for k, v in again.items() if k != "model"} == {
+        k: v for k, v in parsed.value.items() if k != "model"
+    }
+
+
+# -- the parsed tree goes before the request does -----------------------------------------
+
+
+class TreeWatcher(httpx2.AsyncBaseTransport):
+    """Looks, as each request leaves for upstream, for any parsed body still alive."""
+
+    def __init__(self, inner: httpx2.AsyncBaseTransport, mark: str) -> None:
+        self._inner = inner
+        self._mark = mark
+        self.alive: list[bool] = []
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        if request.url.path == "/chat/completions":
+            gc.collect()
+            mark = self._mark
+            self.alive.append(
+                any(isinstance(obj, dict) and mark in obj for obj in gc.get_objects())
+            )
+        return await self._inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+@pytest.fixture
+def watched(tmp_path: Path) -> Iterator[tuple[Gateway, TreeWatcher]]:
+    mark = "mark_" + secrets.token_hex(8)
+    with GitHubEmulator() as emulator:
+        watcher = TreeWatcher(emulator.async_transport(), mark)
+        with running_gateway(emulator, tmp_path / "home", transport=watcher) as gateway:
+            yield gateway, watcher
+
+
+@pytest.mark.parametrize("model", ["gpt-4.1", "github-copilot/gpt-4.1"])
+def test_the_parsed_body_is_released_before_the_request_goes_upstream(
+    watched: tuple[Gateway, TreeWatcher], model: str
+) -> None:
+    gateway, watcher = watched
+    # Bytes only: no dict in this process holds the mark but the gateway's own parse.
+    body = b'{"model": "%s", "messages": [{"role": "user", "content": "hi"}], "%s": 1}' % (
+        model.encode(),
+        watcher._mark.encode(),
+    )
+    status, _, _ = gateway.raw(
+        "POST", "/v1/chat/completions", body=body, headers={"Content-Type": "application/json"}
+    )
+    assert status == 200
+    assert watcher.alive == [False]
+
+
+def test_a_large_body_is_served_as_a_small_one(shared_gateway: Gateway) -> None:
+    from copilot_host.gateway._request import PARSE_IN_THREAD_ABOVE
+
+    text = "x" * (PARSE_IN_THREAD_ABOVE + 10)
+    body = {"model": "github-copilot/gpt-4.1", "messages": [{"role": "user", "content": text}]}
+    before = len(shared_gateway.emulator.requests_to("chat"))
+    status, _, _ = shared_gateway.post("/v1/chat/completions", body)
+    assert status == 200
+    record = shared_gateway.emulator.requests_to("chat")[before]
+    assert json.loads(record.body) == {**body, "model": "gpt-4.1"}
+
+
+# -- the hooks -------------------------------------------------------------------------------
+
+
+class Seen:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, object]] = []
+
+    def start(self, status: int, headers: httpx2.Headers) -> None:
+        self.calls.append(("start", status))
+
+    def whole(self, body: bytes) -> None:
+        self.calls.append(("whole", json.loads(body).get("type")))
+
+    def events(self, block: bytes) -> None:
+        self.calls.append(("events", block.count(b"data:")))
+
+    def end(self) -> None:
+        self.calls.append(("end", None))
+
+
+def test_the_hooks_see_the_forwarded_headers_and_the_answer(tmp_path: Path) -> None:
+    seen = Seen()
+    filtered: list[list[bytes]] = []
+
+    def drop_betas(
+        route: ch.ModelRoute, headers: list[tuple[bytes, bytes]]
+    ) -> list[tuple[bytes, bytes]]:
+        filtered.append([name for name, _ in headers])
+        return [(name, value) for name, value in headers if name != b"anthropic-beta"]
+
+    hooks = GatewayHooks(request_headers=drop_betas, observe=lambda route: seen)
+    with (
+        GitHubEmulator() as emulator,
+        running_gateway(emulator, tmp_path / "home", hooks=hooks) as gateway,
+    ):
+        status, _, _ = gateway.post(
+            "/v1/messages",
+            _body("claude-opus-5"),
+            headers={"anthropic-version": "2023-06-01", "anthropic-beta": "some-beta"},
+        )
+        assert status == 200
+        (record,) = emulator.requests_to("messages")
+        assert "anthropic-beta" not in record.headers
+        assert filtered and b"anthropic-beta" in filtered[0]
+        assert seen.calls == [("start", 200), ("whole", "message"), ("end", None)]
+        seen.calls.clear()
+        status, _, _ = gateway.post("/v1/chat/completions", {**CHAT, "stream": True})
+        assert status == 200
+        assert seen.calls[0] == ("start", 200)
+        assert seen.calls[-1] == ("end", None)
+        events = [n for kind, n in seen.calls if kind == "events"]
+        assert events and sum(n for n in events if isinstance(n, int)) >= 2
