@@ -14,10 +14,8 @@ from ._output import CopilotHostCommand, Output
 from ._signals import Stop
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from copilot_host import LoginIdentity
-    from copilot_host.store import CredentialStore
+    from copilot_host.store import Saved
 
 __all__ = ["login"]
 
@@ -70,7 +68,6 @@ def login(headless: bool, as_json: bool, force: bool, key_file: bool) -> None:
     # The store keeps the key: in the OS keyring, or by explicit choice in a key file.
     store = make_store(key_file=key_file)
 
-    set_aside_before = set(store.set_aside())
     try:
         current = store.header()
     except StoreCorruptError:
@@ -99,8 +96,10 @@ def login(headless: bool, as_json: bool, force: bool, key_file: bool) -> None:
         identity = wait_for_login(
             host, out=out, events=events, headless=headless, seam=s, clock=s.clock or SYSTEM_CLOCK
         )
+        # What the store wrote and set aside, as it said: nothing is read back.
+        saved = host.last_saved
     try:
-        _report_login(out, events, store, identity, set_aside_before, as_json=as_json)
+        _report_login(out, events, saved, identity, as_json=as_json)
     except Stop as stop:
         # The login is stored: a signal now must not read as "nothing happened".
         raise Interrupted(
@@ -129,9 +128,8 @@ def _ask(out: Output, question: str) -> bool:
 def _report_login(
     out: Output,
     events: LoginEvents,
-    store: CredentialStore,
+    saved: Saved | None,
     identity: LoginIdentity,
-    set_aside_before: set[Path],
     *,
     as_json: bool,
 ) -> None:
@@ -139,8 +137,7 @@ def _report_login(
 
     from ._status import describe_protection
 
-    header = store.header()
-    protection = header.protection if header is not None else None
+    protection = saved.header.protection if saved is not None else None
     account = clean(identity.account)
     events.authorized(
         account=account,
@@ -151,9 +148,8 @@ def _report_login(
         out.result(f"{out.good('Logged in')} to GitHub as {out.strong(account)}.")
     if protection is not None:
         out.info(f"Stored encrypted; the key is kept in the {describe_protection(protection)}.")
-    for path in store.set_aside():
-        if path not in set_aside_before:
-            out.info(
-                f"The damaged login record was set aside at {show_path(path)}; delete it if "
-                "unneeded."
-            )
+    if saved is not None and saved.set_aside is not None:
+        out.info(
+            f"The damaged login record was set aside at {show_path(saved.set_aside)}; delete "
+            "it if unneeded."
+        )

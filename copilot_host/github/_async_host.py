@@ -22,7 +22,7 @@ from ._http import AsyncSender
 if TYPE_CHECKING:
     from collections.abc import Generator
 
-    from ..store import CredentialStore
+    from ..store import CredentialStore, Deleted
 
 __all__ = ["AsyncGitHubCopilotHost"]
 
@@ -45,12 +45,9 @@ class AsyncGitHubCopilotHost(HostCore):
         transport: httpx2.AsyncBaseTransport | None = None,
         timeout: httpx2.Timeout | None = None,
         clock: Clock = SYSTEM_CLOCK,
-        key_file: bool | None = None,
         sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
     ) -> None:
-        super().__init__(
-            store=store, client_id=client_id, editor=editor, clock=clock, key_file=key_file
-        )
+        super().__init__(store=store, client_id=client_id, editor=editor, clock=clock)
         self._sender = AsyncSender(transport=transport, timeout=timeout, clock=clock, sleep=sleep)
 
     async def begin_device_login(self) -> CopilotDeviceLogin:
@@ -79,7 +76,7 @@ class AsyncGitHubCopilotHost(HostCore):
         steps = _login.login(self._client_id, self._editor, self._clock)
         return await self._drive(steps, on_code=on_code, sleep=sleep)
 
-    async def logout(self) -> bool:
+    async def logout(self) -> Deleted:
         self._forget()
         return await asyncio.to_thread(self._store.delete)
 

@@ -3,7 +3,6 @@ credential held for redaction, and the store steps of a login. No network I/O he
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING
@@ -17,7 +16,7 @@ from ._headers import DEFAULT_EDITOR, EditorIdentity, check_client_id, copilot_h
 from ._login import Keep
 
 if TYPE_CHECKING:
-    from ..store import CredentialStore
+    from ..store import CredentialStore, Saved
 
 __all__ = ["PROVIDER_ID", "HostCore"]
 
@@ -39,25 +38,15 @@ class HostCore:
         client_id: str,
         editor: EditorIdentity | None,
         clock: Clock,
-        key_file: bool | None,
     ) -> None:
-        if key_file is not None:
-            warnings.warn(
-                "the host's key_file= is deprecated (removed in 0.3.0): the store keeps the "
-                "key, so choose there: CredentialStore(key_file=True)",
-                DeprecationWarning,
-                stacklevel=3,
-            )
         if store is None:
             from ..store import CredentialStore
 
-            store = CredentialStore(clock=clock, key_file=bool(key_file))
+            store = CredentialStore(clock=clock)
         self._store = store
         # The store's own method, not a wrapper: availability() runs before every request
         # an application sends, and a call frame there is a measurable share of its cost.
         self.availability: Callable[[], LoginIdentity | None] = store.availability
-        # Only the deprecated argument overrides the store's own choice.
-        self._key_file = key_file
         self._client_id = check_client_id(client_id)
         self._editor = editor if editor is not None else DEFAULT_EDITOR
         if not isinstance(self._editor, EditorIdentity):
@@ -68,6 +57,7 @@ class HostCore:
         # redaction registry (a weak set), so logs are scrubbed of it and inventory
         # validation refuses an id or label carrying it, for as long as the host lives.
         self._held: Secret | None = None
+        self._saved: Saved | None = None
 
     @property
     def provider_id(self) -> str:
@@ -92,12 +82,18 @@ class HostCore:
 
     def _check(self) -> None:
         """Fail before a code is shown if the login could not be stored afterwards."""
-        self._store.preflight(key_file=self._key_file)
+        self._store.preflight()
+
+    @property
+    def last_saved(self) -> Saved | None:
+        """What the store did when this host last kept a login (the record written, the
+        login it replaced, a record set aside); None before any."""
+        return self._saved
 
     def _keep(self, step: Keep) -> LoginIdentity:
-        identity = self._store.save(step.account, step.token, key_file=self._key_file).identity
+        saved = self._saved = self._store.save(step.account, step.token)
         self._hold(step.token)
-        return identity
+        return saved.identity
 
     def _load(self, wanted: LoginIdentity) -> tuple[LoginIdentity, Secret]:
         """The stored login and token, if the stored login is still ``wanted``."""

@@ -24,7 +24,7 @@ from ._http import Sender
 if TYPE_CHECKING:
     from collections.abc import Generator
 
-    from ..store import CredentialStore
+    from ..store import CredentialStore, Deleted
 
 __all__ = ["GitHubCopilotHost"]
 
@@ -37,7 +37,7 @@ class GitHubCopilotHost(HostCore):
     ``transport`` is the only seam for tests (see :mod:`copilot_host.testing`); the URLs
     are fixed. ``sleep`` paces the one retry of a 429/5xx on exchange and discovery. The
     store keeps the credential (``CredentialStore(key_file=True)`` to keep its key in a
-    file); ``key_file=`` here is deprecated.
+    file).
     """
 
     def __init__(
@@ -49,12 +49,9 @@ class GitHubCopilotHost(HostCore):
         transport: httpx2.BaseTransport | None = None,
         timeout: httpx2.Timeout | None = None,
         clock: Clock = SYSTEM_CLOCK,
-        key_file: bool | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        super().__init__(
-            store=store, client_id=client_id, editor=editor, clock=clock, key_file=key_file
-        )
+        super().__init__(store=store, client_id=client_id, editor=editor, clock=clock)
         self._sender = Sender(transport=transport, timeout=timeout, clock=clock, sleep=sleep)
 
     # -- the seam -----------------------------------------------------------------------
@@ -92,8 +89,9 @@ class GitHubCopilotHost(HostCore):
         steps = _login.login(self._client_id, self._editor, self._clock)
         return self._drive(steps, on_code=on_code, cancel=cancel, sleep=sleep)
 
-    def logout(self) -> bool:
-        """Delete the stored credential and its key. GitHub's authorization is not revoked."""
+    def logout(self) -> Deleted:
+        """Delete the stored credential and its key, and say what was removed (true when
+        anything was). GitHub's authorization is not revoked."""
         self._forget()
         return self._store.delete()
 

@@ -10,6 +10,14 @@ from __future__ import annotations
 
 from ._header import Protection, ProtectionKind, RecordHeader
 from ._paths import default_home
-from ._store import CredentialStore
+from ._store import CredentialStore, Deleted, Saved
 
-__all__ = ["CredentialStore", "Protection", "ProtectionKind", "RecordHeader", "default_home"]
+__all__ = [
+    "CredentialStore",
+    "Deleted",
+    "Protection",
+    "ProtectionKind",
+    "RecordHeader",
+    "Saved",
+    "default_home",
+]

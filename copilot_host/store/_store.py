@@ -14,7 +14,7 @@ import os
 import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .._clock import SYSTEM_CLOCK, Clock
@@ -86,6 +86,44 @@ class _Damaged(Exception):
         super().__init__(reason)
         self.reason = reason
         self.identity = identity
+
+
+@dataclass(frozen=True, slots=True)
+class Saved:
+    """What :meth:`CredentialStore.save` did.
+
+    ``header``: the new record's, as ``header()`` shows it. ``replaced``: the login it
+    replaced (None: there was none, or it could not be read). ``set_aside``: where a record
+    that could not be read was moved instead of replaced (kept, never deleted), else None.
+    """
+
+    header: RecordHeader
+    replaced: RecordHeader | None = None
+    set_aside: Path | None = None
+
+    @property
+    def identity(self) -> LoginIdentity:
+        """Who logged in."""
+        return self.header.identity
+
+
+@dataclass(frozen=True, slots=True)
+class Deleted:
+    """What :meth:`CredentialStore.delete` did; true when anything was removed.
+
+    ``record``: the login removed (None: there was none, or it could not be read).
+    ``set_aside``: where a record that could not be read was moved (kept), else None.
+    ``still_aside``: records set aside earlier, left where they are. ``removed``: whether
+    anything was removed (a record, a key, or an unreadable record moved aside).
+    """
+
+    removed: bool
+    record: RecordHeader | None = None
+    set_aside: Path | None = None
+    still_aside: tuple[Path, ...] = ()
+
+    def __bool__(self) -> bool:
+        return self.removed
 
 
 class CredentialStore:
@@ -214,7 +252,10 @@ class CredentialStore:
         with self._io("read"), open_home(self._home, create=False) as dir_fd:
             if dir_fd is None:
                 return ()
-            names = sorted(n for n in os.listdir(dir_fd) if n.startswith(DAMAGED_PREFIX))
+            return self._aside_paths(dir_fd)
+
+    def _aside_paths(self, dir_fd: int) -> tuple[Path, ...]:
+        names = sorted(n for n in os.listdir(dir_fd) if n.startswith(DAMAGED_PREFIX))
         return tuple(self._home / name for name in names)
 
     # -- the credential ----------------------------------------------------------------
@@ -288,9 +329,10 @@ class CredentialStore:
                 probe_writable(dir_fd)
             self._writer(key_file).probe()
 
-    def save(self, account: str, token: Secret, *, key_file: bool | None = None) -> RecordHeader:
+    def save(self, account: str, token: Secret, *, key_file: bool | None = None) -> Saved:
         """Persist a new login (fresh random login id) replacing any previous one, and
-        return its header (as ``header()`` would show it; ``.identity`` is who logged in).
+        say what was done (:class:`Saved`: the new header as ``header()`` would show it,
+        ``.identity`` who logged in, the login replaced, a record set aside).
 
         The key is kept the store's way (``key_file`` overrides it for this call; None:
         the store's choice). Without a usable keyring no record and no key is written, and
@@ -315,7 +357,7 @@ class CredentialStore:
                     protection=Protection(keys.kind, keys.put(login_id, key)),
                 )
                 try:
-                    previous, _ = self._previous_header(dir_fd)
+                    previous, moved = self._previous_header(dir_fd)
                     write_private(dir_fd, RECORD_NAME, seal(header, key, token))
                 except BaseException:
                     # Only a record that never took the new one's place may lose its key:
@@ -329,11 +371,11 @@ class CredentialStore:
             if previous is not None:
                 self._forget_key(previous)
         _log.debug("saved credential record (login id %s, %s)", login_id, keys.kind)
-        return self._shown(header)
+        return Saved(self._shown(header), previous, moved)
 
-    def delete(self) -> bool:
-        """Log out locally: remove the record and every data key the store knows of;
-        True when anything was removed.
+    def delete(self) -> Deleted:
+        """Log out locally: remove the record and every data key the store knows of, and
+        say what was done (:class:`Deleted`, true when anything was removed).
 
         The keys of records set aside go too (their headers name them): a record set
         aside and its key would together still decrypt the token it held. A record that
@@ -349,15 +391,18 @@ class CredentialStore:
         """
         removed = False
         previous: RecordHeader | None = None
+        moved: Path | None = None
+        aside: tuple[Path, ...] = ()
         known: list[RecordHeader] = []
         with self._io("delete"):
             if not self._anything_to_delete():
                 self._cache = None
-                return False
+                return Deleted(False, still_aside=self.set_aside())
             with self._lock, open_home(self._home, create=False) as dir_fd:
                 if dir_fd is not None:
                     previous, moved = self._previous_header(dir_fd)
                     removed = moved is not None
+                    aside = tuple(path for path in self._aside_paths(dir_fd) if path != moved)
                     known = [
                         *([previous] if previous is not None else []),
                         *self._aside_headers(dir_fd),
@@ -369,7 +414,7 @@ class CredentialStore:
             self._cache = None
             removed = self._remove_keys(known, record_removed=previous is not None) or removed
         _log.debug("deleted credential record (removed: %s)", removed)
-        return removed
+        return Deleted(removed, previous, moved, aside)
 
     # -- internals ---------------------------------------------------------------------
 

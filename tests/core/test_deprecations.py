@@ -55,21 +55,10 @@ def test_a_session_missing_a_time_or_given_an_unknown_one_is_refused() -> None:
         _session(**NEW, expires_soon=1.0)
 
 
-def test_the_hosts_key_file_argument_still_works_with_a_warning(tmp_path: object) -> None:
-    from pathlib import Path
+@pytest.mark.parametrize("kind", ["blocking", "async"])
+def test_the_hosts_key_file_argument_is_gone_as_announced(kind: str) -> None:
+    from copilot_host.github import AsyncGitHubCopilotHost, GitHubCopilotHost
 
-    from copilot_host.github import GitHubCopilotHost
-    from copilot_host.store import CredentialStore
-    from copilot_host.testing import GitHubEmulator
-
-    assert isinstance(tmp_path, Path)
-    with GitHubEmulator() as emulator:
-        store = CredentialStore(tmp_path / "home")
-        with (
-            pytest.warns(DeprecationWarning, match=r"CredentialStore\(key_file=True\)"),
-            GitHubCopilotHost(store=store, transport=emulator.transport(), key_file=True) as host,
-        ):
-            host.login(sleep=lambda _seconds: None)
-        header = store.header()
-    assert header is not None
-    assert header.protection.kind == "key-file"
+    host = GitHubCopilotHost if kind == "blocking" else AsyncGitHubCopilotHost
+    with pytest.raises(TypeError, match="key_file"):
+        host(key_file=True)  # type: ignore[call-arg]

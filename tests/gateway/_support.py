@@ -102,7 +102,7 @@ class Gateway:
         return self.person.login(sleep=lambda _seconds: None)
 
     def logout(self) -> None:
-        assert self.person.logout() is True
+        assert self.person.logout().removed is True
 
     def settle(self) -> None:
         """Wait until no registration is running on the gateway's loop (the gateway names

@@ -79,7 +79,7 @@ def test_sync_end_to_end(store: CredentialStore) -> None:
             assert all(r.headers["copilot-integration-id"] == "vscode-chat" for r in inference)
             assert all(r.headers["authorization"] != "Bearer unused" for r in inference)
 
-            assert host.logout() is True
+            assert host.logout().removed is True
             assert host.availability() is None
             before = len(emu.requests)
             with pytest.raises(ch.LoginError):
@@ -133,7 +133,7 @@ def test_async_end_to_end(store: CredentialStore) -> None:
                     assert {a.status_code for a in answers} == {200}
                     assert len(emu.requests_to("copilot_token")) == exchanges
 
-                    assert await host.logout() is True
+                    assert (await host.logout()).removed is True
                     with pytest.raises(ch.LoginError):
                         await client.post(
                             chat.url, json=_chat_body("claude-sonnet-4"), auth=chat.auth

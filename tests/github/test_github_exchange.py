@@ -312,6 +312,6 @@ def test_availability_follows_the_store(store: CredentialStore, copilot_home: ob
 def test_logout_deletes_and_reports(store: CredentialStore) -> None:
     store.save("octocat", Secret(canary_github_token()))
     with GitHubCopilotHost(store=store) as host:
-        assert host.logout() is True
+        assert host.logout().removed is True
         assert host.availability() is None
-        assert host.logout() is False
+        assert host.logout().removed is False

@@ -37,7 +37,7 @@ import pytest
 
 import copilot_host as ch
 from copilot_host.github import AsyncGitHubCopilotHost, GitHubCopilotHost
-from copilot_host.store import CredentialStore
+from copilot_host.store import CredentialStore, Deleted
 from copilot_host.testing import GitHubEmulator, RawAnswer, Scenario
 from tests._clock import FakeClock
 from tests.conftest import MemoryKeyring
@@ -538,7 +538,7 @@ class _CancelStore(CredentialStore):
         finally:
             self.idle.set()
 
-    def delete(self) -> bool:
+    def delete(self) -> Deleted:
         self.idle.clear()
         try:
             self._points.thread_point()
@@ -586,7 +586,7 @@ async def _refresh_flow(ctx: _Ctx) -> None:
 
 
 async def _logout_flow(ctx: _Ctx) -> None:
-    assert await ctx.host.logout() is True
+    assert (await ctx.host.logout()).removed is True
 
 
 SWEEPS: dict[str, tuple[Callable[[_Ctx], Awaitable[None]], bool]] = {

@@ -266,7 +266,7 @@ def _sync_flows(ev: Evidence) -> None:
             ev.flow("error.origin_refused_by_route_auth")
 
         ev.files("sync (logged in)", home)
-        assert host.logout() is True
+        assert host.logout().removed is True
         ev.show("sync.logout", host, store, store.availability())
         ev.flow("sync.logout")
 
@@ -334,7 +334,7 @@ async def _async_flows(ev: Evidence) -> None:
                 ev.flow("async.retry_401")
 
             ev.files("async (logged in)", home)
-            assert await host.logout() is True
+            assert (await host.logout()).removed is True
             ev.flow("async.logout")
         ev.emulator(emu)
 

@@ -45,7 +45,9 @@ def mix(store: CredentialStore, seed: str, index: int, ops: int) -> int:
         roll = chooser.random()
         if roll < 0.45:
             account = f"p{index}-{step}"
-            who = store.save(account, token_for(seed, account), key_file=chooser.random() < 0.5)
+            who = store.save(
+                account, token_for(seed, account), key_file=chooser.random() < 0.5
+            ).header
             if who.account != account:
                 print(f"save returned {who}", file=sys.stderr)
                 return 1

@@ -38,14 +38,14 @@ def test_delete_sets_an_unparseable_record_aside_and_counts_it_removed(
     store = CredentialStore()
     store.save("octocat", canary_token(), key_file=key_file)
     _plant(store.record_path, GARBAGE)
-    assert store.delete() is True
+    assert store.delete().removed is True
     assert not store.record_path.exists()
     # Kept aside (the store never silently deletes a damaged record), and nothing else
     # of that login is left behind.
     assert [p.read_bytes() for p in store.set_aside()] == [GARBAGE]
     assert not list(copilot_home.glob("*.key"))
     assert store.header() is None
-    assert store.delete() is False
+    assert store.delete().removed is False
 
 
 # -- a path that cannot be the store folder --------------------------------------------
@@ -124,12 +124,12 @@ def test_preflight_creates_a_missing_folder_private_and_leaves_it_empty(
 
 def test_delete_with_no_folder_creates_nothing(tmp_path: Path) -> None:
     home = tmp_path / "missing" / "home"
-    assert CredentialStore(home).delete() is False
+    assert CredentialStore(home).delete().removed is False
     assert not (tmp_path / "missing").exists()
 
 
 def test_delete_in_an_empty_folder_creates_no_lock_file(copilot_home: Path) -> None:
-    assert CredentialStore().delete() is False
+    assert CredentialStore().delete().removed is False
     assert os.listdir(copilot_home) == []
 
 
@@ -148,7 +148,7 @@ def test_logout_on_a_full_disk_still_removes_the_login(
     # The lock writes (and clears) its holder's pid; only that writes to the disk.
     monkeypatch.setattr(os, "pwrite", no_space)
     monkeypatch.setattr(os, "ftruncate", no_space)
-    assert store.delete() is True
+    assert store.delete().removed is True
     monkeypatch.undo()
     assert store.header() is None
     assert memory_keyring.items == {}

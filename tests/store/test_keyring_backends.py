@@ -52,7 +52,7 @@ def test_no_usable_keyring_writes_nothing_and_names_the_key_file_choice(
     store = CredentialStore()
     who = store.save("octocat", canary_token(), key_file=True).identity
     assert store.load()[0] == who
-    assert store.delete() is True
+    assert store.delete().removed is True
 
 
 def test_locked_keyring_is_a_clear_error_and_nothing_is_written(copilot_home: Path) -> None:
@@ -148,7 +148,7 @@ def test_keyring_is_not_consulted_for_key_file_logins(
     store = CredentialStore(keyring_timeout=0.2)
     who = store.save("octocat", canary_token(), key_file=True).identity
     assert store.load()[0] == who
-    assert store.delete() is True
+    assert store.delete().removed is True
     assert hanging.calls == 0
 
 

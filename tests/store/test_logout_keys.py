@@ -87,8 +87,8 @@ def test_a_set_aside_whose_key_is_gone_never_fails_a_later_logout(
     (aside,) = store.set_aside()
     assert aside.name.endswith(".key-removed")
     keyring.set_keyring(LockedKeyring())
-    assert store.delete() is False  # nothing to remove, and no error
-    assert store.delete() is False
+    assert store.delete().removed is False  # nothing to remove, and no error
+    assert store.delete().removed is False
     assert store.set_aside() == (aside,)
 
 
@@ -103,7 +103,7 @@ def test_logout_removes_the_keys_of_records_an_earlier_version_set_aside(
     key_path = copilot_home / f"credential-{old.login_id}.key"
     assert keys.has(old.login_id) or key_path.exists()
     new = store.save("octocat", canary_token()).identity  # a new login...
-    assert store.delete() is True  # ...then a logout
+    assert store.delete().removed is True  # ...then a logout
     assert not keys.has(old.login_id)
     assert not keys.has(new.login_id)
     assert not key_path.exists()
@@ -152,7 +152,7 @@ def test_logout_names_every_entry_it_could_not_remove(
     # The entries really are still there: the message told the truth.
     assert set(memory_keyring.items) == {(SERVICE, old.login_id), (SERVICE, current.login_id)}
     keyring.set_keyring(memory_keyring)
-    assert store.delete() is True  # the record set aside still names its key
+    assert store.delete().removed is True  # the record set aside still names its key
     assert set(memory_keyring.items) == {(SERVICE, current.login_id)}
 
 

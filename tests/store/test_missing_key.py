@@ -67,7 +67,7 @@ def test_a_real_secret_service_record_read_under_another_keyring_is_kept(
     _assert_kept(store, record)
     keyring.set_keyring(secret_service)
     assert store.load() == (who, token)
-    assert store.delete() is True
+    assert store.delete().removed is True
 
 
 def test_an_entry_removed_from_the_same_keyring_keeps_the_record(

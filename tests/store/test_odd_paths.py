@@ -60,7 +60,7 @@ def test_what_save_writes_load_reads_whatever_the_folder_is_called(
         assert stat.S_IMODE(key_path.stat().st_mode) == 0o600
         # The folder's path is not in the record at all.
         assert os.fsencode(home) not in store.record_path.read_bytes()
-    assert store.delete() is True
+    assert store.delete().removed is True
     assert sorted(os.listdir(home)) == ["credential.lock"]
     assert memory_keyring.items == {}
 
@@ -131,7 +131,7 @@ def _pre_0_2_record(store: CredentialStore, folder: Path) -> tuple[RecordHeader,
     """A key-file login rewritten as 0.1.0 recorded it: the key file's absolute path, in
     ``folder``. Returns the legacy header, the key file's real path and the token."""
     token = canary_token()
-    header = store.save("octocat", token, key_file=True)
+    header = store.save("octocat", token, key_file=True).header
     key_path = store.home / f"credential-{header.login_id}.key"
     legacy = type(header)(
         FORMAT_VERSION,

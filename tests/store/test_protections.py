@@ -45,7 +45,7 @@ def test_a_store_built_for_key_files_writes_key_files_without_asking_the_keyring
     stored = store.header()
     assert stored is not None and stored.protection.kind == "key-file"
     assert store.load()[0] == stored.identity
-    assert store.delete() is True
+    assert store.delete().removed is True
     assert hanging.calls == 0
 
 
@@ -60,7 +60,7 @@ def test_each_record_is_read_and_removed_with_the_protection_its_header_names(
     assert header is not None
     assert header.protection.kind == ("key-file" if writer_key_file else "keyring")
     assert reader.load() == (header.identity, token)
-    assert reader.delete() is True
+    assert reader.delete().removed is True
     assert memory_keyring.items == {}
     assert os.listdir(copilot_home) == ["credential.lock"]
 

@@ -23,7 +23,7 @@ def test_empty_store_reads_as_logged_out(copilot_home: Path) -> None:
     assert store.set_aside() == ()
     with pytest.raises(NotLoggedInError):
         store.load()
-    assert store.delete() is False
+    assert store.delete().removed is False
 
 
 def test_save_then_load_with_keyring(copilot_home: Path, memory_keyring: MemoryKeyring) -> None:
@@ -82,13 +82,13 @@ def test_delete_removes_record_and_key_but_keeps_the_lock(
 ) -> None:
     store = CredentialStore()
     store.save("octocat", canary_token())
-    assert store.delete() is True
+    assert store.delete().removed is True
     assert memory_keyring.items == {}
     assert os.listdir(copilot_home) == ["credential.lock"]
     assert store.availability() is None
-    assert store.delete() is False
+    assert store.delete().removed is False
     store.save("octocat", canary_token(), key_file=True)
-    assert store.delete() is True
+    assert store.delete().removed is True
     assert os.listdir(copilot_home) == ["credential.lock"]
 
 
@@ -118,7 +118,7 @@ def test_lock_is_reentrant_within_a_thread(copilot_home: Path) -> None:
     with store.lock():
         who = store.save("octocat", canary_token()).identity
         assert store.load()[0] == who
-        assert store.delete() is True
+        assert store.delete().removed is True
 
 
 @pytest.mark.parametrize("account", ["", "x" * 257, "evil\x1b[2Jname", "two\nlines", 42])
@@ -155,10 +155,12 @@ def test_identity_type() -> None:
 def test_save_returns_the_header_it_stored(copilot_home: Path, key_file: bool) -> None:
     """So a caller needs no second read to learn who logged in and how the key is kept."""
     store = CredentialStore(clock=FixedClock(1_700_000_123.0))
-    header = store.save("octocat", canary_token(), key_file=key_file)
+    saved = store.save("octocat", canary_token(), key_file=key_file)
+    header = saved.header
     assert isinstance(header, RecordHeader)
     assert header == store.header()
-    assert header.identity == store.availability()
+    assert header.identity == saved.identity == store.availability()
+    assert (saved.replaced, saved.set_aside) == (None, None)
     assert header.account == "octocat"
     assert header.created_at == 1_700_000_123.0
     assert header.protection.kind == ("key-file" if key_file else "keyring")

@@ -35,7 +35,7 @@ def test_round_trip_and_delete(copilot_home: Path, secret_service: Any) -> None:
         assert token.reveal().encode() not in data, path
     assert CredentialStore(copilot_home).load() == (who, token)
 
-    assert store.delete() is True
+    assert store.delete().removed is True
     assert secret_service.get_password("copilot-host", who.login_id) is None
     assert os.listdir(copilot_home) == ["credential.lock"]
     with pytest.raises(NotLoggedInError):
@@ -49,4 +49,4 @@ def test_a_new_login_replaces_the_old_key(secret_service: Any) -> None:
     assert secret_service.get_password("copilot-host", first.login_id) is None
     assert secret_service.get_password("copilot-host", second.login_id) is not None
     assert store.load()[0] == second
-    assert store.delete() is True
+    assert store.delete().removed is True
