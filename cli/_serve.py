@@ -15,12 +15,9 @@ the usual way (exit 130 or 143). The key file is removed on every way out.
 from __future__ import annotations
 
 import errno
-import os
-import shlex
 import socket
-import stat
-from collections.abc import Callable
-from pathlib import Path
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -32,7 +29,7 @@ from ._output import CopilotHostCommand, Output, write_stdout
 if TYPE_CHECKING:
     import uvicorn
 
-    from copilot_host.store import CredentialStore
+    from copilot_host.store import CredentialStore, GatewayKey
 
 __all__ = ["DEFAULT_PORT", "GRACE", "serve", "server_config"]
 
@@ -129,7 +126,7 @@ def serve(port: int, address: str, as_json: bool) -> None:
         port = listener.getsockname()[1]
         base_url = f"http://{shown}:{port}/v1"
         key = _new_key()
-        with _KeyFile(store.home, port, key) as key_file:
+        with _key_file(store, port, key) as key_file:
             undo_access_log = _access_log()
             try:
                 _run(
@@ -141,7 +138,7 @@ def serve(port: int, address: str, as_json: bool) -> None:
                         as_json=as_json,
                         base_url=base_url,
                         key=key,
-                        key_path=key_file.path,
+                        key_file=key_file,
                         store=store,
                     ),
                 )
@@ -194,117 +191,23 @@ def _new_key() -> str:
     return KEY_PREFIX + secrets.token_urlsafe(32)
 
 
-class _KeyFile:
-    """``gateway-PORT.key`` in the store folder: the key, for the user's own programs.
+@contextmanager
+def _key_file(store: CredentialStore, port: int, key: str) -> Iterator[GatewayKey]:
+    """The store's key file for this gateway; another gateway on the port is port_in_use."""
+    from copilot_host import StoreLockedError, show_path
 
-    0600, owned by us, never followed through a symlink. The running gateway holds an
-    exclusive ``flock`` on it, so a file left by a gateway that died (the lock went with
-    it) is stale and replaced, while one whose gateway still runs (the same port on the
-    other loopback family) is left alone and this start fails. Removed on exit, only if it
-    is still the file this run wrote.
-    """
-
-    def __init__(self, home: Path, port: int, key: str) -> None:
-        self.path = home / f"gateway-{port}.key"
-        self._key = key
-        self._fd = -1
-        self._dir_fd = -1
-
-    def __enter__(self) -> _KeyFile:
-        import fcntl
-
-        locked = False
-        try:
-            self._dir_fd = _private_folder(self.path.parent)
-            self._fd = _own_file(self._dir_fd, self.path)
-            try:
-                fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                locked = True
-            except BlockingIOError:
-                raise CliFailure(
-                    "port_in_use",
-                    f"another copilot-host serve on this port holds {self.path}; stop it "
-                    "or choose another port with --port",
-                ) from None
-            # Ours now: whatever a gateway that died left in it is replaced.
-            os.fchmod(self._fd, 0o600)
-            os.ftruncate(self._fd, 0)
-            os.write(self._fd, (self._key + "\n").encode("ascii"))
-            os.fsync(self._fd)
-        except OSError as exc:  # a full disk, a read-only leftover, an I/O error
-            if locked:
-                self.__exit__()  # ours: removed, so no copy of the key stays behind
-            self._close()
-            from copilot_host import show_path
-
-            raise CliFailure(
-                "key_file_io",
-                f"could not write the key file {show_path(self.path)}: "
-                f"{exc.strerror or type(exc).__name__}",
-            ) from None
-        except BaseException:
-            self._close()
-            raise
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        try:
-            if self._fd >= 0:
-                mine = os.fstat(self._fd)
-                try:
-                    there = os.stat(self.path.name, dir_fd=self._dir_fd, follow_symlinks=False)
-                except FileNotFoundError:
-                    there = None
-                if there is not None and (there.st_dev, there.st_ino) == (mine.st_dev, mine.st_ino):
-                    os.unlink(self.path.name, dir_fd=self._dir_fd)
-                # Emptied too, so a copy of the name held elsewhere reads nothing.
-                os.ftruncate(self._fd, 0)
-        finally:
-            self._close()
-
-    def _close(self) -> None:
-        for fd in (self._fd, self._dir_fd):
-            if fd >= 0:
-                os.close(fd)
-        self._fd = self._dir_fd = -1
-
-
-def _private_folder(path: Path) -> int:
-    """A descriptor of the store folder, refused unless it is ours and private (preflight
-    checked it by name; this checks what the descriptor holds)."""
-    from copilot_host import show_path
-
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    found = os.fstat(fd)
-    if found.st_uid != os.geteuid() or stat.S_IMODE(found.st_mode) & 0o077:
-        os.close(fd)
-        # The store's words for the same refusal (its preflight makes it by name).
-        raise CliFailure(
-            "store_insecure",
-            f"The credential store folder {show_path(path)} is not private to you (it changed "
-            f"after it was checked); run: chmod 700 {shlex.quote(str(path))}",
-        )
-    return fd
-
-
-def _own_file(dir_fd: int, path: Path) -> int:
-    """The key file opened (made 0600 when new), refused unless a regular file of ours."""
-    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
-        fd = os.open(path.name, flags, 0o600, dir_fd=dir_fd)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise CliFailure(
-                "key_file_insecure", f"{path} is a symbolic link; remove it and start again"
-            ) from None
-        raise
-    found = os.fstat(fd)
-    if not stat.S_ISREG(found.st_mode) or found.st_uid != os.geteuid():
-        os.close(fd)
+        with store.gateway_key(port, key) as key_file:
+            yield key_file
+    except StoreLockedError as exc:
+        if exc.code != "gateway_running":
+            raise
         raise CliFailure(
-            "key_file_insecure", f"{path} is not a regular file of yours; remove it and start again"
-        )
-    return fd
+            "port_in_use",
+            "another copilot-host serve on this port holds "
+            f"{show_path(store.home / f'gateway-{port}.key')}; stop it or choose another port "
+            "with --port",
+        ) from None
 
 
 def _access_log() -> Callable[[], None]:
@@ -426,7 +329,7 @@ def _listening(
     as_json: bool,
     base_url: str,
     key: str,
-    key_path: Path,
+    key_file: GatewayKey,
     store: CredentialStore,
 ) -> None:
     if as_json:
@@ -437,7 +340,7 @@ def _listening(
     from copilot_host import clean
 
     root = base_url.removesuffix("/v1")
-    key_file = shlex.quote(str(key_path))
+    quoted = key_file.quoted
     out.info(f"copilot-host gateway listening on {out.strong(base_url)}")
     try:
         identity = store.availability()
@@ -452,17 +355,17 @@ def _listening(
     out.info("")
     out.info("API key (shown once; also in the key file while this runs):")
     out.info(f"  {key}")
-    out.info(f"  key file: {key_file}")
+    out.info(f"  key file: {quoted}")
     out.info("")
     out.info("Point your tools at it:")
     out.info(f'  OpenAI SDK      OpenAI(base_url="{base_url}", api_key=KEY)')
     out.info(f'  Anthropic SDK   Anthropic(base_url="{root}", api_key=KEY)   (no /v1)')
     # On stdin (-K -): a command line is visible to every local user, and printf is a
     # shell builtin, so the key is in no process's arguments.
-    bearer = f'printf \'header = "Authorization: Bearer %s"\\n\' "$(cat {key_file})"'
+    bearer = f'printf \'header = "Authorization: Bearer %s"\\n\' "$(cat {quoted})"'
     out.info(f"  curl            {bearer} |")
     out.info(f"                    curl {base_url}/models -K -")
-    out.info(f"  environment     OPENAI_BASE_URL={base_url} OPENAI_API_KEY=$(cat {key_file})")
-    out.info(f"                  ANTHROPIC_BASE_URL={root} ANTHROPIC_API_KEY=$(cat {key_file})")
+    out.info(f"  environment     OPENAI_BASE_URL={base_url} OPENAI_API_KEY=$(cat {quoted})")
+    out.info(f"                  ANTHROPIC_BASE_URL={root} ANTHROPIC_API_KEY=$(cat {quoted})")
     out.info("                  (read by the SDKs and by agents built on them)")
     out.hint("One line per request follows. Ctrl-C stops the gateway.")

@@ -8,6 +8,7 @@ neither cryptography nor keyring; they load when first needed.
 
 from __future__ import annotations
 
+from ._gateway_key import GatewayKey, GatewayKeyFile
 from ._header import Protection, ProtectionKind, RecordHeader
 from ._paths import default_home
 from ._store import CredentialStore, Deleted, Saved
@@ -15,6 +16,8 @@ from ._store import CredentialStore, Deleted, Saved
 __all__ = [
     "CredentialStore",
     "Deleted",
+    "GatewayKey",
+    "GatewayKeyFile",
     "Protection",
     "ProtectionKind",
     "RecordHeader",

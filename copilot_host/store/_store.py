@@ -38,6 +38,7 @@ from ._atomic import (
     rename,
     write_private,
 )
+from ._gateway_key import GatewayKeyFile
 from ._header import KEY_FILE, KEYRING, Protection, ProtectionKind, RecordHeader
 from ._keyfile import KeyFileKeys
 from ._keyring import KeyringKeys
@@ -67,7 +68,7 @@ from ._record import (
     seal,
 )
 
-__all__ = ["CredentialStore"]
+__all__ = ["CredentialStore", "Deleted", "Saved"]
 
 _log = logging.getLogger("copilot_host.store")
 # A reader that loses a race with a writer (the record was replaced and the old key removed
@@ -415,6 +416,15 @@ class CredentialStore:
             removed = self._remove_keys(known, record_removed=previous is not None) or removed
         _log.debug("deleted credential record (removed: %s)", removed)
         return Deleted(removed, previous, moved, aside)
+
+    # -- the gateway's key ---------------------------------------------------------------
+
+    def gateway_key(self, port: int, key: str) -> GatewayKeyFile:
+        """``gateway-PORT.key`` in the store folder while a gateway runs (a context manager
+        that gives where it is; see :mod:`copilot_host.store._gateway_key`): written
+        atomically, 0600, in the folder as the store checks it, guarded against a second
+        gateway on the same port by a lock of its own, removed on exit."""
+        return GatewayKeyFile(self._home, port, key)
 
     # -- internals ---------------------------------------------------------------------
 

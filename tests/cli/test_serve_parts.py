@@ -4,14 +4,11 @@ itself runs in a child process: tests/gateway/test_serve.py.)"""
 from __future__ import annotations
 
 import asyncio
-import errno
 import io
 import json
 import logging
-import os
 import secrets
 import socket
-import stat
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
@@ -26,7 +23,7 @@ from copilot_host_cli._serve import (
     _access_log,
     _bind,
     _error_event,
-    _KeyFile,
+    _key_file,
     _listening,
     _new_key,
 )
@@ -34,7 +31,7 @@ from copilot_host_cli._serve import (
 from copilot_host import Secret
 from copilot_host.gateway import ACCESS_LOGGER
 from copilot_host.github import AsyncGitHubCopilotHost, GitHubCopilotHost
-from copilot_host.store import CredentialStore
+from copilot_host.store import CredentialStore, GatewayKey
 from tests._clock import FakeClock
 
 
@@ -70,82 +67,13 @@ def test_keys_are_long_random_and_recognisable() -> None:
     assert all(k.startswith(KEY_PREFIX) and len(k) >= len(KEY_PREFIX) + 43 for k in keys)
 
 
-def test_the_key_file_is_private_while_served_and_gone_after(copilot_home: Path) -> None:
-    key = _new_key()
-    with _KeyFile(copilot_home, 8765, key) as key_file:
-        assert key_file.path == copilot_home / "gateway-8765.key"
-        assert key_file.path.read_text() == key + "\n"
-        assert stat.S_IMODE(key_file.path.stat().st_mode) == 0o600
-        # A second gateway on the same port (the other loopback family) cannot take it.
-        with pytest.raises(CliFailure) as caught, _KeyFile(copilot_home, 8765, _new_key()):
+def test_a_second_gateway_on_the_port_is_port_in_use(copilot_home: Path) -> None:
+    store = CredentialStore(copilot_home)
+    with _key_file(store, 8765, _new_key()) as key_file:
+        with pytest.raises(CliFailure) as caught, _key_file(store, 8765, _new_key()):
             pass
         assert caught.value.problem.code == "port_in_use"
-        assert key_file.path.read_text() == key + "\n"
-    assert not key_file.path.exists()
-
-
-def test_a_key_file_left_by_a_gateway_that_died_is_replaced(copilot_home: Path) -> None:
-    stale = copilot_home / "gateway-8765.key"
-    stale.write_text("cph_from-a-gateway-that-died\n")
-    stale.chmod(0o644)
-    with _KeyFile(copilot_home, 8765, "cph_new"):
-        assert stale.read_text() == "cph_new\n"
-        assert stat.S_IMODE(stale.stat().st_mode) == 0o600
-    assert not stale.exists()
-
-
-def test_a_key_file_someone_replaced_meanwhile_is_left_alone(copilot_home: Path) -> None:
-    with _KeyFile(copilot_home, 8765, "cph_ours") as key_file:
-        key_file.path.unlink()
-        key_file.path.write_text("someone else's\n")
-    assert key_file.path.read_text() == "someone else's\n"
-
-
-def test_a_symlinked_key_file_is_refused_and_never_followed(
-    copilot_home: Path, tmp_path: Path
-) -> None:
-    target = tmp_path / "elsewhere"
-    target.write_text("untouched\n")
-    (copilot_home / "gateway-8765.key").symlink_to(target)
-    with pytest.raises(CliFailure) as caught, _KeyFile(copilot_home, 8765, "cph_x"):
-        pass
-    assert caught.value.problem.code == "key_file_insecure"
-    assert "is a symbolic link" in caught.value.problem.message
-    assert target.read_text() == "untouched\n"
-
-
-def test_a_key_path_that_is_no_regular_file_is_refused(copilot_home: Path) -> None:
-    os.mkfifo(copilot_home / "gateway-8765.key", 0o600)
-    with pytest.raises(CliFailure) as caught, _KeyFile(copilot_home, 8765, "cph_x"):
-        pass
-    assert caught.value.problem.code == "key_file_insecure"
-    assert "not a regular file of yours" in caught.value.problem.message
-
-
-def test_a_store_folder_others_can_reach_gets_no_key_file(copilot_home: Path) -> None:
-    copilot_home.chmod(0o755)
-    with pytest.raises(CliFailure) as caught, _KeyFile(copilot_home, 8765, "cph_x"):
-        pass
-    assert caught.value.problem.code == "store_insecure"
-    assert f"run: chmod 700 {copilot_home}" in caught.value.problem.message
-    assert not (copilot_home / "gateway-8765.key").exists()
-
-
-def test_a_key_file_that_cannot_be_written_is_a_typed_failure_naming_it(
-    copilot_home: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    def full(fd: int) -> None:
-        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-
-    monkeypatch.setattr(os, "fsync", full)
-    with pytest.raises(CliFailure) as caught, _KeyFile(copilot_home, 8765, "cph_x"):
-        pass
-    assert caught.value.problem.code == "key_file_io"
-    assert caught.value.problem.message == (
-        f"could not write the key file {copilot_home / 'gateway-8765.key'}: "
-        f"{os.strerror(errno.ENOSPC)}"
-    )
-    assert not (copilot_home / "gateway-8765.key").exists()  # no copy of the key stays
+        assert str(key_file.path) in caught.value.problem.message
 
 
 def test_a_failure_is_one_versioned_json_event() -> None:
@@ -174,7 +102,7 @@ def _listening_output(
                 as_json=as_json,
                 base_url="http://127.0.0.1:8765/v1",
                 key="cph_shown-once",
-                key_path=copilot_home / "gateway-8765.key",
+                key_file=GatewayKey(copilot_home / "gateway-8765.key", "KEYFILE"),
                 store=store,
             )
         sink = error_sink(ctx)
@@ -204,7 +132,7 @@ def test_people_are_told_the_account_the_key_and_how_to_point_tools_at_it(
     assert "Serving the Copilot models of octocat." in stderr
     assert "  cph_shown-once\n" in stderr
     assert 'Anthropic(base_url="http://127.0.0.1:8765", api_key=KEY)' in stderr
-    assert f"$(cat {copilot_home / 'gateway-8765.key'})" in stderr
+    assert "$(cat KEYFILE)" in stderr  # the path as the store quotes it for a shell
 
 
 def test_logged_out_it_says_requests_get_503_until_a_login(copilot_home: Path) -> None:

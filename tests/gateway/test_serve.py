@@ -458,8 +458,10 @@ def test_a_key_file_held_by_a_running_gateway_is_left_alone(copilot_home: Path) 
     held = copilot_home / f"gateway-{port}.key"
     held.write_text("cph_the-other-gateways-key\n")
     held.chmod(0o600)
-    with held.open("rb") as other:
-        fcntl.flock(other, fcntl.LOCK_EX)  # what a running gateway holds
+    lock = copilot_home / f"gateway-{port}.lock"
+    lock.touch(mode=0o600)
+    with lock.open("rb") as other:
+        fcntl.flock(other, fcntl.LOCK_EX)  # what a running gateway holds: the port's lock
         result = _run("serve", "--port", str(port))
     assert result.exit_code == 1
     assert "another copilot-host serve" in result.stderr
