@@ -14,8 +14,8 @@ import asyncio
 import dataclasses
 import threading
 import time
-from collections.abc import Awaitable, Callable
-from typing import Protocol
+from collections.abc import Awaitable, Callable, Generator
+from typing import Protocol, cast
 
 from ._clock import SYSTEM_CLOCK, Clock
 from ._errors import DeviceCodeExpiredError, LoginCancelledError
@@ -29,6 +29,8 @@ __all__ = [
     "check_deadline",
     "first_interval",
     "next_pause",
+    "pace",
+    "pause",
     "wait_for_device_login",
 ]
 
@@ -79,12 +81,48 @@ def check_deadline(login: CopilotDeviceLogin, now: float) -> None:
         raise _expired()
 
 
+def pace(
+    login: CopilotDeviceLogin, clock: Clock
+) -> Generator[float | CopilotDeviceLogin, object, LoginIdentity]:
+    """The one device-login loop, sans-IO: yields a pause (seconds to wait, then send
+    None) or the login to poll now (then send the poll's result); returns who logged in.
+
+    Every driver (the two below, and a host's own login steps) only waits and polls.
+    """
+    interval = first_interval(login)
+    while True:
+        yield next_pause(interval, login, clock.monotonic())
+        check_deadline(login, clock.monotonic())
+        result = yield dataclasses.replace(login, interval=interval)
+        if isinstance(result, Authorized):
+            return result.identity
+        if not isinstance(result, Pending):
+            raise TypeError("a device-login poll answers Pending or Authorized")
+        interval = max(interval, result.interval)
+
+
+def pause(
+    seconds: float, cancel: threading.Event | None, sleep: Callable[[float], None] | None
+) -> None:
+    """One blocking wait between polls. Without an injected ``sleep`` a set ``cancel``
+    wakes it at once; an injected one is called as is, ``cancel`` checked around it."""
+    if cancel is not None and cancel.is_set():
+        raise cancelled()
+    if sleep is None and cancel is not None:
+        if cancel.wait(seconds):
+            raise cancelled()
+    else:
+        (sleep or time.sleep)(seconds)
+    if cancel is not None and cancel.is_set():
+        raise cancelled()
+
+
 def wait_for_device_login(
     host: _Polls,
     login: CopilotDeviceLogin,
     *,
     cancel: threading.Event | None = None,
-    sleep: Callable[[float], None] = time.sleep,
+    sleep: Callable[[float], None] | None = None,
     clock: Clock = SYSTEM_CLOCK,
 ) -> LoginIdentity:
     """Poll ``host`` until the person approves, denies, the code expires or ``cancel`` is set.
@@ -92,23 +130,18 @@ def wait_for_device_login(
     With the default ``sleep``, a set ``cancel`` wakes the wait at once; an injected
     ``sleep`` (tests, custom schedulers) is called as is and ``cancel`` checked around it.
     """
-    interval = first_interval(login)
-    while True:
-        if cancel is not None and cancel.is_set():
-            raise cancelled()
-        pause = next_pause(interval, login, clock.monotonic())
-        if cancel is not None and sleep is time.sleep:
-            if cancel.wait(pause):
-                raise cancelled()
-        else:
-            sleep(pause)
-        if cancel is not None and cancel.is_set():
-            raise cancelled()
-        check_deadline(login, clock.monotonic())
-        result = host.poll_device_login(dataclasses.replace(login, interval=interval))
-        if isinstance(result, Authorized):
-            return result.identity
-        interval = max(interval, result.interval)
+    steps = pace(login, clock)
+    wait = None if sleep is time.sleep else sleep
+    try:
+        step = next(steps)
+        while True:
+            if isinstance(step, CopilotDeviceLogin):
+                step = steps.send(host.poll_device_login(step))
+            else:
+                pause(step, cancel, wait)
+                step = steps.send(None)
+    except StopIteration as done:
+        return cast(LoginIdentity, done.value)
 
 
 async def await_device_login(
@@ -119,11 +152,14 @@ async def await_device_login(
     clock: Clock = SYSTEM_CLOCK,
 ) -> LoginIdentity:
     """The asyncio twin of :func:`wait_for_device_login`; cancel the task to stop it."""
-    interval = first_interval(login)
-    while True:
-        await sleep(next_pause(interval, login, clock.monotonic()))
-        check_deadline(login, clock.monotonic())
-        result = await host.poll_device_login(dataclasses.replace(login, interval=interval))
-        if isinstance(result, Authorized):
-            return result.identity
-        interval = max(interval, result.interval)
+    steps = pace(login, clock)
+    try:
+        step = next(steps)
+        while True:
+            if isinstance(step, CopilotDeviceLogin):
+                step = steps.send(await host.poll_device_login(step))
+            else:
+                await sleep(step)
+                step = steps.send(None)
+    except StopIteration as done:
+        return cast(LoginIdentity, done.value)

@@ -12,7 +12,7 @@ import httpx2
 
 from .._catalog._specs import Inventory
 from .._clock import SYSTEM_CLOCK, Clock
-from .._device import cancelled
+from .._device import cancelled, pause
 from .._hosts import Authorized, CopilotDeviceLogin, CopilotSession, LoginIdentity, Pending
 from . import _login
 from ._core import HostCore
@@ -118,11 +118,7 @@ class GitHubCopilotHost(HostCore):
             if isinstance(step, _login.Send):
                 answer = self._sender.send(step.request)
             elif isinstance(step, _login.Wait):
-                if sleep is None and cancel is not None:
-                    if cancel.wait(step.seconds):  # a set cancel wakes the wait at once
-                        raise cancelled()
-                else:
-                    (sleep or time.sleep)(step.seconds)
+                pause(step.seconds, cancel, sleep)
             elif isinstance(step, _login.Show):
                 if on_code is not None:
                     on_code(step.login)

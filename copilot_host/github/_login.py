@@ -13,13 +13,12 @@ access never leaves a credential behind.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any
 
 from .._clock import Clock
-from .._device import check_deadline, first_interval, next_pause
+from .._device import pace
 from .._hosts import Authorized, CopilotDeviceLogin, LoginIdentity, Pending
 from .._safety._secret import Secret
 from ._device_code import build_device_code_request, parse_device_code
@@ -100,11 +99,15 @@ def login(
     login. Ends at the code's deadline on the monotonic clock."""
     device = yield from begin(client_id, editor)
     yield Show(device)
-    interval = first_interval(device)
-    while True:
-        yield Wait(next_pause(interval, device, clock.monotonic()))
-        check_deadline(device, clock.monotonic())
-        outcome = yield from poll(client_id, editor, dataclasses.replace(device, interval=interval))
-        if isinstance(outcome, Authorized):
-            return outcome.identity
-        interval = max(interval, outcome.interval)
+    # The pacing is the core's one loop; each of its steps becomes a Wait or a poll here.
+    steps = pace(device, clock)
+    try:
+        step = next(steps)
+        while True:
+            if isinstance(step, CopilotDeviceLogin):
+                step = steps.send((yield from poll(client_id, editor, step)))
+            else:
+                step = steps.send((yield Wait(step)))
+    except StopIteration as done:
+        identity: LoginIdentity = done.value
+        return identity
