@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable
 
 import httpx2
 
+from .._bounded import Abandoned, call_bounded
 from .._clock import Clock
 from .._errors import CopilotHostError, ResponseError, SessionError, TransportError
 from .._safety._redact import scrub
@@ -274,29 +275,15 @@ class Sender:
         step ends by its deadline with ``TransportError(code="timeout")``."""
         deadline = _Deadline(self._budget)
         self._get_client()  # a closed host or a broken TLS setup fails here, typed
-        box: dict[str, object] = {}
-        done = threading.Event()
-
-        def run() -> None:
-            try:
-                box["answer"] = self._attempts(request, deadline)
-            except BaseException as exc:  # handed to the waiting caller, which raises it
-                box["error"] = exc
-            finally:
-                done.set()
-
-        worker = threading.Thread(target=run, name="copilot-host-step", daemon=True)
-        worker.start()
-        if not done.wait(max(deadline.remaining(), 0.0)):
+        try:
+            return call_bounded(
+                lambda: self._attempts(request, deadline),
+                deadline.remaining(),
+                name="copilot-host-step",
+            )
+        except Abandoned:
             _log.debug("%s: abandoned at its %.0f s deadline", request.what, deadline.budget)
-            raise _timed_out(request, deadline.budget)
-        error = box.get("error")
-        if error is not None:
-            assert isinstance(error, BaseException)
-            raise error
-        answer = box["answer"]
-        assert isinstance(answer, WireResponse)
-        return answer
+            raise _timed_out(request, deadline.budget) from None
 
 
 class AsyncSender:

@@ -18,6 +18,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from .._bounded import Abandoned, call_bounded
 from .._errors import KeyringUnavailableError
 from ._header import KEYRING, ProtectionKind
 from ._protection import KeyLeft, KeyNotFound
@@ -195,32 +196,21 @@ class KeyringKeys:
                 f"it may be locked or showing an unlock prompt); unlock it and try again{hint}",
                 code="keyring_timeout",
             )
-        box: dict[str, Any] = {}
-        done = threading.Event()
-
-        def run() -> None:
-            try:
-                box["value"] = call()
-            except BaseException as exc:  # re-raised as a typed error below
-                box["error"] = exc
-            finally:
-                done.set()
-
-        worker = threading.Thread(target=run, name="copilot-host-keyring", daemon=True)
-        worker.start()
-        if not done.wait(self._timeout):
+        try:
+            return call_bounded(call, self._timeout, name="copilot-host-keyring")
+        except BaseException as error:
+            failure = error
+        # Raised outside the handler: the backend's exception (its text may echo anything)
+        # must not ride along as the typed error's context.
+        if isinstance(failure, Abandoned):
             _log.debug("keyring call abandoned after %.1f s", self._timeout)
-            _ABANDONED.remember(done)
+            _ABANDONED.remember(failure.done)
             raise KeyringUnavailableError(
                 f"The OS keyring did not answer within {self._timeout:g} s (it may be locked "
                 f"or waiting for an unlock prompt); unlock it and try again{hint}",
                 code="keyring_timeout",
             )
-        error = box.pop("error", None)
-        if error is None:
-            result: T = box["value"]
-            return result
-        raise _translate(error, hint)
+        raise _translate(failure, hint)
 
 
 def _entry_missing(login_id: str, recorded: str, in_use: str) -> KeyNotFound:
