@@ -46,6 +46,7 @@ if TYPE_CHECKING:
         StoreVersionError,
         TransportError,
     )
+    from ._failures import FailureMemory
     from ._hosts import (
         AsyncCopilotHost,
         Authorized,
@@ -75,6 +76,7 @@ _EXPORTS: dict[str, str] = {
     "CopilotAuth": "_sessions._auth",
     "Catalog": "_catalog._catalog",
     "Clock": "_clock",
+    "FailureMemory": "_failures",
     "SYSTEM_CLOCK": "_clock",
     "SystemClock": "_clock",
     "await_device_login": "_device",
@@ -135,6 +137,7 @@ __all__ = [
     "CopilotSession",
     "DeviceCodeExpiredError",
     "EntitlementError",
+    "FailureMemory",
     "Inventory",
     "KeyringUnavailableError",
     "LoginCancelledError",

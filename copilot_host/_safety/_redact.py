@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from typing import TypeVar
 
 from ._secret import Secret
+from ._text import drop_invisible
 
 __all__ = [
     "REDACTED",
@@ -107,11 +108,8 @@ def scrub(text: object, *, limit: int = 200) -> str:
     return clean(redact(clean(text, limit=limit * 4)), limit=limit)
 
 
-# Format characters (zero-width, bidi) and line/paragraph separators: removed from log
-# records before masking, for the same reason as in scrub(); newlines and tabs stay.
-_INVISIBLE = re.compile(
-    "[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2028\u2029\u2060-\u206f\ufeff\ufff9-\ufffb]"
-)
+# Invisible characters are removed from log records before masking, for the same reason
+# as in scrub(); newlines and tabs stay.
 
 
 # What every LogRecord carries; anything else on a record came from ``extra=`` (what
@@ -127,7 +125,7 @@ _MAX_DEPTH = 6
 def _scrub_field(value: object, depth: int = 0) -> object:
     """``value`` with secrets masked, keeping its shape where a formatter would show it."""
     if isinstance(value, str):
-        return redact(_INVISIBLE.sub("", value))
+        return redact(drop_invisible(value))
     if depth < _MAX_DEPTH:
         if isinstance(value, Mapping):
             # Keys stay hashable: only text keys are rewritten.
@@ -142,7 +140,7 @@ def _scrub_field(value: object, depth: int = 0) -> object:
     # Anything else reaches a log line through str() or repr(): if either shows a secret,
     # only the masked text goes on.
     for text in (repr(value), str(value)):
-        masked = redact(_INVISIBLE.sub("", text))
+        masked = redact(drop_invisible(text))
         if masked != text:
             return masked
     return value
@@ -160,7 +158,7 @@ class RedactingFilter(logging.Filter):
             message = record.getMessage()
         except Exception:  # a malformed record must not escape unredacted
             message = f"{record.msg!r} (unformattable arguments)"
-        record.msg = redact(_INVISIBLE.sub("", message))
+        record.msg = redact(drop_invisible(message))
         record.args = None
         if record.exc_info and record.exc_info[1] is not None:
             # Format the traceback now, redacted, so handlers never format the raw one.

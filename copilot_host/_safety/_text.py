@@ -6,12 +6,24 @@ import os
 import re
 import unicodedata
 
-__all__ = ["clean", "one_line", "shell_quote", "show_path"]
+__all__ = [
+    "INVISIBLE_CATEGORIES",
+    "clean",
+    "drop_invisible",
+    "one_line",
+    "shell_quote",
+    "show_path",
+]
 
-# Cc (controls: ESC, BEL, CR, LF...), Cf (format: bidi overrides, zero-width joiners, BOM),
-# Zl/Zp (line and paragraph separators), Cs/Co/Cn (surrogates, private use, unassigned):
-# none of them belongs in a message a person reads, and several can rewrite a terminal.
-_DROP_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"})
+# Invisible: Cf (format: zero-width characters and joiners, bidi controls, the BOM, the soft
+# hyphen) and Zl/Zp (line and paragraph separators). The one definition, used wherever text
+# is cleaned, and before secrets are masked: a token split by one of them would pass the
+# mask and be joined back together when the text is shown.
+INVISIBLE_CATEGORIES = frozenset({"Cf", "Zl", "Zp"})
+# Besides the invisible ones, Cc (controls: ESC, BEL, CR, LF...) and Cs/Co/Cn (surrogates,
+# private use, unassigned): none of them belongs in a message a person reads, and several
+# can rewrite a terminal.
+_DROP_CATEGORIES = INVISIBLE_CATEGORIES | {"Cc", "Cs", "Co", "Cn"}
 # In a path they are escaped instead, together with every space other than U+0020 (a
 # no-break or ideographic space would pass for a plain one, or for nothing).
 _ESCAPE_CATEGORIES = _DROP_CATEGORIES | {"Zs"}
@@ -40,6 +52,14 @@ def clean(text: object, *, limit: int = 300) -> str:
     if len(kept) > limit:
         kept = kept[: limit - 1] + "…"
     return kept
+
+
+def drop_invisible(text: str) -> str:
+    """``text`` without its invisible characters (see :data:`INVISIBLE_CATEGORIES`);
+    newlines and tabs stay."""
+    if text.isascii():
+        return text
+    return "".join(ch for ch in text if unicodedata.category(ch) not in INVISIBLE_CATEGORIES)
 
 
 def _one_space_unless_plain(match: re.Match[str]) -> str:

@@ -24,7 +24,6 @@ Vocabulary:
 from __future__ import annotations
 
 import concurrent.futures
-import copy
 import enum
 import logging
 import threading
@@ -40,11 +39,12 @@ from .._errors import (
     ResponseError,
     SessionError,
 )
+from .._failures import FailureMemory, for_waiter
 from .._hosts import CopilotSession, LoginIdentity
 from .._safety._redact import register_secret
 from ._policy import RefreshPolicy, SessionState
 
-__all__ = ["MAX_ROUNDS", "Flight", "Landing", "Outcome", "Plan", "SessionCore"]
+__all__ = ["MAX_ROUNDS", "Flight", "Landing", "LandingKind", "Plan", "SessionCore"]
 
 log = logging.getLogger("copilot_host.session")
 
@@ -54,7 +54,7 @@ log = logging.getLogger("copilot_host.session")
 MAX_ROUNDS = 8
 
 
-class Outcome(enum.Enum):
+class LandingKind(enum.Enum):
     INSTALLED = "installed"  # the new session is current
     FAILED = "failed"  # the exchange raised
     STALE = "stale"  # invalidated meanwhile: the result was discarded
@@ -65,7 +65,7 @@ class Outcome(enum.Enum):
 class Landing:
     """How a flight ended, as every waiter sees it."""
 
-    outcome: Outcome
+    outcome: LandingKind
     session: CopilotSession | None = None
     error: Exception | None = field(default=None, repr=False)
 
@@ -101,22 +101,6 @@ class Plan(NamedTuple):
 def error_code(exc: BaseException) -> str:
     code = getattr(exc, "code", None)
     return code if isinstance(code, str) else type(exc).__name__
-
-
-def for_waiter(exc: Exception) -> Exception:
-    """A copy of a shared failure for one more waiter.
-
-    Raising the very same exception object in several threads at once tangles their
-    tracebacks; each waiter raises its own copy, chained to the original.
-    """
-    try:
-        twin = copy.copy(exc)
-    except Exception:  # an exotic exception type: share the original
-        return exc
-    if type(twin) is not type(exc) or twin is exc:
-        return exc
-    twin.__cause__ = exc
-    return twin
 
 
 class SessionCore:
@@ -155,9 +139,9 @@ class SessionCore:
         self._generation = 0
         self._flight: Flight | None = None
         self._retry_after = float("-inf")
-        # (when, login, error) of the last automatic exchange that failed: callers in the
-        # next min_refresh_interval get that error again instead of a new exchange.
-        self._last_failure: tuple[float, LoginIdentity, Exception] | None = None
+        # The last automatic exchange that failed, by login: callers in the next
+        # min_refresh_interval get that error again instead of a new exchange.
+        self._last_failure: FailureMemory[LoginIdentity] = FailureMemory()
         # How many sessions were installed so far (the current one is number ``installs``;
         # read before a request asks for one, it tells whether that request's session was
         # exchanged for it), and when the last exchange ended (installed or failed): what a
@@ -223,15 +207,11 @@ class SessionCore:
                 self._generation += 1
             if not start:
                 return None
-            failure = self._last_failure
-            if (
-                failure is not None
-                and failure[1] == identity
-                and self._clock.monotonic() - failure[0] < self._policy.min_refresh_interval
-            ):
+            failure = self._last_failure.recall(identity, self._clock.monotonic())
+            if failure is not None:
                 # Storm guard for failures: a burst of requests while GitHub is failing
                 # costs one exchange per interval, not one per request.
-                raise for_waiter(failure[2])
+                raise failure
             log.debug("no usable session: exchanging")
             return Plan(self._start(identity, explicit=False), leader=True, must=True)
 
@@ -336,16 +316,19 @@ class SessionCore:
     def _land(self, flight: Flight, result: CopilotSession | BaseException | None) -> Landing:
         if isinstance(result, BaseException) and not isinstance(result, Exception):
             log.debug("session exchange interrupted (%s)", type(result).__name__)
-            return Landing(Outcome.CANCELLED)
+            return Landing(LandingKind.CANCELLED)
         if result is not None:
             self._exchanged_at = self._clock.monotonic()
         if flight.generation != self._generation or result is None:
             # Invalidated meanwhile: whatever came back belongs to a discarded past.
             log.debug("discarding the result of an exchange that began before an invalidation")
-            return Landing(Outcome.STALE)
+            return Landing(LandingKind.STALE)
         if isinstance(result, Exception):
             if not flight.explicit:
-                self._last_failure = (self._clock.monotonic(), flight.identity, result)
+                now = self._clock.monotonic()
+                self._last_failure.remember(
+                    flight.identity, result, now + self._policy.min_refresh_interval
+                )
                 delay = self._policy.advisory_retry_delay
                 self._retry_after = self._clock.monotonic() + delay
                 session = self._session
@@ -365,10 +348,10 @@ class SessionCore:
                     log.debug("session exchange failed (%s)", error_code(result))
             else:
                 log.debug("session exchange failed (%s)", error_code(result))
-            return Landing(Outcome.FAILED, error=result)
+            return Landing(LandingKind.FAILED, error=result)
         if result.identity != flight.identity:
             return Landing(
-                Outcome.FAILED,
+                LandingKind.FAILED,
                 error=LoginChangedError(
                     "the host returned a session for another login than the one asked for"
                 ),
@@ -376,14 +359,14 @@ class SessionCore:
         try:
             _check_token(result)
         except ResponseError as exc:
-            return Landing(Outcome.FAILED, error=exc)
+            return Landing(LandingKind.FAILED, error=exc)
         self._install(result)
         log.debug(
             "new session installed; refresh due in %.0f s, expires in %.0f s",
             result.refresh_monotonic - result.received_monotonic,
             result.expires_monotonic - result.received_monotonic,
         )
-        return Landing(Outcome.INSTALLED, session=result)
+        return Landing(LandingKind.INSTALLED, session=result)
 
     # -- internals (lock held) --------------------------------------------------------------
 
@@ -400,14 +383,14 @@ class SessionCore:
         self._session = None
         self._hot = None
         self._retry_after = float("-inf")
-        self._last_failure = None
+        self._last_failure.forget()
 
     def _install(self, session: CopilotSession) -> None:
         register_secret(session.token)
         self.installs += 1
         self._session = session
         self._retry_after = float("-inf")
-        self._last_failure = None
+        self._last_failure.forget()
         fresh_mono, fresh_wall = self._policy.fresh_until(session)
         self._hot = (session, session.identity, fresh_mono, fresh_wall)
 
@@ -428,9 +411,9 @@ def _header_safe(token: str) -> bool:
 
 def settle(landing: Landing, plan: Plan) -> CopilotSession | None:
     """What one waiter makes of a landing: a session, None (plan again) or a raise."""
-    if landing.outcome is Outcome.INSTALLED:
+    if landing.outcome is LandingKind.INSTALLED:
         return landing.session
-    if landing.outcome is Outcome.FAILED and plan.must:
+    if landing.outcome is LandingKind.FAILED and plan.must:
         assert landing.error is not None
         raise landing.error if plan.leader else for_waiter(landing.error)
     return None

@@ -35,7 +35,7 @@ import copilot_host as ch
 from ._access import Refusal, RequestHeaders, allowed_hosts, check_access, read_headers
 from ._answers import Shape, error_body, failure_of
 from ._hooks import GatewayHooks
-from ._registry import ENDPOINTS, Registry, anthropic_entry, endpoints_of, openai_entry
+from ._registry import PROTOCOL_OF_PATH, Registry, anthropic_entry, endpoints_of, openai_entry
 from ._relay import AnswerTooLarge, Outcome, relay
 from ._request import read_request, rewrite_model
 
@@ -63,7 +63,7 @@ _access = logging.getLogger(ACCESS_LOGGER)
 
 _MODELS = "/v1/models"
 _MODEL_PREFIX = "/v1/models/"
-_METHODS = {_MODELS: "GET", **dict.fromkeys(ENDPOINTS, "POST")}
+_METHODS = {_MODELS: "GET", **dict.fromkeys(PROTOCOL_OF_PATH, "POST")}
 _JSON = b"application/json"
 
 
@@ -317,7 +317,7 @@ class GatewayApp:
             return
         if body is None:
             return  # the client hung up while sending
-        protocol = ENDPOINTS[call.path]
+        protocol = PROTOCOL_OF_PATH[call.path]
         parsed = await read_request(body, protocol)
         if isinstance(parsed, Refusal):
             await call.refuse(parsed)

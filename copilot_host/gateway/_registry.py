@@ -24,7 +24,7 @@ from typing import Any
 import copilot_host as ch
 
 __all__ = [
-    "ENDPOINTS",
+    "PROTOCOL_OF_PATH",
     "REREGISTER_AFTER",
     "Registry",
     "Snapshot",
@@ -34,12 +34,12 @@ __all__ = [
 ]
 
 # The gateway's paths and the protocol each speaks.
-ENDPOINTS: Mapping[str, ch.ApiProtocol] = {
+PROTOCOL_OF_PATH: Mapping[str, ch.ApiProtocol] = {
     "/v1/chat/completions": ch.ApiProtocol.OPENAI_CHAT,
     "/v1/responses": ch.ApiProtocol.OPENAI_RESPONSES,
     "/v1/messages": ch.ApiProtocol.ANTHROPIC_MESSAGES,
 }
-_PATH_OF = {protocol: path for path, protocol in ENDPOINTS.items()}
+_PATH_OF = {protocol: path for path, protocol in PROTOCOL_OF_PATH.items()}
 
 # Routes are registered again at least this often, so models the account gains or loses
 # show up without a restart.
@@ -67,13 +67,6 @@ class Snapshot:
 
     def find(self, name: str) -> ch.ModelRoute | None:
         return self.by_name.get(name)
-
-
-@dataclass(frozen=True, slots=True)
-class _Failed:
-    identity: ch.LoginIdentity
-    error: BaseException
-    until: float
 
 
 def openai_entry(route: ch.ModelRoute, owner: str) -> dict[str, Any]:
@@ -138,7 +131,8 @@ class Registry:
         self._snapshot: Snapshot | None = None
         self._task: asyncio.Task[Snapshot] | None = None
         self._task_identity: ch.LoginIdentity | None = None
-        self._failed: _Failed | None = None
+        # The registration that failed, by login: told again for FAILURE_MEMORY seconds.
+        self._failed: ch.FailureMemory[ch.LoginIdentity] = ch.FailureMemory()
         self.registrations = 0
 
     @property
@@ -158,9 +152,9 @@ class Registry:
                 # Old routes keep serving while new ones are made.
                 self._start(identity, background=True)
             return snapshot
-        failed = self._failed
-        if failed is not None and failed.identity == identity and now < failed.until:
-            raise failed.error.with_traceback(None)
+        failed = self._failed.recall(identity, now)
+        if failed is not None:
+            raise failed
         task = self._start(identity, background=False)
         # Shielded: a client that hangs up stops waiting, the registration goes on.
         return await asyncio.shield(task)
@@ -212,9 +206,9 @@ class Registry:
             if background and kept is not None and kept.identity == identity:
                 self._snapshot = replace(kept, due=now + RETRY_AFTER_FAILURE)
                 return self._snapshot
-            self._failed = _Failed(identity, exc, now + FAILURE_MEMORY)
+            self._failed.remember(identity, exc, now + FAILURE_MEMORY)
             raise
-        self._failed = None
+        self._failed.forget()
         by_name: dict[str, ch.ModelRoute] = {}
         for route in result.routes:
             by_name[route.model_id] = route

@@ -60,3 +60,30 @@ def test_error_messages_are_one_clean_line_and_survive_pickling() -> None:
 
 def test_origin_error_is_also_a_value_error() -> None:
     assert issubclass(ch.OriginError, ValueError)
+
+
+def test_invisible_is_defined_once_and_the_log_filter_uses_it() -> None:
+    """Every format character and line/paragraph separator is invisible, by category: the
+    log filter removes the same ones cleaning does, not a hand-made list of some."""
+    import logging
+    import sys
+    import unicodedata
+
+    from copilot_host._safety._text import INVISIBLE_CATEGORIES, drop_invisible
+
+    invisible = [
+        chr(code)
+        for code in range(sys.maxunicode + 1)
+        if unicodedata.category(chr(code)) in INVISIBLE_CATEGORIES
+    ]
+    assert "\u200b" in invisible and "\u2028" in invisible and "\U000e0001" in invisible
+    assert drop_invisible("a" + "".join(invisible) + "b\n\t") == "ab\n\t"
+    secret = ch.Secret("tid=" + "f" * 40)
+    ch.register_secret(secret)
+    # A tag character (U+E0001) was missing from the hand-made list: the token split by it
+    # went unmasked.
+    split = "tid=" + "f" * 20 + "\U000e0001" + "f" * 20
+    record = logging.LogRecord("t", logging.INFO, "", 0, "token %s", (split,), None)
+    ch.RedactingFilter().filter(record)
+    assert secret.reveal() not in record.getMessage()
+    assert "f" * 40 not in record.getMessage()
