@@ -18,6 +18,7 @@ from .._errors import NoEligibleModelsError
 from .._hosts import AsyncCopilotHost, CopilotHost, CopilotSession
 from .._sessions._auth import CopilotAuth
 from .._sessions._pipeline import SwitchesIdentity
+from .._sessions._policy import DEFAULT_POLICY, RefreshPolicy
 from .._sessions._resolver import AsyncSessionResolver, SessionResolver
 from ._catalog import Catalog
 from ._specs import ApiProtocol, Inventory, ModelRoute, ModelSpec, SkippedModel
@@ -46,20 +47,22 @@ def register_models(
     *,
     offline: bool = False,
     clock: Clock = SYSTEM_CLOCK,
+    policy: RefreshPolicy = DEFAULT_POLICY,
 ) -> RegistrationResult:
     """Register the account's Copilot models as routes in ``catalog``.
 
     Every route is added under ``host.provider_id`` in one atomic swap (replacing that
     owner's earlier routes). Any failure raises and leaves ``catalog`` as it was; entries
     that are not usable models are skipped and listed in the result. ``offline=True``
-    makes no network call, changes nothing and returns no routes.
+    makes no network call, changes nothing and returns no routes. ``policy`` is the
+    refresh policy the routes' sessions follow.
     """
     if inspect.iscoroutinefunction(host.exchange):
         raise TypeError("this host is asynchronous: use `await aregister_models(...)`")
     provider_id = _provider_id(host)
     if offline:
         return RegistrationResult((), provider_id, None, offline=True)
-    resolver = SessionResolver(host, clock=clock)
+    resolver = SessionResolver(host, clock=clock, policy=policy)
     session = resolver.get()
     found = host.inventory(session)
     return _swap(catalog, resolver, session, found, provider=provider_id, host=host)
@@ -71,6 +74,7 @@ async def aregister_models(
     *,
     offline: bool = False,
     clock: Clock = SYSTEM_CLOCK,
+    policy: RefreshPolicy = DEFAULT_POLICY,
 ) -> RegistrationResult:
     """The asyncio twin of :func:`register_models`."""
     if not inspect.iscoroutinefunction(host.exchange):
@@ -78,7 +82,7 @@ async def aregister_models(
     provider_id = _provider_id(host)
     if offline:
         return RegistrationResult((), provider_id, None, offline=True)
-    resolver = AsyncSessionResolver(host, clock=clock)
+    resolver = AsyncSessionResolver(host, clock=clock, policy=policy)
     session = await resolver.get()
     found = await host.inventory(session)
     return _swap(catalog, resolver, session, found, provider=provider_id, host=host)

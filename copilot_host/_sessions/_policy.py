@@ -159,14 +159,22 @@ class RefreshPolicy:
 
     # -- for a session in use -------------------------------------------------------------
 
-    def _leads(self, session: CopilotSession) -> tuple[float, float]:
-        """Seconds before expiry at which the (advisory, mandatory) windows open."""
+    def expiry(self, session: CopilotSession) -> tuple[float, float]:
+        """``(monotonic, wall)`` expiry of ``session`` under this policy: the host's, capped
+        at ``max_lifetime`` after receipt."""
         lifetime = session.expires_monotonic - session.received_monotonic
+        cut = max(lifetime - self.max_lifetime, 0.0)
+        return session.expires_monotonic - cut, session.expires_wall - cut
+
+    def _leads(self, session: CopilotSession, expires: float) -> tuple[float, float]:
+        """Seconds before expiry at which the (advisory, mandatory) windows open."""
+        lifetime = expires - session.received_monotonic
         mandatory = self.mandatory_window(lifetime)
-        # The host's own refresh_at counts, but so does our window: a host that sets
-        # refresh_at at the very expiry still gets refreshed in time.
+        # The host's own refresh_at (the server's refresh_in) counts, but so does our
+        # window: a host that sets refresh_at at the very expiry still gets refreshed in
+        # time. The windows are this policy's, decided here and nowhere else.
         advisory = max(
-            session.expires_monotonic - session.refresh_monotonic,
+            expires - session.refresh_monotonic,
             self.advisory_window(lifetime),
             mandatory,
         )
@@ -179,11 +187,11 @@ class RefreshPolicy:
 
         Each window opens when *either* clock reaches it (see the module docstring).
         """
-        expires, expires_wall = session.expires_monotonic, session.expires_wall
+        expires, expires_wall = self.expiry(session)
         wall = float("-inf") if now_wall is None else now_wall
         if now_monotonic >= expires or wall >= expires_wall:
             return SessionState.EXPIRED
-        advisory, mandatory = self._leads(session)
+        advisory, mandatory = self._leads(session, expires)
         if now_monotonic >= expires - mandatory or wall >= expires_wall - mandatory:
             return SessionState.MANDATORY
         if now_monotonic >= expires - advisory or wall >= expires_wall - advisory:
@@ -196,8 +204,9 @@ class RefreshPolicy:
         Lets a resolver's hot path compare two floats instead of classifying each call;
         computed exactly as :meth:`state` computes it, so the two never disagree.
         """
-        advisory, _ = self._leads(session)
-        return session.expires_monotonic - advisory, session.expires_wall - advisory
+        expires, expires_wall = self.expiry(session)
+        advisory, _ = self._leads(session, expires)
+        return expires - advisory, expires_wall - advisory
 
 
 DEFAULT_POLICY = RefreshPolicy()
@@ -211,14 +220,25 @@ def deadlines_from_exchange(
     refresh_in: float | None,
     server_date: float | None,
 ) -> tuple[float, float, float]:
-    """The default policy's :meth:`RefreshPolicy.deadlines`, for host adapters.
+    """What an exchange answer says, as a session's times, for host adapters: no refresh
+    policy is applied here (the resolver's policy in force decides the windows when the
+    session is used, :meth:`RefreshPolicy.state`).
 
-    Returns ``(refresh_at_monotonic, expires_at_monotonic, expires_at_wall)``.
+    Returns ``(refresh_at_monotonic, expires_at_monotonic, expires_at_wall)``: the lifetime
+    measured as :meth:`RefreshPolicy.deadlines` measures it (against the server's ``Date``
+    when given, never negative; the policy in force caps it at its ``max_lifetime``), and
+    the refresh the server asked for (``refresh_in``, never after the expiry; the expiry
+    itself when it asked for none).
     """
-    return DEFAULT_POLICY.deadlines(
-        received_monotonic=received_monotonic,
-        received_wall=received_wall,
-        expires_at=expires_at,
-        refresh_in=refresh_in,
-        server_date=server_date,
-    )
+    received_monotonic = _finite(received_monotonic, "received_monotonic")
+    received_wall = _finite(received_wall, "received_wall")
+    reference = received_wall if server_date is None else _finite(server_date, "server_date")
+    lifetime = max(_finite(expires_at, "expires_at") - reference, 0.0)
+    expires_monotonic = received_monotonic + lifetime
+    expires_wall = received_wall + lifetime
+    refresh_at = expires_monotonic
+    if refresh_in is not None:
+        refresh_at = min(
+            received_monotonic + max(_finite(refresh_in, "refresh_in"), 0.0), refresh_at
+        )
+    return refresh_at, expires_monotonic, expires_wall

@@ -19,7 +19,7 @@ from copilot_host._sessions._policy import (
     deadlines_from_exchange,
 )
 from tests._clock import FakeClock
-from tests.sessions._hosts import ENDPOINT, canary, identity, make_session
+from tests.sessions._hosts import ENDPOINT, ORIGIN, canary, identity, make_session
 
 FRESH, ADVISORY, MANDATORY, EXPIRED = (
     SessionState.FRESH,
@@ -48,37 +48,73 @@ def test_deadlines_use_refresh_in_when_it_is_earlier() -> None:
     assert (refresh, expires, wall) == (1600.0, 1900.0, 1_001_800.0)
 
 
+def _in_force(
+    policy: RefreshPolicy, refresh: float, expires: float, wall: float, received: float = 0.0
+) -> tuple[float, float]:
+    """(refresh, expiry) on the monotonic clock, as ``policy`` decides them for a session
+    with these times."""
+    session = CopilotSession(
+        token=Secret(canary()),
+        identity=identity(),
+        endpoint=ENDPOINT,
+        received_monotonic=received,
+        refresh_monotonic=refresh,
+        expires_monotonic=expires,
+        expires_wall=wall,
+    )
+    return policy.fresh_until(session)[0], policy.expiry(session)[0]
+
+
+DEFAULT = RefreshPolicy()
+
+
 def test_deadlines_open_the_advisory_window_300s_before_expiry_without_refresh_in() -> None:
-    refresh, expires, _ = deadlines_from_exchange(
+    times = deadlines_from_exchange(
         received_monotonic=0.0,
         received_wall=0.0,
         expires_at=1800.0,
         refresh_in=None,
         server_date=None,
     )
+    refresh, expires = _in_force(DEFAULT, *times)
     assert expires - refresh == ADVISORY_LEAD
 
 
+def test_the_policy_in_force_decides_the_refresh_not_the_one_at_parse_time() -> None:
+    """A policy with a shorter advisory window refreshes later than the default would:
+    the window is decided when the session is used, by the resolver's policy."""
+    times = deadlines_from_exchange(
+        received_monotonic=0.0,
+        received_wall=0.0,
+        expires_at=1800.0,
+        refresh_in=None,
+        server_date=None,
+    )
+    late = RefreshPolicy(advisory_lead=60.0, mandatory_lead=30.0)
+    assert _in_force(late, *times) == (1740.0, 1800.0)
+    assert _in_force(DEFAULT, *times) == (1800.0 - ADVISORY_LEAD, 1800.0)
+
+
 def test_refresh_in_later_than_the_window_does_not_delay_the_refresh() -> None:
-    refresh, expires, _ = deadlines_from_exchange(
+    times = deadlines_from_exchange(
         received_monotonic=0.0,
         received_wall=0.0,
         expires_at=1800.0,
         refresh_in=5000.0,
         server_date=None,
     )
-    assert refresh == 1500.0 and expires == 1800.0
+    assert _in_force(DEFAULT, *times) == (1500.0, 1800.0)
 
 
 def test_short_tokens_cap_the_advisory_window_at_half_the_lifetime() -> None:
-    refresh, expires, _ = deadlines_from_exchange(
+    times = deadlines_from_exchange(
         received_monotonic=10.0,
         received_wall=50.0,
         expires_at=60.0,
         refresh_in=None,
         server_date=None,
     )
-    assert (refresh, expires) == (15.0, 20.0)
+    assert _in_force(DEFAULT, *times, received=10.0) == (15.0, 20.0)
 
 
 def test_a_server_clock_far_ahead_does_not_change_the_lifetime() -> None:
@@ -111,14 +147,25 @@ def test_a_server_clock_far_behind_does_not_make_the_token_dead_on_arrival() -> 
 
 def test_without_a_server_date_an_absurd_lifetime_is_clamped() -> None:
     local = 1_700_000_000.0
-    _, expires, wall = deadlines_from_exchange(
+    times = deadlines_from_exchange(
         received_monotonic=0.0,
         received_wall=local,
         expires_at=local + 10 * 365 * 86400,
         refresh_in=None,
         server_date=None,
     )
-    assert expires == MAX_LIFETIME and wall == local + MAX_LIFETIME
+    _, expires = _in_force(DEFAULT, *times)
+    assert expires == MAX_LIFETIME
+    clamped = CopilotSession(
+        token=Secret(canary()),
+        identity=identity(),
+        endpoint=ENDPOINT,
+        received_monotonic=0.0,
+        refresh_monotonic=times[0],
+        expires_monotonic=times[1],
+        expires_wall=times[2],
+    )
+    assert DEFAULT.expiry(clamped)[1] == local + MAX_LIFETIME
 
 
 def test_an_expiry_in_the_past_gives_an_expired_session() -> None:
@@ -275,3 +322,39 @@ def test_fresh_until_agrees_with_state(
     mono, wall = policy.fresh_until(s)
     now, now_wall = clock.now + dt, clock.wall + dw
     assert (policy.state(s, now, now_wall) is FRESH) == (now < mono and now_wall < wall)
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_register_models_takes_the_policy_its_routes_follow(kind: str) -> None:
+    import asyncio
+
+    import httpx2
+
+    from tests.sessions._hosts import AsyncCountingHost, CountingHost
+
+    host = CountingHost(lifetime=1800.0, refresh_in=None)
+    late = RefreshPolicy(advisory_lead=60.0, mandatory_lead=30.0)
+
+    def answer(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, json={})
+
+    async def send(auth: httpx2.Auth) -> None:
+        async with httpx2.AsyncClient(auth=auth, transport=httpx2.MockTransport(answer)) as c:
+            await c.post(ORIGIN + "/chat/completions", json={"model": "gpt-4o"})
+
+    if kind == "sync":
+        route = ch.register_models(ch.Catalog(), host, clock=host.clock, policy=late).routes[0]
+    else:
+        async_host = AsyncCountingHost(host)
+        result = asyncio.run(
+            ch.aregister_models(ch.Catalog(), async_host, clock=host.clock, policy=late)
+        )
+        route = result.routes[0]
+    # 1500 s in: the default policy would be refreshing (its window opens at 1500 s); this
+    # one keeps the session until 1740 s.
+    host.clock.advance(1600.0)
+    asyncio.run(send(route.auth))
+    assert host.exchanges == 1
+    host.clock.advance(200.0)
+    asyncio.run(send(route.auth))
+    assert host.exchanges == 2
