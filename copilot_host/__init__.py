@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from ._catalog._catalog import Catalog
     from ._catalog._register import RegistrationResult, aregister_models, register_models
     from ._catalog._specs import ApiProtocol, Inventory, ModelRoute, ModelSpec, SkippedModel
-    from ._clock import SYSTEM_CLOCK, Clock, SystemClock
+    from ._clock import SYSTEM_CLOCK, Clock
     from ._device import await_device_login, wait_for_device_login
     from ._errors import (
         AccessDeniedError,
@@ -61,7 +61,6 @@ if TYPE_CHECKING:
         RedactingFilter,
         install_redaction,
         mask_secrets,
-        redact,
         register_secret,
     )
     from ._safety._secret import Secret
@@ -78,7 +77,6 @@ _EXPORTS: dict[str, str] = {
     "Clock": "_clock",
     "FailureMemory": "_failures",
     "SYSTEM_CLOCK": "_clock",
-    "SystemClock": "_clock",
     "await_device_login": "_device",
     "wait_for_device_login": "_device",
     **dict.fromkeys(_ERROR_NAMES, "_errors"),
@@ -100,7 +98,6 @@ _EXPORTS: dict[str, str] = {
     "RedactingFilter": "_safety._redact",
     "install_redaction": "_safety._redact",
     "mask_secrets": "_safety._redact",
-    "redact": "_safety._redact",
     "register_secret": "_safety._redact",
     "aregister_models": "_catalog._register",
     "register_models": "_catalog._register",
@@ -172,7 +169,6 @@ __all__ = [
     "StoreLockedError",
     "StoreVersionError",
     "SwitchesIdentity",
-    "SystemClock",
     "TransportError",
     "aregister_models",
     "await_device_login",
@@ -181,7 +177,6 @@ __all__ = [
     "install_redaction",
     "mask_secrets",
     "read_json_body",
-    "redact",
     "register_models",
     "register_secret",
     "request_facts",
@@ -190,10 +185,33 @@ __all__ = [
 ]
 
 
+# Names the root exported before 0.3.0 that no application, the gateway or the CLI needs:
+# still resolved, with a DeprecationWarning, until 0.4.0. (name: (module, what to use))
+_DEPRECATED: dict[str, tuple[str, str]] = {
+    "SystemClock": ("_clock", "use copilot_host.SYSTEM_CLOCK, or any copilot_host.Clock"),
+    "redact": (
+        "_safety._redact",
+        "use copilot_host.mask_secrets, or install_redaction() for logs",
+    ),
+}
+
+
 def __getattr__(name: str) -> Any:
     module_name = _EXPORTS.get(name)
     if module_name is None:
-        raise AttributeError(f"module 'copilot_host' has no attribute {name!r}")
+        deprecated = _DEPRECATED.get(name)
+        if deprecated is None:
+            raise AttributeError(f"module 'copilot_host' has no attribute {name!r}")
+        import warnings
+
+        module_name, instead = deprecated
+        warnings.warn(
+            f"copilot_host.{name} is deprecated (0.3.0) and goes in 0.4.0: {instead}",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        # Not cached in the module: each use warns.
+        return getattr(importlib.import_module(f"{__name__}.{module_name}"), name)
     value = getattr(importlib.import_module(f"{__name__}.{module_name}"), name)
     globals()[name] = value
     return value

@@ -69,17 +69,7 @@ class Authorized:
     identity: LoginIdentity
 
 
-# The names these fields had before 0.2.0, when ``expires_at`` (monotonic) sat beside the
-# server's ``expires_at`` (epoch seconds) and was read as the same thing.
-_RENAMED = {
-    "received_at": "received_monotonic",
-    "refresh_at": "refresh_monotonic",
-    "expires_at": "expires_monotonic",
-    "expires_at_wall": "expires_wall",
-}
-
-
-@dataclass(frozen=True, slots=True, init=False)
+@dataclass(frozen=True, slots=True)
 class CopilotSession:
     """A short-lived Copilot session, held in memory only.
 
@@ -87,6 +77,8 @@ class CopilotSession:
     wall-clock jump (NTP, a person changing the time) cannot make a dead token look alive;
     ``expires_wall`` is the same expiry on the local wall clock, which keeps counting while
     a laptop is suspended (see :mod:`copilot_host._sessions._policy`) and is what a person is shown.
+    ``refresh_monotonic`` is when the host was asked to refresh (the expiry when it was
+    not); the refresh policy in force decides the windows around it.
     """
 
     token: Secret = field(repr=False)
@@ -98,77 +90,13 @@ class CopilotSession:
     expires_wall: float
     sku: str | None = None
 
-    def __init__(  # noqa: PLR0917 - the dataclass's own positional order, kept for callers
-        self,
-        token: Secret,
-        identity: LoginIdentity,
-        endpoint: CopilotEndpoint,
-        received_monotonic: float | None = None,
-        refresh_monotonic: float | None = None,
-        expires_monotonic: float | None = None,
-        expires_wall: float | None = None,
-        sku: str | None = None,
-        **renamed: float,
-    ) -> None:
-        given = {
-            "received_monotonic": received_monotonic,
-            "refresh_monotonic": refresh_monotonic,
-            "expires_monotonic": expires_monotonic,
-            "expires_wall": expires_wall,
-        }
-        for old, value in renamed.items():
-            new = _RENAMED.get(old)
-            if new is None:
-                raise TypeError(f"CopilotSession() got an unexpected keyword argument {old!r}")
-            given[new] = value
-        if renamed:
-            _deprecated(*renamed)
-        missing = [name for name, given_value in given.items() if given_value is None]
-        if missing:
-            raise TypeError(f"CopilotSession() missing {', '.join(missing)}")
-        fields: dict[str, object] = {"token": token, "identity": identity, "endpoint": endpoint}
-        fields.update(given, sku=sku)
-        for name, field_value in fields.items():
-            object.__setattr__(self, name, field_value)
-
-    @property
-    def received_at(self) -> float:
-        """Deprecated: ``received_monotonic``."""
-        _deprecated("received_at")
-        return self.received_monotonic
-
-    @property
-    def refresh_at(self) -> float:
-        """Deprecated: ``refresh_monotonic``."""
-        _deprecated("refresh_at")
-        return self.refresh_monotonic
-
-    @property
-    def expires_at(self) -> float:
-        """Deprecated: ``expires_monotonic`` (a monotonic time, not the server's epoch)."""
-        _deprecated("expires_at")
-        return self.expires_monotonic
-
-    @property
-    def expires_at_wall(self) -> float:
-        """Deprecated: ``expires_wall``."""
-        _deprecated("expires_at_wall")
-        return self.expires_wall
-
-
-def _deprecated(*olds: str) -> None:
-    import warnings
-
-    renames = ", ".join(f"{old} is now {_RENAMED[old]}" for old in olds)
-    warnings.warn(
-        f"CopilotSession: {renames} (deprecated in 0.2.0, removed in 0.3.0)",
-        DeprecationWarning,
-        stacklevel=3,
-    )
-
 
 class CopilotHost(Protocol):
-    """A blocking host. ``provider_id`` is the catalog owner key and route-id prefix."""
+    """A blocking host. ``provider_id`` is the catalog owner key and route-id prefix.
+
+    Optional: a ``login_hint`` string attribute (how a person logs in) that the core's
+    "not logged in" messages add after the host's class name; and ``switch_identity``
+    (see :class:`copilot_host.SwitchesIdentity`)."""
 
     @property
     def provider_id(self) -> str: ...

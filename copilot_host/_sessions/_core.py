@@ -114,6 +114,7 @@ class SessionCore:
         "_hot",
         "_last_failure",
         "_lock",
+        "_logged_out",
         "_policy",
         "_retry_after",
         "_session",
@@ -122,8 +123,10 @@ class SessionCore:
         "monotonic",
     )
 
-    def __init__(self, clock: Clock, policy: RefreshPolicy) -> None:
+    def __init__(self, clock: Clock, policy: RefreshPolicy, *, logged_out: str) -> None:
         self._lock = threading.Lock()
+        # What "no login" says: the host's words (see not_logged_in in the resolver).
+        self._logged_out = logged_out
         self._clock = clock
         # The hot path reads the clocks on every call: skip two Python-level hops when the
         # clock is the system one.
@@ -187,7 +190,7 @@ class SessionCore:
                 if self._session is not None or self._flight is not None:
                     log.debug("no login is available: dropping the session")
                     self._drop()
-                raise NotLoggedInError("not logged in: run `copilot-host login` first")
+                raise NotLoggedInError(self._logged_out)
             session = self._session
             if session is not None and session.identity != identity:
                 log.debug("the login changed: dropping the session minted for the old one")
@@ -252,7 +255,7 @@ class SessionCore:
         with self._lock:
             self._drop()
             if identity is None:
-                raise NotLoggedInError("not logged in: run `copilot-host login` first")
+                raise NotLoggedInError(self._logged_out)
             log.debug("explicit refresh: the old session is discarded")
             return Plan(self._start(identity, explicit=True), leader=True, must=True)
 

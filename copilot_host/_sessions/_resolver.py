@@ -41,6 +41,15 @@ __all__ = ["ASK_HOST", "AsyncSessionResolver", "SessionResolver"]
 ASK_HOST = object()
 
 
+def logged_out_message(host: object) -> str:
+    """What "no login" says for ``host``: the host's own hint on how to log in (a
+    ``login_hint`` string attribute), else the host's class by name."""
+    hint = getattr(host, "login_hint", None)
+    if isinstance(hint, str) and hint:
+        return f"not logged in: {hint}"
+    return f"not logged in: {type(host).__name__} has no login"
+
+
 def _waited_too_long(limit: float) -> SessionError:
     return SessionError(
         f"no Copilot session within {limit:g} s (the exchange with GitHub is still running); "
@@ -122,7 +131,7 @@ class SessionResolver(_ResolverBase):
     ) -> None:
         self._host = host
         self._policy = policy
-        self._core = SessionCore(clock, policy)
+        self._core = SessionCore(clock, policy, logged_out=logged_out_message(host))
 
     def get(self) -> CopilotSession:
         """The session to use for one request now (see the module docstring)."""
@@ -205,7 +214,7 @@ class AsyncSessionResolver(_ResolverBase):
     ) -> None:
         self._host = host
         self._policy = policy
-        self._core = SessionCore(clock, policy)
+        self._core = SessionCore(clock, policy, logged_out=logged_out_message(host))
 
     async def get(self) -> CopilotSession:
         """The session to use for one request now (see the module docstring)."""

@@ -64,6 +64,11 @@ class HostCore:
         return PROVIDER_ID
 
     @property
+    def login_hint(self) -> str:
+        """How a person logs in, for the core's "not logged in" messages."""
+        return "run `copilot-host login` first"
+
+    @property
     def store(self) -> CredentialStore:
         return self._store
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 from ._emulator import GitHubEmulator
 from ._inventory import (
     chat_model,
-    default_models,
     inventory_of,
     minimal_models,
     realistic_models,
@@ -33,7 +32,6 @@ __all__ = [
     "Scenario",
     "async_loopback_transport",
     "chat_model",
-    "default_models",
     "inventory_of",
     "loopback_transport",
     "minimal_models",

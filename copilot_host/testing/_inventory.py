@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["chat_model", "default_models", "inventory_of", "minimal_models", "realistic_models"]
+__all__ = ["chat_model", "inventory_of", "minimal_models", "realistic_models"]
 
 
 def chat_model(
@@ -516,16 +516,3 @@ def _embedding(model_id: str, name: str) -> dict[str, object]:
         "supports": {"dimensions": True},
     }
     return item
-
-
-def default_models() -> tuple[dict[str, object], ...]:
-    """Deprecated alias of :func:`minimal_models` (the inventory is no longer the default)."""
-    import warnings
-
-    warnings.warn(
-        "default_models() is now minimal_models(); the emulator's default inventory is "
-        "realistic_models()",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    return minimal_models()

@@ -1,4 +1,5 @@
-"""Names renamed in 0.2.0 keep working for one minor version, with a DeprecationWarning."""
+"""Names renamed in 0.2.0 kept working for one minor version; 0.3.0 removes them as
+announced, and a name the root no longer exports still resolves, with a warning."""
 
 from __future__ import annotations
 
@@ -37,15 +38,18 @@ def test_the_session_times_say_which_clock_they_are_on() -> None:
     assert (session.received_monotonic, session.expires_monotonic) == (10.0, 30.0)
 
 
-def test_the_old_session_names_still_construct_and_read_with_a_warning() -> None:
-    with pytest.warns(DeprecationWarning, match="expires_at is now expires_monotonic"):
-        session = _session(**OLD)
-    assert (session.received_monotonic, session.expires_wall) == (10.0, 1_700_000_030.0)
-    for old, new in (("received_at", 10.0), ("refresh_at", 20.0), ("expires_at", 30.0)):
-        with pytest.warns(DeprecationWarning, match=old):
-            assert getattr(session, old) == new
-    with pytest.warns(DeprecationWarning, match="expires_wall"):
-        assert session.expires_at_wall == 1_700_000_030.0
+def test_the_old_session_names_are_gone_as_announced() -> None:
+    with pytest.raises(TypeError, match="received_at"):
+        _session(**OLD)
+    session = _session(**NEW)
+    for old in OLD:
+        assert not hasattr(session, old)
+
+
+def test_the_emulators_default_models_alias_is_gone_as_announced() -> None:
+    from copilot_host import testing
+
+    assert not hasattr(testing, "default_models")
 
 
 def test_a_session_missing_a_time_or_given_an_unknown_one_is_refused() -> None:

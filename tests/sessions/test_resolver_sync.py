@@ -461,3 +461,19 @@ def test_threads_racing_get_refresh_invalidate_and_login_changes_never_get_a_for
             f.result(timeout=30)
     assert bad == []
     assert host.exchanges > 1
+
+
+def test_no_login_is_said_in_the_hosts_words_never_a_cli_command() -> None:
+    """The core knows no CLI: without a hint of the host's own, it names the host's class."""
+    host = CountingHost(who=None)
+    with pytest.raises(ch.NotLoggedInError) as caught:
+        SessionResolver(host, clock=host.clock).get()
+    assert caught.value.message == "not logged in: CountingHost has no login"
+
+    class Hinting(CountingHost):
+        login_hint = "open Settings > Accounts to sign in"
+
+    hinting = Hinting(who=None)
+    with pytest.raises(ch.NotLoggedInError) as caught:
+        SessionResolver(hinting, clock=hinting.clock).get()
+    assert caught.value.message == "not logged in: open Settings > Accounts to sign in"

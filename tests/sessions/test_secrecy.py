@@ -13,6 +13,7 @@ import pytest
 
 import copilot_host as ch
 from copilot_host import AsyncSessionResolver, CopilotAuth, SessionResolver, TransportError
+from copilot_host._safety._redact import redact
 from tests.sessions._hosts import ENDPOINT, ORIGIN, AsyncCountingHost, CountingHost
 
 
@@ -95,7 +96,7 @@ def test_the_redaction_filter_learns_each_installed_session_token() -> None:
     resolver = SessionResolver(host, clock=host.clock)
     session = resolver.get()
     token = session.token.reveal()
-    assert token not in ch.redact(f"a stray copy: {token}")
+    assert token not in redact(f"a stray copy: {token}")
 
     stream = io.StringIO()
     handler = logging.StreamHandler(stream)
@@ -109,4 +110,4 @@ def test_the_redaction_filter_learns_each_installed_session_token() -> None:
         logger.removeHandler(handler)
         logger.filters.clear()
     assert token not in stream.getvalue()
-    assert ch.redact("x") == "x"
+    assert redact("x") == "x"

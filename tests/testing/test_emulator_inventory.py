@@ -7,12 +7,10 @@ from collections import Counter
 from typing import Any
 
 import httpx2
-import pytest
 
 from copilot_host.testing import (
     GitHubEmulator,
     Scenario,
-    default_models,
     minimal_models,
     realistic_models,
 )
@@ -55,8 +53,6 @@ def test_the_default_inventory_is_the_realistic_one() -> None:
     """The default path exercises real drift; the tidy inventory is there when asked for."""
     assert Scenario().models == realistic_models()
     assert realistic_models() != minimal_models()
-    with pytest.warns(DeprecationWarning, match="minimal_models"):
-        assert default_models() == minimal_models()
 
 
 def test_the_realistic_inventory_is_served_and_routed_as_listed() -> None:

@@ -73,7 +73,6 @@ def test_the_public_names_are_curated() -> None:
         "VSCODE_CLIENT_ID",
         "async_loopback_transport",
         "chat_model",
-        "default_models",
         "inventory_of",
         "loopback_transport",
         "minimal_models",
