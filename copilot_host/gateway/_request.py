@@ -72,9 +72,13 @@ async def read_request(body: bytes, protocol: ch.ApiProtocol) -> Parsed | Refusa
     return parse_request(body, protocol)
 
 
-# A key "model" as a JSON text spells it literally: after an object's opening brace, a
-# comma or whitespace (a quote inside a string is escaped, so none of these precedes it).
-_MODEL_KEY = re.compile(rb'[{,\s]"model"\s*:\s*')
+# A key "model" as a JSON text spells it literally, followed by its colon; it is a key (not
+# the end of a string that merely ends in `"model`) when an object's opening brace, a comma
+# or whitespace precedes it (a quote inside a string is escaped, so none of these does).
+# The search starts at the quote: a pattern opening with a character class is scanned
+# position by position, many times slower on a large body.
+_MODEL_KEY = re.compile(rb'"model"\s*:\s*')
+_BEFORE_KEY = frozenset(b"{, \t\r\n")
 # An escaped d, e, l, m or o (\u0064-\u006f): a key "model" could be spelled with one, which
 # the literal search above would miss.
 _ESCAPED_LETTER = re.compile(rb"\\u006[4-9a-fA-F]")
@@ -99,11 +103,14 @@ def rewrite_model(body: bytes, parsed: Parsed, model: str) -> bytes:
 
 
 def _splice(body: bytes, old: str, new: str) -> bytes | None:
-    keys = _MODEL_KEY.finditer(body)
-    first = next(keys, None)
-    if first is None or next(keys, None) is not None or _ESCAPED_LETTER.search(body):
+    keys = [
+        found
+        for found in _MODEL_KEY.finditer(body)
+        if found.start() > 0 and body[found.start() - 1] in _BEFORE_KEY
+    ]
+    if len(keys) != 1 or _ESCAPED_LETTER.search(body):
         return None
-    start = first.end()
+    start = keys[0].end()
     for token in _spellings(old):
         if body.startswith(token, start):
             return b"".join(
