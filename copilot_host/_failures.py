@@ -1,10 +1,16 @@
 """A failure remembered for a while: told again instead of tried again.
 
 Both single flights of the library (the session resolver's exchange, the gateway's
-registration) share one work among every caller, and both remember the last failure for
-a moment so that a burst of callers while the far side fails costs one attempt, not one
-each. This is that memory, once: keyed by who the attempt was for (a login), held until a
-time on the caller's monotonic clock.
+registration) share one work among every caller, and both remember the last failure:
+
+* for a moment (``until``), callers who must have the result get that failure again, so
+  a burst of callers while the far side fails costs one attempt, not one each;
+* for longer (``retry_at``), an optional attempt made while a good old result is still in
+  hand (an advisory session refresh, a background re-registration) is not tried again:
+  the old result keeps serving.
+
+This is that memory, once: keyed by who the attempt was for (a login), on the caller's
+monotonic clock.
 """
 
 from __future__ import annotations
@@ -37,15 +43,25 @@ class FailureMemory(Generic[K]):
     """The last failure for one key, until a deadline (not thread-safe: its owner's lock
     or event loop guards it)."""
 
-    __slots__ = ("_error", "_key", "_until")
+    __slots__ = ("_error", "_key", "_retry_at", "_until")
 
     def __init__(self) -> None:
         self._key: K | None = None
         self._error: Exception | None = None
         self._until = float("-inf")
+        self._retry_at = float("-inf")
 
-    def remember(self, key: K, error: Exception, until: float) -> None:
+    def remember(
+        self, key: K, error: Exception, *, until: float, retry_at: float | None = None
+    ) -> None:
+        """Tell ``error`` again to ``key``'s callers until ``until``; hold optional
+        attempts back until ``retry_at`` (no later than ``until`` when not given)."""
         self._key, self._error, self._until = key, error, until
+        self._retry_at = until if retry_at is None else retry_at
+
+    def backing_off(self, key: K, now: float) -> bool:
+        """Whether an optional attempt for ``key`` should wait (a recent one failed)."""
+        return self._error is not None and now < self._retry_at and self._key == key
 
     def recall(self, key: K, now: float) -> Exception | None:
         """A copy of the failure to raise for ``key`` now, or None (nothing remembered for
@@ -56,4 +72,5 @@ class FailureMemory(Generic[K]):
         return for_waiter(error)
 
     def forget(self) -> None:
-        self._key, self._error, self._until = None, None, float("-inf")
+        self._key, self._error = None, None
+        self._until = self._retry_at = float("-inf")

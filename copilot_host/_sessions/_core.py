@@ -116,7 +116,6 @@ class SessionCore:
         "_lock",
         "_logged_out",
         "_policy",
-        "_retry_after",
         "_session",
         "_time",
         "installs",
@@ -141,7 +140,6 @@ class SessionCore:
         self._hot: tuple[CopilotSession, LoginIdentity, float, float] | None = None
         self._generation = 0
         self._flight: Flight | None = None
-        self._retry_after = float("-inf")
         # The last automatic exchange that failed, by login: callers in the next
         # min_refresh_interval get that error again instead of a new exchange.
         self._last_failure: FailureMemory[LoginIdentity] = FailureMemory()
@@ -239,7 +237,7 @@ class SessionCore:
             flight = self._flight
             if flight is not None and flight.generation == self._generation:
                 return session  # somebody is refreshing: keep using the valid session
-            if now < self._retry_after:
+            if self._last_failure.backing_off(identity, now):
                 return session  # the last advisory attempt failed recently: back off
             if not start:
                 return None
@@ -329,11 +327,13 @@ class SessionCore:
         if isinstance(result, Exception):
             if not flight.explicit:
                 now = self._clock.monotonic()
-                self._last_failure.remember(
-                    flight.identity, result, now + self._policy.min_refresh_interval
-                )
                 delay = self._policy.advisory_retry_delay
-                self._retry_after = self._clock.monotonic() + delay
+                self._last_failure.remember(
+                    flight.identity,
+                    result,
+                    until=now + self._policy.min_refresh_interval,
+                    retry_at=now + delay,
+                )
                 session = self._session
                 clock = self._clock
                 if (
@@ -385,14 +385,12 @@ class SessionCore:
         self._generation += 1
         self._session = None
         self._hot = None
-        self._retry_after = float("-inf")
         self._last_failure.forget()
 
     def _install(self, session: CopilotSession) -> None:
         register_secret(session.token)
         self.installs += 1
         self._session = session
-        self._retry_after = float("-inf")
         self._last_failure.forget()
         fresh_mono, fresh_wall = self._policy.fresh_until(session)
         self._hot = (session, session.identity, fresh_mono, fresh_wall)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import copilot_host as ch
@@ -131,7 +131,8 @@ class Registry:
         self._snapshot: Snapshot | None = None
         self._task: asyncio.Task[Snapshot] | None = None
         self._task_identity: ch.LoginIdentity | None = None
-        # The registration that failed, by login: told again for FAILURE_MEMORY seconds.
+        # The registration that failed, by login: told again for FAILURE_MEMORY seconds;
+        # after a background one failed, the next waits RETRY_AFTER_FAILURE.
         self._failed: ch.FailureMemory[ch.LoginIdentity] = ch.FailureMemory()
         self.registrations = 0
 
@@ -148,7 +149,11 @@ class Registry:
         snapshot = self._snapshot
         now = self._clock.monotonic()
         if snapshot is not None and snapshot.identity == identity:
-            if now >= snapshot.due and self._task is None:
+            if (
+                now >= snapshot.due
+                and self._task is None
+                and not self._failed.backing_off(identity, now)
+            ):
                 # Old routes keep serving while new ones are made.
                 self._start(identity, background=True)
             return snapshot
@@ -204,9 +209,10 @@ class Registry:
             now = self._clock.monotonic()
             kept = self._snapshot
             if background and kept is not None and kept.identity == identity:
-                self._snapshot = replace(kept, due=now + RETRY_AFTER_FAILURE)
-                return self._snapshot
-            self._failed.remember(identity, exc, now + FAILURE_MEMORY)
+                # The routes in hand keep serving; no request is told of this failure.
+                self._failed.remember(identity, exc, until=now, retry_at=now + RETRY_AFTER_FAILURE)
+                return kept
+            self._failed.remember(identity, exc, until=now + FAILURE_MEMORY)
             raise
         self._failed.forget()
         by_name: dict[str, ch.ModelRoute] = {}

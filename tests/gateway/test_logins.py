@@ -140,6 +140,30 @@ def test_a_failed_background_registration_keeps_the_routes_in_hand(tmp_path: Pat
         assert_no_leaks(gateway)
 
 
+def test_after_a_failed_background_registration_the_next_waits_a_minute(tmp_path: Path) -> None:
+    clock = FakeClock()
+    long_sessions = Scenario(session_lifetime=4 * 3600, refresh_in=3 * 3600)
+    with (
+        GitHubEmulator(long_sessions) as emulator,
+        running_gateway(emulator, tmp_path / "home", clock=clock) as gateway,
+    ):
+        assert gateway.post("/v1/chat/completions", CHAT)[0] == 200
+        emulator.revoke_login()
+        clock.advance(30 * 60)
+        assert gateway.post("/v1/chat/completions", CHAT)[0] == 200
+        gateway.settle()
+        tried = len(emulator.requests_to("copilot_token"))
+        clock.advance(59.0)
+        assert gateway.post("/v1/chat/completions", CHAT)[0] == 200
+        gateway.settle()
+        assert len(emulator.requests_to("copilot_token")) == tried  # held back
+        clock.advance(1.0)
+        assert gateway.post("/v1/chat/completions", CHAT)[0] == 200
+        gateway.settle()
+        assert len(emulator.requests_to("copilot_token")) == tried + 1  # tried again
+        assert_no_leaks(gateway)
+
+
 def test_a_failing_registration_is_tried_once_a_second_not_once_a_request(
     tmp_path: Path,
 ) -> None:
