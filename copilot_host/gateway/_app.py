@@ -382,10 +382,7 @@ class GatewayApp:
                 headers=call.headers,
                 send=call.send,
                 outcome=outcome,
-                # What the gateway read already, so route.auth reads neither body nor login.
-                auth=auth.for_request(facts, identity)
-                if isinstance(auth, ch.CopilotAuth)
-                else auth,
+                auth=auth,
                 header_filter=hooks.request_headers,
                 observer=hooks.observe(route) if hooks.observe is not None else None,
             )

@@ -249,3 +249,62 @@ def test_the_hooks_see_the_forwarded_headers_and_the_answer(tmp_path: Path) -> N
         assert seen.calls[-1] == ("end", None)
         events = [n for kind, n in seen.calls if kind == "events"]
         assert events and sum(n for n in events if isinstance(n, int)) >= 2
+
+
+# -- one parse, one lookup, one stat ---------------------------------------------------------
+
+
+def test_one_gateway_request_parses_once_and_reads_the_login_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import asyncio
+
+    from copilot_host.gateway import create_app
+    from tests.sessions._hosts import AsyncCountingHost, CountingHost
+
+    inner = CountingHost()
+    host = AsyncCountingHost(inner)
+    seen: list[httpx2.Request] = []
+
+    def upstream(request: httpx2.Request) -> httpx2.Response:
+        seen.append(request)
+        return httpx2.Response(200, json={"object": "chat.completion", "choices": []})
+
+    key = "cph_" + "k" * 40
+    app = create_app(host, api_key=key, transport=httpx2.MockTransport(upstream), clock=inner.clock)
+    body = json.dumps(
+        {"model": "counting/gpt-4o", "messages": [{"role": "tool", "content": "ok"}]}
+    ).encode()
+    parses: list[int] = []
+    real_loads = json.loads
+
+    def counting_loads(text: str | bytes, **kwargs: object) -> object:
+        parses.append(len(text))
+        return real_loads(text, **kwargs)  # type: ignore[arg-type]
+
+    async def go() -> list[int]:
+        statuses = []
+        transport = httpx2.ASGITransport(app=app)
+        async with httpx2.AsyncClient(
+            transport=transport, base_url="http://127.0.0.1:4141"
+        ) as client:
+            headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+            # The first request registers (its own stats and parses); the second is the
+            # steady state measured here.
+            await client.post("/v1/chat/completions", content=body, headers=headers)
+            before = inner.availability_calls
+            monkeypatch.setattr(json, "loads", counting_loads)
+            answer = await client.post("/v1/chat/completions", content=body, headers=headers)
+            monkeypatch.setattr(json, "loads", real_loads)
+            statuses.append(answer.status_code)
+            statuses.append(inner.availability_calls - before)
+        await app.aclose()
+        return statuses
+
+    status, stats = asyncio.run(go())
+    assert status == 200
+    assert stats == 1  # the registry's look at the login; route.auth is handed it
+    assert parses == [len(body)]  # the gateway's one parse; route.auth is handed the facts
+    sent = seen[-1]
+    assert json.loads(sent.content)["model"] == "gpt-4o"
+    assert sent.headers["x-initiator"] == "agent"
