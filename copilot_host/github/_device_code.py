@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from .._device import MIN_INTERVAL
 from .._errors import ResponseError
 from .._hosts import CopilotDeviceLogin
 from .._safety._redact import register_secret
@@ -30,7 +31,6 @@ from ._wire import (
 __all__ = [
     "DEFAULT_INTERVAL",
     "MAX_EXPIRES_IN",
-    "MIN_INTERVAL",
     "SCOPE",
     "build_device_code_request",
     "parse_device_code",
@@ -40,7 +40,6 @@ WHAT = "GitHub's device code request"
 # `read:user` is all the Copilot token exchange and `GET /user` need.
 SCOPE = "read:user"
 MAX_EXPIRES_IN = 900.0
-MIN_INTERVAL = 1.0
 # RFC 8628 section 3.2: when the server names no interval, poll every 5 seconds.
 DEFAULT_INTERVAL = 5.0
 _USER_CODE = re.compile(r"[A-Z0-9](?:[A-Z0-9-]{2,14})[A-Z0-9]")
@@ -92,8 +91,8 @@ def parse_device_code(response: WireResponse) -> CopilotDeviceLogin:
         interval = DEFAULT_INTERVAL
     elif interval < 0:
         raise ResponseError(f"{WHAT} answered with a negative polling interval")
-    # Never faster than asked, never faster than once a second; beyond the lifetime the
-    # login simply ends at its deadline.
+    # Never faster than asked, never faster than the pacing loop's floor (once a second);
+    # beyond the lifetime the login simply ends at its deadline.
     interval = min(max(interval, MIN_INTERVAL), MAX_EXPIRES_IN)
     register_secret(device_code)
     return CopilotDeviceLogin(
