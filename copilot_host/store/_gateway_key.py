@@ -76,7 +76,7 @@ class GatewayKeyFile:
             # Held open so its inode is not reused while we run: on exit, a file someone
             # put at the name since cannot pass for ours.
             self._written = os.open(
-                self._name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=self._dir_fd
+                self._name, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=self._dir_fd
             )
         except OSError as exc:  # a full disk, a read-only folder, an I/O error
             self._release()
@@ -145,6 +145,9 @@ class GatewayKeyFile:
                         mine.st_ino,
                     ):
                         remove(dir_fd, self._name)
+                    # Emptied too (ours, whoever holds its name now), so a copy opened
+                    # elsewhere meanwhile reads nothing once the gateway is gone.
+                    os.ftruncate(written, 0)
                 remove(dir_fd, self._lock_name)
         finally:
             written = self._written

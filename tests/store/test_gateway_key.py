@@ -124,3 +124,12 @@ def test_a_key_file_that_cannot_be_written_is_a_typed_failure_naming_it(
 def test_a_port_out_of_range_is_refused(copilot_home: Path, port: int) -> None:
     with pytest.raises(ValueError, match="port"):
         _store(copilot_home).gateway_key(port, KEY)
+
+
+def test_a_copy_of_the_key_opened_meanwhile_reads_nothing_after(copilot_home: Path) -> None:
+    with _store(copilot_home).gateway_key(8765, KEY) as key_file:
+        held = key_file.path.open("rb")
+    try:
+        assert held.read() == b""
+    finally:
+        held.close()
