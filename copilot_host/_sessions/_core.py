@@ -364,10 +364,13 @@ class SessionCore:
         except ResponseError as exc:
             return Landing(LandingKind.FAILED, error=exc)
         self._install(result)
+        # The policy in force says when: the host's times are only what the server asked.
+        fresh_until, _ = self._policy.fresh_until(result)
+        expires, _ = self._policy.expiry(result)
         log.debug(
             "new session installed; refresh due in %.0f s, expires in %.0f s",
-            result.refresh_monotonic - result.received_monotonic,
-            result.expires_monotonic - result.received_monotonic,
+            fresh_until - result.received_monotonic,
+            expires - result.received_monotonic,
         )
         return Landing(LandingKind.INSTALLED, session=result)
 
