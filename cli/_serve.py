@@ -26,12 +26,14 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ._context import make_async_host, make_store, output, seam, set_error_sink
+from ._editor import editor_from_environment
 from ._failure import CliFailure, Problem
 from ._output import CopilotHostCommand, Output, write_stdout
 
 if TYPE_CHECKING:
     import uvicorn
 
+    from copilot_host.github import EditorIdentity
     from copilot_host.store import CredentialStore
 
 __all__ = ["DEFAULT_PORT", "GRACE", "serve", "server_config"]
@@ -120,6 +122,7 @@ def serve(port: int, address: str, as_json: bool) -> None:
         set_error_sink(lambda problem: _json_line(_error_event(problem)))
 
     family, bound, shown = _LOOPBACK[address]
+    editor = editor_from_environment()
     store = make_store()
     # Creates the store folder (0700) if needed and refuses an insecure one, before the
     # port is taken or a key is made.
@@ -144,6 +147,7 @@ def serve(port: int, address: str, as_json: bool) -> None:
                         key_path=key_file.path,
                         store=store,
                     ),
+                    editor=editor,
                 )
             finally:
                 undo_access_log()
@@ -367,6 +371,8 @@ def _run(
     store: CredentialStore,
     key: str,
     on_listening: Callable[[], None],
+    *,
+    editor: EditorIdentity | None = None,
 ) -> None:
     import asyncio
 
@@ -385,7 +391,7 @@ def _run(
     async def main() -> None:
         # The host is made, used and closed on this loop (an asynchronous host belongs to
         # one); the app never closes it.
-        async with make_async_host(store) as host:
+        async with make_async_host(store, editor) as host:
             extra: dict[str, Any] = {}
             if s.upstream_transport is not None:
                 extra["transport"] = s.upstream_transport()

@@ -110,6 +110,12 @@ class HostCore:
         self._hold(token)
         return stored, token
 
+    def _load_current(self) -> tuple[LoginIdentity, Secret]:
+        """The stored login and token, whoever it is (``NotLoggedInError`` if none)."""
+        stored, token = self._store.load()
+        self._hold(token)
+        return stored, token
+
     def _hold(self, token: Secret) -> None:
         register_secret(token)
         self._held = token

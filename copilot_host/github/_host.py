@@ -20,10 +20,12 @@ from ._discovery import build_models_request, parse_models
 from ._exchange import build_exchange_request, parse_exchange
 from ._headers import DEFAULT_CLIENT_ID, EditorIdentity
 from ._http import Sender
+from ._usage import build_usage_request, parse_usage
 
 if TYPE_CHECKING:
     from collections.abc import Generator
 
+    from .._usage import CopilotUsage
     from ..store import CredentialStore
 
 __all__ = ["GitHubCopilotHost"]
@@ -75,6 +77,18 @@ class GitHubCopilotHost(HostCore):
         return parse_models(response)
 
     # -- people-facing operations ---------------------------------------------------------
+
+    def usage(self) -> CopilotUsage:
+        """The stored login's plan and quotas (``GET /copilot_internal/user``).
+
+        Sent with the GitHub token to api.github.com only, under the same deadlines and
+        retry as the exchange. Raises ``NotLoggedInError`` without a login,
+        ``QuotaExceededError`` on a 402, ``EntitlementError`` (``usage_unavailable``)
+        when GitHub does not show this login its usage.
+        """
+        stored, token = self._load_current()
+        response = self._sender.send(build_usage_request(token, self._editor))
+        return parse_usage(response, stored.account)
 
     def login(
         self,

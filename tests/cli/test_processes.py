@@ -128,6 +128,9 @@ def test_harness_models(proc: Proc, leak_guard: LeakGuard, tmp_path: Path) -> No
         "PROTOCOL",
         "CONTEXT",
         "PICKER",
+        "MULT",
+        "IN/1M",
+        "OUT/1M",
     ]
 
     logged_out = proc.harness("--", "logout")
