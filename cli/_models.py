@@ -13,9 +13,9 @@ from ._format import table
 from ._output import CopilotHostCommand, Output
 
 if TYPE_CHECKING:
-    from copilot_host import ModelBilling, ModelRoute, SkippedModel, TokenPrices
+    from copilot_host import ModelBilling, ModelRoute, SkippedModel
 
-__all__ = ["billing_document", "models", "route_document", "skipped_document"]
+__all__ = ["models", "route_document", "skipped_document"]
 
 _EPILOG = """\b
 Examples:
@@ -52,37 +52,7 @@ def route_document(route: ModelRoute) -> dict[str, Any]:
         "picker_enabled": spec.picker_enabled,
         "warnings": list(spec.warnings),
         "warning_codes": list(spec.warning_codes),
-        **billing_document(spec.billing),
-    }
-
-
-def billing_document(billing: ModelBilling | None) -> dict[str, Any]:
-    """``premium``, ``multiplier`` and ``prices`` (each tier's prices as the inventory gives
-    them, per ``batch_size`` tokens, with the per-million figures people read)."""
-    if billing is None:
-        return {"billing": None}
-    return {
-        "billing": {
-            "premium": billing.premium,
-            "multiplier": billing.multiplier,
-            "prices": _prices_document(billing.prices),
-        }
-    }
-
-
-def _prices_document(prices: TokenPrices | None) -> dict[str, Any] | None:
-    if prices is None:
-        return None
-    return {
-        "batch_size": prices.batch_size,
-        "input": prices.input,
-        "output": prices.output,
-        "cache": prices.cache,
-        "context_max": prices.context_max,
-        "input_per_million": prices.per_million(prices.input),
-        "output_per_million": prices.per_million(prices.output),
-        "cache_per_million": prices.per_million(prices.cache),
-        "long_context": _prices_document(prices.long_context),
+        "billing": None if spec.billing is None else spec.billing.document(),
     }
 
 

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ._budget import max_credits_option
 from ._context import make_async_host, make_store, output, seam, set_error_sink
 from ._editor import editor_from_environment
 from ._failure import CliFailure, Problem
@@ -107,7 +108,8 @@ def _loopback(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
     is_flag=True,
     help="Print one JSON line (base URL and key) on stdout once listening.",
 )
-def serve(port: int, address: str, as_json: bool) -> None:
+@max_credits_option
+def serve(port: int, address: str, as_json: bool, max_credits: float | None) -> None:
     """Serve this login's Copilot models to programs in any language.
 
     A gateway on this machine's loopback address that speaks the OpenAI API
@@ -148,6 +150,7 @@ def serve(port: int, address: str, as_json: bool) -> None:
                         store=store,
                     ),
                     editor=editor,
+                    max_credits=max_credits,
                 )
             finally:
                 undo_access_log()
@@ -373,6 +376,7 @@ def _run(
     on_listening: Callable[[], None],
     *,
     editor: EditorIdentity | None = None,
+    max_credits: float | None = None,
 ) -> None:
     import asyncio
 
@@ -397,7 +401,7 @@ def _run(
                 extra["transport"] = s.upstream_transport()
             if s.clock is not None:
                 extra["clock"] = s.clock
-            app = create_app(host, api_key=key, **extra)
+            app = create_app(host, api_key=key, max_credits=max_credits, **extra)
             # Unusable HTTPS settings fail here, as a typed error, before anything listens.
             await app.startup()
             config = server_config(app)

@@ -79,6 +79,22 @@ class TokenPrices:
         """``price`` (one of this tier's) in AI credits per million tokens."""
         return None if price is None else price * 1_000_000 / self.batch_size
 
+    def document(self) -> dict[str, object]:
+        """The JSON form ``models --json`` and the gateway's ``/v1/models`` show: the
+        prices as listed and, beside them, per million tokens."""
+        long_context = self.long_context
+        return {
+            "batch_size": self.batch_size,
+            "input": self.input,
+            "output": self.output,
+            "cache": self.cache,
+            "context_max": self.context_max,
+            "input_per_million": self.per_million(self.input),
+            "output_per_million": self.per_million(self.output),
+            "cache_per_million": self.per_million(self.cache),
+            "long_context": None if long_context is None else long_context.document(),
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class ModelBilling:
@@ -89,6 +105,14 @@ class ModelBilling:
     premium: bool | None = None
     multiplier: float | None = None
     prices: TokenPrices | None = None
+
+    def document(self) -> dict[str, object]:
+        """The JSON form ``models --json`` and the gateway's ``/v1/models`` show."""
+        return {
+            "premium": self.premium,
+            "multiplier": self.multiplier,
+            "prices": None if self.prices is None else self.prices.document(),
+        }
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,6 +35,7 @@ from ._access import Refusal, RequestHeaders, allowed_hosts, check_access, read_
 from ._answers import Shape, error_body, failure_of
 from ._registry import ENDPOINTS, Registry, anthropic_entry, endpoints_of, openai_entry
 from ._relay import AnswerTooLarge, Outcome, relay
+from ._spend import Spend, format_credits
 
 __all__ = ["ACCESS_LOGGER", "MAX_BODY_BYTES", "GatewayApp", "create_app"]
 
@@ -70,6 +71,7 @@ def create_app(
     api_key: str,
     transport: httpx2.AsyncBaseTransport | None = None,
     clock: ch.Clock = ch.SYSTEM_CLOCK,
+    max_credits: float | None = None,
 ) -> GatewayApp:
     """The gateway for ``host``'s account, as an ASGI 3 application with lifespan support.
 
@@ -79,9 +81,12 @@ def create_app(
     ``GitHubEmulator().async_transport()``). ``clock`` times re-registration and the
     routes' sessions (give the host the same one). The app does not own ``host``: close it
     after the server has stopped. Use the app on one event loop (an asynchronous host
-    belongs to one).
+    belongs to one). ``max_credits`` is a budget in AI credits: once the costs the answers
+    reported since start reach it, model requests get 429 ``budget_exhausted``.
     """
-    return GatewayApp(host, api_key=api_key, transport=transport, clock=clock)
+    return GatewayApp(
+        host, api_key=api_key, transport=transport, clock=clock, max_credits=max_credits
+    )
 
 
 class GatewayApp:
@@ -94,7 +99,10 @@ class GatewayApp:
         api_key: str,
         transport: httpx2.AsyncBaseTransport | None,
         clock: ch.Clock,
+        max_credits: float | None = None,
     ) -> None:
+        # First: a bad budget fails before anything is registered.
+        self.spend = Spend(max_credits, warn=_access.warning)
         if not isinstance(api_key, str):
             raise TypeError("api_key is a str")
         if (
@@ -112,6 +120,7 @@ class GatewayApp:
         self._transport = transport
         self._client: httpx2.AsyncClient | None = None
         self._hosts: dict[int, frozenset[bytes]] = {}
+        self._stopped = False
 
     def __repr__(self) -> str:
         return f"GatewayApp({len(self._registry.catalog)} routes)"
@@ -158,6 +167,9 @@ class GatewayApp:
         """Stop registrations in flight and close the upstream connections (the lifespan
         shutdown does this; call it yourself when the server runs the app without one)."""
         await self._registry.aclose()
+        if not self._stopped:
+            self._stopped = True
+            _access.info("%s", self.spend.summary())
         client, self._client = self._client, None
         if client is not None:
             await client.aclose()
@@ -212,14 +224,16 @@ class GatewayApp:
             if logged or not _access.isEnabledFor(logging.INFO):
                 return
             logged = True
+            credits = call.outcome.credits
             _access.info(
-                "%s %s model=%s status=%d bytes=%d %.1fms",
+                "%s %s model=%s status=%d bytes=%d %.1fms%s",
                 call.method,
                 _shown(path),
                 call.model,
                 call.outcome.status or 499,
                 call.outcome.sent,
                 (time.perf_counter() - started) * 1000.0,
+                "" if credits is None else f" credits={format_credits(credits)}",
             )
 
         # Written just before the last piece of the answer goes out, so a client that
@@ -327,6 +341,9 @@ class GatewayApp:
         if protocol not in route.spec.protocols:
             await call.refuse(_wrong_endpoint(route, call.path))
             return
+        if self.spend.exhausted():
+            await call.refuse(Refusal(429, "budget_exhausted", self.spend.refusal_message()))
+            return
         if name != route.model_id:
             # Named by its route id: upstream knows the model by its own id.
             value["model"] = route.model_id
@@ -380,6 +397,8 @@ class GatewayApp:
             ) from None
         finally:
             watcher.cancel()
+            self.spend.record(route.model_id, outcome.credits)
+            self.spend.quota(outcome.quota)
         if outcome.upstream_id:
             _log.debug(
                 "%s answered %d (GitHub request id %s)",

@@ -26,6 +26,7 @@ import httpx2
 import copilot_host as ch
 
 from ._access import FORWARDED_REQUEST_HEADERS, RequestHeaders
+from ._spend import QUOTA_HEADER_PREFIXES, answer_cost, events_cost
 
 __all__ = [
     "MAX_ANSWER_BYTES",
@@ -49,7 +50,14 @@ _REPEATABLE = frozenset({b"anthropic-beta"})
 RELAYED_RESPONSE_HEADERS = frozenset(
     {"content-type", "x-request-id", "x-github-request-id", "retry-after"}
 )
-_RATE_LIMIT_PREFIXES = ("x-ratelimit-", "ratelimit", "anthropic-ratelimit-")
+_QUOTA_PREFIXES = tuple(prefix.encode("ascii") for prefix in QUOTA_HEADER_PREFIXES)
+_RATE_LIMIT_PREFIXES = (
+    "x-ratelimit-",
+    "ratelimit",
+    "anthropic-ratelimit-",
+    # The account's quota, as the service reports it on each answer (gateway/_spend.py).
+    *QUOTA_HEADER_PREFIXES,
+)
 
 # A JSON answer larger than this is refused (502 response_too_large): model answers are
 # far smaller, and the gateway holds a JSON answer whole to mask it.
@@ -72,6 +80,14 @@ class Outcome:
     done: bool = False
     # Called once, then: the access line is written before the client can see the end.
     on_done: Callable[[], None] | None = None
+    # AI credits the answer reported (copilot_usage), None when it reported none.
+    credits: float | None = None
+    # The quota headers the answer carried, as relayed.
+    quota: tuple[tuple[str, str], ...] = ()
+
+    def add_cost(self, credits: float | None) -> None:
+        if credits is not None:
+            self.credits = credits if self.credits is None else self.credits + credits
 
     def finish(self) -> None:
         self.done = True
@@ -150,10 +166,16 @@ async def relay(
     response = await client.send(request, auth=route.auth, stream=True)
     try:
         outcome.upstream_id = response.headers.get("x-github-request-id", "")
+        relayed = _relayed(response)
+        outcome.quota = tuple(
+            (name.decode("latin-1"), value.decode("latin-1"))
+            for name, value in relayed
+            if name.startswith(_QUOTA_PREFIXES)
+        )
         start: MutableMapping[str, Any] = {
             "type": "http.response.start",
             "status": response.status_code,
-            "headers": _relayed(response),
+            "headers": relayed,
         }
         if not _is_event_stream(response):
             whole = bytearray()
@@ -162,6 +184,7 @@ async def relay(
                 if len(whole) > MAX_ANSWER_BYTES:
                     raise AnswerTooLarge
             answer = ch.mask_secrets(bytes(whole))
+            outcome.add_cost(answer_cost(answer))
             start["headers"].append((b"content-length", str(len(answer)).encode("ascii")))
             outcome.status = response.status_code
             await send(start)
@@ -180,7 +203,10 @@ async def relay(
                 held = held[cut:]
                 outcome.sent += len(ready)
                 await send({"type": "http.response.body", "body": ready, "more_body": True})
+                # Read once the events are on their way: the cost never holds one back.
+                outcome.add_cost(events_cost(ready))
         tail = ch.mask_secrets(held)
+        outcome.add_cost(events_cost(tail))
         outcome.sent += len(tail)
         outcome.finish()
         await send({"type": "http.response.body", "body": tail, "more_body": False})

@@ -133,9 +133,22 @@ def test_models_tells_a_deprecated_client_once_what_to_do(cli: Cli, emulate: Any
     notes = [line for line in result.stderr.splitlines() if "deprecated" in line]
     assert len(notes) == 1
     assert "upgrade copilot-host" in notes[0] and "COPILOT_HOST_EDITOR" in notes[0]
-    doc = json.loads(cli("models", "--json", seam=env.seam).stdout)
+    listed = cli("models", "--json", seam=env.seam)
+    doc = json.loads(listed.stdout)
+    assert "models" in doc, (doc, listed.stderr)
     assert all(m["warning_codes"] == ["client_version_deprecated"] for m in doc["models"])
     assert all(len(m["warnings"]) == len(m["warning_codes"]) for m in doc["models"])
     # Presenting a current identity is what makes the notice go away.
     current = cli("models", seam=env.seam, env={"COPILOT_HOST_EDITOR": NEWER})
     assert "deprecated" not in current.stderr
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "nan", "inf", "lots"])
+def test_serve_refuses_a_budget_that_is_not_a_positive_number(
+    cli: Cli, emulate: Any, value: str
+) -> None:
+    env = emulate()
+    result = cli("serve", "--port", "0", "--max-credits", value, seam=env.seam)
+    assert result.exit_code == 2
+    assert "--max-credits" in result.stderr
+    assert not env.emulator.requests

@@ -203,6 +203,7 @@ def running_gateway(
     transport: httpx2.AsyncBaseTransport | None = None,
     clock: ch.Clock | None = None,
     host_transport: httpx2.AsyncBaseTransport | None = None,
+    max_credits: float | None = None,
 ) -> Iterator[Gateway]:
     """Serve a gateway for the account in ``home`` until the block ends."""
     home.mkdir(mode=0o700, exist_ok=True)
@@ -237,6 +238,7 @@ def running_gateway(
                 host,
                 api_key=key,
                 transport=transport if transport is not None else emulator.async_transport(),
+                max_credits=max_credits,
                 **extra,
             )
             config = server_config(app)
