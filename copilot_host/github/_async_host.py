@@ -68,8 +68,17 @@ class AsyncGitHubCopilotHost(HostCore):
         return parse_exchange(response, stored)
 
     async def inventory(self, session: CopilotSession) -> Inventory:
-        response = await self._sender.send(build_models_request(session, self._editor))
-        return parse_models(response)
+        headers = self._discovery_headers(session)
+        response = await self._sender.send(build_models_request(session, headers))
+        other = self._discovery_fallback(session, response)
+        if other is not None:
+            # Once, with the other identity: the one that works is kept for this login.
+            response = await self._sender.send(build_models_request(session, other))
+            if response.status == 200:
+                headers = other
+        found = parse_models(response)
+        self._kept(session, headers)
+        return found
 
     async def usage(self) -> CopilotUsage:
         """The stored login's plan and quotas; see ``GitHubCopilotHost.usage``."""

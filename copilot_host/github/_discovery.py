@@ -44,10 +44,14 @@ _MAX_WARNINGS = 8
 _CODE = re.compile(r"[a-z][a-z0-9_]{0,63}")
 
 
-def build_models_request(session: CopilotSession, editor: EditorIdentity) -> WireRequest:
+def build_models_request(
+    session: CopilotSession, identity: EditorIdentity | Mapping[str, str]
+) -> WireRequest:
+    """Discovery under ``identity``: an editor (its chat headers) or a header set as a
+    host's ``request_headers()`` gives it."""
     # The session's endpoint was vetted against the allowlist when its exchange was parsed
     # (parse_grant), the one place that check is made.
-    headers = copilot_headers(editor)
+    headers = copilot_headers(identity) if isinstance(identity, EditorIdentity) else dict(identity)
     headers["Accept"] = "application/json"
     headers["Authorization"] = f"Bearer {session.token.reveal()}"
     return WireRequest(

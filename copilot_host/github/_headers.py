@@ -24,7 +24,9 @@ __all__ = [
     "REST_API_VERSION",
     "TOKEN_API_VERSION",
     "EditorIdentity",
+    "CLI_INTEGRATION_ID",
     "check_client_id",
+    "cli_headers",
     "parse_editor",
     "copilot_headers",
     "exchange_headers",
@@ -148,6 +150,27 @@ def rest_headers(editor: EditorIdentity) -> dict[str, str]:
         "Accept": "application/json",
         "User-Agent": editor.user_agent,
         "X-GitHub-Api-Version": REST_API_VERSION,
+    }
+
+
+# The Copilot CLI's identity, as oh-my-pi presents it (can1357/oh-my-pi,
+# packages/catalog/src/wire/github-copilot.ts: COPILOT_CAPI_IDENTITY_HEADERS): its
+# integration id, `copilot/<version>` as both User-Agent and Editor-Version, its harness
+# id, and no Editor-Plugin-Version. Some organisations allow only this client, some only
+# the chat one (oh-my-pi issues #11372 and #11669; docs/WIRE.md, "Identity fallback").
+CLI_INTEGRATION_ID = "copilot-developer-cli"
+CLI_VERSION = "copilot/1.0.82"
+
+
+def cli_headers(editor: EditorIdentity) -> dict[str, str]:
+    """Every Copilot API request under the Copilot CLI's identity (the API version stays
+    copilot-host's)."""
+    return {
+        "Editor-Version": CLI_VERSION,
+        "Copilot-Integration-Id": CLI_INTEGRATION_ID,
+        "Copilot-Harness-Id": "copilot-sdk",
+        "User-Agent": f"{CLI_VERSION} copilot-host/{__version__}",
+        "X-GitHub-Api-Version": editor.api_version,
     }
 
 

@@ -73,8 +73,17 @@ class GitHubCopilotHost(HostCore):
         return parse_exchange(response, stored)
 
     def inventory(self, session: CopilotSession) -> Inventory:
-        response = self._sender.send(build_models_request(session, self._editor))
-        return parse_models(response)
+        headers = self._discovery_headers(session)
+        response = self._sender.send(build_models_request(session, headers))
+        other = self._discovery_fallback(session, response)
+        if other is not None:
+            # Once, with the other identity: the one that works is kept for this login.
+            response = self._sender.send(build_models_request(session, other))
+            if response.status == 200:
+                headers = other
+        found = parse_models(response)
+        self._kept(session, headers)
+        return found
 
     # -- people-facing operations ---------------------------------------------------------
 
