@@ -30,7 +30,11 @@ Examples:
      "display_name":"…","protocol":"openai-responses"|"openai-chat"|"anthropic-messages",
      "protocols":["…"],"url":"…","context_window":128000,"max_output_tokens":16384,
      "input_modalities":["text"],"supports_reasoning":false,
-     "picker_enabled":true,"warnings":[]}],
+     "picker_enabled":true,"warnings":[],"warning_codes":[],
+     "billing":{"premium":true,"multiplier":1.0,"prices":{"batch_size":1000000,
+       "input":500.0,"output":2500.0,"cache":50.0,"context_max":null,
+       "input_per_million":500.0,"output_per_million":2500.0,
+       "cache_per_million":50.0,"long_context":null}}|null}],
    "skipped":[{"model_id":"<id>","reason":"policy_not_enabled","message":"…"}]}
 With no usable model: {"v":1,"error":{"code":"no_models",...},"skipped":[...]}; exit 1.
 """
