@@ -187,3 +187,29 @@ def test_spend_rejects_a_budget_that_is_not_positive() -> None:
     for bad in (0.0, -1.0, float("nan"), float("inf")):
         with pytest.raises(ValueError, match="max_credits"):
             Spend(bad)
+
+
+@pytest.mark.parametrize(
+    "emulator",
+    [Scenario(usage_plan="requests", quota_entitlement=2, quota_used=0)],
+    indirect=True,
+)
+def test_a_scripted_quota_runs_out_and_the_model_list_carries_prices(gateway: Gateway) -> None:
+    client = _openai(gateway)
+    for _ in range(2):
+        client.chat.completions.create(
+            model="gpt-4.1", messages=[{"role": "user", "content": "Hi"}]
+        )
+    with pytest.raises(openai.APIStatusError) as raised:
+        client.chat.completions.create(
+            model="gpt-4.1", messages=[{"role": "user", "content": "Hi"}]
+        )
+    assert raised.value.status_code == 402
+    assert gateway.emulator.quota_used == 2
+    status, _, listed = gateway.get("/v1/models")
+    assert status == 200
+    opus = next(m for m in listed["data"] if m["id"] == "claude-opus-4.8")
+    assert opus["billing"]["multiplier"] == 3.0
+    prices = opus["billing"]["prices"]
+    assert (prices["input_per_million"], prices["output_per_million"]) == (500.0, 2500.0)
+    assert prices["long_context"]["input_per_million"] == 1000.0
