@@ -213,3 +213,13 @@ def test_a_scripted_quota_runs_out_and_the_model_list_carries_prices(gateway: Ga
     prices = opus["billing"]["prices"]
     assert (prices["input_per_million"], prices["output_per_million"]) == (500.0, 2500.0)
     assert prices["long_context"]["input_per_million"] == 1000.0
+
+
+@pytest.mark.parametrize(
+    "emulator", [Scenario(quota_exceeded_on=frozenset({"models"}))], indirect=True
+)
+def test_a_402_at_discovery_reaches_the_client_as_quota_exceeded(gateway: Gateway) -> None:
+    status, _, body = gateway.get("/v1/models")
+    assert status == 402
+    assert body["error"]["code"] == "quota_exceeded"
+    assert "resets on" in body["error"]["message"]
