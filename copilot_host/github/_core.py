@@ -87,6 +87,9 @@ class HostCore:
         self._cli: Mapping[str, str] = MappingProxyType(cli_headers(self._editor))
         self._headers: Mapping[str, str] = self._chat
         self._cli_logins: set[str] = set()
+        # The login the last discovery was for: a switch made for its requests is kept
+        # for it, so the next registration does not switch back.
+        self._login: str | None = None
         # The GitHub token last loaded or saved. Never read: holding it keeps it in the
         # redaction registry (a weak set), so logs are scrubbed of it and inventory
         # validation refuses an id or label carrying it, for as long as the host lives.
@@ -121,6 +124,11 @@ class HostCore:
         for current, other in ((self._chat, self._cli), (self._cli, self._chat)):
             if refused_id == _integration(current):
                 self._headers = other
+                if self._login is not None:
+                    if other is self._cli:
+                        self._cli_logins.add(self._login)
+                    else:
+                        self._cli_logins.discard(self._login)
                 return other
         return None
 
@@ -129,6 +137,7 @@ class HostCore:
     def _discovery_headers(self, session: CopilotSession) -> Mapping[str, str]:
         """The identity this login's discovery presents: the one that worked before."""
         login = session.identity.login_id
+        self._login = login
         self._headers = self._cli if login in self._cli_logins else self._chat
         return self._headers
 

@@ -127,6 +127,21 @@ def test_async_host_falls_back_and_keeps_the_identity(store: CredentialStore) ->
         assert _ids(emu) == ["vscode-chat", CLI_INTEGRATION_ID]
 
 
+def test_a_switch_made_for_inference_is_kept_at_the_next_discovery(
+    store: CredentialStore,
+) -> None:
+    with (
+        GitHubEmulator(Scenario(models=minimal_models())) as emu,
+        GitHubCopilotHost(store=store, transport=emu.transport()) as host,
+    ):
+        host.login(sleep=lambda _s: None)
+        ch.register_models(ch.Catalog(), host)
+        assert host.switch_identity(host.request_headers()) is not None
+        ch.register_models(ch.Catalog(), host)
+        assert _ids(emu) == ["vscode-chat", CLI_INTEGRATION_ID]
+        assert host.request_headers()["Copilot-Integration-Id"] == CLI_INTEGRATION_ID
+
+
 def _hands_over(host: GitHubCopilotHost | AsyncGitHubCopilotHost) -> None:
     chat = dict(host.request_headers())
     other = host.switch_identity(chat)
