@@ -100,8 +100,9 @@ class Scenario:
     ``quota_entitlement`` and ``quota_used`` are the quota in the plan's unit (credits,
     premium requests, or free chat requests); each model answer reports ``request_cost``
     credits (``copilot_usage.total_nano_aiu``) and uses that much of a credit quota, or one
-    request of the others. A quota used up without ``overage_permitted`` answers model
-    requests with 402 ``quota_exceeded``; ``quota_exceeded_on`` names endpoints that answer
+    request of the others. Overage is permitted by default (the happy path never runs
+    out); a quota used up with ``overage_permitted=False`` answers model requests with 402
+    ``quota_exceeded``; ``quota_exceeded_on`` names endpoints that answer
     402 ``quota_exceeded`` whatever the quota.
 
     Hostile answers per endpoint name (see ``ENDPOINTS``): ``malformed`` (not JSON),
@@ -142,7 +143,7 @@ class Scenario:
     usage_plan: str = "credits"
     quota_entitlement: float = 1500.0
     quota_used: float = 0.0
-    overage_permitted: bool = False
+    overage_permitted: bool = True
     request_cost: float = 0.0425
     quota_exceeded_on: frozenset[str] = frozenset()
     lenient: frozenset[str] = frozenset()

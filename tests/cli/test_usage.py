@@ -41,7 +41,11 @@ def test_usage_shows_each_quota_with_a_bar_and_the_reset_date(cli: Cli, emulate:
 
 def test_usage_json_document_has_exactly_the_documented_shape(cli: Cli, emulate: Any) -> None:
     env = _logged_in(
-        cli, emulate, Scenario(usage_plan="requests", quota_entitlement=300, quota_used=300)
+        cli,
+        emulate,
+        Scenario(
+            usage_plan="requests", quota_entitlement=300, quota_used=300, overage_permitted=False
+        ),
     )
     result = cli("usage", "--json", seam=env.seam)
     # An exhausted quota is what the person asked to see, not a failure.

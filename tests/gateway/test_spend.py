@@ -135,7 +135,7 @@ def test_a_quota_under_ten_percent_warns_once(gateway: Gateway) -> None:
 
 @pytest.mark.parametrize(
     "emulator",
-    [Scenario(usage_plan="requests", quota_entitlement=1, quota_used=1)],
+    [Scenario(usage_plan="requests", quota_entitlement=1, quota_used=1, overage_permitted=False)],
     indirect=True,
 )
 def test_the_services_402_is_relayed_as_it_is(gateway: Gateway) -> None:
@@ -191,7 +191,7 @@ def test_spend_rejects_a_budget_that_is_not_positive() -> None:
 
 @pytest.mark.parametrize(
     "emulator",
-    [Scenario(usage_plan="requests", quota_entitlement=2, quota_used=0)],
+    [Scenario(usage_plan="requests", quota_entitlement=2, quota_used=0, overage_permitted=False)],
     indirect=True,
 )
 def test_a_scripted_quota_runs_out_and_the_model_list_carries_prices(gateway: Gateway) -> None:

@@ -30,7 +30,12 @@ def _premium(usage: ch.CopilotUsage) -> ch.Quota:
 
 
 def test_credit_billed_account_sync(store: CredentialStore) -> None:
-    scenario = Scenario(models=minimal_models(), quota_entitlement=1500, quota_used=1499.5)
+    scenario = Scenario(
+        models=minimal_models(),
+        quota_entitlement=1500,
+        quota_used=1499.5,
+        overage_permitted=False,
+    )
     with (
         GitHubEmulator(scenario) as emu,
         GitHubCopilotHost(store=store, transport=emu.transport()) as host,
