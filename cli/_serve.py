@@ -58,6 +58,7 @@ Examples:
   copilot-host serve                   http://127.0.0.1:4141/v1, a new key each run
   copilot-host serve --port 0 --json   a free port; one JSON line says where and the key
   copilot-host serve --host ::1        IPv6 loopback: http://[::1]:4141/v1
+  copilot-host serve --max-credits 25  stop relaying once answers report 25 AI credits
 
 \b
 Then, from any language (KEY: the key shown, or the key file's text):
@@ -71,7 +72,9 @@ Then, from any language (KEY: the key shown, or the key file's text):
   {"v": 1, "event": "listening", "base_url": "http://127.0.0.1:PORT/v1", "api_key": "…"}
 and nothing after it (a failure before it: {"v": 1, "event": "error", "code": …}).
 The key is also in gateway-PORT.key (0600) in the store folder while the gateway runs.
-One access line per request goes to stderr. Ctrl-C or SIGTERM stops it (exit 130/143).
+One access line per request goes to stderr (with credits=… when the answer reported
+its cost), and one line with the totals when it stops. Ctrl-C or SIGTERM stops it
+(exit 130/143).
 """
 
 
