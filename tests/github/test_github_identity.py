@@ -151,3 +151,12 @@ def test_malformed_billing_is_dropped_and_the_model_kept(billing: object) -> Non
     found = parse_models(response(200, json.dumps({"data": [item]})))
     assert [m.model_id for m in found.models] == ["m"]
     assert found.models[0].billing is None
+
+
+def test_the_library_never_reads_the_override(
+    store: CredentialStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COPILOT_HOST_EDITOR", "vscode/9.9.9 copilot-chat/9.9.9")
+    with GitHubCopilotHost(store=store) as host:
+        assert host.editor == DEFAULT_EDITOR
+        assert host.request_headers()["Editor-Version"] == DEFAULT_EDITOR.editor_version
