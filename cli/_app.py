@@ -58,6 +58,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "serve": ("_serve", "Serve this login's Copilot models to programs in any language."),
     "status": ("_status", "Show who is logged in and how the login is protected."),
+    "usage": ("_usage", "Show this account's Copilot plan, quotas and when they reset."),
 }
 
 _DEBUG_KEY = "copilot_host_cli.debug"
@@ -257,6 +258,7 @@ Examples:
   copilot-host login --headless   log in over SSH: shows a code, opens nothing
   copilot-host status             who is logged in, and how the login is protected
   copilot-host models             the Copilot models this account can use
+  copilot-host usage              what this account has used of its Copilot quotas
   copilot-host serve              an OpenAI/Anthropic API on 127.0.0.1 for other programs
   copilot-host logout             forget the local login
   copilot-host demo               the whole journey against a built-in emulator

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     import httpx2
 
     from copilot_host import Clock
-    from copilot_host.github import AsyncGitHubCopilotHost, GitHubCopilotHost
+    from copilot_host.github import AsyncGitHubCopilotHost, EditorIdentity, GitHubCopilotHost
     from copilot_host.store import CredentialStore
 
 __all__ = [
@@ -43,8 +43,8 @@ _OUTPUT_KEY = "copilot_host_cli.output"
 _ERROR_SINK_KEY = "copilot_host_cli.error_sink"
 JSON_VERSION = 1
 
-# Called as factory(store=..., clock=...); returns a host the command owns
-# (and closes).
+# Called as factory(store=..., clock=...) (and editor=... when COPILOT_HOST_EDITOR is
+# set); returns a host the command owns (and closes).
 HostFactory = Callable[..., "GitHubCopilotHost"]
 # Called as factory(store=..., clock=...) on the event loop that will use it; returns an
 # asynchronous host the command owns (and closes): serve's.
@@ -128,26 +128,31 @@ def make_store(*, key_file: bool = False) -> CredentialStore:
     return CredentialStore(key_file=key_file)
 
 
-def make_host(store: CredentialStore) -> GitHubCopilotHost:
-    """The GitHub.com host (or, in tests only, the seam's emulator-backed one)."""
+def make_host(store: CredentialStore, editor: EditorIdentity | None = None) -> GitHubCopilotHost:
+    """The GitHub.com host (or, in tests only, the seam's emulator-backed one);
+    ``editor`` is what ``COPILOT_HOST_EDITOR`` named (None: the built-in identity)."""
     s = seam()
+    extra: dict[str, object] = {} if editor is None else {"editor": editor}
     if s.host_factory is not None:
-        return s.host_factory(store=store, clock=s.clock)
+        return s.host_factory(store=store, clock=s.clock, **extra)
     from copilot_host.github import GitHubCopilotHost
 
     if s.clock is not None:
-        return GitHubCopilotHost(store=store, clock=s.clock)
-    return GitHubCopilotHost(store=store)
+        extra["clock"] = s.clock
+    return GitHubCopilotHost(store=store, **extra)  # type: ignore[arg-type]
 
 
-def make_async_host(store: CredentialStore) -> AsyncGitHubCopilotHost:
+def make_async_host(
+    store: CredentialStore, editor: EditorIdentity | None = None
+) -> AsyncGitHubCopilotHost:
     """The asyncio GitHub.com host (or, in tests only, the seam's emulator-backed one);
     made on the event loop that will use it."""
     s = seam()
+    extra: dict[str, object] = {} if editor is None else {"editor": editor}
     if s.async_host_factory is not None:
-        return s.async_host_factory(store=store, clock=s.clock)
+        return s.async_host_factory(store=store, clock=s.clock, **extra)
     from copilot_host.github import AsyncGitHubCopilotHost
 
     if s.clock is not None:
-        return AsyncGitHubCopilotHost(store=store, clock=s.clock)
-    return AsyncGitHubCopilotHost(store=store)
+        extra["clock"] = s.clock
+    return AsyncGitHubCopilotHost(store=store, **extra)  # type: ignore[arg-type]

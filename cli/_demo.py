@@ -109,11 +109,26 @@ def _post(route: ModelRoute, emulator: Any, body: dict[str, Any]) -> list[str]:
         answer = client.post(route.url, json=body)
         answer.raise_for_status()
     sent = emulator.requests[-1]
-    return [
-        f"{clean(route.route_id)} answered: {_reply_text(answer.json())}",
+    value = answer.json()
+    lines = [
+        f"{clean(route.route_id)} answered: {_reply_text(value)}",
         f"sent with X-Initiator: {sent.initiator} "
         + ("(billed as a person's turn)" if sent.initiator == "user" else "(an agent's step)"),
     ]
+    cost = _reported_cost(value)
+    if cost is not None:
+        lines.append(f"the answer reported its cost: {cost} AI credits (copilot_usage)")
+    return lines
+
+
+def _reported_cost(body: Any) -> str | None:
+    """The cost an answer reports (``copilot_usage.total_nano_aiu``), in AI credits."""
+    for holder in (body, body.get("usage") if isinstance(body, dict) else None):
+        usage = holder.get("copilot_usage") if isinstance(holder, dict) else None
+        nano = usage.get("total_nano_aiu") if isinstance(usage, dict) else None
+        if isinstance(nano, int | float) and not isinstance(nano, bool):
+            return f"{nano / 1e9:.4f}".rstrip("0").rstrip(".")
+    return None
 
 
 def _finish_login(
@@ -178,6 +193,10 @@ def _journey(out: Output, steps: _Steps, home: Path, stack: ExitStack) -> None:
         if reasons:
             why = ", ".join(f"{n} {reason}" for reason, n in reasons.most_common())
             details.append(f"{len(registration.skipped)} inventory entries skipped ({why})")
+    with steps.step("read the account's Copilot usage") as details:
+        from ._usage import usage_lines
+
+        details.extend(usage_lines(host.usage()))
     chat = _first(registration.routes, ApiProtocol.OPENAI_CHAT)
     with steps.step("Chat Completions request through route.auth") as details:
         body = {"model": chat.model_id, "messages": [{"role": "user", "content": "Say hello."}]}
@@ -207,15 +226,15 @@ def demo() -> None:
     """Run the whole journey against a built-in GitHub emulator.
 
     Device code, simulated authorization, encrypted storage, model registration from a
-    real-shaped inventory, one request per protocol (Chat Completions, Responses,
-    Anthropic Messages) through route.auth, and logout: all on this machine, in a
-    throwaway folder. Your real login, keyring and network are
-    never touched.
+    real-shaped inventory, the account's usage, one request per protocol (Chat
+    Completions, Responses, Anthropic Messages) through route.auth with the cost each
+    answer reported, and logout: all on this machine, in a throwaway folder. Your real
+    login, keyring and network are never touched.
     """
     import tempfile
 
     out = output()
-    steps = _Steps(out, total=9)
+    steps = _Steps(out, total=10)
     out.result(
         out.strong("copilot-host demo: the whole journey against a loopback GitHub emulator")
     )

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from ._context import make_host, make_store, output, seam, set_error_sink
+from ._editor import editor_from_environment
 from ._events import LoginEvents
 from ._failure import CliFailure, Interrupted, signal_word
 from ._output import CopilotHostCommand, Output
@@ -65,6 +66,7 @@ def login(headless: bool, as_json: bool, force: bool, key_file: bool) -> None:
     from ._wait import wait_for_login
 
     s = seam()
+    editor = editor_from_environment()
     # The store keeps the key: in the OS keyring, or by explicit choice in a key file.
     store = make_store(key_file=key_file)
 
@@ -92,7 +94,7 @@ def login(headless: bool, as_json: bool, force: bool, key_file: bool) -> None:
 
     # Without a usable keyring the store refuses to save and its error names --key-file
     # and the trade-off; it reaches the person as that one line.
-    with make_host(store) as host:
+    with make_host(store, editor) as host:
         identity = wait_for_login(
             host, out=out, events=events, headless=headless, seam=s, clock=s.clock or SYSTEM_CLOCK
         )

@@ -8,11 +8,12 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ._context import JSON_VERSION, make_host, make_store, output, use_json_errors
+from ._editor import editor_from_environment
 from ._format import table
 from ._output import CopilotHostCommand, Output
 
 if TYPE_CHECKING:
-    from copilot_host import ModelRoute, SkippedModel
+    from copilot_host import ModelBilling, ModelRoute, SkippedModel
 
 __all__ = ["models", "route_document", "skipped_document"]
 
@@ -29,7 +30,11 @@ Examples:
      "display_name":"…","protocol":"openai-responses"|"openai-chat"|"anthropic-messages",
      "protocols":["…"],"url":"…","context_window":128000,"max_output_tokens":16384,
      "input_modalities":["text"],"supports_reasoning":false,
-     "picker_enabled":true,"warnings":[]}],
+     "picker_enabled":true,"warnings":[],"warning_codes":[],
+     "billing":{"premium":true,"multiplier":1.0,"prices":{"batch_size":1000000,
+       "input":500.0,"output":2500.0,"cache":50.0,"context_max":null,
+       "input_per_million":500.0,"output_per_million":2500.0,
+       "cache_per_million":50.0,"long_context":null}}|null}],
    "skipped":[{"model_id":"<id>","reason":"policy_not_enabled","message":"…"}]}
 With no usable model: {"v":1,"error":{"code":"no_models",...},"skipped":[...]}; exit 1.
 """
@@ -50,11 +55,30 @@ def route_document(route: ModelRoute) -> dict[str, Any]:
         "supports_reasoning": spec.supports_reasoning,
         "picker_enabled": spec.picker_enabled,
         "warnings": list(spec.warnings),
+        "warning_codes": list(spec.warning_codes),
+        "billing": None if spec.billing is None else spec.billing.document(),
     }
 
 
 def skipped_document(entry: SkippedModel) -> dict[str, str]:
     return {"model_id": entry.model_id, "reason": entry.reason, "message": entry.message}
+
+
+def _number(value: float | None, suffix: str = "") -> str:
+    return "-" if value is None else f"{value:,.2f}".rstrip("0").rstrip(".") + suffix
+
+
+def _cost_cells(billing: ModelBilling | None) -> tuple[str, str, str]:
+    """The multiplier (legacy request-billed plans) and AI credits per million input and
+    output tokens (usage-billed plans), "-" where the inventory lists none."""
+    if billing is None:
+        return ("-", "-", "-")
+    prices = billing.prices
+    return (
+        _number(billing.multiplier, "x"),
+        _number(prices.per_million(prices.input)) if prices else "-",
+        _number(prices.per_million(prices.output)) if prices else "-",
+    )
 
 
 def _tokens(n: int | None) -> str:
@@ -75,13 +99,29 @@ def _print_skipped(out: Output, skipped: Sequence[SkippedModel]) -> None:
         out.result(line)
 
 
+# The warning code the service puts on every model when it calls the client stale.
+DEPRECATED_CODE = "client_version_deprecated"
+UPGRADE_NOTE = (
+    "GitHub says this client's version is deprecated: upgrade copilot-host "
+    "(pip install --upgrade copilot-host), or set COPILOT_HOST_EDITOR to a current VS Code "
+    "identity (e.g. COPILOT_HOST_EDITOR='vscode/1.140.0 copilot-chat/0.68.0')"
+)
+
+
 def _print_notes(out: Output, routes: Iterable[ModelRoute]) -> None:
     """The service's notes on models, once per distinct text (real inventories repeat one
-    billing note on every model)."""
+    billing note on every model); a deprecated client is told once what to do about it."""
     seen: dict[str, list[str]] = {}
+    deprecated = False
     for route in routes:
-        for warning in route.spec.warnings:
+        spec = route.spec
+        for warning, code in zip(spec.warnings, spec.warning_codes, strict=False):
+            if code == DEPRECATED_CODE:
+                deprecated = True
+                continue
             seen.setdefault(warning, []).append(route.model_id)
+    if deprecated:
+        out.info(UPGRADE_NOTE)
     for warning, model_ids in seen.items():
         which = model_ids[0] if len(model_ids) == 1 else f"{len(model_ids)} models"
         out.info(f"note from GitHub ({which}): {warning}")
@@ -106,11 +146,12 @@ def models(as_json: bool, show_all: bool) -> None:
 
     import copilot_host as ch
 
+    editor = editor_from_environment()
     store = make_store()
     if out.err_is_tty:
         out.live("Asking GitHub Copilot for this account's models...")
     try:
-        with make_host(store) as host:
+        with make_host(store, editor) as host:
             result = ch.register_models(ch.Catalog(), host)
     except ch.NoEligibleModelsError as exc:
         # Nothing usable, but the person (or program) still learns what there was.
@@ -139,10 +180,12 @@ def models(as_json: bool, show_all: bool) -> None:
             r.protocol.value,
             _tokens(r.spec.context_window),
             "shown" if r.spec.picker_enabled else "hidden",
+            *_cost_cells(r.spec.billing),
         )
         for r in routes
     ]
-    for line in table(("ROUTE", "NAME", "PROTOCOL", "CONTEXT", "PICKER"), rows):
+    titles = ("ROUTE", "NAME", "PROTOCOL", "CONTEXT", "PICKER", "MULT", "IN/1M", "OUT/1M")
+    for line in table(titles, rows):
         out.result(line)
     if show_all:
         _print_skipped(out, result.skipped)

@@ -22,13 +22,16 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ._budget import max_credits_option
 from ._context import make_async_host, make_store, output, seam, set_error_sink
+from ._editor import editor_from_environment
 from ._failure import CliFailure, Problem
 from ._output import CopilotHostCommand, Output, write_stdout
 
 if TYPE_CHECKING:
     import uvicorn
 
+    from copilot_host.github import EditorIdentity
     from copilot_host.store import CredentialStore, GatewayKey
 
 __all__ = ["DEFAULT_PORT", "GRACE", "serve", "server_config"]
@@ -52,6 +55,7 @@ Examples:
   copilot-host serve                   http://127.0.0.1:4141/v1, a new key each run
   copilot-host serve --port 0 --json   a free port; one JSON line says where and the key
   copilot-host serve --host ::1        IPv6 loopback: http://[::1]:4141/v1
+  copilot-host serve --max-credits 25  stop relaying once answers report 25 AI credits
 
 \b
 Then, from any language (KEY: the key shown, or the key file's text):
@@ -65,7 +69,9 @@ Then, from any language (KEY: the key shown, or the key file's text):
   {"v": 1, "event": "listening", "base_url": "http://127.0.0.1:PORT/v1", "api_key": "…"}
 and nothing after it (a failure before it: {"v": 1, "event": "error", "code": …}).
 The key is also in gateway-PORT.key (0600) in the store folder while the gateway runs.
-One access line per request goes to stderr. Ctrl-C or SIGTERM stops it (exit 130/143).
+One access line per request goes to stderr (with credits=… when the answer reported
+its cost), and one line with the totals when it stops. Ctrl-C or SIGTERM stops it
+(exit 130/143).
 """
 
 
@@ -102,7 +108,8 @@ def _loopback(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
     is_flag=True,
     help="Print one JSON line (base URL and key) on stdout once listening.",
 )
-def serve(port: int, address: str, as_json: bool) -> None:
+@max_credits_option
+def serve(port: int, address: str, as_json: bool, max_credits: float | None) -> None:
     """Serve this login's Copilot models to programs in any language.
 
     A gateway on this machine's loopback address that speaks the OpenAI API
@@ -117,6 +124,7 @@ def serve(port: int, address: str, as_json: bool) -> None:
         set_error_sink(lambda problem: _json_line(_error_event(problem)))
 
     family, bound, shown = _LOOPBACK[address]
+    editor = editor_from_environment()
     store = make_store()
     # Creates the store folder (0700) if needed and refuses an insecure one, before the
     # port is taken or a key is made.
@@ -141,6 +149,8 @@ def serve(port: int, address: str, as_json: bool) -> None:
                         key_file=key_file,
                         store=store,
                     ),
+                    editor=editor,
+                    max_credits=max_credits,
                 )
             finally:
                 undo_access_log()
@@ -270,6 +280,9 @@ def _run(
     store: CredentialStore,
     key: str,
     on_listening: Callable[[], None],
+    *,
+    editor: EditorIdentity | None = None,
+    max_credits: float | None = None,
 ) -> None:
     import asyncio
 
@@ -288,13 +301,13 @@ def _run(
     async def main() -> None:
         # The host is made, used and closed on this loop (an asynchronous host belongs to
         # one); the app never closes it.
-        async with make_async_host(store) as host:
+        async with make_async_host(store, editor) as host:
             extra: dict[str, Any] = {}
             if s.upstream_transport is not None:
                 extra["transport"] = s.upstream_transport()
             if s.clock is not None:
                 extra["clock"] = s.clock
-            app = create_app(host, api_key=key, **extra)
+            app = create_app(host, api_key=key, max_credits=max_credits, **extra)
             # Unusable HTTPS settings fail here, as a typed error, before anything listens.
             await app.startup()
             config = server_config(app)

@@ -17,7 +17,15 @@ from ._version import __version__
 if TYPE_CHECKING:
     from ._catalog._catalog import Catalog
     from ._catalog._register import RegistrationResult, aregister_models, register_models
-    from ._catalog._specs import ApiProtocol, Inventory, ModelRoute, ModelSpec, SkippedModel
+    from ._catalog._specs import (
+        ApiProtocol,
+        Inventory,
+        ModelBilling,
+        ModelRoute,
+        ModelSpec,
+        SkippedModel,
+        TokenPrices,
+    )
     from ._clock import SYSTEM_CLOCK, Clock
     from ._device import await_device_login, wait_for_device_login
     from ._errors import (
@@ -35,6 +43,7 @@ if TYPE_CHECKING:
         NoEligibleModelsError,
         NotLoggedInError,
         OriginError,
+        QuotaExceededError,
         ResponseError,
         RouteCollisionError,
         ServerError,
@@ -70,6 +79,7 @@ if TYPE_CHECKING:
     from ._sessions._pipeline import SwitchesIdentity
     from ._sessions._policy import RefreshPolicy, SessionState
     from ._sessions._resolver import AsyncSessionResolver, SessionResolver
+    from ._usage import CopilotUsage, Quota
 
 _EXPORTS: dict[str, str] = {
     "CopilotAuth": "_sessions._auth",
@@ -84,7 +94,11 @@ _EXPORTS: dict[str, str] = {
     "Inventory": "_catalog._specs",
     "ModelRoute": "_catalog._specs",
     "ModelSpec": "_catalog._specs",
+    "ModelBilling": "_catalog._specs",
+    "TokenPrices": "_catalog._specs",
     "SkippedModel": "_catalog._specs",
+    "CopilotUsage": "_usage",
+    "Quota": "_usage",
     "CopilotEndpoint": "_origin",
     "OriginAllowlist": "_origin",
     "default_allowlist": "_origin",
@@ -132,6 +146,7 @@ __all__ = [
     "CopilotHost",
     "CopilotHostError",
     "CopilotSession",
+    "CopilotUsage",
     "DeviceCodeExpiredError",
     "EntitlementError",
     "FailureMemory",
@@ -142,6 +157,7 @@ __all__ = [
     "LoginError",
     "LoginIdentity",
     "LoginRevokedError",
+    "ModelBilling",
     "ModelRoute",
     "ModelSpec",
     "ModelValidationError",
@@ -150,6 +166,8 @@ __all__ = [
     "OriginAllowlist",
     "OriginError",
     "Pending",
+    "Quota",
+    "QuotaExceededError",
     "RedactingFilter",
     "RefreshPolicy",
     "RegistrationResult",
@@ -169,6 +187,7 @@ __all__ = [
     "StoreLockedError",
     "StoreVersionError",
     "SwitchesIdentity",
+    "TokenPrices",
     "TransportError",
     "aregister_models",
     "await_device_login",

@@ -23,6 +23,7 @@ server text that went through :func:`copilot_host._safety._text.clean`.
   x TransportError                  network_error, timeout (retryable), network_config,
                                     answer_cut (the gateway: an answer broke off)
   x ServerError                     server_error, rate_limited    (retryable)
+  x QuotaExceededError              quota_exceeded (.reset_at)
   x ResponseError                   bad_response, response_too_large, oauth_error
   x ClientOutdatedError             client_outdated
   x SessionError                    session_expired, refresh_failed, timeout (retryable),
@@ -43,6 +44,8 @@ import re
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from ._catalog._specs import SkippedModel
 
 __all__ = [
@@ -60,6 +63,7 @@ __all__ = [
     "NoEligibleModelsError",
     "NotLoggedInError",
     "OriginError",
+    "QuotaExceededError",
     "ResponseError",
     "RouteCollisionError",
     "ServerError",
@@ -225,6 +229,16 @@ class ServerError(CopilotHostError):
 
     code = "server_error"
     retryable = True
+
+
+class QuotaExceededError(CopilotHostError):
+    """The account's Copilot quota is used up (HTTP 402 ``quota_exceeded``).
+
+    ``reset_at`` is when the quota resets (an aware datetime), when the service said so.
+    """
+
+    code = "quota_exceeded"
+    reset_at: datetime | None = None
 
 
 class ResponseError(CopilotHostError):

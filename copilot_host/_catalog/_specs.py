@@ -10,7 +10,15 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import httpx2
 
-__all__ = ["ApiProtocol", "Inventory", "ModelRoute", "ModelSpec", "SkippedModel"]
+__all__ = [
+    "ApiProtocol",
+    "Inventory",
+    "ModelBilling",
+    "ModelRoute",
+    "ModelSpec",
+    "SkippedModel",
+    "TokenPrices",
+]
 
 
 class ApiProtocol(enum.Enum):
@@ -51,13 +59,73 @@ _BY_PATH = {path: protocol for protocol, path in _PATHS.items()}
 
 
 @dataclass(frozen=True, slots=True)
+class TokenPrices:
+    """A model's token prices as the inventory gives them: AI credits per ``batch_size``
+    tokens (VS Code's ``IChatEndpointTokenPricing`` shows them per million tokens; one
+    AI credit is one US cent). Each price is None when the inventory does not list it.
+
+    ``context_max`` is the largest prompt billed at these prices; ``long_context`` the
+    dearer tier for larger prompts, when listed.
+    """
+
+    batch_size: int
+    input: float | None = None
+    output: float | None = None
+    cache: float | None = None
+    context_max: int | None = None
+    long_context: TokenPrices | None = None
+
+    def per_million(self, price: float | None) -> float | None:
+        """``price`` (one of this tier's) in AI credits per million tokens."""
+        return None if price is None else price * 1_000_000 / self.batch_size
+
+    def document(self) -> dict[str, object]:
+        """The JSON form ``models --json`` and the gateway's ``/v1/models`` show: the
+        prices as listed and, beside them, per million tokens."""
+        long_context = self.long_context
+        return {
+            "batch_size": self.batch_size,
+            "input": self.input,
+            "output": self.output,
+            "cache": self.cache,
+            "context_max": self.context_max,
+            "input_per_million": self.per_million(self.input),
+            "output_per_million": self.per_million(self.output),
+            "cache_per_million": self.per_million(self.cache),
+            "long_context": None if long_context is None else long_context.document(),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ModelBilling:
+    """What a model costs: ``premium`` and ``multiplier`` (the legacy request-billed
+    plans' charge per request) and ``prices`` (token prices, usage-billed plans), each
+    None when the inventory does not say."""
+
+    premium: bool | None = None
+    multiplier: float | None = None
+    prices: TokenPrices | None = None
+
+    def document(self) -> dict[str, object]:
+        """The JSON form ``models --json`` and the gateway's ``/v1/models`` show."""
+        return {
+            "premium": self.premium,
+            "multiplier": self.multiplier,
+            "prices": None if self.prices is None else self.prices.document(),
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class ModelSpec:
     """What the inventory says about one model: display data only, never credentials.
 
     ``protocol`` is the one a route uses; ``protocols`` every protocol the model speaks that
     copilot-host speaks too (it always contains ``protocol``: left out, it is added).
     ``warnings`` are the service's notes on the model (a preview, a retirement date), made
-    inert for a terminal when the model is registered.
+    inert for a terminal when the model is registered; ``warning_codes`` holds each note's
+    machine-readable code (``client_version_deprecated``, say), None where it had none,
+    always as long as ``warnings``. ``billing`` is what the model costs, None when the
+    inventory does not say.
     """
 
     model_id: str
@@ -70,8 +138,15 @@ class ModelSpec:
     picker_enabled: bool = True
     protocols: frozenset[ApiProtocol] = field(default=frozenset())
     warnings: tuple[str, ...] = ()
+    warning_codes: tuple[str | None, ...] = ()
+    billing: ModelBilling | None = None
 
     def __post_init__(self) -> None:
+        warnings, codes = self.warnings, self.warning_codes
+        if isinstance(warnings, tuple) and isinstance(codes, tuple) and len(codes) != len(warnings):
+            # Aligned by construction: a code per note, None where none was given.
+            aligned = (codes + (None,) * len(warnings))[: len(warnings)]
+            object.__setattr__(self, "warning_codes", aligned)
         protocol, protocols = self.protocol, self.protocols
         if (
             isinstance(protocol, ApiProtocol)

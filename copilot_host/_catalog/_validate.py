@@ -19,7 +19,7 @@ from .._errors import ModelValidationError
 from .._safety._redact import REDACTED, TOKEN_SHAPES, known_values
 from .._safety._secret import Secret
 from .._safety._text import clean
-from ._specs import ApiProtocol, Inventory, ModelSpec, SkippedModel
+from ._specs import ApiProtocol, Inventory, ModelBilling, ModelSpec, SkippedModel
 
 __all__ = ["DISPLAY_NAME_LIMIT", "MAX_MODELS", "validate_inventory"]
 
@@ -33,6 +33,7 @@ _MODALITY = re.compile(r"[a-z][a-z0-9_\-]{0,31}")
 _KEYLIKE = re.compile(r"(?=[A-Za-z0-9_]*[0-9])(?=[A-Za-z0-9_]*[A-Za-z])[A-Za-z0-9_]{32,}")
 _MAX_TOKENS = 100_000_000
 _MAX_WARNINGS = 8
+_CODE = re.compile(r"[a-z][a-z0-9_]{0,63}")
 _WARNING_LIMIT = 300
 _CREDENTIAL_LIKE = "the entry's id or name looks like a credential, so it is not shown"
 
@@ -86,16 +87,24 @@ def _count(value: object) -> int | None:
     return value if type(value) is int and 0 < value <= _MAX_TOKENS else None
 
 
-def _warnings(value: object, secrets: _KnownSecrets) -> tuple[str, ...] | None:
+def _warnings(
+    value: object, codes: object, secrets: _KnownSecrets
+) -> tuple[tuple[str, ...], tuple[str | None, ...]] | None:
+    """The notes made inert, and their codes, still aligned (a note that cleans to
+    nothing goes with its code); a code that is not a plain identifier becomes None."""
     if type(value) is not tuple or not all(type(w) is str for w in value):
         return None
+    if type(codes) is not tuple or len(codes) != len(value):
+        return None
     kept: list[str] = []
-    for text in value[:_MAX_WARNINGS]:
+    kept_codes: list[str | None] = []
+    for text, code in zip(value[:_MAX_WARNINGS], codes, strict=False):
         # Inert for a terminal, and no secret in it even if a server echoed one.
         inert = clean(TOKEN_SHAPES.sub(REDACTED, secrets.mask(clean(text))), limit=_WARNING_LIMIT)
         if inert:
             kept.append(inert)
-    return tuple(kept)
+            kept_codes.append(code if type(code) is str and _CODE.fullmatch(code) else None)
+    return tuple(kept), tuple(kept_codes)
 
 
 def _skip(model_id: object, reason: str, message: str, name: object = "") -> SkippedModel:
@@ -153,9 +162,12 @@ def _check(entry: object, secrets: _KnownSecrets) -> ModelSpec | SkippedModel:
         return _skip(model_id, "malformed", "the entry's input modalities are malformed", name)
     if type(spec.supports_reasoning) is not bool or type(spec.picker_enabled) is not bool:
         return _skip(model_id, "malformed", "the entry's capability flags are malformed", name)
-    warnings = _warnings(spec.warnings, secrets)
-    if warnings is None:
+    notes = _warnings(spec.warnings, spec.warning_codes, secrets)
+    if notes is None:
         return _skip(model_id, "malformed", "the entry's warnings are malformed", name)
+    warnings, codes = notes
+    # Billing is display data: an odd one is dropped, never fatal.
+    billing = spec.billing if type(spec.billing) is ModelBilling else None
     display = (clean(name, limit=DISPLAY_NAME_LIMIT) if type(name) is str else "") or model_id
     context, output = _count(spec.context_window), _count(spec.max_output_tokens)
     if (
@@ -163,6 +175,8 @@ def _check(entry: object, secrets: _KnownSecrets) -> ModelSpec | SkippedModel:
         and context == spec.context_window
         and output == spec.max_output_tokens
         and warnings == spec.warnings
+        and codes == spec.warning_codes
+        and billing is spec.billing
     ):
         return entry  # the common case: nothing to change, nothing to copy
     return replace(
@@ -171,6 +185,8 @@ def _check(entry: object, secrets: _KnownSecrets) -> ModelSpec | SkippedModel:
         context_window=context,
         max_output_tokens=output,
         warnings=warnings,
+        warning_codes=codes,
+        billing=billing,
     )
 
 

@@ -109,6 +109,9 @@ def failure_of(exc: BaseException) -> Failure:
                 "copilot-host: no GitHub login on this machine; run `copilot-host login`, "
                 "then retry (the gateway picks the login up without a restart)",
             )
+        if isinstance(exc, ch.QuotaExceededError):
+            # The account's quota, not the gateway: the service's own status and code.
+            return Failure(402, exc.code, message)
         if isinstance(exc, _UNAVAILABLE):
             return Failure(503, exc.code, message)
         # TransportError, ResponseError and anything else that came from the network.

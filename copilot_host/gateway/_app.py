@@ -34,10 +34,11 @@ import copilot_host as ch
 
 from ._access import Refusal, RequestHeaders, allowed_hosts, check_access, read_headers
 from ._answers import Shape, error_body, failure_of
-from ._hooks import GatewayHooks
+from ._hooks import GatewayHooks, both
 from ._registry import PROTOCOL_OF_PATH, Registry, anthropic_entry, endpoints_of, openai_entry
 from ._relay import AnswerTooLarge, Outcome, relay
 from ._request import read_request, rewrite_model
+from ._spend import CostReader, Spend, format_credits
 
 __all__ = ["ACCESS_LOGGER", "MAX_BODY_BYTES", "GatewayApp", "create_app"]
 
@@ -74,6 +75,7 @@ def create_app(
     transport: httpx2.AsyncBaseTransport | None = None,
     clock: ch.Clock = ch.SYSTEM_CLOCK,
     hooks: GatewayHooks | None = None,
+    max_credits: float | None = None,
 ) -> GatewayApp:
     """The gateway for ``host``'s account, as an ASGI 3 application with lifespan support.
 
@@ -84,8 +86,17 @@ def create_app(
     routes' sessions (give the host the same one). The app does not own ``host``: close it
     after the server has stopped. Use the app on one event loop (an asynchronous host
     belongs to one). ``hooks`` plug features into the request path (:mod:`._hooks`).
+    ``max_credits`` is a budget in AI credits: once the costs the answers reported since
+    start reach it, model requests get 429 ``budget_exhausted``.
     """
-    return GatewayApp(host, api_key=api_key, transport=transport, clock=clock, hooks=hooks)
+    return GatewayApp(
+        host,
+        api_key=api_key,
+        transport=transport,
+        clock=clock,
+        hooks=hooks,
+        max_credits=max_credits,
+    )
 
 
 class GatewayApp:
@@ -99,7 +110,10 @@ class GatewayApp:
         transport: httpx2.AsyncBaseTransport | None,
         clock: ch.Clock,
         hooks: GatewayHooks | None = None,
+        max_credits: float | None = None,
     ) -> None:
+        # First: a bad budget fails before anything is registered.
+        self.spend = Spend(max_credits, warn=_access.warning)
         if not isinstance(api_key, str):
             raise TypeError("api_key is a str")
         if (
@@ -118,6 +132,7 @@ class GatewayApp:
         self._hooks = hooks or GatewayHooks()
         self._client: httpx2.AsyncClient | None = None
         self._hosts: dict[int, frozenset[bytes]] = {}
+        self._stopped = False
 
     def __repr__(self) -> str:
         return f"GatewayApp({len(self._registry.catalog)} routes)"
@@ -164,6 +179,9 @@ class GatewayApp:
         """Stop registrations in flight and close the upstream connections (the lifespan
         shutdown does this; call it yourself when the server runs the app without one)."""
         await self._registry.aclose()
+        if not self._stopped:
+            self._stopped = True
+            _access.info("%s", self.spend.summary())
         client, self._client = self._client, None
         if client is not None:
             await client.aclose()
@@ -218,14 +236,16 @@ class GatewayApp:
             if logged or not _access.isEnabledFor(logging.INFO):
                 return
             logged = True
+            credits = call.outcome.credits
             _access.info(
-                "%s %s model=%s status=%d bytes=%d %.1fms",
+                "%s %s model=%s status=%d bytes=%d %.1fms%s",
                 call.method,
                 _shown(path),
                 call.model,
                 call.outcome.status or 499,
                 call.outcome.sent,
                 (time.perf_counter() - started) * 1000.0,
+                "" if credits is None else f" credits={format_credits(credits)}",
             )
 
         # Written just before the last piece of the answer goes out, so a client that
@@ -333,6 +353,9 @@ class GatewayApp:
         if protocol not in route.spec.protocols:
             await call.refuse(_wrong_endpoint(route, call.path))
             return
+        if self.spend.exhausted():
+            await call.refuse(Refusal(429, "budget_exhausted", self.spend.refusal_message()))
+            return
         if name != route.model_id:
             # Named by its route id: upstream knows the model by its own id.
             body = rewrite_model(body, parsed, route.model_id)
@@ -384,7 +407,7 @@ class GatewayApp:
                 outcome=outcome,
                 auth=auth,
                 header_filter=hooks.request_headers,
-                observer=hooks.observe(route) if hooks.observe is not None else None,
+                observer=both(CostReader(outcome), hooks.observe(route) if hooks.observe else None),
             )
         except asyncio.CancelledError:
             if gone and task.uncancel() == 0:
@@ -403,6 +426,8 @@ class GatewayApp:
             ) from None
         finally:
             watcher.cancel()
+            self.spend.record(route.model_id, outcome.credits)
+            self.spend.quota(outcome.quota)
         if outcome.upstream_id:
             _log.debug(
                 "%s answered %d (GitHub request id %s)",

@@ -21,7 +21,7 @@ import httpx2
 
 import copilot_host as ch
 
-__all__ = ["AnswerObserver", "GatewayHooks", "HeaderFilter", "ObserverFactory"]
+__all__ = ["AnswerObserver", "GatewayHooks", "HeaderFilter", "ObserverFactory", "both"]
 
 HeaderFilter = Callable[[ch.ModelRoute, list[tuple[bytes, bytes]]], list[tuple[bytes, bytes]]]
 
@@ -57,3 +57,34 @@ class GatewayHooks:
 
     request_headers: HeaderFilter | None = None
     observe: ObserverFactory | None = None
+
+
+class _Both:
+    """Two observers as one: each call goes to the first, then the second."""
+
+    __slots__ = ("_first", "_second")
+
+    def __init__(self, first: AnswerObserver, second: AnswerObserver) -> None:
+        self._first, self._second = first, second
+
+    def start(self, status: int, headers: httpx2.Headers) -> None:
+        self._first.start(status, headers)
+        self._second.start(status, headers)
+
+    def whole(self, body: bytes) -> None:
+        self._first.whole(body)
+        self._second.whole(body)
+
+    def events(self, block: bytes) -> None:
+        self._first.events(block)
+        self._second.events(block)
+
+    def end(self) -> None:
+        self._first.end()
+        self._second.end()
+
+
+def both(first: AnswerObserver, second: AnswerObserver | None) -> AnswerObserver:
+    """``first``, and ``second`` after it when there is one (the gateway's own observer
+    comes first, an application's hook second)."""
+    return first if second is None else _Both(first, second)

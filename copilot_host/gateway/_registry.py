@@ -85,6 +85,8 @@ def openai_entry(route: ch.ModelRoute, owner: str) -> dict[str, Any]:
         "input_modalities": list(spec.input_modalities),
         "supports_reasoning": spec.supports_reasoning,
         "picker_enabled": spec.picker_enabled,
+        # What the model costs, as `copilot-host models --json` shows it.
+        "billing": None if spec.billing is None else spec.billing.document(),
     }
 
 

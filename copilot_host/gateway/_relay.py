@@ -27,6 +27,7 @@ import copilot_host as ch
 
 from ._access import FORWARDED_REQUEST_HEADERS, RequestHeaders
 from ._hooks import AnswerObserver, HeaderFilter
+from ._spend import QUOTA_HEADER_PREFIXES
 
 __all__ = [
     "MAX_ANSWER_BYTES",
@@ -50,7 +51,13 @@ _REPEATABLE = frozenset({b"anthropic-beta"})
 RELAYED_RESPONSE_HEADERS = frozenset(
     {"content-type", "x-request-id", "x-github-request-id", "retry-after"}
 )
-_RATE_LIMIT_PREFIXES = ("x-ratelimit-", "ratelimit", "anthropic-ratelimit-")
+_RATE_LIMIT_PREFIXES = (
+    "x-ratelimit-",
+    "ratelimit",
+    "anthropic-ratelimit-",
+    # The account's quota, as the service reports it on each answer (gateway/_spend.py).
+    *QUOTA_HEADER_PREFIXES,
+)
 
 # A JSON answer larger than this is refused (502 response_too_large): model answers are
 # far smaller, and the gateway holds a JSON answer whole to mask it.
@@ -73,6 +80,14 @@ class Outcome:
     done: bool = False
     # Called once, then: the access line is written before the client can see the end.
     on_done: Callable[[], None] | None = None
+    # AI credits the answer reported (copilot_usage), None when it reported none.
+    credits: float | None = None
+    # The quota headers the answer carried, as relayed.
+    quota: tuple[tuple[str, str], ...] = ()
+
+    def add_cost(self, credits: float | None) -> None:
+        if credits is not None:
+            self.credits = credits if self.credits is None else self.credits + credits
 
     def finish(self) -> None:
         self.done = True
@@ -157,12 +172,13 @@ async def relay(
     response = await client.send(request, auth=auth or route.auth, stream=True)
     try:
         outcome.upstream_id = response.headers.get("x-github-request-id", "")
+        relayed = _relayed(response)
         if observer is not None:
             observer.start(response.status_code, response.headers)
         start: MutableMapping[str, Any] = {
             "type": "http.response.start",
             "status": response.status_code,
-            "headers": _relayed(response),
+            "headers": relayed,
         }
         if not _is_event_stream(response):
             whole = bytearray()

@@ -11,7 +11,7 @@ from __future__ import annotations
 from ._async_host import AsyncGitHubCopilotHost
 from ._core import PROVIDER_ID
 from ._exchange import KNOWN_NOTIFICATIONS
-from ._headers import DEFAULT_CLIENT_ID, DEFAULT_EDITOR, EditorIdentity
+from ._headers import DEFAULT_CLIENT_ID, DEFAULT_EDITOR, EditorIdentity, parse_editor
 from ._host import GitHubCopilotHost
 
 __all__ = [
@@ -22,4 +22,5 @@ __all__ = [
     "AsyncGitHubCopilotHost",
     "EditorIdentity",
     "GitHubCopilotHost",
+    "parse_editor",
 ]

@@ -18,10 +18,12 @@ from ._discovery import build_models_request, parse_models
 from ._exchange import build_exchange_request, parse_exchange
 from ._headers import DEFAULT_CLIENT_ID, EditorIdentity
 from ._http import AsyncSender
+from ._usage import build_usage_request, parse_usage
 
 if TYPE_CHECKING:
     from collections.abc import Generator
 
+    from .._usage import CopilotUsage
     from ..store import CredentialStore, Deleted
 
 __all__ = ["AsyncGitHubCopilotHost"]
@@ -63,8 +65,24 @@ class AsyncGitHubCopilotHost(HostCore):
         return parse_exchange(response, stored)
 
     async def inventory(self, session: CopilotSession) -> Inventory:
-        response = await self._sender.send(build_models_request(session, self._editor))
-        return parse_models(response)
+        headers = self._discovery_headers(session)
+        response = await self._sender.send(build_models_request(session, headers))
+        other = self._discovery_fallback(session, response)
+        if other is not None:
+            # Once, with the other identity: the one that works is kept for this login.
+            response = await self._sender.send(build_models_request(session, other))
+            if response.status == 200:
+                headers = other
+        found = parse_models(response)
+        self._kept(session, headers)
+        return found
+
+    async def usage(self) -> CopilotUsage:
+        """The stored login's plan and quotas; see ``GitHubCopilotHost.usage``."""
+        # Decrypting may wait on the keyring: keep that off the event loop.
+        stored, token = await asyncio.to_thread(self._load_current)
+        response = await self._sender.send(build_usage_request(token, self._editor))
+        return parse_usage(response, stored.account)
 
     async def login(
         self,

@@ -9,19 +9,36 @@ from typing import TYPE_CHECKING
 
 from .._clock import Clock
 from .._errors import LoginChangedError
-from .._hosts import LoginIdentity
+from .._hosts import CopilotSession, LoginIdentity
 from .._safety._redact import register_secret
 from .._safety._secret import Secret
-from ._headers import DEFAULT_EDITOR, EditorIdentity, check_client_id, copilot_headers
+from ._headers import (
+    DEFAULT_EDITOR,
+    EditorIdentity,
+    check_client_id,
+    cli_headers,
+    copilot_headers,
+)
 from ._login import Keep
 
 if TYPE_CHECKING:
     from ..store import CredentialStore, Saved
+    from ._wire import WireResponse
 
 __all__ = ["PROVIDER_ID", "HostCore"]
 
 # The catalog owner key and route-id prefix of every route this adapter registers.
 PROVIDER_ID = "github-copilot"
+# Organisation hosts, where a policy may allow one Copilot client and refuse another.
+_ORGANISATION_HOSTS = frozenset(
+    {"api.business.githubcopilot.com", "api.enterprise.githubcopilot.com"}
+)
+
+
+def _integration(headers: Mapping[str, str]) -> str | None:
+    return next(
+        (v.strip() for k, v in headers.items() if k.lower() == "copilot-integration-id"), None
+    )
 
 
 class HostCore:
@@ -52,7 +69,16 @@ class HostCore:
         if not isinstance(self._editor, EditorIdentity):
             raise TypeError("editor must be an EditorIdentity")
         self._clock = clock
-        self._headers: Mapping[str, str] = MappingProxyType(copilot_headers(self._editor))
+        # The two identities a request may present: the chat client's (the default) and
+        # the Copilot CLI's, for organisations that allow only that one. Which one a login
+        # uses is chosen at discovery and kept in memory for the life of the host.
+        self._chat: Mapping[str, str] = MappingProxyType(copilot_headers(self._editor))
+        self._cli: Mapping[str, str] = MappingProxyType(cli_headers(self._editor))
+        self._headers: Mapping[str, str] = self._chat
+        self._cli_logins: set[str] = set()
+        # The login the last discovery was for: a switch made for its requests is kept
+        # for it, so the next registration does not switch back.
+        self._login: str | None = None
         # The GitHub token last loaded or saved. Never read: holding it keeps it in the
         # redaction registry (a weak set), so logs are scrubbed of it and inventory
         # validation refuses an id or label carrying it, for as long as the host lives.
@@ -83,6 +109,57 @@ class HostCore:
     def request_headers(self) -> Mapping[str, str]:
         return self._headers
 
+    def switch_identity(self, refused: Mapping[str, str]) -> Mapping[str, str] | None:
+        """The other identity's headers, given the header set that was refused, and from
+        now on what :meth:`request_headers` returns; None when there is no other one.
+
+        The request pipeline calls this once for a request the service refused as the
+        wrong client (an inventory model answered 400 ``model_not_supported``)."""
+        refused_id = _integration(refused)
+        for current, other in ((self._chat, self._cli), (self._cli, self._chat)):
+            if refused_id == _integration(current):
+                self._headers = other
+                if self._login is not None:
+                    if other is self._cli:
+                        self._cli_logins.add(self._login)
+                    else:
+                        self._cli_logins.discard(self._login)
+                return other
+        return None
+
+    # -- the identity at discovery ----------------------------------------------------------
+
+    def _discovery_headers(self, session: CopilotSession) -> Mapping[str, str]:
+        """The identity this login's discovery presents: the one that worked before."""
+        login = session.identity.login_id
+        self._login = login
+        self._headers = self._cli if login in self._cli_logins else self._chat
+        return self._headers
+
+    def _discovery_fallback(
+        self, session: CopilotSession, refused: WireResponse
+    ) -> Mapping[str, str] | None:
+        """The other identity to retry discovery with once, or None.
+
+        Only a 403 from an organisation host, on a session that is not due for refresh
+        (so not a stale one: the enterprise host answers those with 403 too), under the
+        chat identity: oh-my-pi issues #11372 and #11669 saw such organisations allow the
+        Copilot CLI's identity only."""
+        if (
+            refused.status != 403
+            or session.endpoint.host not in _ORGANISATION_HOSTS
+            or self._headers is not self._chat
+            or self._clock.monotonic() >= session.refresh_monotonic
+        ):
+            return None
+        return self._cli
+
+    def _kept(self, session: CopilotSession, headers: Mapping[str, str]) -> None:
+        """``headers`` worked for this login's discovery: its requests present them."""
+        self._headers = headers
+        if headers is self._cli:
+            self._cli_logins.add(session.identity.login_id)
+
     # -- the store's part of the steps ----------------------------------------------------
 
     def _check(self) -> None:
@@ -108,6 +185,12 @@ class HostCore:
                 "the stored login changed (logged out or logged in again elsewhere); "
                 "register the models again"
             )
+        self._hold(token)
+        return stored, token
+
+    def _load_current(self) -> tuple[LoginIdentity, Secret]:
+        """The stored login and token, whoever it is (``NotLoggedInError`` if none)."""
+        stored, token = self._store.load()
         self._hold(token)
         return stored, token
 

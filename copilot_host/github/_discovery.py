@@ -11,9 +11,18 @@ entry (ids, names, credential material) before any of it reaches a catalog.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
+from dataclasses import replace
 
-from .._catalog._specs import ApiProtocol, Inventory, ModelSpec, SkippedModel
+from .._catalog._specs import (
+    ApiProtocol,
+    Inventory,
+    ModelBilling,
+    ModelSpec,
+    SkippedModel,
+    TokenPrices,
+)
 from .._catalog._validate import MAX_MODELS
 from .._errors import ModelValidationError, SessionError
 from .._hosts import CopilotSession
@@ -31,12 +40,18 @@ SETTINGS_URL = "https://github.com/settings/copilot/features"
 # (e.g. "ws:/responses", a WebSocket transport) is another client's, and ignored.
 _MAX_ENDPOINTS = 32
 _MAX_WARNINGS = 8
+# A warning's machine-readable code (``client_version_deprecated``): a plain identifier.
+_CODE = re.compile(r"[a-z][a-z0-9_]{0,63}")
 
 
-def build_models_request(session: CopilotSession, editor: EditorIdentity) -> WireRequest:
+def build_models_request(
+    session: CopilotSession, identity: EditorIdentity | Mapping[str, str]
+) -> WireRequest:
+    """Discovery under ``identity``: an editor (its chat headers) or a header set as a
+    host's ``request_headers()`` gives it."""
     # The session's endpoint was vetted against the allowlist when its exchange was parsed
     # (parse_grant), the one place that check is made.
-    headers = copilot_headers(editor)
+    headers = copilot_headers(identity) if isinstance(identity, EditorIdentity) else dict(identity)
     headers["Accept"] = "application/json"
     headers["Authorization"] = f"Bearer {session.token.reveal()}"
     return WireRequest(
@@ -96,20 +111,100 @@ def _reasoning(supports: Mapping[str, object]) -> bool:
     )
 
 
-def _warnings(item: Mapping[str, object]) -> tuple[str, ...]:
+def _warnings(item: Mapping[str, object]) -> tuple[tuple[str, ...], tuple[str | None, ...]]:
     """``warning_message`` (one text) and ``warning_messages`` (texts, or objects with a
-    ``message``); the core makes them inert before anyone sees them."""
-    found: list[str] = []
+    ``message`` and a ``code``), and each one's code (None where it has none); the core
+    makes the texts inert before anyone sees them."""
+    found: dict[str, str | None] = {}
     single = _text(item, "warning_message")
     if single is not None:
-        found.append(single)
+        found[single] = None
     many = item.get("warning_messages")
     if isinstance(many, list):
         for entry in many[:_MAX_WARNINGS]:
             text = _text(entry, "message") if isinstance(entry, dict) else entry
-            if isinstance(text, str) and text and text not in found:
-                found.append(text)
-    return tuple(found[:_MAX_WARNINGS])
+            if not isinstance(text, str) or not text:
+                continue
+            code = entry.get("code") if isinstance(entry, dict) else None
+            code = code if isinstance(code, str) and _CODE.fullmatch(code) else None
+            if text not in found or (found[text] is None and code is not None):
+                found[text] = code
+    kept = list(found.items())[:_MAX_WARNINGS]
+    return tuple(text for text, _ in kept), tuple(code for _, code in kept)
+
+
+class _Malformed(Exception):
+    """A billing field of the wrong shape: the billing is dropped, the model kept."""
+
+
+def _price(tier: Mapping[str, object], key: str) -> float | None:
+    value = tier.get(key)
+    if value is None:
+        return None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or not 0 <= value <= 1e9
+    ):
+        raise _Malformed(key)
+    return float(value)
+
+
+def _tier(value: Mapping[str, object], batch_size: int) -> TokenPrices:
+    return TokenPrices(
+        batch_size=batch_size,
+        input=_price(value, "input_price"),
+        output=_price(value, "output_price"),
+        cache=_price(value, "cache_price"),
+        context_max=_limit(value, "context_max"),
+    )
+
+
+def _billing(item: Mapping[str, object]) -> ModelBilling | None:
+    """``billing``: ``is_premium``, ``multiplier`` and ``token_prices`` (AI credits per
+    ``batch_size`` tokens, a ``default`` tier and maybe a ``long_context`` one; docs/WIRE.md,
+    "Billing"). Anything malformed in it drops the billing, never the model."""
+    billing = item.get("billing")
+    if not isinstance(billing, dict):
+        return None
+    premium = billing.get("is_premium")
+    multiplier = billing.get("multiplier")
+    if premium is not None and not isinstance(premium, bool):
+        return None
+    if multiplier is not None and (
+        isinstance(multiplier, bool)
+        or not isinstance(multiplier, int | float)
+        or not math.isfinite(multiplier)
+        or not 0 <= multiplier <= 1e6
+    ):
+        return None
+    prices: TokenPrices | None = None
+    listed = billing.get("token_prices")
+    if listed is not None:
+        if not isinstance(listed, dict):
+            return None
+        batch_size = _limit(listed, "batch_size")
+        default = listed.get("default")
+        if batch_size is None or not isinstance(default, dict):
+            return None
+        long_context = listed.get("long_context")
+        if long_context is not None and not isinstance(long_context, dict):
+            return None
+        try:
+            prices = replace(
+                _tier(default, batch_size),
+                long_context=None if long_context is None else _tier(long_context, batch_size),
+            )
+        except _Malformed:
+            return None
+    if premium is None and multiplier is None and prices is None:
+        return None
+    return ModelBilling(
+        premium=premium,
+        multiplier=float(multiplier) if multiplier is not None else None,
+        prices=prices,
+    )
 
 
 def _policy_message(state: str) -> str:
@@ -155,6 +250,7 @@ def _entry(item: object) -> ModelSpec | SkippedModel:
     limits = _obj(capabilities, "limits")
     supports = _obj(capabilities, "supports")
     picker = item.get("model_picker_enabled")
+    warnings, codes = _warnings(item)
     return ModelSpec(
         model_id=model_id,
         display_name=name,
@@ -165,7 +261,9 @@ def _entry(item: object) -> ModelSpec | SkippedModel:
         supports_reasoning=_reasoning(supports),
         picker_enabled=picker if isinstance(picker, bool) else True,
         protocols=protocols,
-        warnings=_warnings(item),
+        warnings=warnings,
+        warning_codes=codes,
+        billing=_billing(item),
     )
 
 

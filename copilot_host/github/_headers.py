@@ -6,13 +6,15 @@ retires it, HTTP 466 for everything. The default identity below is therefore the
 pairing that VS Code's own Copilot extension has shipped with (docs/WIRE.md, "Editor
 identity", says where each value was read and how to update them together); an embedding
 application may present its own (``EditorIdentity``) and its own OAuth app
-(``client_id``), always as constructor arguments, never from the environment.
+(``client_id``), always as constructor arguments: the library never reads the environment
+(the CLI alone reads ``COPILOT_HOST_EDITOR`` and passes what it parsed here, through
+:func:`parse_editor`).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .._version import __version__
 
@@ -22,7 +24,10 @@ __all__ = [
     "REST_API_VERSION",
     "TOKEN_API_VERSION",
     "EditorIdentity",
+    "CLI_INTEGRATION_ID",
     "check_client_id",
+    "cli_headers",
+    "parse_editor",
     "copilot_headers",
     "exchange_headers",
     "oauth_headers",
@@ -53,13 +58,16 @@ class EditorIdentity:
     integration GitHub's own chat clients use; ``user_agent`` also says which library sent it.
     """
 
-    # VS Code's Copilot extension 0.49.0 (engines ^1.121.0) and the inference API version
-    # it sends; docs/WIRE.md records the source and the update procedure.
-    editor_version: str = "vscode/1.121.0"
-    plugin_version: str = "copilot-chat/0.49.0"
+    # VS Code's Copilot extension 0.68.0 (microsoft/vscode extensions/copilot/package.json)
+    # with the VS Code release it pairs with, and the API version @vscode/copilot-api 0.5.2
+    # (the release that extension depends on) writes over every Copilot API call in
+    # `_mixinHeaders`: docs/WIRE.md, "Editor identity", records the sources and the update
+    # procedure.
+    editor_version: str = "vscode/1.140.0"
+    plugin_version: str = "copilot-chat/0.68.0"
     integration_id: str = "vscode-chat"
-    user_agent: str = f"GitHubCopilotChat/0.49.0 copilot-host/{__version__}"
-    api_version: str = "2026-01-09"
+    user_agent: str = f"GitHubCopilotChat/0.68.0 copilot-host/{__version__}"
+    api_version: str = "2026-08-01"
 
     def __post_init__(self) -> None:
         for name in (
@@ -75,6 +83,37 @@ class EditorIdentity:
 
 
 DEFAULT_EDITOR = EditorIdentity()
+
+# "vscode/1.140.0 copilot-chat/0.68.0": the two versions a person may override, as VS
+# Code's own headers spell them (dotted numbers, as the service compares them).
+_OVERRIDE = re.compile(
+    r"vscode/(\d{1,4}(?:\.\d{1,6}){1,3}) copilot-chat/(\d{1,4}(?:\.\d{1,6}){1,3})"
+)
+
+
+def parse_editor(text: str, base: EditorIdentity = DEFAULT_EDITOR) -> EditorIdentity:
+    """``base`` presenting the editor and extension versions ``text`` names.
+
+    ``text`` is exactly two tokens, ``vscode/X.Y.Z copilot-chat/A.B.C``; anything else
+    raises ``ValueError``. ``Editor-Version``, ``Editor-Plugin-Version`` and the
+    ``GitHubCopilotChat/...`` part of ``User-Agent`` follow it; the API version does not
+    (it is the API copilot-host speaks, not the editor it claims to be).
+    """
+    match = _OVERRIDE.fullmatch(text.strip()) if isinstance(text, str) else None
+    if match is None:
+        raise ValueError(
+            "expected two tokens like 'vscode/1.140.0 copilot-chat/0.68.0', "
+            f"got {text.strip()[:80]!r}"
+            if isinstance(text, str)
+            else "expected a string"
+        )
+    vscode, chat = match.groups()
+    return replace(
+        base,
+        editor_version=f"vscode/{vscode}",
+        plugin_version=f"copilot-chat/{chat}",
+        user_agent=f"GitHubCopilotChat/{chat} copilot-host/{__version__}",
+    )
 
 
 def check_client_id(client_id: object) -> str:
@@ -111,6 +150,27 @@ def rest_headers(editor: EditorIdentity) -> dict[str, str]:
         "Accept": "application/json",
         "User-Agent": editor.user_agent,
         "X-GitHub-Api-Version": REST_API_VERSION,
+    }
+
+
+# The Copilot CLI's identity, as oh-my-pi presents it (can1357/oh-my-pi,
+# packages/catalog/src/wire/github-copilot.ts: COPILOT_CAPI_IDENTITY_HEADERS): its
+# integration id, `copilot/<version>` as both User-Agent and Editor-Version, its harness
+# id, and no Editor-Plugin-Version. Some organisations allow only this client, some only
+# the chat one (oh-my-pi issues #11372 and #11669; docs/WIRE.md, "Identity fallback").
+CLI_INTEGRATION_ID = "copilot-developer-cli"
+CLI_VERSION = "copilot/1.0.82"
+
+
+def cli_headers(editor: EditorIdentity) -> dict[str, str]:
+    """Every Copilot API request under the Copilot CLI's identity (the API version stays
+    copilot-host's)."""
+    return {
+        "Editor-Version": CLI_VERSION,
+        "Copilot-Integration-Id": CLI_INTEGRATION_ID,
+        "Copilot-Harness-Id": "copilot-sdk",
+        "User-Agent": f"{CLI_VERSION} copilot-host/{__version__}",
+        "X-GitHub-Api-Version": editor.api_version,
     }
 
 

@@ -20,10 +20,12 @@ from ._discovery import build_models_request, parse_models
 from ._exchange import build_exchange_request, parse_exchange
 from ._headers import DEFAULT_CLIENT_ID, EditorIdentity
 from ._http import Sender
+from ._usage import build_usage_request, parse_usage
 
 if TYPE_CHECKING:
     from collections.abc import Generator
 
+    from .._usage import CopilotUsage
     from ..store import CredentialStore, Deleted
 
 __all__ = ["GitHubCopilotHost"]
@@ -68,10 +70,31 @@ class GitHubCopilotHost(HostCore):
         return parse_exchange(response, stored)
 
     def inventory(self, session: CopilotSession) -> Inventory:
-        response = self._sender.send(build_models_request(session, self._editor))
-        return parse_models(response)
+        headers = self._discovery_headers(session)
+        response = self._sender.send(build_models_request(session, headers))
+        other = self._discovery_fallback(session, response)
+        if other is not None:
+            # Once, with the other identity: the one that works is kept for this login.
+            response = self._sender.send(build_models_request(session, other))
+            if response.status == 200:
+                headers = other
+        found = parse_models(response)
+        self._kept(session, headers)
+        return found
 
     # -- people-facing operations ---------------------------------------------------------
+
+    def usage(self) -> CopilotUsage:
+        """The stored login's plan and quotas (``GET /copilot_internal/user``).
+
+        Sent with the GitHub token to api.github.com only, under the same deadlines and
+        retry as the exchange. Raises ``NotLoggedInError`` without a login,
+        ``QuotaExceededError`` on a 402, ``EntitlementError`` (``usage_unavailable``)
+        when GitHub does not show this login its usage.
+        """
+        stored, token = self._load_current()
+        response = self._sender.send(build_usage_request(token, self._editor))
+        return parse_usage(response, stored.account)
 
     def login(
         self,

@@ -4,8 +4,16 @@ from __future__ import annotations
 
 import email.utils
 import math
+import urllib.parse
+from datetime import UTC, datetime
 
-from .._errors import ClientOutdatedError, CopilotHostError, ResponseError, ServerError
+from .._errors import (
+    ClientOutdatedError,
+    CopilotHostError,
+    QuotaExceededError,
+    ResponseError,
+    ServerError,
+)
 from ._wire import INVALID, WireResponse, decode, server_message
 
 __all__ = [
@@ -14,6 +22,8 @@ __all__ = [
     "MAX_RETRY_AFTER",
     "UPGRADE_HINT",
     "client_outdated_error",
+    "parse_instant",
+    "quota_exceeded_error",
     "rate_limit_error",
     "retry_after",
     "retry_delay",
@@ -78,8 +88,59 @@ def rate_limit_error(response: WireResponse, what: str) -> ServerError | None:
     return ServerError(f"{what} was rate limited by GitHub; {hint}", code="rate_limited")
 
 
+def parse_instant(text: object) -> datetime | None:
+    """An ISO 8601 instant (``2026-12-01T00:00:00Z``) or a date (midnight UTC), as an
+    aware UTC datetime; None for anything else."""
+    if not isinstance(text, str) or not 8 <= len(text) <= 40:
+        return None
+    try:
+        when = datetime.fromisoformat(text.strip())
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return when.astimezone(UTC)
+
+
+def _snapshot_reset(response: WireResponse) -> datetime | None:
+    """The reset instant (``rst``) of the first quota snapshot header that carries one."""
+    for name in sorted(response.headers):
+        if name.startswith("x-quota-snapshot-"):
+            fields = urllib.parse.parse_qs(response.headers[name][:1024])
+            when = parse_instant(fields.get("rst", [""])[0])
+            if when is not None:
+                return when
+    return None
+
+
+def quota_exceeded_error(
+    response: WireResponse, what: str, *, reset_at: datetime | None = None
+) -> QuotaExceededError | None:
+    """HTTP 402: the account's quota is used up. Says when it resets when the answer (or
+    the caller, from a body it read) names the instant."""
+    if response.status != 402:
+        return None
+    when = reset_at or _snapshot_reset(response)
+    hint = (
+        f"it resets on {when:%Y-%m-%d %H:%M} UTC"
+        if when is not None
+        else "see https://github.com/settings/copilot for when it resets"
+    )
+    detail = server_message(response)
+    error = QuotaExceededError(
+        f"{what} was refused (HTTP 402): this account's Copilot quota is used up"
+        + (f" ({detail})" if detail else "")
+        + f"; {hint}, or allow overage in the account's Copilot settings"
+    )
+    error.reset_at = when
+    return error
+
+
 def status_error(response: WireResponse, what: str) -> CopilotHostError:
     """The generic error for a status the step has no specific meaning for."""
+    quota = quota_exceeded_error(response, what)
+    if quota is not None:
+        return quota
     limited = rate_limit_error(response, what)
     if limited is not None:
         return limited

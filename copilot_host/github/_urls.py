@@ -8,6 +8,7 @@ __all__ = [
     "COPILOT_TOKEN_URL",
     "DEVICE_CODE_URL",
     "MODELS_PATH",
+    "USAGE_URL",
     "USER_URL",
     "VERIFICATION_URI",
 ]
@@ -18,5 +19,7 @@ ACCESS_TOKEN_URL = "https://github.com/login/oauth/access_token"  # noqa: S105 -
 VERIFICATION_URI = "https://github.com/login/device"
 COPILOT_TOKEN_URL = "https://api.github.com/copilot_internal/v2/token"  # noqa: S105 - a URL
 USER_URL = "https://api.github.com/user"
+# The account's plan and quotas (what VS Code's quota display reads).
+USAGE_URL = "https://api.github.com/copilot_internal/user"
 # Discovery lives on the vetted inference origin the exchange names.
 MODELS_PATH = "/models"

@@ -17,14 +17,16 @@ from ._inventory import (
     inventory_of,
     minimal_models,
     realistic_models,
+    token_billing,
 )
 from ._record import RecordedRequest
-from ._scenario import CHECKS, ENDPOINTS, VSCODE_CLIENT_ID, RawAnswer, Scenario
+from ._scenario import CHECKS, ENDPOINTS, USAGE_PLANS, VSCODE_CLIENT_ID, RawAnswer, Scenario
 from ._transport import async_loopback_transport, loopback_transport
 
 __all__ = [
     "CHECKS",
     "ENDPOINTS",
+    "USAGE_PLANS",
     "VSCODE_CLIENT_ID",
     "GitHubEmulator",
     "RawAnswer",
@@ -36,4 +38,5 @@ __all__ = [
     "loopback_transport",
     "minimal_models",
     "realistic_models",
+    "token_billing",
 ]

@@ -102,6 +102,11 @@ class GitHubEmulator:
     # -- what happened ---------------------------------------------------------------------
 
     @property
+    def quota_used(self) -> float:
+        """What the account has used of its scripted quota, in the plan's unit."""
+        return self._state.quota_used
+
+    @property
     def github_token(self) -> str:
         return self._state.github_token
 

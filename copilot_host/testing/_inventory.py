@@ -10,7 +10,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["chat_model", "inventory_of", "minimal_models", "realistic_models"]
+__all__ = [
+    "chat_model",
+    "inventory_of",
+    "minimal_models",
+    "realistic_models",
+    "token_billing",
+]
 
 
 def chat_model(
@@ -25,11 +31,13 @@ def chat_model(
     policy: str | None = "enabled",
     context_window: float | None = 128_000,
     max_output_tokens: float | None = 16_384,
+    billing: Mapping[str, object] | None = None,
 ) -> dict[str, object]:
     """One inventory entry shaped like the Copilot API's ``GET /models`` items.
 
     ``endpoints=None`` leaves ``supported_endpoints`` out, as the service does for older
-    models (it then serves them on ``/chat/completions`` only).
+    models (it then serves them on ``/chat/completions`` only). ``billing`` is the entry's
+    ``billing`` object as given (see :func:`token_billing`).
     """
     supports: dict[str, object] = {"streaming": True, "tool_calls": True}
     if vision:
@@ -61,7 +69,39 @@ def chat_model(
         item["policy"] = {"state": policy, "terms": "emulated terms"}
     if endpoints is not None:
         item["supported_endpoints"] = list(endpoints)
+    if billing is not None:
+        item["billing"] = dict(billing)
     return item
+
+
+def token_billing(
+    input_price: float,
+    output_price: float,
+    cache_price: float | None = None,
+    *,
+    premium: bool = True,
+    multiplier: float = 1,
+    context_max: int | None = None,
+    long_context: tuple[float, float, float, int] | None = None,
+) -> dict[str, object]:
+    """A ``billing`` object as usage-billed inventories carry it: ``token_prices`` in AI
+    credits per ``batch_size`` (a million) tokens, a ``default`` tier and, when given as
+    (input, output, cache, context_max), a ``long_context`` one."""
+    default: dict[str, object] = {"input_price": input_price, "output_price": output_price}
+    if cache_price is not None:
+        default["cache_price"] = cache_price
+    if context_max is not None:
+        default["context_max"] = context_max
+    prices: dict[str, object] = {"batch_size": 1_000_000, "default": default}
+    if long_context is not None:
+        li, lo, lc, lmax = long_context
+        prices["long_context"] = {
+            "input_price": li,
+            "output_price": lo,
+            "cache_price": lc,
+            "context_max": lmax,
+        }
+    return {"is_premium": premium, "multiplier": multiplier, "token_prices": prices}
 
 
 def minimal_models() -> tuple[dict[str, object], ...]:
@@ -74,6 +114,7 @@ def minimal_models() -> tuple[dict[str, object], ...]:
             name="GPT-5 mini",
             endpoints=("/chat/completions", "/responses"),
             reasoning=True,
+            billing=token_billing(25, 200, 2.5, premium=False, multiplier=0),
         ),
         chat_model("claude-sonnet-4", name="Claude Sonnet 4", endpoints=None, picker=False),
         # Not eligible: an embedding model, a disabled policy, an Anthropic-only route.
@@ -159,7 +200,11 @@ def _real(
         "model_picker_enabled": picker,
         "is_chat_default": False,
         "is_chat_fallback": False,
-        "billing": {"is_premium": premium, "multiplier": 1 if premium else 0},
+        "billing": (
+            token_billing(500, 2500, 50, multiplier=1)
+            if premium
+            else token_billing(40, 160, 10, premium=False, multiplier=0)
+        ),
         "capabilities": {
             "type": kind,
             "family": family or model_id,
@@ -229,6 +274,14 @@ def realistic_models() -> tuple[dict[str, object], ...]:
             "Anthropic",
             _MESSAGES,
             premium=True,
+            billing=token_billing(
+                500,
+                2500,
+                50,
+                multiplier=3,
+                context_max=200_000,
+                long_context=(1000, 3750, 100, 1_000_000),
+            ),
             **_CLAUDE_1M,
             vision=True,
             category="powerful",
@@ -432,8 +485,7 @@ def realistic_models() -> tuple[dict[str, object], ...]:
             reasoning=("minimal", "low", "medium", "high"),
             category="lightweight",
             billing={
-                "is_premium": False,
-                "multiplier": 0,
+                **token_billing(25, 200, 2.5, premium=False, multiplier=0, context_max=264_000),
                 "restricted_to": ["free", "pro", "pro_plus", "business", "enterprise"],
             },
         ),

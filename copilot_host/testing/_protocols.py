@@ -164,12 +164,21 @@ def _sse(data: Mapping[str, Any], event: str | None = None) -> bytes:
     return f"{head}data: {json.dumps(data, separators=(',', ':'))}\n\n".encode()
 
 
-def reply(exchange: Exchange, pieces: int, created: int) -> tuple[Any, tuple[bytes, ...]]:
-    """The whole answer's JSON value, and the SSE events a streamed answer sends instead."""
+def reply(
+    exchange: Exchange, pieces: int, created: int, cost_nano_aiu: int | None = None
+) -> tuple[Any, tuple[bytes, ...]]:
+    """The whole answer's JSON value, and the SSE events a streamed answer sends instead.
+
+    ``cost_nano_aiu`` is the request's cost as the service reports it since usage-based
+    billing: ``copilot_usage.total_nano_aiu`` at the top of a Chat Completions answer (and
+    its last chunk), of a Responses answer (and the ``response`` of its completed event),
+    and in an Anthropic answer's ``usage`` (and its ``message_delta``'s).
+    """
     text = reply_text(exchange, pieces)
     deltas = _cut(text, pieces)
     build = {"chat": _chat, "responses": _responses, "messages": _messages}[exchange.protocol]
-    return build(exchange, text, deltas, created)
+    cost = None if cost_nano_aiu is None else {"total_nano_aiu": cost_nano_aiu}
+    return build(exchange, text, deltas, created, cost)
 
 
 _FILTERS = {
@@ -192,7 +201,7 @@ def _usage_chat(output: int) -> dict[str, int]:
 
 
 def _chat(
-    ex: Exchange, text: str, deltas: list[str], created: int
+    ex: Exchange, text: str, deltas: list[str], created: int, cost: Mapping[str, int] | None
 ) -> tuple[Any, tuple[bytes, ...]]:
     ident = f"chatcmpl-emu-{ex.serial}"
     head = {"id": ident, "object": "chat.completion.chunk", "created": created, "model": ex.model}
@@ -229,6 +238,8 @@ def _chat(
         "choices": [{"index": 0, "message": message, "finish_reason": finish}],
         "usage": _usage_chat(len(deltas)),
     }
+    billed: dict[str, Any] = {} if cost is None else {"copilot_usage": dict(cost)}
+    whole.update(billed)
 
     def chunk(delta: Mapping[str, Any], reason: str | None, **more: Any) -> bytes:
         choice = {"index": 0, "delta": delta, "finish_reason": reason}
@@ -238,13 +249,13 @@ def _chat(
     # prompt's content-filter results (Azure's); clients must skip it.
     events = [_sse(_PROMPT_FILTER), chunk(first, None)]
     events += [chunk(body, None) for body in bodies]
-    events.append(chunk({}, finish, usage=_usage_chat(len(deltas))))
+    events.append(chunk({}, finish, usage=_usage_chat(len(deltas)), **billed))
     events.append(b"data: [DONE]\n\n")
     return whole, tuple(events)
 
 
 def _responses(
-    ex: Exchange, text: str, deltas: list[str], created: int
+    ex: Exchange, text: str, deltas: list[str], created: int, cost: Mapping[str, int] | None
 ) -> tuple[Any, tuple[bytes, ...]]:
     ident = f"resp_emu_{ex.serial}"
     usage = {
@@ -256,7 +267,9 @@ def _responses(
     }
 
     def envelope(status: str, output: list[Any], with_usage: bool) -> dict[str, Any]:
+        billed = {"copilot_usage": dict(cost)} if with_usage and cost is not None else {}
         return {
+            **billed,
             "id": ident,
             "object": "response",
             "created_at": created,
@@ -331,7 +344,7 @@ def _responses(
 
 
 def _messages(
-    ex: Exchange, text: str, deltas: list[str], created: int
+    ex: Exchange, text: str, deltas: list[str], created: int, cost: Mapping[str, int] | None
 ) -> tuple[Any, tuple[bytes, ...]]:
     ident = f"msg_emu_{ex.serial}"
     head = {
@@ -356,11 +369,12 @@ def _messages(
         start = {"type": "text", "text": ""}
         pieces = [{"type": "text_delta", "text": piece} for piece in deltas]
         stop = "end_turn"
+    billed: dict[str, Any] = {} if cost is None else {"copilot_usage": dict(cost)}
     whole = {
         **head,
         "content": [block],
         "stop_reason": stop,
-        "usage": {"input_tokens": 1, "output_tokens": len(deltas)},
+        "usage": {"input_tokens": 1, "output_tokens": len(deltas), **billed},
     }
     events = [
         _sse(
@@ -390,7 +404,7 @@ def _messages(
             {
                 "type": "message_delta",
                 "delta": {"stop_reason": stop, "stop_sequence": None},
-                "usage": {"output_tokens": len(deltas)},
+                "usage": {"output_tokens": len(deltas), **billed},
             },
             "message_delta",
         )

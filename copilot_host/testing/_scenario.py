@@ -9,7 +9,7 @@ from types import MappingProxyType
 
 from ._inventory import realistic_models
 
-__all__ = ["CHECKS", "ENDPOINTS", "VSCODE_CLIENT_ID", "RawAnswer", "Scenario"]
+__all__ = ["CHECKS", "ENDPOINTS", "USAGE_PLANS", "VSCODE_CLIENT_ID", "RawAnswer", "Scenario"]
 
 # Names of the emulated endpoints, used by Scenario's per-endpoint knobs.
 ENDPOINTS = frozenset(
@@ -18,6 +18,7 @@ ENDPOINTS = frozenset(
         "access_token",
         "copilot_token",
         "user",
+        "copilot_user",
         "models",
         "chat",
         "responses",
@@ -41,6 +42,9 @@ CHECKS = frozenset(
 VSCODE_CLIENT_ID = "Iv1.b507a08c87ecfe98"
 
 _VERSION = re.compile(r"\d+(?:\.\d+)*")
+# The three shapes of ``/copilot_internal/user``: a credit-billed plan (usage-based billing
+# since 2026-06-01), a plan still billed by premium request, and Copilot Free.
+USAGE_PLANS = frozenset({"credits", "requests", "free"})
 _API_VERSION = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
@@ -85,7 +89,21 @@ class Scenario:
     of text deltas a streamed answer carries and ``stream_pause`` the seconds between its
     events; with ``stream_cut=N`` a streamed answer breaks off after its first ``N`` events
     (the connection closes without the stream's end, as when the service or a proxy drops
-    it). ``lenient`` names checks of ``CHECKS`` to skip.
+    it). ``lenient`` names checks of ``CHECKS`` to skip. ``deprecated_below`` is an
+    ``Editor-Version`` under which every ``/models`` entry carries a ``warning_messages``
+    entry with code ``client_version_deprecated``. ``refused_integration_ids`` are
+    ``Copilot-Integration-Id`` values an organisation's policy refuses (403 on every Copilot
+    request that presents one).
+
+    Usage and quota (``/copilot_internal/user``, the quota headers, the cost each answer
+    reports): ``usage_plan`` is the shape (``"credits"``, ``"requests"`` or ``"free"``);
+    ``quota_entitlement`` and ``quota_used`` are the quota in the plan's unit (credits,
+    premium requests, or free chat requests); each model answer reports ``request_cost``
+    credits (``copilot_usage.total_nano_aiu``) and uses that much of a credit quota, or one
+    request of the others. Overage is permitted by default (the happy path never runs
+    out); a quota used up with ``overage_permitted=False`` answers model requests with 402
+    ``quota_exceeded``; ``quota_exceeded_on`` names endpoints that answer
+    402 ``quota_exceeded`` whatever the quota.
 
     Hostile answers per endpoint name (see ``ENDPOINTS``): ``malformed`` (not JSON),
     ``oversized`` (a body over the adapter's cap, sent chunked), ``slow`` (seconds to stall
@@ -120,6 +138,14 @@ class Scenario:
     stream_events: int = 4
     stream_pause: float = 0.0
     stream_cut: int | None = None
+    deprecated_below: str | None = None
+    refused_integration_ids: frozenset[str] = frozenset()
+    usage_plan: str = "credits"
+    quota_entitlement: float = 1500.0
+    quota_used: float = 0.0
+    overage_permitted: bool = True
+    request_cost: float = 0.0425
+    quota_exceeded_on: frozenset[str] = frozenset()
     lenient: frozenset[str] = frozenset()
     malformed: frozenset[str] = frozenset()
     oversized: frozenset[str] = frozenset()
@@ -128,13 +154,28 @@ class Scenario:
     answers: Mapping[str, RawAnswer] = field(default_factory=lambda: MappingProxyType({}))
 
     def __post_init__(self) -> None:
-        for name in (*self.malformed, *self.oversized, *self.slow, *self.drip, *self.answers):
+        for name in (
+            *self.malformed,
+            *self.oversized,
+            *self.slow,
+            *self.drip,
+            *self.answers,
+            *self.quota_exceeded_on,
+        ):
             if name not in ENDPOINTS:
                 raise ValueError(f"unknown emulated endpoint {name!r}; one of {sorted(ENDPOINTS)}")
         for check in self.lenient:
             if check not in CHECKS:
                 raise ValueError(f"unknown check {check!r}; one of {sorted(CHECKS)}")
-        for floor in (*self.min_editor_version.values(), self.min_client_version):
+        if self.usage_plan not in USAGE_PLANS:
+            raise ValueError(f"usage_plan is one of {sorted(USAGE_PLANS)}")
+        if self.quota_entitlement < 0 or self.request_cost < 0:
+            raise ValueError("a quota and a cost are 0 or more")
+        for floor in (
+            *self.min_editor_version.values(),
+            self.min_client_version,
+            self.deprecated_below,
+        ):
             if floor is not None and not _VERSION.fullmatch(floor):
                 raise ValueError(f"an editor version floor is dotted numbers, not {floor!r}")
         if self.min_api_version is not None and not _API_VERSION.fullmatch(self.min_api_version):
@@ -148,7 +189,14 @@ class Scenario:
         # Freeze caller-supplied dicts so a running emulator never sees them change.
         for name in ("slow", "drip", "answers", "min_editor_version"):
             object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
-        for name in ("lenient", "copilot_client_ids", "malformed", "oversized"):
+        for name in (
+            "lenient",
+            "copilot_client_ids",
+            "malformed",
+            "oversized",
+            "refused_integration_ids",
+            "quota_exceeded_on",
+        ):
             object.__setattr__(self, name, frozenset(getattr(self, name)))
         object.__setattr__(self, "models", tuple(self.models))
 

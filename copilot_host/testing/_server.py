@@ -7,6 +7,7 @@ facts and where they were observed.
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import email.utils
 import json
 import re
@@ -82,6 +83,15 @@ _SUPPORT = (
 )
 
 
+# What every /models entry carries for a client the service calls stale (late 2026). The
+# text is the emulator's; the code is the one clients act on.
+_DEPRECATED_NOTICE = {
+    "code": "client_version_deprecated",
+    "message": "This client version is deprecated and will stop working soon. "
+    "Please update to the latest version.",
+}
+
+
 def _version(text: str) -> tuple[int, ...]:
     """The numeric version in an ``Editor-Version`` (``vscode/1.104.1`` -> (1, 104, 1));
     a value without one counts as the oldest."""
@@ -141,6 +151,8 @@ class EmulatorState:
         self._models_failures = list(scenario.models_failures)
         self._served = _served_paths(scenario.models)
         self._serial = 0
+        # What the account has used of its quota, in the plan's unit.
+        self._quota_used = scenario.quota_used
 
     # -- controls used by GitHubEmulator ---------------------------------------------------
 
@@ -158,6 +170,12 @@ class EmulatorState:
 
     def now(self) -> float:
         return time.time() + self.scenario.clock_skew
+
+    @property
+    def quota_used(self) -> float:
+        """What the account has used of its quota so far, in the plan's unit."""
+        with self.lock:
+            return self._quota_used
 
     # -- the record ------------------------------------------------------------------------
 
@@ -193,6 +211,8 @@ class EmulatorState:
             return "copilot_token"
         if route == ("GET", API_HOST, "/user"):
             return "user"
+        if route == ("GET", API_HOST, "/copilot_internal/user"):
+            return "copilot_user"
         if host in COPILOT_HOSTS:
             if (method, path) == ("GET", "/models"):
                 return "models"
@@ -299,6 +319,8 @@ class EmulatorState:
         if s.strict("copilot_client_id") and client not in s.copilot_client_ids:
             # A token of an OAuth app GitHub has not enabled for Copilot (gh's, your own).
             return github_json(404, "Not Found")
+        if "copilot_token" in s.quota_exceeded_on:
+            return self._quota_exceeded()
         with self.lock:
             failure = self._exchange_failures.pop(0) if self._exchange_failures else None
         if failure is not None:
@@ -342,6 +364,122 @@ class EmulatorState:
             return github_json(401, "Bad credentials")
         return json_answer(200, {"login": self.scenario.account, "id": 583231, "type": "User"})
 
+    # -- usage and quota ---------------------------------------------------------------
+
+    def _reset(self) -> datetime.datetime:
+        """Quotas reset at midnight UTC on the first day of the next month."""
+        now = datetime.datetime.fromtimestamp(self.now(), datetime.UTC)
+        year, month = (now.year + 1, 1) if now.month == 12 else (now.year, now.month + 1)
+        return datetime.datetime(year, month, 1, tzinfo=datetime.UTC)
+
+    def _quota_state(self) -> tuple[float, float, float]:
+        """(entitlement, remaining, percent remaining) of the scripted quota."""
+        entitlement = self.scenario.quota_entitlement
+        with self.lock:
+            remaining = entitlement - self._quota_used
+        percent = max(0.0, remaining / entitlement * 100) if entitlement else 0.0
+        return entitlement, remaining, percent
+
+    def _exhausted(self) -> bool:
+        _, remaining, _ = self._quota_state()
+        return remaining <= 0 and not self.scenario.overage_permitted
+
+    def _quota_headers(self) -> tuple[tuple[str, str], ...]:
+        """What the service sends on inference answers: the account's quota snapshot and
+        the usage rate-limit windows, each ``ent&ov&ovPerm&rem&rst`` URL-encoded."""
+        s = self.scenario
+        entitlement, remaining, percent = self._quota_state()
+        reset = self._reset().strftime("%Y-%m-%dT%H:%M:%SZ")
+        overage = max(0.0, -remaining)
+        snapshot = urllib.parse.urlencode(
+            {
+                "ent": f"{entitlement:g}",
+                "ov": f"{overage:.1f}",
+                "ovPerm": "true" if s.overage_permitted else "false",
+                "rem": f"{percent:.1f}",
+                "rst": reset,
+            }
+        )
+        name = "chat" if s.usage_plan == "free" else "premium_interactions"
+        session = urllib.parse.urlencode({"ent": "50", "rem": "100.0", "rst": reset})
+        return (
+            (f"x-quota-snapshot-{name}", snapshot),
+            ("x-usage-ratelimit-session", session),
+        )
+
+    def _quota_exceeded(self) -> Answer:
+        return json_answer(
+            402,
+            {
+                "error": {
+                    "message": "You have exceeded your Copilot quota for this period.",
+                    "code": "quota_exceeded",
+                }
+            },
+            *self._quota_headers(),
+        )
+
+    def _copilot_user(self, request: RecordedRequest) -> Answer:
+        if not self._github_auth_ok(request):
+            return github_json(401, "Bad credentials")
+        s = self.scenario
+        if "copilot_user" in s.quota_exceeded_on:
+            return self._quota_exceeded()
+        entitlement, remaining, percent = self._quota_state()
+        reset = self._reset()
+        if s.usage_plan == "free":
+            return json_answer(
+                200,
+                {
+                    "login": s.account,
+                    "access_type_sku": "free_limited_copilot",
+                    "copilot_plan": "free",
+                    "chat_enabled": True,
+                    "monthly_quotas": {"chat": entitlement, "completions": 2000},
+                    "limited_user_quotas": {"chat": remaining, "completions": 2000},
+                    "limited_user_reset_date": reset.strftime("%Y-%m-%d"),
+                },
+            )
+
+        def snapshot(quota_id: str, **values: object) -> dict[str, object]:
+            unlimited = {
+                "entitlement": 0,
+                "remaining": 0,
+                "quota_remaining": 0.0,
+                "percent_remaining": 100.0,
+                "unlimited": True,
+                "overage_count": 0,
+                "overage_permitted": False,
+            }
+            return {**unlimited, **values, "quota_id": quota_id}
+
+        value: dict[str, object] = {
+            "login": s.account,
+            "access_type_sku": "plus_monthly_subscriber_quota",
+            "copilot_plan": "individual_pro",
+            "chat_enabled": True,
+            "assigned_date": "2025-01-15T10:00:00+00:00",
+            "quota_reset_date": reset.strftime("%Y-%m-%d"),
+            "quota_reset_date_utc": reset.strftime("%Y-%m-%dT%H:%M:%S.000Z"),
+            "quota_snapshots": {
+                "chat": snapshot("chat"),
+                "completions": snapshot("completions"),
+                "premium_interactions": snapshot(
+                    "premium_interactions",
+                    entitlement=entitlement,
+                    remaining=remaining,
+                    quota_remaining=remaining,
+                    percent_remaining=percent,
+                    unlimited=False,
+                    overage_count=max(0.0, -remaining),
+                    overage_permitted=s.overage_permitted,
+                ),
+            },
+        }
+        if s.usage_plan == "credits":
+            value["token_based_billing"] = True
+        return json_answer(200, value)
+
     def _failure(self, status: int) -> Answer:
         extra: tuple[tuple[str, str], ...] = ()
         if self.scenario.retry_after is not None:
@@ -377,6 +515,9 @@ class EmulatorState:
             return copilot_text(400, "bad request: missing Editor-Version header for IDE auth")
         if s.strict("integration_id") and not headers.get("copilot-integration-id"):
             return copilot_text(400, "bad request: missing required Copilot-Integration-Id header")
+        if headers.get("copilot-integration-id", "").strip() in s.refused_integration_ids:
+            # An organisation's policy that allows one Copilot client and not another.
+            return copilot_text(403, "unauthorized: not authorized to use this Copilot feature")
         api_version = headers.get("x-github-api-version")
         if s.min_api_version is not None and api_version is not None:
             api_version = api_version.strip()
@@ -399,11 +540,23 @@ class EmulatorState:
         refusal = self._copilot_gate(request)
         if refusal is not None:
             return refusal
+        if "models" in self.scenario.quota_exceeded_on:
+            return self._quota_exceeded()
         with self.lock:
             failure = self._models_failures.pop(0) if self._models_failures else None
         if failure is not None:
             return self._failure(failure)
-        return json_answer(200, {"data": [dict(m) for m in self.scenario.models], "object": "list"})
+        models = [dict(m) for m in self.scenario.models]
+        floor = self.scenario.deprecated_below
+        if floor is not None and _version(request.headers.get("editor-version", "")) < _version(
+            floor
+        ):
+            # Every entry, whatever else it says, carries the notice for a stale client.
+            for model in models:
+                listed = model.get("warning_messages")
+                notes = list(listed) if isinstance(listed, list) else []
+                model["warning_messages"] = [*notes, dict(_DEPRECATED_NOTICE)]
+        return json_answer(200, {"data": models, "object": "list"})
 
     def _inference(self, request: RecordedRequest, protocol: str) -> Answer:
         s = self.scenario
@@ -446,15 +599,21 @@ class EmulatorState:
             return copilot_error(
                 400, "missing required Copilot-Vision-Request header for vision requests", ""
             )
+        if protocol in s.quota_exceeded_on or self._exhausted():
+            return self._quota_exceeded()
         with self.lock:
             self._serial += 1
             serial = self._serial
+            # Credits are used by what each answer costs; request quotas by one a request.
+            self._quota_used += s.request_cost if s.usage_plan == "credits" else 1
         exchange = read_request(payload, protocol, model, serial)
-        whole, events = reply(exchange, s.stream_events, int(self.now()))
+        cost = round(s.request_cost * 1e9)
+        whole, events = reply(exchange, s.stream_events, int(self.now()), cost)
+        quota = self._quota_headers()
         if exchange.stream:
             headers = (("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"))
-            return Answer(200, headers, events=events)
-        return json_answer(200, whole)
+            return Answer(200, (*headers, *quota), events=events)
+        return json_answer(200, whole, *quota)
 
 
 def _wrong_endpoint(model: str, protocol: str) -> str:

@@ -195,8 +195,10 @@ def emulate(leak_guard: LeakGuard) -> Iterator[Any]:
         emulator = stack.enter_context(GitHubEmulator(scenario))
         started.append(emulator)
 
-        def factory(*, store: Any, clock: Any) -> GitHubCopilotHost:
+        def factory(*, store: Any, clock: Any, editor: Any = None) -> GitHubCopilotHost:
             extra = {"clock": clock} if clock is not None else {}
+            if editor is not None:
+                extra["editor"] = editor
             return GitHubCopilotHost(store=store, transport=emulator.transport(), **extra)
 
         seam_fields.setdefault("sleep", lambda _seconds: None)

@@ -42,6 +42,7 @@ def test_demo_runs_the_journey_without_keyring_or_home(cli: Cli, copilot_home: P
         "authorization simulated",
         "Copilot access verified, login stored encrypted",
         "registered the account's models",
+        "read the account's Copilot usage",
         "Chat Completions request through route.auth",
         "Responses request through route.auth",
         "Anthropic Messages request through route.auth",
@@ -52,6 +53,8 @@ def test_demo_runs_the_journey_without_keyring_or_home(cli: Cli, copilot_home: P
     assert "35 routes from https://api.individual.githubcopilot.com" in result.stdout
     assert "10 inventory entries skipped (" in result.stdout
     assert result.stdout.count("sent with X-Initiator: user") == 3
+    assert "octocat: plan individual_pro, billed in AI credits" in result.stdout
+    assert result.stdout.count("the answer reported its cost: 0.0425 AI credits") == 3
     assert result.stdout.rstrip().splitlines()[-1].startswith("Done in ")
     assert sorted(os.listdir(copilot_home)) == before
 

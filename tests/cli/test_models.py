@@ -28,7 +28,16 @@ def test_models_table_is_aligned_and_sorted(cli: Cli, emulate: Any) -> None:
     result = cli("models", seam=env.seam)
     assert result.exit_code == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0].split() == ["ROUTE", "NAME", "PROTOCOL", "CONTEXT", "PICKER"]
+    assert lines[0].split() == [
+        "ROUTE",
+        "NAME",
+        "PROTOCOL",
+        "CONTEXT",
+        "PICKER",
+        "MULT",
+        "IN/1M",
+        "OUT/1M",
+    ]
     rows = lines[1:]
     assert [r.split()[0] for r in rows] == [
         "github-copilot/claude-messages-only",
@@ -37,13 +46,15 @@ def test_models_table_is_aligned_and_sorted(cli: Cli, emulate: Any) -> None:
         "github-copilot/gpt-5-mini",
     ]
     # Every column starts at the same offset on every line.
-    for title in ("NAME", "PROTOCOL", "CONTEXT", "PICKER"):
+    for title in ("NAME", "PROTOCOL", "CONTEXT", "PICKER", "MULT", "IN/1M", "OUT/1M"):
         column = lines[0].index(title)
         for row in rows:
             assert row[column - 2 : column] == "  " and row[column] != " ", (title, row)
     by_route = {r.split()[0]: r for r in rows}
     assert "Claude Sonnet 4" in by_route["github-copilot/claude-sonnet-4"]
-    assert by_route["github-copilot/claude-sonnet-4"].endswith("hidden")
+    assert by_route["github-copilot/claude-sonnet-4"].split()[-4:] == ["hidden", "-", "-", "-"]
+    # The multiplier, and AI credits per million input and output tokens.
+    assert by_route["github-copilot/gpt-5-mini"].split()[-3:] == ["0x", "25", "200"]
     assert "openai-responses" in by_route["github-copilot/gpt-5-mini"]
     assert "openai-chat" in by_route["github-copilot/gpt-4.1"]
     assert "128,000" in by_route["github-copilot/gpt-4.1"]
@@ -111,6 +122,22 @@ def test_models_json_document(cli: Cli, emulate: Any) -> None:
         "supports_reasoning": True,
         "picker_enabled": True,
         "warnings": [],
+        "warning_codes": [],
+        "billing": {
+            "premium": False,
+            "multiplier": 0.0,
+            "prices": {
+                "batch_size": 1_000_000,
+                "input": 25.0,
+                "output": 200.0,
+                "cache": 2.5,
+                "context_max": None,
+                "input_per_million": 25.0,
+                "output_per_million": 200.0,
+                "cache_per_million": 2.5,
+                "long_context": None,
+            },
+        },
     }
     assert sorted((s["model_id"], s["reason"]) for s in doc["skipped"]) == [
         ("o3-disabled", "policy_not_enabled"),

@@ -73,7 +73,7 @@ def test_console_script_demo_touches_nothing_real(
     assert demo.returncode == 0, demo.stderr
     lines = demo.stdout.splitlines()
     steps = [line for line in lines if line.startswith("ok [")]
-    assert len(steps) == 9
+    assert len(steps) == 10
     for wanted in (
         "device code",
         "authorization simulated",
@@ -128,6 +128,9 @@ def test_harness_models(proc: Proc, leak_guard: LeakGuard, tmp_path: Path) -> No
         "PROTOCOL",
         "CONTEXT",
         "PICKER",
+        "MULT",
+        "IN/1M",
+        "OUT/1M",
     ]
 
     logged_out = proc.harness("--", "logout")

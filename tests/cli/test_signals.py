@@ -82,10 +82,10 @@ def test_sigterm_during_the_demo_unwinds_and_removes_its_folder(hold: Any, tmp_p
     assert (code, err) == (143, "error: terminated\n")
     steps = [line.split("  ")[0] for line in out.splitlines() if line.startswith("ok [")]
     assert steps == [
-        "ok [1/9] started the loopback GitHub emulator",
-        "ok [2/9] GitHub issued a device code",
-        "ok [3/9] authorization simulated",
-        "ok [4/9] Copilot access verified, login stored encrypted",
+        "ok [1/10] started the loopback GitHub emulator",
+        "ok [2/10] GitHub issued a device code",
+        "ok [3/10] authorization simulated",
+        "ok [4/10] Copilot access verified, login stored encrypted",
     ]
     # Every `with` on the way out ran: the throwaway home and its key file are gone.
     assert os.listdir(tmpdir) == []

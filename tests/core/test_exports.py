@@ -27,6 +27,7 @@ PUBLIC = {
         "CopilotHost",
         "CopilotHostError",
         "CopilotSession",
+        "CopilotUsage",
         "DeviceCodeExpiredError",
         "EntitlementError",
         "FailureMemory",
@@ -37,6 +38,7 @@ PUBLIC = {
         "LoginError",
         "LoginIdentity",
         "LoginRevokedError",
+        "ModelBilling",
         "ModelRoute",
         "ModelSpec",
         "ModelValidationError",
@@ -45,6 +47,8 @@ PUBLIC = {
         "OriginAllowlist",
         "OriginError",
         "Pending",
+        "Quota",
+        "QuotaExceededError",
         "RedactingFilter",
         "RefreshPolicy",
         "RegistrationResult",
@@ -64,6 +68,7 @@ PUBLIC = {
         "StoreLockedError",
         "StoreVersionError",
         "SwitchesIdentity",
+        "TokenPrices",
         "TransportError",
         "aregister_models",
         "await_device_login",
@@ -97,6 +102,7 @@ PUBLIC = {
         "AsyncGitHubCopilotHost",
         "EditorIdentity",
         "GitHubCopilotHost",
+        "parse_editor",
     ],
     "copilot_host.gateway": [
         "ACCESS_LOGGER",
@@ -113,6 +119,7 @@ PUBLIC = {
     "copilot_host.testing": [
         "CHECKS",
         "ENDPOINTS",
+        "USAGE_PLANS",
         "VSCODE_CLIENT_ID",
         "GitHubEmulator",
         "RawAnswer",
@@ -124,6 +131,7 @@ PUBLIC = {
         "loopback_transport",
         "minimal_models",
         "realistic_models",
+        "token_billing",
     ],
 }
 

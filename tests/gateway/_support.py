@@ -204,6 +204,7 @@ def running_gateway(
     clock: ch.Clock | None = None,
     host_transport: httpx2.AsyncBaseTransport | None = None,
     hooks: GatewayHooks | None = None,
+    max_credits: float | None = None,
 ) -> Iterator[Gateway]:
     """Serve a gateway for the account in ``home`` until the block ends."""
     home.mkdir(mode=0o700, exist_ok=True)
@@ -239,6 +240,7 @@ def running_gateway(
                 api_key=key,
                 transport=transport if transport is not None else emulator.async_transport(),
                 hooks=hooks,
+                max_credits=max_credits,
                 **extra,
             )
             config = server_config(app)

@@ -206,7 +206,10 @@ def test_json_mode_one_listening_line_a_0600_key_file_and_sigterm_143(serve: Any
     assert "terminated" in stderr
     access = [line for line in stderr.splitlines() if "POST /v1/chat/completions" in line]
     assert len(access) == 1
-    assert re.search(r"model=gpt-4\.1 status=200 bytes=\d+ [\d.]+ms$", access[0])
+    # The cost the answer reported, in AI credits, ends the line.
+    assert re.search(r"model=gpt-4\.1 status=200 bytes=\d+ [\d.]+ms credits=0\.0425$", access[0])
+    # One stop line: requests, credits, per model.
+    assert "gateway stopped: 1 model requests, credits 0.0425 (by model" in stderr
     assert served.key not in stderr
     assert served.leaks(stdout, stderr) == []
 

@@ -70,6 +70,7 @@ def test_the_public_names_are_curated() -> None:
         "RawAnswer",
         "RecordedRequest",
         "Scenario",
+        "USAGE_PLANS",
         "VSCODE_CLIENT_ID",
         "async_loopback_transport",
         "chat_model",
@@ -77,6 +78,7 @@ def test_the_public_names_are_curated() -> None:
         "loopback_transport",
         "minimal_models",
         "realistic_models",
+        "token_billing",
     ]
     for name in testing.__all__:
         value = getattr(testing, name)

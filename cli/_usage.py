@@ -1,0 +1,143 @@
+"""``copilot-host usage``: the account's plan, each quota with a bar, and the reset date."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from ._context import JSON_VERSION, make_host, make_store, output, use_json_errors
+from ._editor import editor_from_environment
+from ._format import table
+from ._output import CopilotHostCommand
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from copilot_host import CopilotUsage, Quota
+
+__all__ = ["usage", "usage_document", "usage_lines"]
+
+_EPILOG = """\b
+Examples:
+  copilot-host usage
+  copilot-host usage --json | jq '.quotas[] | select(.id=="premium_interactions")'
+
+\b
+--json prints one document (fields are only ever added):
+  {"v":1,"login":"octocat","plan":"individual_pro","unit":"credits"|"requests",
+   "reset_at":"2027-01-01T00:00:00Z"|null,
+   "quotas":[{"id":"premium_interactions","entitlement":1500.0,"remaining":12.5,
+     "used":1487.5,"percent_remaining":0.8,"unlimited":false,
+     "overage_permitted":false}]}
+Numbers are as GitHub reports them (fractions; negative remaining once overage is used).
+An exhausted quota is not an error: the exit status is 0.
+"""
+
+_BAR = 20
+
+
+def _iso(when: datetime | None) -> str | None:
+    return None if when is None else when.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def usage_document(found: CopilotUsage) -> dict[str, Any]:
+    return {
+        "v": JSON_VERSION,
+        "login": found.login,
+        "plan": found.plan,
+        "unit": found.unit,
+        "reset_at": _iso(found.reset_at),
+        "quotas": [
+            {
+                "id": q.id,
+                "entitlement": q.entitlement,
+                "remaining": q.remaining,
+                "used": q.used,
+                "percent_remaining": q.percent_remaining,
+                "unlimited": q.unlimited,
+                "overage_permitted": q.overage_permitted,
+            }
+            for q in found.quotas
+        ],
+    }
+
+
+def _amount(value: float | None) -> str:
+    return "?" if value is None else f"{value:,.2f}".rstrip("0").rstrip(".")
+
+
+def _left_fraction(quota: Quota) -> float | None:
+    if quota.percent_remaining is not None:
+        return quota.percent_remaining / 100
+    if quota.entitlement and quota.remaining is not None:
+        return quota.remaining / quota.entitlement
+    return None
+
+
+def _bar(quota: Quota) -> str:
+    left = _left_fraction(quota)
+    if quota.unlimited or left is None:
+        return ""
+    used = round((1 - max(0.0, min(1.0, left))) * _BAR)
+    return "[" + "#" * used + "." * (_BAR - used) + "]"
+
+
+def _row(quota: Quota, unit: str) -> tuple[str, str, str, str]:
+    from copilot_host import clean
+
+    name = clean(quota.id)
+    if quota.unlimited:
+        return (name, "", "unlimited", "")
+    left = _left_fraction(quota)
+    shown = f"{_amount(quota.used)} used, {_amount(quota.remaining)} left of "
+    shown += f"{_amount(quota.entitlement)} {unit}"
+    percent = "" if left is None else f"{max(0.0, left) * 100:.1f}% left"
+    if quota.remaining is not None and quota.remaining <= 0:
+        percent += " (overage)" if quota.overage_permitted and quota.remaining < 0 else ""
+    return (name, _bar(quota), shown, percent)
+
+
+def usage_lines(found: CopilotUsage) -> list[str]:
+    """What ``usage`` prints: a header line, then a table of the quotas."""
+    from copilot_host import clean
+
+    billing = "AI credits" if found.unit == "credits" else "premium requests"
+    head = f"{clean(found.login)}: plan {clean(found.plan or 'unknown')}, billed in {billing}"
+    if found.reset_at is not None:
+        head += f"; quotas reset on {found.reset_at:%Y-%m-%d} (UTC)"
+    rows = [_row(q, found.unit) for q in found.quotas]
+    lines = [head]
+    if rows:
+        lines += table(("QUOTA", "USED", "AMOUNT", "LEFT"), rows)
+    return lines
+
+
+@click.command(cls=CopilotHostCommand, epilog=_EPILOG)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
+def usage(as_json: bool) -> None:
+    """Show this account's Copilot plan, quotas and when they reset.
+
+    Asks GitHub (api.github.com, with the stored login) what the account has used of
+    each quota: AI credits on usage-billed plans, premium requests on the plans still
+    billed by request, and the Copilot Free allowances.
+    """
+    out = output()
+    if as_json:
+        use_json_errors()
+
+    import copilot_host as ch
+
+    editor = editor_from_environment()
+    store = make_store()
+    if store.availability() is None:
+        raise ch.NotLoggedInError("not logged in: run `copilot-host login` first")
+    if out.err_is_tty:
+        out.live("Asking GitHub for this account's Copilot usage...")
+    with make_host(store, editor) as host:
+        found = host.usage()
+    if as_json:
+        out.json(usage_document(found))
+        return
+    for line in usage_lines(found):
+        out.result(line)

@@ -1,0 +1,236 @@
+"""What the gateway's answers cost, what quota is left, and the budget (pure; no I/O).
+
+Since usage-based billing the Copilot API reports each request's cost in the answer:
+``copilot_usage.total_nano_aiu`` (nano AI credits: 1 credit = 10**9), at the top level of
+a whole answer or of a streamed event's data, or under its ``response`` (Responses),
+``message`` or ``usage`` (Anthropic Messages) member. :func:`answer_cost` reads a whole
+answer, :func:`events_cost` the complete events of a stream chunk *after* they were sent
+(reading never holds an event back); a chunk without the field name is not parsed at all.
+
+Inference answers also carry the account's quota (``x-quota-snapshot-<quota>`` and
+``x-usage-ratelimit-<window>``, each ``ent=..&rem=<percent left>&rst=..``, as VS Code's
+``chatQuotaService.ts`` reads them); the gateway relays those headers and :class:`Spend`
+warns once per quota per start when one shows under 10% left.
+
+:class:`Spend` keeps the totals the stop line shows and the ``--max-credits`` budget:
+once the reported costs reach it, :meth:`Spend.exhausted` is true and the gateway answers
+inference requests with 429 ``budget_exhausted``. Only reported costs count.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import urllib.parse
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import httpx2
+
+__all__ = [
+    "NANO_PER_CREDIT",
+    "CostReader",
+    "QUOTA_HEADER_PREFIXES",
+    "Spend",
+    "answer_cost",
+    "events_cost",
+    "format_credits",
+]
+
+NANO_PER_CREDIT = 1_000_000_000
+# Response headers that describe the account's quota; relayed to clients as they are.
+QUOTA_HEADER_PREFIXES = ("x-quota-snapshot-", "x-usage-ratelimit-")
+# Warn when a relayed quota shows less than this share left (percent).
+LOW_QUOTA_PERCENT = 10.0
+_FIELD = b"total_nano_aiu"
+_HOLDERS = ("response", "message", "usage")
+
+
+def _nano(value: object) -> float | None:
+    if not isinstance(value, dict):
+        return None
+    usage = value.get("copilot_usage")
+    if not isinstance(usage, dict):
+        return None
+    nano = usage.get("total_nano_aiu")
+    if isinstance(nano, bool) or not isinstance(nano, int | float):
+        return None
+    return float(nano) if math.isfinite(nano) and 0 <= nano < 1e21 else None
+
+
+def _cost_in(value: object) -> float | None:
+    """Credits reported in one JSON value: at its top level or under a holder member."""
+    nano = _nano(value)
+    if nano is None and isinstance(value, dict):
+        for holder in _HOLDERS:
+            nano = _nano(value.get(holder))
+            if nano is not None:
+                break
+    return None if nano is None else nano / NANO_PER_CREDIT
+
+
+def answer_cost(body: bytes) -> float | None:
+    """The credits a whole (JSON) answer reports, or None when it reports none."""
+    if _FIELD not in body:
+        return None
+    try:
+        return _cost_in(json.loads(body))
+    except (ValueError, RecursionError):
+        return None
+
+
+def events_cost(chunk: bytes) -> float | None:
+    """The credits the complete SSE events in ``chunk`` report (summed), or None."""
+    if _FIELD not in chunk:
+        return None
+    total: float | None = None
+    for line in chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n"):
+        if not line.startswith(b"data:") or _FIELD not in line:
+            continue
+        try:
+            cost = _cost_in(json.loads(line[5:]))
+        except (ValueError, RecursionError):
+            continue
+        if cost is not None:
+            total = cost if total is None else total + cost
+    return total
+
+
+class Tally(Protocol):
+    """Where a :class:`CostReader` puts what it read (the gateway's per-request outcome)."""
+
+    quota: tuple[tuple[str, str], ...]
+
+    def add_cost(self, credits: float | None) -> None: ...
+
+
+class CostReader:
+    """The gateway's own answer observer (:class:`copilot_host.gateway.AnswerObserver`): the
+    quota headers an answer carries and the cost it reports, into ``tally``."""
+
+    __slots__ = ("_tally",)
+
+    def __init__(self, tally: Tally) -> None:
+        self._tally = tally
+
+    def start(self, status: int, headers: httpx2.Headers) -> None:
+        self._tally.quota = tuple(
+            (name, value)
+            for name, value in headers.multi_items()
+            if name.lower().startswith(QUOTA_HEADER_PREFIXES)
+        )
+
+    def whole(self, body: bytes) -> None:
+        self._tally.add_cost(answer_cost(body))
+
+    def events(self, block: bytes) -> None:
+        self._tally.add_cost(events_cost(block))
+
+    def end(self) -> None:
+        pass
+
+
+def format_credits(credits: float) -> str:
+    """Up to four decimals, no trailing zeros: ``0.0425``, ``12``, ``0.0001``."""
+    text = f"{credits:.4f}".rstrip("0").rstrip(".")
+    return text if text not in ("", "-0") else "0"
+
+
+def _percent_left(value: str) -> float | None:
+    fields = urllib.parse.parse_qs(value[:1024])
+    raw = fields.get("rem", [""])[0]
+    try:
+        percent = float(raw)
+    except ValueError:
+        return None
+    return percent if math.isfinite(percent) else None
+
+
+@dataclass
+class _Model:
+    requests: int = 0
+    credits: float = 0.0
+
+
+@dataclass
+class Spend:
+    """The gateway's running totals since start, its budget and its quota warnings.
+
+    ``warn`` receives each one-line notice (the budget reached, a quota running low); the
+    gateway writes them where its access lines go.
+    """
+
+    max_credits: float | None = None
+    warn: Callable[[str], None] = field(default=lambda _line: None, repr=False)
+    requests: int = 0
+    credits: float = 0.0
+    reported: int = 0
+    _models: dict[str, _Model] = field(default_factory=dict, repr=False)
+    _warned: set[str] = field(default_factory=set, repr=False)
+    _told_budget: bool = False
+
+    def __post_init__(self) -> None:
+        budget = self.max_credits
+        if budget is not None and (not math.isfinite(budget) or budget <= 0):
+            raise ValueError("max_credits must be a positive number of AI credits")
+
+    def exhausted(self) -> bool:
+        """Whether the reported costs have reached the budget."""
+        return self.max_credits is not None and self.credits >= self.max_credits
+
+    def refusal_message(self) -> str:
+        return (
+            f"copilot-host gateway: the budget of {format_credits(self.max_credits or 0)} AI "
+            f"credits set with --max-credits is used up ({format_credits(self.credits)} "
+            "reported since start); restart the gateway to allow more"
+        )
+
+    def record(self, model: str, credits: float | None) -> None:
+        """One relayed inference request and the cost its answer reported (None: none)."""
+        self.requests += 1
+        entry = self._models.setdefault(model, _Model())
+        entry.requests += 1
+        if credits is None:
+            return
+        self.reported += 1
+        self.credits += credits
+        entry.credits += credits
+        if self.exhausted() and not self._told_budget:
+            self._told_budget = True
+            self.warn(
+                f"budget reached: {format_credits(self.credits)} of "
+                f"{format_credits(self.max_credits or 0)} AI credits reported; further "
+                "model requests get 429 budget_exhausted"
+            )
+
+    def quota(self, headers: Iterable[tuple[str, str]]) -> None:
+        """Warn once per quota per start when a relayed quota header shows under 10% left."""
+        for name, value in headers:
+            lower = name.lower()
+            if not lower.startswith(QUOTA_HEADER_PREFIXES) or lower in self._warned:
+                continue
+            left = _percent_left(value)
+            if left is not None and left < LOW_QUOTA_PERCENT:
+                self._warned.add(lower)
+                which = lower.removeprefix("x-quota-snapshot-").removeprefix("x-usage-")
+                self.warn(
+                    f"quota {which} is running low: {left:.1f}% left "
+                    "(`copilot-host usage` shows the details)"
+                )
+
+    def summary(self) -> str:
+        """The stop line: requests and credits since start, and per model."""
+        credits = format_credits(self.credits) if self.reported else "none reported"
+        line = f"gateway stopped: {self.requests} model requests, credits {credits}"
+        if self._models:
+            parts = [
+                f"{model} {entry.requests}"
+                + (f"/{format_credits(entry.credits)}" if entry.credits else "")
+                for model, entry in sorted(self._models.items())
+            ]
+            line += " (by model, requests/credits: " + ", ".join(parts) + ")"
+        return line
+
+    def by_model(self) -> Mapping[str, tuple[int, float]]:
+        return {model: (e.requests, e.credits) for model, e in self._models.items()}

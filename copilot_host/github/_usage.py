@@ -1,0 +1,164 @@
+"""The account's plan and quotas: ``GET /copilot_internal/user`` (sans-IO).
+
+The fields are the ones GitHub's own clients read (docs/WIRE.md, "Usage"): a
+``quota_snapshots`` object of snapshots (``premium_interactions``, ``chat``,
+``completions``, and any other) on paid plans; ``monthly_quotas`` (the entitlement) and
+``limited_user_quotas`` (what remains) on Copilot Free. Numbers are fractions or negative
+in real answers; unknown fields are ignored; a malformed answer is a ``ResponseError``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+
+from .._errors import EntitlementError, LoginRevokedError, ResponseError
+from .._safety._secret import Secret
+from .._safety._text import clean
+from .._usage import CopilotUsage, Quota
+from ._headers import EditorIdentity, exchange_headers
+from ._status import parse_instant, quota_exceeded_error, rate_limit_error, status_error
+from ._urls import USAGE_URL
+from ._wire import WireRequest, WireResponse, json_object, opt_number, reads_response
+
+__all__ = ["build_usage_request", "parse_usage"]
+
+WHAT = "the Copilot usage lookup"
+_MAX_QUOTAS = 32
+_MAX_ID = 64
+
+
+def build_usage_request(github_token: Secret, editor: EditorIdentity) -> WireRequest:
+    """The GitHub token goes only here and to the exchange, with the exchange's headers
+    (its API version included): api.github.com, never the inference origin."""
+    headers = exchange_headers(editor)
+    headers["Authorization"] = f"token {github_token.reveal()}"
+    return WireRequest("GET", USAGE_URL, WHAT, tuple(headers.items()), retry=True)
+
+
+def _flag(obj: Mapping[str, object], key: str) -> bool:
+    value = obj.get(key)
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise ResponseError(f"{WHAT} answered with a malformed '{key}' (not true or false)")
+    return value
+
+
+def _quota_id(key: object) -> str:
+    text = clean(key, limit=_MAX_ID) if isinstance(key, str) else ""
+    if not text:
+        raise ResponseError(f"{WHAT} answered with a quota without a usable name")
+    return text
+
+
+def _quota(
+    quota_id: str,
+    entitlement: float | None,
+    remaining: float | None,
+    percent: float | None,
+    *,
+    unlimited: bool,
+    overage: bool,
+) -> Quota:
+    used = (
+        entitlement - remaining
+        if entitlement is not None and remaining is not None and not unlimited
+        else None
+    )
+    return Quota(quota_id, entitlement, remaining, used, percent, unlimited, overage)
+
+
+def _snapshot(key: str, value: object) -> Quota:
+    if not isinstance(value, dict):
+        raise ResponseError(f"{WHAT} answered with a quota '{key}' that is not an object")
+    remaining = opt_number(value, "remaining", WHAT)
+    if remaining is None:
+        remaining = opt_number(value, "quota_remaining", WHAT)
+    return _quota(
+        _quota_id(key),
+        opt_number(value, "entitlement", WHAT),
+        remaining,
+        opt_number(value, "percent_remaining", WHAT),
+        unlimited=_flag(value, "unlimited"),
+        overage=_flag(value, "overage_permitted"),
+    )
+
+
+def _free_quotas(monthly: object, left: object) -> list[Quota]:
+    """Copilot Free: ``monthly_quotas`` is the entitlement, ``limited_user_quotas`` what
+    remains, both keyed by quota id."""
+    entitlements = monthly if isinstance(monthly, dict) else {}
+    remaining = left if isinstance(left, dict) else {}
+    if (monthly is not None and not isinstance(monthly, dict)) or (
+        left is not None and not isinstance(left, dict)
+    ):
+        raise ResponseError(f"{WHAT} answered with malformed free-plan quotas")
+    quotas: list[Quota] = []
+    for key in list(dict.fromkeys([*entitlements, *remaining]))[:_MAX_QUOTAS]:
+        entitlement = opt_number(entitlements, key, WHAT)
+        rest = opt_number(remaining, key, WHAT)
+        percent = (
+            max(0.0, min(100.0, rest / entitlement * 100))
+            if entitlement and rest is not None
+            else None
+        )
+        quotas.append(
+            _quota(_quota_id(key), entitlement, rest, percent, unlimited=False, overage=False)
+        )
+    return quotas
+
+
+def _reset(body: Mapping[str, object]) -> datetime | None:
+    for key in ("quota_reset_date_utc", "quota_reset_date", "limited_user_reset_date"):
+        when = parse_instant(body.get(key))
+        if when is not None:
+            return when
+    return None
+
+
+@reads_response
+def parse_usage(response: WireResponse, login: str) -> CopilotUsage:
+    """The account's usage; ``login`` names the account when the answer does not."""
+    if response.status == 401:
+        raise LoginRevokedError(
+            "GitHub no longer accepts the stored login (revoked or expired); "
+            "run `copilot-host login` again"
+        )
+    quota = quota_exceeded_error(response, WHAT)
+    if quota is not None:
+        raise quota
+    limited = rate_limit_error(response, WHAT)
+    if limited is not None:
+        raise limited
+    if response.status in (403, 404):
+        # api.github.com answers an endpoint a credential may not use with 403 or 404: an
+        # OAuth app GitHub has not opened this endpoint to, or an account without Copilot.
+        raise EntitlementError(
+            f"{WHAT} was refused (HTTP {response.status}): GitHub does not show this "
+            "login's Copilot usage to this client; see https://github.com/settings/copilot",
+            code="usage_unavailable",
+        )
+    if response.status != 200:
+        raise status_error(response, WHAT)
+    body = json_object(response, WHAT)
+    plan = body.get("copilot_plan")
+    if plan is not None and not isinstance(plan, str):
+        raise ResponseError(f"{WHAT} answered with a malformed 'copilot_plan'")
+    named = body.get("login")
+    shown = clean(named, limit=39) if isinstance(named, str) and named else login
+    snapshots = body.get("quota_snapshots")
+    quotas: list[Quota] = []
+    if snapshots is not None:
+        if not isinstance(snapshots, dict):
+            raise ResponseError(f"{WHAT} answered with 'quota_snapshots' that is not an object")
+        quotas = [_snapshot(key, value) for key, value in list(snapshots.items())[:_MAX_QUOTAS]]
+    if not quotas:
+        quotas = _free_quotas(body.get("monthly_quotas"), body.get("limited_user_quotas"))
+    return CopilotUsage(
+        login=shown,
+        plan=clean(plan, limit=64) or None if isinstance(plan, str) else None,
+        unit="credits" if _flag(body, "token_based_billing") else "requests",
+        reset_at=_reset(body),
+        quotas=tuple(quotas),
+    )

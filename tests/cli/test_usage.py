@@ -1,0 +1,158 @@
+"""``copilot-host usage`` and ``COPILOT_HOST_EDITOR`` through CliRunner against the emulator."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from copilot_host.github import DEFAULT_EDITOR
+from copilot_host.testing import Scenario, minimal_models
+
+from .conftest import Cli
+
+pytestmark = pytest.mark.usefixtures("copilot_home")
+
+NEWER = "vscode/1.150.2 copilot-chat/0.78.1"
+
+
+def _logged_in(cli: Cli, emulate: Any, scenario: Scenario | None = None) -> Any:
+    env = emulate(scenario or Scenario(models=minimal_models()))
+    assert cli("login", "--headless", seam=env.seam).exit_code == 0
+    return env
+
+
+def test_usage_shows_each_quota_with_a_bar_and_the_reset_date(cli: Cli, emulate: Any) -> None:
+    env = _logged_in(cli, emulate, Scenario(quota_entitlement=1500, quota_used=375))
+    result = cli("usage", seam=env.seam)
+    assert result.exit_code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith(
+        "octocat: plan individual_pro, billed in AI credits; quotas reset on "
+    )
+    assert lines[1].split() == ["QUOTA", "USED", "AMOUNT", "LEFT"]
+    premium = next(line for line in lines if line.startswith("premium_interactions"))
+    assert "[#####...............]" in premium  # a quarter used
+    assert "375 used, 1,125 left of 1,500 credits" in premium
+    assert premium.endswith("75.0% left")
+    assert next(line for line in lines if line.startswith("chat")).endswith("unlimited")
+
+
+def test_usage_json_document_has_exactly_the_documented_shape(cli: Cli, emulate: Any) -> None:
+    env = _logged_in(
+        cli,
+        emulate,
+        Scenario(
+            usage_plan="requests", quota_entitlement=300, quota_used=300, overage_permitted=False
+        ),
+    )
+    result = cli("usage", "--json", seam=env.seam)
+    # An exhausted quota is what the person asked to see, not a failure.
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert set(doc) == {"v", "login", "plan", "unit", "reset_at", "quotas"}
+    assert (doc["v"], doc["login"], doc["plan"], doc["unit"]) == (
+        1,
+        "octocat",
+        "individual_pro",
+        "requests",
+    )
+    assert doc["reset_at"].endswith("T00:00:00Z")
+    premium = next(q for q in doc["quotas"] if q["id"] == "premium_interactions")
+    assert premium == {
+        "id": "premium_interactions",
+        "entitlement": 300.0,
+        "remaining": 0.0,
+        "used": 300.0,
+        "percent_remaining": 0.0,
+        "unlimited": False,
+        "overage_permitted": False,
+    }
+
+
+def test_usage_not_logged_in_exits_1_and_sends_nothing(cli: Cli, emulate: Any) -> None:
+    env = emulate()
+    result = cli("usage", seam=env.seam)
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert result.stderr == "error: not logged in: run `copilot-host login` first\n"
+    as_json = cli("usage", "--json", seam=env.seam)
+    assert json.loads(as_json.stdout)["error"]["code"] == "not_logged_in"
+    assert not env.emulator.requests
+
+
+def test_editor_override_reaches_every_request_but_the_api_version(cli: Cli, emulate: Any) -> None:
+    env = emulate(Scenario(models=minimal_models()))
+    environ = {"COPILOT_HOST_EDITOR": NEWER}
+    assert cli("login", "--headless", seam=env.seam, env=environ).exit_code == 0
+    assert cli("models", seam=env.seam, env=environ).exit_code == 0
+    assert cli("usage", seam=env.seam, env=environ).exit_code == 0
+    seen = [
+        r
+        for r in env.emulator.requests
+        if r.endpoint in ("copilot_token", "models", "copilot_user")
+    ]
+    assert {r.endpoint for r in seen} == {"copilot_token", "models", "copilot_user"}
+    for request in seen:
+        assert request.headers["editor-version"] == "vscode/1.150.2"
+        assert request.headers["editor-plugin-version"] == "copilot-chat/0.78.1"
+        assert request.headers["user-agent"].startswith("GitHubCopilotChat/0.78.1 copilot-host/")
+    models = env.emulator.requests_to("models")[-1]
+    assert models.headers["x-github-api-version"] == DEFAULT_EDITOR.api_version
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "vscode/1.150.2",
+        "copilot-chat/0.78.1 vscode/1.150.2",
+        "vscode/1.150.2 copilot-chat/0.78.1 extra",
+        "vscode/latest copilot-chat/0.78.1",
+        "vscode/1.150.2\ncopilot-chat/0.78.1",
+    ],
+)
+@pytest.mark.parametrize("command", ["login", "models", "usage", "serve"])
+def test_a_malformed_override_is_a_usage_error_naming_the_variable(
+    cli: Cli, emulate: Any, value: str, command: str
+) -> None:
+    env = emulate()
+    extra = ("--headless",) if command == "login" else ()
+    result = cli(command, *extra, seam=env.seam, env={"COPILOT_HOST_EDITOR": value})
+    assert result.exit_code == 2
+    assert "COPILOT_HOST_EDITOR" in result.stderr
+    assert not env.emulator.requests
+
+
+def test_status_ignores_the_override(cli: Cli, emulate: Any) -> None:
+    env = _logged_in(cli, emulate)
+    result = cli("status", seam=env.seam, env={"COPILOT_HOST_EDITOR": "nonsense"})
+    assert result.exit_code == 0, result.stderr
+
+
+def test_models_tells_a_deprecated_client_once_what_to_do(cli: Cli, emulate: Any) -> None:
+    scenario = Scenario(models=minimal_models(), deprecated_below="1.150.0")
+    env = _logged_in(cli, emulate, scenario)
+    result = cli("models", seam=env.seam)
+    assert result.exit_code == 0, result.stderr
+    notes = [line for line in result.stderr.splitlines() if "deprecated" in line]
+    assert len(notes) == 1
+    assert "upgrade copilot-host" in notes[0] and "COPILOT_HOST_EDITOR" in notes[0]
+    listed = cli("models", "--json", seam=env.seam)
+    doc = json.loads(listed.stdout)
+    assert "models" in doc, (doc, listed.stderr)
+    assert all(m["warning_codes"] == ["client_version_deprecated"] for m in doc["models"])
+    assert all(len(m["warnings"]) == len(m["warning_codes"]) for m in doc["models"])
+    # Presenting a current identity is what makes the notice go away.
+    current = cli("models", seam=env.seam, env={"COPILOT_HOST_EDITOR": NEWER})
+    assert "deprecated" not in current.stderr
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "nan", "inf", "lots"])
+def test_serve_refuses_a_budget_that_is_not_a_positive_number(
+    cli: Cli, emulate: Any, value: str
+) -> None:
+    env = emulate()
+    result = cli("serve", "--port", "0", "--max-credits", value, seam=env.seam)
+    assert result.exit_code == 2
+    assert "--max-credits" in result.stderr
+    assert not env.emulator.requests

@@ -1,0 +1,225 @@
+"""What requests cost, through the gateway: the quota headers relayed, the cost each answer
+reports in the access line (whole and streamed, all three APIs, read through the official
+SDKs), the budget, the low-quota warning, the service's own 402, and the stop line."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import anthropic
+import openai
+import pytest
+
+from copilot_host.gateway._spend import Spend, answer_cost, events_cost, format_credits
+from copilot_host.testing import GitHubEmulator, Scenario
+from tests.gateway._support import Gateway, running_gateway
+from tests.gateway.conftest import assert_no_leaks
+
+COST = "0.0425"  # the emulator's default cost per answer, in AI credits
+
+
+@pytest.fixture
+def gateway(emulator: GitHubEmulator, tmp_path: Path) -> Iterator[Gateway]:
+    with running_gateway(emulator, tmp_path / "home") as running:
+        yield running
+        assert_no_leaks(running)
+
+
+def _openai(gateway: Gateway) -> openai.OpenAI:
+    return openai.OpenAI(base_url=gateway.base_url, api_key=gateway.key, max_retries=0)
+
+
+def _anthropic(gateway: Gateway) -> anthropic.Anthropic:
+    return anthropic.Anthropic(base_url=gateway.root_url, api_key=gateway.key, max_retries=0)
+
+
+def _credits(gateway: Gateway) -> list[str]:
+    return [
+        line.rsplit("credits=", 1)[1]
+        for line in gateway.access.lines
+        if line.startswith("POST ") and "credits=" in line
+    ]
+
+
+def _quota_headers(headers: object) -> dict[str, str]:
+    items = headers.items()  # type: ignore[attr-defined]
+    return {k.lower(): v for k, v in items if k.lower().startswith(("x-quota-", "x-usage-"))}
+
+
+def test_openai_sdk_reads_quota_headers_and_every_answer_costs(gateway: Gateway) -> None:
+    client = _openai(gateway)
+    raw = client.chat.completions.with_raw_response.create(
+        model="gpt-4.1", messages=[{"role": "user", "content": "Hi"}]
+    )
+    assert raw.parse().choices[0].message.content == "echo: Hi"
+    quota = _quota_headers(raw.headers)
+    assert set(quota) == {"x-quota-snapshot-premium_interactions", "x-usage-ratelimit-session"}
+    assert "rem=" in quota["x-quota-snapshot-premium_interactions"]
+    stream = client.chat.completions.create(
+        model="gpt-4.1", messages=[{"role": "user", "content": "Hi"}], stream=True
+    )
+    assert "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+    with client.responses.with_streaming_response.create(
+        model="gpt-5-mini", input="Hi", stream=True
+    ) as streamed:
+        assert _quota_headers(streamed.headers)
+        events = list(streamed.parse())
+    assert events[-1].type == "response.completed"
+    whole = client.responses.create(model="gpt-5-mini", input="Hi")
+    assert whole.output_text
+    assert _credits(gateway) == [COST] * 4
+
+
+def test_anthropic_sdk_reads_quota_headers_and_every_answer_costs(gateway: Gateway) -> None:
+    client = _anthropic(gateway)
+    raw = client.messages.with_raw_response.create(
+        model="claude-sonnet-4.6", max_tokens=64, messages=[{"role": "user", "content": "Hi"}]
+    )
+    assert raw.parse().content[0].type == "text"
+    assert "x-quota-snapshot-premium_interactions" in _quota_headers(raw.headers)
+    with client.messages.stream(
+        model="claude-sonnet-4.6", max_tokens=64, messages=[{"role": "user", "content": "Hi"}]
+    ) as stream:
+        assert stream.get_final_text()
+    assert _credits(gateway) == [COST, COST]
+
+
+def test_budget_refuses_in_each_apis_shape_once_reported_costs_reach_it(
+    emulator: GitHubEmulator, tmp_path: Path
+) -> None:
+    with running_gateway(emulator, tmp_path / "home", max_credits=0.1) as gateway:
+        client = _openai(gateway)
+        for _ in range(3):  # 0.0425, 0.085, 0.1275: the third reaches the budget
+            client.chat.completions.create(
+                model="gpt-4.1", messages=[{"role": "user", "content": "Hi"}]
+            )
+        with pytest.raises(openai.RateLimitError) as refused:
+            client.chat.completions.create(
+                model="gpt-4.1", messages=[{"role": "user", "content": "Hi"}]
+            )
+        assert refused.value.code == "budget_exhausted"
+        assert "--max-credits" in refused.value.message
+        with pytest.raises(anthropic.RateLimitError) as refused_too:
+            _anthropic(gateway).messages.create(
+                model="claude-sonnet-4.6",
+                max_tokens=64,
+                messages=[{"role": "user", "content": "Hi"}],
+            )
+        assert refused_too.value.status_code == 429
+        # The model list still answers: only model requests are refused.
+        assert [m.id for m in client.models.list()]
+        sent = len(emulator.requests_to("chat"))
+        notices = [line for line in gateway.access.lines if line.startswith("budget reached")]
+    assert sent == 3
+    assert len(notices) == 1
+    assert gateway.access.lines[-1].startswith("gateway stopped: 3 model requests, credits 0.1275")
+    assert "gpt-4.1 3/0.1275" in gateway.access.lines[-1]
+
+
+@pytest.mark.parametrize(
+    "emulator", [Scenario(quota_entitlement=10, quota_used=9.4)], indirect=True
+)
+def test_a_quota_under_ten_percent_warns_once(gateway: Gateway) -> None:
+    client = _openai(gateway)
+    for _ in range(2):
+        client.chat.completions.create(
+            model="gpt-4.1", messages=[{"role": "user", "content": "Hi"}]
+        )
+    warnings = [line for line in gateway.access.lines if "running low" in line]
+    assert warnings == [
+        "quota premium_interactions is running low: 5.6% left "
+        "(`copilot-host usage` shows the details)"
+    ]
+
+
+@pytest.mark.parametrize(
+    "emulator",
+    [Scenario(usage_plan="requests", quota_entitlement=1, quota_used=1, overage_permitted=False)],
+    indirect=True,
+)
+def test_the_services_402_is_relayed_as_it_is(gateway: Gateway) -> None:
+    with pytest.raises(openai.APIStatusError) as raised:
+        _openai(gateway).chat.completions.create(
+            model="gpt-4.1", messages=[{"role": "user", "content": "Hi"}]
+        )
+    assert raised.value.status_code == 402
+    assert raised.value.code == "quota_exceeded"
+    assert "x-quota-snapshot-premium_interactions" in _quota_headers(raw_headers(raised.value))
+    assert _credits(gateway) == []
+
+
+def raw_headers(error: openai.APIStatusError) -> object:
+    return error.response.headers
+
+
+# -- the pure reading ------------------------------------------------------------------------
+
+
+def test_cost_is_read_where_the_service_puts_it() -> None:
+    nano = b'{"total_nano_aiu": 42500000}'
+    assert answer_cost(b'{"id": "x", "copilot_usage": ' + nano + b"}") == 0.0425
+    assert answer_cost(b'{"usage": {"copilot_usage": ' + nano + b"}}") == 0.0425
+    assert answer_cost(b'{"id": "no cost here"}') is None
+    assert answer_cost(b'{"copilot_usage": {"total_nano_aiu": "lots"}}') is None
+    assert answer_cost(b"not json total_nano_aiu") is None
+    chunk = (
+        b"event: response.completed\r\n"
+        b'data: {"type":"response.completed","response":{"copilot_usage":' + nano + b"}}\r\n\r\n"
+        b'data: {"type":"message_delta","usage":{"copilot_usage":' + nano + b"}}\n\n"
+        b'data: {"message":{"copilot_usage":{"total_nano_aiu":-5}}}\n\n'
+        b"data: [DONE]\n\n"
+    )
+    assert events_cost(chunk) == pytest.approx(0.085)
+    assert events_cost(b'data: {"choices": []}\n\n') is None
+
+
+def test_credits_show_up_to_four_decimals() -> None:
+    assert [format_credits(c) for c in (0.0425, 12.0, 0.00004, 1.23456)] == [
+        "0.0425",
+        "12",
+        "0",
+        "1.2346",
+    ]
+
+
+def test_spend_rejects_a_budget_that_is_not_positive() -> None:
+    for bad in (0.0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="max_credits"):
+            Spend(bad)
+
+
+@pytest.mark.parametrize(
+    "emulator",
+    [Scenario(usage_plan="requests", quota_entitlement=2, quota_used=0, overage_permitted=False)],
+    indirect=True,
+)
+def test_a_scripted_quota_runs_out_and_the_model_list_carries_prices(gateway: Gateway) -> None:
+    client = _openai(gateway)
+    for _ in range(2):
+        client.chat.completions.create(
+            model="gpt-4.1", messages=[{"role": "user", "content": "Hi"}]
+        )
+    with pytest.raises(openai.APIStatusError) as raised:
+        client.chat.completions.create(
+            model="gpt-4.1", messages=[{"role": "user", "content": "Hi"}]
+        )
+    assert raised.value.status_code == 402
+    assert gateway.emulator.quota_used == 2
+    status, _, listed = gateway.get("/v1/models")
+    assert status == 200
+    opus = next(m for m in listed["data"] if m["id"] == "claude-opus-4.8")
+    assert opus["billing"]["multiplier"] == 3.0
+    prices = opus["billing"]["prices"]
+    assert (prices["input_per_million"], prices["output_per_million"]) == (500.0, 2500.0)
+    assert prices["long_context"]["input_per_million"] == 1000.0
+
+
+@pytest.mark.parametrize(
+    "emulator", [Scenario(quota_exceeded_on=frozenset({"models"}))], indirect=True
+)
+def test_a_402_at_discovery_reaches_the_client_as_quota_exceeded(gateway: Gateway) -> None:
+    status, _, body = gateway.get("/v1/models")
+    assert status == 402
+    assert body["error"]["code"] == "quota_exceeded"
+    assert "resets on" in body["error"]["message"]
