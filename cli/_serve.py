@@ -124,6 +124,7 @@ def serve(port: int, address: str, as_json: bool) -> None:
     # Creates the store folder (0700) if needed and refuses an insecure one, before the
     # port is taken or a key is made.
     store.preflight(key_file=True)
+    _raise_descriptor_limit()
     listener = _bind(family, bound, port)
     try:
         port = listener.getsockname()[1]
@@ -342,10 +343,23 @@ def _access_log() -> Callable[[], None]:
     return undo
 
 
+def _raise_descriptor_limit() -> None:
+    from ._gateway_hardening import raise_open_file_limit
+
+    raise_open_file_limit()
+
+
 def server_config(app: Any, *, grace: int = GRACE) -> uvicorn.Config:
-    """How serve runs the gateway under uvicorn (the gateway tests run it the same way)."""
+    """How serve runs the gateway under uvicorn (the gateway tests run it the same way):
+    with the connection bounds of :mod:`._gateway_hardening`."""
+    import resource
+
     import uvicorn  # only serve needs it
 
+    from ._gateway_hardening import ConnectionBook, connection_bound, hardened_protocol
+
+    open_files = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    book = ConnectionBook(connection_bound(open_files))
     return uvicorn.Config(
         app,
         lifespan="on",
@@ -353,7 +367,7 @@ def server_config(app: Any, *, grace: int = GRACE) -> uvicorn.Config:
         log_config=None,
         access_log=False,
         ws="none",
-        http="h11",
+        http=hardened_protocol(book),
         loop="asyncio",
         # No forwarding headers are trusted: every client is on this machine.
         proxy_headers=False,
@@ -378,6 +392,7 @@ def _run(
 
     class Server(uvicorn.Server):
         async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            _quiet_accept_errors(self.config)
             await super().startup(sockets)
             if self.started:
                 on_listening()
@@ -398,6 +413,16 @@ def _run(
             await Server(config).serve(sockets=[listener])
 
     asyncio.run(main())
+
+
+def _quiet_accept_errors(config: uvicorn.Config) -> None:
+    import asyncio
+
+    from ._gateway_hardening import quiet_accept_errors
+
+    book = getattr(config.http, "connections_book", None)
+    if book is not None:
+        book.accepted = quiet_accept_errors(asyncio.get_running_loop())
 
 
 # -- what people and programs are told --------------------------------------------------------

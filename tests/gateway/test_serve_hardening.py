@@ -1,0 +1,160 @@
+"""``copilot-host serve`` against misbehaving local programs, in a child process: idle
+connections, descriptor limits, signals, pipes nobody reads."""
+
+from __future__ import annotations
+
+import resource
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import httpx2
+import pytest
+
+from copilot_host.testing import GitHubEmulator, Scenario
+from tests.gateway.test_serve import (
+    CHAT,
+    CHILD,
+    Served,
+    _env,
+    _Lines,
+    _listening,
+    _login,
+    _port,
+)
+
+IDLE_CONNECTIONS = 1_100
+# The usual desktop limit the review ran under: soft and hard, since serve raises the soft
+# limit to the hard one.
+CHILD_OPEN_FILES = 1_024
+
+
+def _limited(soft: int, hard: int) -> list[str]:
+    """A command prefix that runs the rest under these open-file limits (set in the child
+    before it becomes serve: no preexec_fn, which is unsafe beside threads)."""
+    set_then_exec = (
+        "import os, resource, sys; "
+        f"resource.setrlimit(resource.RLIMIT_NOFILE, ({soft}, {hard})); "
+        "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])"
+    )
+    return [sys.executable, "-c", set_then_exec]
+
+
+@pytest.fixture
+def serve_child(tmp_path: Path) -> Iterator[Callable[..., Served]]:
+    """Like test_serve's ``serve``, with the child's open-file limit and its stdout and
+    stderr chosen by the test."""
+    started: list[Served] = []
+    emulators: list[GitHubEmulator] = []
+
+    def start(
+        *options: str,
+        open_files: tuple[int, int] | None = None,
+        scenario: Scenario | None = None,
+    ) -> Served:
+        emulator = GitHubEmulator(scenario).start()
+        emulators.append(emulator)
+        home = tmp_path / f"home-{len(started)}"
+        _login(emulator, home)
+        prefix = _limited(*open_files) if open_files else [sys.executable]
+        child = subprocess.Popen(
+            [*prefix, str(CHILD), str(emulator.port), *options],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=_env(home),
+        )
+        assert child.stdout is not None and child.stderr is not None
+        served = Served(child, _Lines(child.stdout), _Lines(child.stderr), home, emulator)
+        started.append(served)
+        return served
+
+    try:
+        yield start
+    finally:
+        for served in started:
+            if served.child.poll() is None:
+                served.child.kill()
+                served.child.wait()
+            served.out.text(), served.err.text()
+            for pipe in (served.child.stdout, served.child.stderr):
+                if pipe is not None:
+                    pipe.close()
+        for emulator in emulators:
+            emulator.stop()
+
+
+@pytest.fixture
+def many_descriptors() -> Iterator[None]:
+    """This process may hold the idle connections it opens (and then some)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = IDLE_CONNECTIONS + 1_000
+    if hard != resource.RLIM_INFINITY and hard < wanted:
+        pytest.skip(f"the hard open-file limit ({hard}) is below {wanted}")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, wanted), hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def _open_idle(port: int, count: int) -> list[socket.socket]:
+    opened = []
+    try:
+        for _ in range(count):
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            opened.append(sock)
+            # Completes in the kernel's listen queue whether or not serve accepts it.
+            sock.connect(("127.0.0.1", port))
+    except BaseException:
+        for sock in opened:
+            sock.close()
+        raise
+    return opened
+
+
+def test_1100_idle_connections_do_not_stop_a_keyed_request_under_1024_descriptors(
+    serve_child: Callable[..., Served], many_descriptors: None
+) -> None:
+    served = serve_child("--port", "0", "--json", open_files=(CHILD_OPEN_FILES, CHILD_OPEN_FILES))
+    _listening(served)
+    idle = _open_idle(_port(served), IDLE_CONNECTIONS)
+    try:
+        time.sleep(0.5)  # the gateway takes them in
+        began = time.monotonic()
+        with httpx2.Client(timeout=15.0) as client:
+            answer = client.post(
+                f"{served.base_url}/chat/completions",
+                json=CHAT,
+                headers={"Authorization": f"Bearer {served.key}"},
+            )
+        took = time.monotonic() - began
+        assert answer.status_code == 200, answer.text
+        assert took < 15.0
+        print(f"answered in {took:.3f} s with {IDLE_CONNECTIONS} idle connections open")
+    finally:
+        for sock in idle:
+            sock.close()
+    code, _stdout, stderr = served.stop(15)
+    assert code == 143
+    # No traceback per failed accept: stderr holds the access line and the stop line.
+    assert "Traceback" not in stderr and "out of system resource" not in stderr
+    assert len(stderr) < 2_000, stderr[:2_000]
+
+
+def test_serve_raises_its_soft_open_file_limit_to_the_hard_one(
+    serve_child: Callable[..., Served],
+) -> None:
+    soft, hard = 512, 2_048
+    if resource.getrlimit(resource.RLIMIT_NOFILE)[1] < hard:
+        pytest.skip(f"the hard open-file limit is below {hard}")
+    served = serve_child("--port", "0", "--json", open_files=(soft, hard))
+    _listening(served)
+    limits = Path(f"/proc/{served.child.pid}/limits").read_text()
+    line = next(line for line in limits.splitlines() if line.startswith("Max open files"))
+    assert line.split()[3:5] == [str(hard), str(hard)]
+    code, _stdout, _stderr = served.stop(15)
+    assert code == 143
