@@ -281,6 +281,7 @@ class GatewayApp:
             await call.answer(
                 failure.status,
                 error_body(call.shape, failure.status, failure.code, failure.message),
+                failure.headers,
             )
 
     async def _models(self, call: _Call) -> None:

@@ -122,6 +122,17 @@ def sse_cut(buffer: bytes) -> int:
     return cut
 
 
+def session_refused(response: httpx2.Response) -> ch.SessionError:
+    """The error for an upstream 401 that ``route.auth`` did not (or could not) retry."""
+    return ch.SessionError(
+        "the Copilot API refused this login's session; retry in a moment (if it "
+        "persists, run `copilot-host status`)",
+        code="session_refused",
+        retryable=True,
+        request_id=response.headers.get("x-github-request-id"),
+    )
+
+
 def _is_event_stream(response: httpx2.Response) -> bool:
     kind = response.headers.get("content-type", "")
     return kind.split(";", 1)[0].strip().lower() == "text/event-stream"
@@ -149,6 +160,12 @@ async def relay(
     )
     response = await client.send(request, auth=route.auth, stream=True)
     try:
+        if response.status_code == 401:
+            # route.auth retried once with a new session (or a session this young was not
+            # worth replacing): the refusal is of the session, not of the client's key.
+            # Relayed as a 401 it would read as a wrong gateway key, which SDKs do not
+            # retry; a 503 with Retry-After tells them to try again shortly.
+            raise session_refused(response)
         outcome.upstream_id = response.headers.get("x-github-request-id", "")
         start: MutableMapping[str, Any] = {
             "type": "http.response.start",

@@ -387,22 +387,36 @@ def test_the_login_failing_is_503_with_its_code(gateway: Gateway) -> None:
     assert gateway.emulator.requests_to("chat") == ()
 
 
-def test_a_401_that_survives_route_auth_is_relayed_as_401(
+def test_a_401_that_survives_route_auth_is_a_503_session_refused_not_a_wrong_key(
     emulator: GitHubEmulator, tmp_path: Path
 ) -> None:
     clock = FakeClock()
+    messages = {"model": "claude-opus-5", "max_tokens": 8, "messages": [CHAT["messages"][0]]}
     with running_gateway(emulator, tmp_path / "home", clock=clock) as gateway:
         assert gateway.post("/v1/chat/completions", CHAT)[0] == 200
         emulator.revoke_sessions()
-        # An exchange ran within the last second: route.auth does not retry, and the
-        # Copilot API's 401 reaches the client as it is.
+        # An exchange ran within the last second: route.auth does not retry. The Copilot
+        # API's 401 is about the session, so the client is told to come back soon, in
+        # its API's shape, never with the status of a wrong gateway key.
         status, headers, body = gateway.post("/v1/chat/completions", CHAT)
-        assert status == 401
-        assert headers["content-type"] == "text/plain; charset=utf-8"
-        assert body == "unauthorized: token expired\n"
+        assert status == 503
+        assert headers["retry-after"] == "1"
+        assert body["error"]["code"] == "session_refused"
+        assert body["error"]["type"] == "server_error"
+        assert "session" in body["error"]["message"]
+        status, headers, body = gateway.post("/v1/messages", messages)
+        assert (status, headers["retry-after"]) == (503, "1")
+        assert body["type"] == "error" and body["error"]["type"] == "api_error"
+        # A wrong gateway key is still the 401 SDKs read as "fix your key".
+        status, _headers, body = gateway.post(
+            "/v1/chat/completions", CHAT, key=False, headers={"Authorization": "Bearer cph_wrong"}
+        )
+        assert (status, body["error"]["code"]) == (401, "invalid_api_key")
         # Later, route.auth exchanges a new session and retries once: served.
         clock.advance(2.0)
         assert gateway.post("/v1/chat/completions", CHAT)[0] == 200
+        lines = gateway.access.lines
+        assert any("status=503" in line for line in lines)
         assert_no_leaks(gateway)
 
 
