@@ -11,7 +11,8 @@ masked of every secret value the library knows (:func:`copilot_host.mask_secrets
 sent with its length. A Server-Sent Events answer is relayed as it arrives: each chunk is
 sent as soon as it completes one or more events, masked event by event (a secret cannot
 hide across the cut, since events end at a blank line and no secret holds a line break);
-at most one unfinished event is held back. Of the response headers only
+at most one unfinished event is held back, and at most :data:`MAX_ANSWER_BYTES` of it: an
+event longer than that cuts the answer. Of the response headers only
 :data:`RELAYED_RESPONSE_HEADERS` (and rate-limit headers) are relayed.
 """
 
@@ -51,13 +52,14 @@ RELAYED_RESPONSE_HEADERS = frozenset(
 )
 _RATE_LIMIT_PREFIXES = ("x-ratelimit-", "ratelimit", "anthropic-ratelimit-")
 
-# A JSON answer larger than this is refused (502 response_too_large): model answers are
-# far smaller, and the gateway holds a JSON answer whole to mask it.
+# A JSON answer larger than this is refused (502 response_too_large), and a streamed
+# event longer than this cuts the stream: model answers are far smaller, and the gateway
+# holds a JSON answer (or an event) whole to mask it.
 MAX_ANSWER_BYTES = 32 * 1024 * 1024
 
 
 class AnswerTooLarge(Exception):
-    """The upstream JSON answer was larger than MAX_ANSWER_BYTES."""
+    """The upstream JSON answer, or one streamed event, was larger than MAX_ANSWER_BYTES."""
 
 
 @dataclass(slots=True)
@@ -104,15 +106,20 @@ def _relayed(response: httpx2.Response) -> list[tuple[bytes, bytes]]:
     return kept
 
 
-def sse_cut(buffer: bytes) -> int:
-    """Where the last complete event in ``buffer`` ends (0: none complete yet).
+def sse_cut(buffer: bytes | bytearray, start: int = 0) -> int:
+    """Where the last complete event in ``buffer`` ends (0: none complete yet), looking
+    only at line-ending pairs that begin at ``start`` or later.
 
     An event ends at an empty line: two line endings in a row, each CRLF, LF or CR. Every
     such pair contains LF LF, LF CR or CR CR; the cut falls after the last of those, and
     after the LF of a CRLF that ends it. (A CR that ends the buffer may yet be followed
-    by an LF: cut after it, the LF opens the next piece, which changes no byte.)
+    by an LF: cut after it, the LF opens the next piece, which changes no byte.) The relay
+    passes the first position a pair could begin at in the bytes just added, so each byte
+    is searched once however long an event grows.
     """
-    lf_lf, cr_cr, lf_cr = buffer.rfind(b"\n\n"), buffer.rfind(b"\r\r"), buffer.rfind(b"\n\r")
+    lf_lf = buffer.rfind(b"\n\n", start)
+    cr_cr = buffer.rfind(b"\r\r", start)
+    lf_cr = buffer.rfind(b"\n\r", start)
     end = max(lf_lf, cr_cr, lf_cr)
     if end < 0:
         return 0
@@ -188,16 +195,23 @@ async def relay(
             return
         outcome.status = response.status_code
         await send(start)
-        held = b""
+        # One growing buffer, searched only where new bytes could complete an event: an
+        # event arriving in many pieces costs time in proportion to its length.
+        held = bytearray()
         async for chunk in response.aiter_bytes():
+            fresh = max(len(held) - 1, 0)  # a line-ending pair may straddle the cut
             held += chunk
-            cut = sse_cut(held)
+            cut = sse_cut(held, fresh)
             if cut:
-                ready = ch.mask_secrets(held[:cut])
-                held = held[cut:]
+                ready = ch.mask_secrets(bytes(held[:cut]))
+                del held[:cut]
                 outcome.sent += len(ready)
                 await send({"type": "http.response.body", "body": ready, "more_body": True})
-        tail = ch.mask_secrets(held)
+            if len(held) > MAX_ANSWER_BYTES:
+                # An event that never ends would be held without bound: the answer is
+                # cut (the client sees it break off; the log says why).
+                raise AnswerTooLarge
+        tail = ch.mask_secrets(bytes(held))
         outcome.sent += len(tail)
         outcome.finish()
         await send({"type": "http.response.body", "body": tail, "more_body": False})

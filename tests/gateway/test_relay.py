@@ -16,6 +16,8 @@ from pathlib import Path
 
 import httpx2
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import copilot_host as ch
 from copilot_host.testing import GitHubEmulator, RawAnswer, Scenario
@@ -295,6 +297,56 @@ def test_sse_cut_finds_the_end_of_the_last_complete_event() -> None:
     assert sse_cut(b"data: x\r\rdata: y") == 9
     # A CRLF cut after its CR: the LF opens the next piece, and no byte changes.
     assert sse_cut(b"data: x\n\r") == 9
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    pieces=st.lists(st.text(alphabet="ab\r\n", max_size=12), max_size=12),
+)
+def test_searching_only_the_new_bytes_cuts_where_searching_everything_does(
+    pieces: list[str],
+) -> None:
+    """The relay searches for an event's end only where the newest chunk could complete
+    one: chunk by chunk, it cuts exactly where a search of the whole buffer would."""
+    from copilot_host.gateway._relay import sse_cut
+
+    held = bytearray()
+    for piece in pieces:
+        start = max(len(held) - 1, 0)
+        held += piece.encode()
+        cut = sse_cut(held, start)
+        assert cut == sse_cut(bytes(held))
+        del held[:cut]
+
+
+def test_an_event_that_never_ends_cuts_the_stream_past_the_answer_cap(
+    emulator: GitHubEmulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from copilot_host.gateway import _relay
+
+    monkeypatch.setattr(_relay, "MAX_ANSWER_BYTES", 1024 * 1024)
+    megabyte = b"x" * (1024 * 1024)
+    upstream = _Scripted([b"data: one\n\ndata: ", megabyte, megabyte, megabyte + b"\n\n"])
+    for go in upstream.go:
+        go.set()
+    received = bytearray()
+    with (
+        running_gateway(emulator, tmp_path / "home", transport=upstream) as gateway,
+        httpx2.Client(timeout=30) as client,
+        client.stream(
+            "POST",
+            f"{gateway.base_url}/chat/completions",
+            json=STREAM,
+            headers={"Authorization": f"Bearer {gateway.key}"},
+        ) as response,
+    ):
+        assert response.status_code == 200
+        with pytest.raises(httpx2.RemoteProtocolError):
+            for piece in response.iter_raw():
+                received += piece
+        # The complete event went out; the one that outgrew the cap was never sent.
+        assert bytes(received) == b"data: one\n\n"
+        assert upstream.closed.wait(10)
 
 
 # -- hanging up --------------------------------------------------------------------------------
