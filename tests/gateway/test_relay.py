@@ -213,6 +213,37 @@ def test_a_known_secret_in_an_answer_is_masked_whole_and_streamed(
         assert_no_leaks(gateway)
 
 
+def test_a_known_secret_spelled_with_json_escapes_is_masked_whole_and_streamed(
+    tmp_path: Path, canary: ch.Secret
+) -> None:
+    """A hostile upstream cannot slip a token past the mask by writing some of its
+    characters as JSON \\uXXXX escapes (the reader's JSON parser would join them back)."""
+    value = canary.reveal()
+    spelled = "".join(f"\\u{ord(c):04X}" if i % 2 else c for i, c in enumerate(value))
+    whole = RawAnswer(
+        200,
+        b'{"note": "token ' + spelled.encode() + b' here"}',
+        headers=(("Content-Type", "application/json"),),
+    )
+    events = b'data: {"x": "' + spelled.encode() + b'"}\n\ndata: [DONE]\n\n'
+    streamed = RawAnswer(200, events, headers=(("Content-Type", "text/event-stream"),))
+    scenario = Scenario(answers={"chat": whole, "responses": streamed})
+    with (
+        GitHubEmulator(scenario) as emulator,
+        running_gateway(emulator, tmp_path / "home") as gateway,
+    ):
+        status, _headers, body = gateway.post("/v1/chat/completions", CHAT)
+        assert (status, body) == (200, {"note": "token [REDACTED] here"})
+        status, _headers, data = gateway.raw(
+            "POST",
+            "/v1/responses",
+            body=json.dumps({"model": "gpt-5.5", "input": "x", "stream": True}).encode(),
+        )
+        assert status == 200
+        assert data == b'data: {"x": "[REDACTED]"}\n\ndata: [DONE]\n\n'
+        assert_no_leaks(gateway)
+
+
 class _Scripted(httpx2.AsyncBaseTransport):
     """An upstream whose model answer is an event stream in the chunks a test chooses; before
     each chunk after the first it waits for the test's go-ahead. The host's own requests
