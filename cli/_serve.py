@@ -132,6 +132,7 @@ def serve(port: int, address: str, as_json: bool) -> None:
         key = _new_key()
         with _KeyFile(store.home, port, key) as key_file:
             undo_access_log = _access_log()
+            undo_queue = _never_blocking_log()
             try:
                 _run(
                     listener,
@@ -147,6 +148,7 @@ def serve(port: int, address: str, as_json: bool) -> None:
                     ),
                 )
             finally:
+                undo_queue()
                 undo_access_log()
     finally:
         listener.close()
@@ -306,6 +308,14 @@ def _own_file(dir_fd: int, path: Path) -> int:
             "key_file_insecure", f"{path} is not a regular file of yours; remove it and start again"
         )
     return fd
+
+
+def _never_blocking_log() -> Callable[[], None]:
+    """Log lines go through a writer thread, dropped (and counted) when stderr takes
+    nothing, so a pipe nobody reads never blocks serving; returns the undo."""
+    from ._stderr_queue import queued_stderr
+
+    return queued_stderr()
 
 
 def _access_log() -> Callable[[], None]:

@@ -10,6 +10,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import IO, cast
 
 import httpx2
 import pytest
@@ -54,6 +55,7 @@ def serve_child(tmp_path: Path) -> Iterator[Callable[..., Served]]:
         *options: str,
         open_files: tuple[int, int] | None = None,
         scenario: Scenario | None = None,
+        read_stderr: bool = True,
     ) -> Served:
         emulator = GitHubEmulator(scenario).start()
         emulators.append(emulator)
@@ -68,7 +70,9 @@ def serve_child(tmp_path: Path) -> Iterator[Callable[..., Served]]:
             env=_env(home),
         )
         assert child.stdout is not None and child.stderr is not None
-        served = Served(child, _Lines(child.stdout), _Lines(child.stderr), home, emulator)
+        # Unread, the child's stderr is a pipe nobody reads until the test starts reading.
+        err = _Lines(child.stderr) if read_stderr else _Lines(cast(IO[bytes], _Nothing()))
+        served = Served(child, _Lines(child.stdout), err, home, emulator)
         started.append(served)
         return served
 
@@ -85,6 +89,13 @@ def serve_child(tmp_path: Path) -> Iterator[Callable[..., Served]]:
                     pipe.close()
         for emulator in emulators:
             emulator.stop()
+
+
+class _Nothing:
+    """A stream with no lines (the stand-in reader of an unread stderr)."""
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(())
 
 
 @pytest.fixture
@@ -158,3 +169,35 @@ def test_serve_raises_its_soft_open_file_limit_to_the_hard_one(
     assert line.split()[3:5] == [str(hard), str(hard)]
     code, _stdout, _stderr = served.stop(15)
     assert code == 143
+
+
+def test_a_stderr_nobody_reads_never_stops_the_gateway_answering(
+    serve_child: Callable[..., Served],
+) -> None:
+    """Access lines fill a pipe nobody reads (64 KiB: some 800 lines); the gateway goes on
+    answering, drops the lines stderr cannot take, and says how many once it is read."""
+    served = serve_child("--port", "0", "--json", read_stderr=False)
+    _listening(served)
+    requests = 3_000
+    with httpx2.Client(timeout=10.0) as client:
+        for _ in range(requests):
+            answer = client.get(
+                f"{served.base_url}/models", headers={"Authorization": f"Bearer {served.key}"}
+            )
+            assert answer.status_code == 200
+    assert served.child.stderr is not None
+    served.err = _Lines(served.child.stderr)  # read from now on
+    with httpx2.Client(timeout=10.0) as client:
+        answer = client.get(
+            f"{served.base_url}/models", headers={"Authorization": f"Bearer {served.key}"}
+        )
+        assert answer.status_code == 200
+    notice = served.err.wait_for(r"log lines? dropped while stderr was not being read")
+    dropped = int(notice.split("copilot-host: ", 1)[1].split()[0])
+    code, _stdout, stderr = served.stop(15)
+    assert code == 143
+    access = [line for line in stderr.splitlines() if "GET /v1/models " in line]
+    # Every request has its line or is counted among the dropped ones.
+    assert len(access) + dropped == requests + 1, (len(access), dropped)
+    assert dropped > 0
+    assert "Traceback" not in stderr
