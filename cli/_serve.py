@@ -27,7 +27,7 @@ import click
 
 from ._context import make_async_host, make_store, output, seam, set_error_sink
 from ._failure import CliFailure, Problem
-from ._output import CopilotHostCommand, Output, write_stdout
+from ._output import CopilotHostCommand, Output, ReaderGone, write_stdout
 
 if TYPE_CHECKING:
     import uvicorn
@@ -401,11 +401,21 @@ def _run(
     s = seam()
 
     class Server(uvicorn.Server):
+        reader_gone: ReaderGone | None = None
+
         async def startup(self, sockets: list[socket.socket] | None = None) -> None:
             _quiet_accept_errors(self.config)
             await super().startup(sockets)
             if self.started:
-                on_listening()
+                try:
+                    on_listening()
+                except ReaderGone as exc:
+                    # stdout's reader went away before the listening line: nobody can
+                    # learn the address or key, so stop, the orderly way (uvicorn shuts
+                    # the app's lifespan down; raised from here, the cancelled lifespan
+                    # task would log a traceback), and end as for any reader gone.
+                    self.reader_gone = exc
+                    self.should_exit = True
 
     async def main() -> None:
         # The host is made, used and closed on this loop (an asynchronous host belongs to
@@ -420,7 +430,10 @@ def _run(
             # Unusable HTTPS settings fail here, as a typed error, before anything listens.
             await app.startup()
             config = server_config(app)
-            await Server(config).serve(sockets=[listener])
+            server = Server(config)
+            await server.serve(sockets=[listener])
+            if server.reader_gone is not None:
+                raise server.reader_gone
 
     asyncio.run(main())
 

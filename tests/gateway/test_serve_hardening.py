@@ -3,6 +3,7 @@ connections, descriptor limits, signals, pipes nobody reads."""
 
 from __future__ import annotations
 
+import os
 import resource
 import socket
 import subprocess
@@ -201,3 +202,30 @@ def test_a_stderr_nobody_reads_never_stops_the_gateway_answering(
     assert len(access) + dropped == requests + 1, (len(access), dropped)
     assert dropped > 0
     assert "Traceback" not in stderr
+
+
+def test_json_mode_whose_stdout_reader_is_gone_stops_quietly_and_removes_its_key_file(
+    tmp_path: Path,
+) -> None:
+    """The program that started ``serve --json`` closed its end of stdout before the
+    listening line: nobody can learn the key, so serve stops as any command whose reader
+    went away does (no message, exit 0), and leaves no key file behind."""
+    with GitHubEmulator() as emulator:
+        home = tmp_path / "home"
+        _login(emulator, home)
+        read_end, write_end = os.pipe()
+        os.close(read_end)  # the reader is gone before serve starts
+        try:
+            child = subprocess.Popen(
+                [sys.executable, str(CHILD), str(emulator.port), "--port", "0", "--json"],
+                stdin=subprocess.DEVNULL,
+                stdout=write_end,
+                stderr=subprocess.PIPE,
+                env=_env(home),
+            )
+        finally:
+            os.close(write_end)
+        _out, err = child.communicate(timeout=30)
+    assert child.returncode == 0
+    assert err.decode() == ""
+    assert not list(home.glob("gateway-*.key"))
