@@ -34,7 +34,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import resource
-from collections.abc import Callable
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, cast
 
 __all__ = [
@@ -45,8 +48,16 @@ __all__ = [
     "connection_bound",
     "hardened_protocol",
     "quiet_accept_errors",
+    "STOP_SIGNALS",
+    "capture_stop_signals",
     "raise_open_file_limit",
 ]
+
+# The signals that stop serve the orderly way (requests in flight get the grace period,
+# the key file is removed): SIGINT and SIGTERM, SIGHUP (the terminal serve runs in was
+# closed) and SIGQUIT (Ctrl-\, whose default would also dump core: a file holding the
+# process's memory, tokens included).
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 
 # Seconds a connection has to send a whole request head, from when it opened or its
 # previous answer ended. Clients send the head at once; only a stalled or hostile peer
@@ -277,3 +288,25 @@ def quiet_accept_errors(loop: asyncio.AbstractEventLoop) -> Callable[[], None]:
         in_episode = False
 
     return accepted
+
+
+@contextmanager
+def capture_stop_signals(
+    on_signal: Callable[[int, Any], None], captured: list[int]
+) -> Iterator[None]:
+    """uvicorn's ``capture_signals`` over :data:`STOP_SIGNALS` (uvicorn takes only SIGINT
+    and SIGTERM): ``on_signal`` handles each while the server runs; afterwards each
+    signal in ``captured`` is raised again, for the command's own handling. A signal
+    ignored when serve started (``nohup``) stays ignored."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    taken = [s for s in STOP_SIGNALS if signal.getsignal(s) not in (signal.SIG_IGN, None)]
+    previous = {s: signal.signal(s, on_signal) for s in taken}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    for again in reversed(captured):
+        signal.raise_signal(again)

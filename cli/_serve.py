@@ -6,14 +6,18 @@ port is bound (``--port 0``: a free one), the store folder is checked, a new key
 and written to the key file, uvicorn starts on the bound socket, and only then is the
 listening line printed: a program that reads it can connect at once.
 
-Stopping: SIGINT or SIGTERM. uvicorn takes both while it serves: it stops accepting,
-lets requests in flight finish for up to :data:`GRACE` seconds, cancels what is left, and
-raises the signal again once it has stopped; the CLI's own handling then ends the command
-the usual way (exit 130 or 143). The key file is removed on every way out.
+Stopping: SIGINT or SIGTERM, and SIGHUP (its terminal closed) or SIGQUIT (Ctrl-\\) alike.
+uvicorn takes them while it serves: it stops accepting, lets requests in flight finish
+for up to :data:`GRACE` seconds, cancels what is left, and raises the signal again once
+it has stopped; the CLI's own handling then ends the command the usual way (exit 128 +
+the signal: 130, 143, 129, 131). A signal ignored at start (``nohup``) stays ignored. The
+key file is removed on every way out but SIGKILL; the next start replaces a key file
+left by a killed gateway.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import shlex
@@ -68,7 +72,8 @@ Then, from any language (KEY: the key shown, or the key file's text):
   {"v": 1, "event": "listening", "base_url": "http://127.0.0.1:PORT/v1", "api_key": "…"}
 and nothing after it (a failure before it: {"v": 1, "event": "error", "code": …}).
 The key is also in gateway-PORT.key (0600) in the store folder while the gateway runs.
-One access line per request goes to stderr. Ctrl-C or SIGTERM stops it (exit 130/143).
+One access line per request goes to stderr. Ctrl-C, SIGTERM, SIGHUP or SIGQUIT stops it
+(exit 130, 143, 129, 131).
 """
 
 
@@ -116,6 +121,7 @@ def serve(port: int, address: str, as_json: bool) -> None:
     without a restart.
     """
     out = output()
+    _take_stop_signals()
     if as_json:
         set_error_sink(lambda problem: _json_line(_error_event(problem)))
 
@@ -403,6 +409,9 @@ def _run(
     class Server(uvicorn.Server):
         reader_gone: ReaderGone | None = None
 
+        def capture_signals(self) -> contextlib._GeneratorContextManager[None]:
+            return _stop_signals(self)
+
         async def startup(self, sockets: list[socket.socket] | None = None) -> None:
             _quiet_accept_errors(self.config)
             await super().startup(sockets)
@@ -436,6 +445,22 @@ def _run(
                 raise server.reader_gone
 
     asyncio.run(main())
+
+
+def _stop_signals(server: uvicorn.Server) -> contextlib._GeneratorContextManager[None]:
+    """SIGHUP and SIGQUIT stop serve as SIGTERM does: uvicorn's orderly stop, then the
+    command's own handling (exit 128 + the signal's number)."""
+    from ._gateway_hardening import capture_stop_signals
+
+    return capture_stop_signals(server.handle_exit, server._captured_signals)
+
+
+def _take_stop_signals() -> None:
+    """From the start, SIGHUP and SIGQUIT end serve as SIGTERM does (exit 129, 131)."""
+    from ._gateway_hardening import STOP_SIGNALS
+    from ._signals import current_signals
+
+    current_signals().install(STOP_SIGNALS)
 
 
 def _quiet_accept_errors(config: uvicorn.Config) -> None:

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import os
 import resource
+import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -229,3 +231,40 @@ def test_json_mode_whose_stdout_reader_is_gone_stops_quietly_and_removes_its_key
     assert child.returncode == 0
     assert err.decode() == ""
     assert not list(home.glob("gateway-*.key"))
+
+
+@pytest.mark.parametrize(
+    ("signum", "code"), [(signal.SIGHUP, 129), (signal.SIGQUIT, 131)], ids=["SIGHUP", "SIGQUIT"]
+)
+def test_sighup_and_sigquit_stop_it_like_sigterm(
+    serve_child: Callable[..., Served], signum: int, code: int
+) -> None:
+    """The terminal serve runs in is closed (SIGHUP), or Ctrl-\\ (SIGQUIT): requests in
+    flight get the grace period, the key file goes, and the exit is 128 + the signal."""
+    served = serve_child("--port", "0", "--json", scenario=Scenario(slow={"chat": 1.0}))
+    _listening(served)
+    results: list[int] = []
+
+    def ask() -> None:
+        with httpx2.Client(timeout=30) as client:
+            answer = client.post(
+                f"{served.base_url}/chat/completions",
+                json=CHAT,
+                headers={"Authorization": f"Bearer {served.key}"},
+            )
+            results.append(answer.status_code)
+
+    asking = threading.Thread(target=ask)
+    asking.start()
+    deadline = time.monotonic() + 30
+    while not served.emulator.requests_to("chat"):
+        assert time.monotonic() < deadline, "the request never reached upstream"
+        time.sleep(0.01)
+    exit_code, stdout, stderr = served.stop(signum)
+    asking.join(30)
+    assert results == [200]  # finished within the grace period
+    assert exit_code == code
+    assert stdout.count("\n") == 1
+    assert "terminated" in stderr and "Traceback" not in stderr
+    assert not list(served.home.glob("gateway-*.key"))
+    assert not list(Path(".").glob("core*"))
