@@ -313,6 +313,14 @@ def _own_file(dir_fd: int, path: Path) -> int:
         raise CliFailure(
             "key_file_insecure", f"{path} is not a regular file of yours; remove it and start again"
         )
+    if found.st_nlink != 1:
+        # A hard link planted at this name: the key would be written into (and on exit
+        # emptied out of) whatever file the other name belongs to.
+        os.close(fd)
+        raise CliFailure(
+            "key_file_insecure",
+            f"{path} has {found.st_nlink} names (hard links); remove it and start again",
+        )
     return fd
 
 

@@ -247,3 +247,19 @@ def test_the_cli_makes_the_real_hosts_unless_a_test_substitutes_them(
     finally:
         host.close()
         asyncio.run(async_host.aclose())
+
+
+def test_a_hard_linked_key_file_is_refused_and_the_other_name_untouched(
+    copilot_home: Path, tmp_path: Path
+) -> None:
+    """A hard link planted at the key file's name: writing the key there would write it
+    into the other file, and emptying it on exit would empty that file."""
+    other = tmp_path / "someone-elses-file"
+    other.write_text("untouched\n")
+    other.chmod(0o600)
+    os.link(other, copilot_home / "gateway-8765.key")
+    with pytest.raises(CliFailure) as caught, _KeyFile(copilot_home, 8765, "cph_x"):
+        pass
+    assert caught.value.problem.code == "key_file_insecure"
+    assert "hard links" in caught.value.problem.message
+    assert other.read_text() == "untouched\n"
