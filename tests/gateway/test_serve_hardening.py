@@ -268,3 +268,41 @@ def test_sighup_and_sigquit_stop_it_like_sigterm(
     assert "terminated" in stderr and "Traceback" not in stderr
     assert not list(served.home.glob("gateway-*.key"))
     assert not list(Path(".").glob("core*"))
+
+
+def test_a_sigkilled_gateway_leaves_a_dead_key_file_that_the_next_start_replaces(
+    serve_child: Callable[..., Served],
+) -> None:
+    """SIGKILL cannot be caught: its key file stays (README says so), unlocked, and the
+    next serve on that port takes it over."""
+    first = serve_child("--port", "0", "--json")
+    _listening(first)
+    port = _port(first)
+    key_file = first.home / f"gateway-{port}.key"
+    first.child.kill()
+    first.child.wait(30)
+    assert key_file.read_text() == first.key + "\n"  # left behind, as documented
+    env = _env(first.home)
+    second = subprocess.Popen(
+        [sys.executable, str(CHILD), str(first.emulator.port), "--port", str(port), "--json"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    assert second.stdout is not None and second.stderr is not None
+    try:
+        line = second.stdout.readline().decode()
+        assert '"event": "listening"' in line, line
+        new_key = line.rsplit('"api_key": "', 1)[1].split('"')[0]
+        assert new_key != first.key
+        assert key_file.read_text() == new_key + "\n"
+        second.send_signal(signal.SIGTERM)
+        assert second.wait(30) == 143
+        assert not key_file.exists()
+    finally:
+        if second.poll() is None:
+            second.kill()
+            second.wait()
+        second.stdout.close()
+        second.stderr.close()
