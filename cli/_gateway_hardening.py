@@ -37,14 +37,17 @@ import resource
 import signal
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import _GeneratorContextManager, contextmanager
 from typing import Any, cast
+
+import uvicorn  # this module is imported only by serve
 
 __all__ = [
     "HEAD_TIMEOUT",
     "LINGER_BYTES",
     "LINGER_SECONDS",
     "ConnectionBook",
+    "HardenedServer",
     "connection_bound",
     "hardened_protocol",
     "quiet_accept_errors",
@@ -310,3 +313,18 @@ def capture_stop_signals(
             signal.signal(signum, handler)
     for again in reversed(captured):
         signal.raise_signal(again)
+
+
+class HardenedServer(uvicorn.Server):
+    """uvicorn's server that stops on :data:`STOP_SIGNALS` and reports a failed
+    ``accept()`` once per episode (for the connections book of a
+    :func:`hardened_protocol`, when its config uses one)."""
+
+    def capture_signals(self) -> _GeneratorContextManager[None]:
+        return capture_stop_signals(self.handle_exit, self._captured_signals)
+
+    async def startup(self, sockets: list[Any] | None = None) -> None:
+        book = getattr(self.config.http, "connections_book", None)
+        if isinstance(book, ConnectionBook):
+            book.accepted = quiet_accept_errors(asyncio.get_running_loop())
+        await super().startup(sockets)

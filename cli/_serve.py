@@ -17,7 +17,6 @@ left by a killed gateway.
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
 import shlex
@@ -408,20 +407,16 @@ def _run(
 ) -> None:
     import asyncio
 
-    import uvicorn  # only serve needs it
-
     from copilot_host.gateway import create_app
 
     s = seam()
 
-    class Server(uvicorn.Server):
+    from ._gateway_hardening import HardenedServer
+
+    class Server(HardenedServer):
         reader_gone: ReaderGone | None = None
 
-        def capture_signals(self) -> contextlib._GeneratorContextManager[None]:
-            return _stop_signals(self)
-
         async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-            _quiet_accept_errors(self.config)
             await super().startup(sockets)
             if self.started:
                 try:
@@ -455,30 +450,12 @@ def _run(
     asyncio.run(main())
 
 
-def _stop_signals(server: uvicorn.Server) -> contextlib._GeneratorContextManager[None]:
-    """SIGHUP and SIGQUIT stop serve as SIGTERM does: uvicorn's orderly stop, then the
-    command's own handling (exit 128 + the signal's number)."""
-    from ._gateway_hardening import capture_stop_signals
-
-    return capture_stop_signals(server.handle_exit, server._captured_signals)
-
-
 def _take_stop_signals() -> None:
     """From the start, SIGHUP and SIGQUIT end serve as SIGTERM does (exit 129, 131)."""
     from ._gateway_hardening import STOP_SIGNALS
     from ._signals import current_signals
 
     current_signals().install(STOP_SIGNALS)
-
-
-def _quiet_accept_errors(config: uvicorn.Config) -> None:
-    import asyncio
-
-    from ._gateway_hardening import quiet_accept_errors
-
-    book = getattr(config.http, "connections_book", None)
-    if book is not None:
-        book.accepted = quiet_accept_errors(asyncio.get_running_loop())
 
 
 # -- what people and programs are told --------------------------------------------------------
