@@ -76,6 +76,9 @@ UPSTREAM_CONNECTIONS = 512
 # refusal), for at most this long.
 LINGER_BYTES = 32 * 1024 * 1024
 LINGER_SECONDS = 2.0
+# A connection set up this long after the last failed accept() was accepted by a retry
+# that worked: the episode is over (asyncio retries a failed accept a second later).
+_EPISODE_GAP = 0.5
 # How a failed accept() is announced by asyncio (selector_events).
 _ACCEPT_FAILED = "socket.accept() out of system resource"
 
@@ -262,15 +265,19 @@ def hardened_protocol(
 def quiet_accept_errors(loop: asyncio.AbstractEventLoop) -> Callable[[], None]:
     """Make a failed ``accept()`` (out of descriptors) one warning per episode on
     ``loop``; returns the callback that ends an episode (call it when a connection is
-    accepted). Every other exception goes to the handler that was there."""
+    accepted). Every other exception goes to the handler that was there.
+
+    asyncio accepts in batches and sets each connection up a moment later, so the
+    connections of the batch that ran out are set up after its failure: only one set up
+    :data:`_EPISODE_GAP` seconds or more after the last failure (asyncio retries a second
+    later) ends the episode."""
     previous = loop.get_exception_handler()
-    in_episode = False
+    last_failure: float | None = None
 
     def handler(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
-        nonlocal in_episode
+        nonlocal last_failure
         if context.get("message") == _ACCEPT_FAILED:
-            if not in_episode:
-                in_episode = True
+            if last_failure is None:
                 error = context.get("exception")
                 reason = getattr(error, "strerror", None) or type(error).__name__
                 _log.warning(
@@ -278,6 +285,7 @@ def quiet_accept_errors(loop: asyncio.AbstractEventLoop) -> Callable[[], None]:
                     "until some close",
                     reason,
                 )
+            last_failure = loop.time()
             return
         if previous is not None:
             previous(loop, context)
@@ -287,8 +295,9 @@ def quiet_accept_errors(loop: asyncio.AbstractEventLoop) -> Callable[[], None]:
     loop.set_exception_handler(handler)
 
     def accepted() -> None:
-        nonlocal in_episode
-        in_episode = False
+        nonlocal last_failure
+        if last_failure is not None and loop.time() - last_failure >= _EPISODE_GAP:
+            last_failure = None
 
     return accepted
 

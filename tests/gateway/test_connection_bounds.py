@@ -198,6 +198,8 @@ def test_the_bound_leaves_room_for_upstream_connections_and_the_process() -> Non
 
 def test_out_of_descriptors_is_one_warning_per_episode(caplog: pytest.LogCaptureFixture) -> None:
     loop = asyncio.new_event_loop()
+    now = [100.0]
+    loop.time = lambda: now[0]  # type: ignore[method-assign]
     try:
         accepted = quiet_accept_errors(loop)
         failure = {
@@ -207,7 +209,13 @@ def test_out_of_descriptors_is_one_warning_per_episode(caplog: pytest.LogCapture
         with caplog.at_level(logging.WARNING, logger="copilot_host.gateway"):
             for _ in range(500):
                 loop.call_exception_handler(failure)
+            # The connections accepted in the batch that ran out are set up just after
+            # it: the episode goes on.
             accepted()
+            now[0] += 1.0
+            loop.call_exception_handler(failure)  # the retry a second later fails too
+            now[0] += 1.0
+            accepted()  # a later retry worked: the episode is over
             for _ in range(500):
                 loop.call_exception_handler(failure)
         lines = [r for r in caplog.records if r.name == "copilot_host.gateway"]
@@ -216,3 +224,42 @@ def test_out_of_descriptors_is_one_warning_per_episode(caplog: pytest.LogCapture
         assert "Too many open files" in lines[0].getMessage()
     finally:
         loop.close()
+
+
+def test_running_out_of_descriptors_in_a_real_server_is_one_warning_not_tracebacks() -> None:
+    """A server whose accept() fails for want of descriptors (its connection bound set far
+    above its open-file limit, which serve never does) says so once per episode."""
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    child_script = Path(__file__).resolve().parent / "emfile_child.py"
+    child = subprocess.Popen(
+        [sys.executable, str(child_script), "64"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert child.stdout is not None
+    opened: list[socket.socket] = []
+    try:
+        port = int(child.stdout.readline())
+        for _ in range(200):  # far more than 64 descriptors: accept() fails over and over
+            opened.append(socket.create_connection(("127.0.0.1", port), timeout=BOUND))
+        time.sleep(2.5)  # asyncio retries a failed accept a second later, twice here
+    finally:
+        for sock in opened:
+            sock.close()
+        child.send_signal(signal.SIGTERM)
+        try:
+            _out, err = child.communicate(timeout=BOUND)
+        finally:
+            if child.poll() is None:
+                child.kill()
+                child.wait()
+    text = err.decode()
+    warnings = [line for line in text.splitlines() if "cannot accept connections" in line]
+    assert len(warnings) == 1, text[:2000]
+    assert "Too many open files" in warnings[0]
+    assert "Traceback" not in text
