@@ -46,13 +46,13 @@ __all__ = [
     "HEAD_TIMEOUT",
     "LINGER_BYTES",
     "LINGER_SECONDS",
+    "STOP_SIGNALS",
     "ConnectionBook",
     "HardenedServer",
+    "capture_stop_signals",
     "connection_bound",
     "hardened_protocol",
     "quiet_accept_errors",
-    "STOP_SIGNALS",
-    "capture_stop_signals",
     "raise_open_file_limit",
 ]
 
@@ -104,7 +104,10 @@ def raise_open_file_limit() -> int:
 def connection_bound(open_files: int) -> int:
     """How many client connections may be held at once with ``open_files`` descriptors:
     each may hold one upstream connection while its request runs (at most the pool's
-    size), and some descriptors are the process's own."""
+    size), and some descriptors are the process's own. An unlimited ``open_files``
+    (``RLIM_INFINITY``) counts as 2**20."""
+    if open_files == resource.RLIM_INFINITY or open_files < 0:
+        open_files = 1 << 20
     usable = max(open_files - RESERVED_DESCRIPTORS, 2)
     return max(usable - min(UPSTREAM_CONNECTIONS, usable // 2), 1)
 

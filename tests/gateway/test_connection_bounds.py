@@ -194,6 +194,9 @@ def test_the_bound_leaves_room_for_upstream_connections_and_the_process() -> Non
     assert connection_bound(1_024) >= 400
     assert connection_bound(65_536) > 60_000
     assert connection_bound(10) >= 1
+    import resource
+
+    assert connection_bound(resource.RLIM_INFINITY) > 1_000_000
 
 
 def test_out_of_descriptors_is_one_warning_per_episode(caplog: pytest.LogCaptureFixture) -> None:
@@ -263,3 +266,15 @@ def test_running_out_of_descriptors_in_a_real_server_is_one_warning_not_tracebac
     assert len(warnings) == 1, text[:2000]
     assert "Too many open files" in warnings[0]
     assert "Traceback" not in text
+
+
+def test_the_bounds_follow_the_gateways_own_limits() -> None:
+    from copilot_host_cli import _gateway_hardening as hardening
+
+    from copilot_host.gateway import MAX_BODY_BYTES
+    from copilot_host.gateway._app import UPSTREAM_LIMITS
+
+    # The lingering close discards as much as a body the gateway would accept.
+    assert hardening.LINGER_BYTES == MAX_BODY_BYTES
+    # The bound leaves room for every upstream connection the pool may hold.
+    assert UPSTREAM_LIMITS.max_connections == hardening.UPSTREAM_CONNECTIONS
