@@ -278,3 +278,31 @@ def test_the_bounds_follow_the_gateways_own_limits() -> None:
     assert hardening.LINGER_BYTES == MAX_BODY_BYTES
     # The bound leaves room for every upstream connection the pool may hold.
     assert UPSTREAM_LIMITS.max_connections == hardening.UPSTREAM_CONNECTIONS
+
+
+def test_the_soft_open_file_limit_is_raised_to_the_hard_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import resource
+
+    from copilot_host_cli import _gateway_hardening as hardening
+
+    limits = {"now": (1_024, 4_096)}
+    monkeypatch.setattr(resource, "getrlimit", lambda _which: limits["now"])
+
+    def setrlimit(_which: int, wanted: tuple[int, int]) -> None:
+        limits["now"] = wanted
+
+    monkeypatch.setattr(resource, "setrlimit", setrlimit)
+    assert hardening.raise_open_file_limit() == 4_096
+    assert limits["now"] == (4_096, 4_096)
+    # No hard limit at all: a large finite soft one (some systems refuse an unlimited one).
+    limits["now"] = (1_024, resource.RLIM_INFINITY)
+    assert hardening.raise_open_file_limit() == 1 << 20
+
+    def refused(_which: int, _wanted: tuple[int, int]) -> None:
+        raise ValueError("not allowed")
+
+    monkeypatch.setattr(resource, "setrlimit", refused)
+    limits["now"] = (256, 1_024)
+    assert hardening.raise_open_file_limit() == 256  # kept as it was
