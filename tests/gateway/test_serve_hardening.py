@@ -181,7 +181,7 @@ def test_a_stderr_nobody_reads_never_stops_the_gateway_answering(
     answering, drops the lines stderr cannot take, and says how many once it is read."""
     served = serve_child("--port", "0", "--json", read_stderr=False)
     _listening(served)
-    requests = 3_000
+    requests = 2_500
     with httpx2.Client(timeout=10.0) as client:
         for _ in range(requests):
             answer = client.get(
@@ -241,7 +241,7 @@ def test_sighup_and_sigquit_stop_it_like_sigterm(
 ) -> None:
     """The terminal serve runs in is closed (SIGHUP), or Ctrl-\\ (SIGQUIT): requests in
     flight get the grace period, the key file goes, and the exit is 128 + the signal."""
-    served = serve_child("--port", "0", "--json", scenario=Scenario(slow={"chat": 1.0}))
+    served = serve_child("--port", "0", "--json", scenario=Scenario(slow={"chat": 0.5}))
     _listening(served)
     results: list[int] = []
 
