@@ -8,7 +8,6 @@ filter scrubbed them, so no level and no traceback can put a token on the termin
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -22,17 +21,19 @@ LOGGER_NAME = "copilot_host_cli"
 
 def stderr_handler(level: int, fmt: str, datefmt: str | None = None) -> logging.Handler:
     """A handler writing to whatever ``sys.stderr`` is now (test runners swap it per run;
-    a closed one takes nothing), behind the redaction filter."""
+    a closed one takes nothing), or to the queue of :mod:`._stderr_queue` while one is in
+    force, behind the redaction filter."""
     import logging  # not at import time: --help and --version never log
 
     from copilot_host import RedactingFilter
 
+    from ._stderr_queue import write_stderr_line
+
     class _StderrHandler(logging.Handler):
         def emit(self, record: logging.LogRecord) -> None:
             try:
-                if sys.stderr is not None:
-                    sys.stderr.write(self.format(record) + "\n")
-                    sys.stderr.flush()
+                # Through serve's writer thread while it runs (a full pipe never blocks it).
+                write_stderr_line(self.format(record) + "\n")
             except Exception:
                 self.handleError(record)
 

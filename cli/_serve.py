@@ -6,10 +6,13 @@ port is bound (``--port 0``: a free one), the store folder is checked, a new key
 and written to the key file, uvicorn starts on the bound socket, and only then is the
 listening line printed: a program that reads it can connect at once.
 
-Stopping: SIGINT or SIGTERM. uvicorn takes both while it serves: it stops accepting,
-lets requests in flight finish for up to :data:`GRACE` seconds, cancels what is left, and
-raises the signal again once it has stopped; the CLI's own handling then ends the command
-the usual way (exit 130 or 143). The key file is removed on every way out.
+Stopping: SIGINT or SIGTERM, and SIGHUP (its terminal closed) or SIGQUIT (Ctrl-\\) alike.
+uvicorn takes them while it serves: it stops accepting, lets requests in flight finish
+for up to :data:`GRACE` seconds, cancels what is left, and raises the signal again once
+it has stopped; the CLI's own handling then ends the command the usual way (exit 128 +
+the signal: 130, 143, 129, 131). A signal ignored at start (``nohup``) stays ignored. The
+key file is removed on every way out but SIGKILL; the next start replaces a key file
+left by a killed gateway.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from ._budget import max_credits_option
 from ._context import make_async_host, make_store, output, seam, set_error_sink
 from ._editor import editor_from_environment
 from ._failure import CliFailure, Problem
-from ._output import CopilotHostCommand, Output, write_stdout
+from ._output import CopilotHostCommand, Output, ReaderGone, write_stdout
 
 if TYPE_CHECKING:
     import uvicorn
@@ -70,8 +73,8 @@ Then, from any language (KEY: the key shown, or the key file's text):
 and nothing after it (a failure before it: {"v": 1, "event": "error", "code": …}).
 The key is also in gateway-PORT.key (0600) in the store folder while the gateway runs.
 One access line per request goes to stderr (with credits=… when the answer reported
-its cost), and one line with the totals when it stops. Ctrl-C or SIGTERM stops it
-(exit 130/143).
+its cost), and one line with the totals when it stops. Ctrl-C, SIGTERM, SIGHUP or
+SIGQUIT stops it (exit 130, 143, 129, 131).
 """
 
 
@@ -120,6 +123,7 @@ def serve(port: int, address: str, as_json: bool, max_credits: float | None) -> 
     without a restart.
     """
     out = output()
+    _take_stop_signals()
     if as_json:
         set_error_sink(lambda problem: _json_line(_error_event(problem)))
 
@@ -129,6 +133,7 @@ def serve(port: int, address: str, as_json: bool, max_credits: float | None) -> 
     # Creates the store folder (0700) if needed and refuses an insecure one, before the
     # port is taken or a key is made.
     store.preflight(key_file=True)
+    _raise_descriptor_limit()
     listener = _bind(family, bound, port)
     try:
         port = listener.getsockname()[1]
@@ -136,6 +141,7 @@ def serve(port: int, address: str, as_json: bool, max_credits: float | None) -> 
         key = _new_key()
         with _key_file(store, port, key) as key_file:
             undo_access_log = _access_log()
+            undo_queue = _never_blocking_log()
             try:
                 _run(
                     listener,
@@ -153,6 +159,7 @@ def serve(port: int, address: str, as_json: bool, max_credits: float | None) -> 
                     max_credits=max_credits,
                 )
             finally:
+                undo_queue()
                 undo_access_log()
     finally:
         listener.close()
@@ -220,6 +227,14 @@ def _key_file(store: CredentialStore, port: int, key: str) -> Iterator[GatewayKe
         ) from None
 
 
+def _never_blocking_log() -> Callable[[], None]:
+    """Log lines go through a writer thread, dropped (and counted) when stderr takes
+    nothing, so a pipe nobody reads never blocks serving; returns the undo."""
+    from ._stderr_queue import queued_stderr
+
+    return queued_stderr()
+
+
 def _access_log() -> Callable[[], None]:
     """The gateway's access lines on stderr (always, at INFO), behind the redaction filter,
     and uvicorn's log without the tracebacks of cut answers; returns the undo."""
@@ -255,10 +270,23 @@ def _access_log() -> Callable[[], None]:
     return undo
 
 
+def _raise_descriptor_limit() -> None:
+    from ._gateway_hardening import raise_open_file_limit
+
+    raise_open_file_limit()
+
+
 def server_config(app: Any, *, grace: int = GRACE) -> uvicorn.Config:
-    """How serve runs the gateway under uvicorn (the gateway tests run it the same way)."""
+    """How serve runs the gateway under uvicorn (the gateway tests run it the same way):
+    with the connection bounds of :mod:`._gateway_hardening`."""
+    import resource
+
     import uvicorn  # only serve needs it
 
+    from ._gateway_hardening import ConnectionBook, connection_bound, hardened_protocol
+
+    open_files = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    book = ConnectionBook(connection_bound(open_files))
     return uvicorn.Config(
         app,
         lifespan="on",
@@ -266,7 +294,7 @@ def server_config(app: Any, *, grace: int = GRACE) -> uvicorn.Config:
         log_config=None,
         access_log=False,
         ws="none",
-        http="h11",
+        http=hardened_protocol(book),
         loop="asyncio",
         # No forwarding headers are trusted: every client is on this machine.
         proxy_headers=False,
@@ -286,17 +314,27 @@ def _run(
 ) -> None:
     import asyncio
 
-    import uvicorn  # only serve needs it
-
     from copilot_host.gateway import create_app
 
     s = seam()
 
-    class Server(uvicorn.Server):
+    from ._gateway_hardening import HardenedServer
+
+    class Server(HardenedServer):
+        reader_gone: ReaderGone | None = None
+
         async def startup(self, sockets: list[socket.socket] | None = None) -> None:
             await super().startup(sockets)
             if self.started:
-                on_listening()
+                try:
+                    on_listening()
+                except ReaderGone as exc:
+                    # stdout's reader went away before the listening line: nobody can
+                    # learn the address or key, so stop, the orderly way (uvicorn shuts
+                    # the app's lifespan down; raised from here, the cancelled lifespan
+                    # task would log a traceback), and end as for any reader gone.
+                    self.reader_gone = exc
+                    self.should_exit = True
 
     async def main() -> None:
         # The host is made, used and closed on this loop (an asynchronous host belongs to
@@ -311,9 +349,20 @@ def _run(
             # Unusable HTTPS settings fail here, as a typed error, before anything listens.
             await app.startup()
             config = server_config(app)
-            await Server(config).serve(sockets=[listener])
+            server = Server(config)
+            await server.serve(sockets=[listener])
+            if server.reader_gone is not None:
+                raise server.reader_gone
 
     asyncio.run(main())
+
+
+def _take_stop_signals() -> None:
+    """From the start, SIGHUP and SIGQUIT end serve as SIGTERM does (exit 129, 131)."""
+    from ._gateway_hardening import STOP_SIGNALS
+    from ._signals import current_signals
+
+    current_signals().install(STOP_SIGNALS)
 
 
 # -- what people and programs are told --------------------------------------------------------

@@ -75,10 +75,14 @@ class Signals:
             return
         raise Stop(signum)
 
-    def install(self) -> None:
+    def install(self, signums: tuple[int, ...] = _HANDLED) -> None:
+        """Take ``signums`` (by default SIGINT and SIGTERM; a command may take more, as
+        ``serve`` takes SIGHUP and SIGQUIT) for the length of the call."""
         if threading.current_thread() is not threading.main_thread():
             return
-        for signum in _HANDLED:
+        for signum in signums:
+            if signum in self._previous:
+                continue
             previous = signal.getsignal(signum)
             if previous is None or previous == signal.SIG_IGN:
                 continue

@@ -27,7 +27,8 @@ server text that went through :func:`copilot_host._safety._text.clean`.
   x ResponseError                   bad_response, response_too_large, oauth_error
   x ClientOutdatedError             client_outdated
   x SessionError                    session_expired, refresh_failed, timeout (retryable),
-                                    host_closed, wrong_event_loop
+                                    host_closed, wrong_event_loop, session_refused
+                                    (the gateway: upstream refused a session, retryable)
   x StoreError                      store_error, store_io, invalid_store_path,
                                     invalid_account, invalid_credential, key_file_missing
     + StoreCorruptError             store_corrupt

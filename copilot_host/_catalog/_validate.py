@@ -18,7 +18,7 @@ from typing import Any
 from .._errors import ModelValidationError
 from .._safety._redact import REDACTED, TOKEN_SHAPES, known_values
 from .._safety._secret import Secret
-from .._safety._text import clean
+from .._safety._text import clean, show_visibly
 from ._specs import ApiProtocol, Inventory, ModelBilling, ModelSpec, SkippedModel
 
 __all__ = ["DISPLAY_NAME_LIMIT", "MAX_MODELS", "validate_inventory"]
@@ -114,7 +114,9 @@ def _skip(model_id: object, reason: str, message: str, name: object = "") -> Ski
 def _display_id(model_id: object) -> str:
     if not isinstance(model_id, str) or _token_like(model_id):
         return ""
-    return clean(model_id, limit=128)
+    # Escaped, not cleaned: an id with an invisible character removed could read as
+    # another, real id (``gpt-4.1`` + U+200B is not ``gpt-4.1``).
+    return show_visibly(model_id, limit=128)
 
 
 def _display_name(name: object) -> str:

@@ -77,18 +77,89 @@ def mask_secrets(data: _Text) -> _Text:
     """``data`` (text or bytes) with every registered secret value replaced by
     ``[REDACTED]``, and nothing else changed: no token *shapes* are touched, so model
     output or an upstream answer keeps its exact bytes unless it carries one of this
-    process's own credentials. For what is relayed to other programs (the gateway)."""
+    process's own credentials. For what is relayed to other programs (the gateway).
+
+    Masked: the value as it is, and the value as JSON may spell it inside a string, any
+    of its characters written as a ``\\uXXXX`` escape (hex digits in either case; a
+    character outside the BMP as its surrogate pair) or, for ``/``, ``"`` and ``\\``,
+    as the short escape, in any mix with literal characters. Not masked: a value split
+    across two calls, or encoded any other way (base64, URL or HTML escapes)."""
     values = known_values()
     if isinstance(data, str):
         for value in values:
             if value in data:
                 data = data.replace(value, REDACTED)
+        if "\\" in data and values:
+            forms = _escaped_forms(values)
+            if forms.clue_text.search(data):
+                data = forms.text.sub(REDACTED, data)
         return data
     for value in values:
         raw = value.encode("utf-8")
         if raw in data:
             data = data.replace(raw, _REDACTED_BYTES)
+    if b"\\" in data and values:
+        forms = _escaped_forms(values)
+        if forms.clue_bytes.search(data):
+            data = forms.bytes.sub(_REDACTED_BYTES, data)
     return data
+
+
+class _EscapedForms:
+    """Patterns for every JSON spelling of the known values, and a quick clue: an escape
+    of a character some value holds. Without one in the data, no spelling but the literal
+    one can be there, and the (slower) full patterns are not run."""
+
+    __slots__ = ("bytes", "clue_bytes", "clue_text", "text", "values")
+
+    def __init__(self, values: tuple[str, ...]) -> None:
+        self.values = values
+        text = "|".join("".join(_json_char(c, as_bytes=False) for c in v) for v in values)
+        raw = "|".join("".join(_json_char(c, as_bytes=True) for c in v) for v in values)
+        self.text = re.compile(text)
+        self.bytes = re.compile(raw.encode("latin-1"))
+        chars = sorted({c for v in values for c in v})
+        # Starting with a literal backslash, so the search skips ahead to each one.
+        clue = r"\\(?:u(?:" + "|".join(_hex(_units(c)[0]) for c in chars) + ")"
+        short = "".join(re.escape(c) for c in chars if c in '/"\\')
+        clue += f"|[{short}])" if short else ")"
+        self.clue_text = re.compile(clue)
+        self.clue_bytes = re.compile(clue.encode("ascii"))
+
+
+_escaped_cache: _EscapedForms | None = None
+
+
+def _escaped_forms(values: tuple[str, ...]) -> _EscapedForms:
+    global _escaped_cache  # noqa: PLW0603 - replaced whole; a race only rebuilds it
+    cached = _escaped_cache
+    if cached is None or cached.values != values:
+        cached = _escaped_cache = _EscapedForms(values)
+    return cached
+
+
+def _units(char: str) -> list[int]:
+    code = ord(char)
+    if code < 0x10000:
+        return [code]
+    return [0xD800 + ((code - 0x10000) >> 10), 0xDC00 + (code & 0x3FF)]
+
+
+def _hex(unit: int) -> str:
+    """A pattern for the four hex digits of ``unit``, either case."""
+    return "".join(f"[{d}{d.upper()}]" if d.isalpha() else d for d in f"{unit:04x}")
+
+
+def _json_char(char: str, *, as_bytes: bool) -> str:
+    """A pattern for ``char`` as JSON may write it in a string (as latin-1 text when it
+    will match bytes: the literal is then the character's UTF-8 encoding)."""
+    literal = char.encode("utf-8").decode("latin-1") if as_bytes else char
+    spellings = [re.escape(literal)]
+    units = _units(char)
+    spellings.append("".join(r"\\u" + _hex(unit) for unit in units))
+    if char in '/"\\':
+        spellings.append(re.escape("\\" + char))
+    return "(?:" + "|".join(spellings) + ")"
 
 
 def redact(text: str, extra: Iterable[Secret] = ()) -> str:

@@ -13,6 +13,7 @@ __all__ = [
     "one_line",
     "shell_quote",
     "show_path",
+    "show_visibly",
 ]
 
 # Invisible: Cf (format: zero-width characters and joiners, bidi controls, the BOM, the soft
@@ -120,6 +121,19 @@ def show_path(path: str | bytes | os.PathLike[str] | os.PathLike[bytes]) -> str:
         "\\\\" if ch == "\\" else _escape(ch) if _needs_escape(ch) else ch
         for ch in _path_text(path)
     )
+
+
+def show_visibly(text: str, *, limit: int) -> str:
+    """Text that must never pass for other text (a model id), with nothing hidden: the
+    characters :func:`show_path` escapes are shown as escapes (``gpt-4.1\\u200b``, never
+    ``gpt-4.1``), a backslash as ``\\\\``; cut to ``limit`` characters of ``text``
+    (then ending in ``…``), each escape kept whole."""
+    cut = len(text) > limit
+    shown = "".join(
+        "\\\\" if ch == "\\" else _escape(ch) if _needs_escape(ch) else ch
+        for ch in (text[: limit - 1] if cut else text)
+    )
+    return shown + "…" if cut else shown
 
 
 def shell_quote(path: str | bytes | os.PathLike[str] | os.PathLike[bytes]) -> str:

@@ -82,6 +82,11 @@ class Failure:
     status: int
     code: str
     message: str
+    headers: tuple[tuple[bytes, bytes], ...] = ()
+
+
+# A refused session is usually fixed by the next exchange: clients may come back soon.
+_RETRY_SOON = ((b"retry-after", b"1"),)
 
 
 # Library errors that mean "no usable login or session right now": the client can do
@@ -113,7 +118,8 @@ def failure_of(exc: BaseException) -> Failure:
             # The account's quota, not the gateway: the service's own status and code.
             return Failure(402, exc.code, message)
         if isinstance(exc, _UNAVAILABLE):
-            return Failure(503, exc.code, message)
+            retry = _RETRY_SOON if exc.code == "session_refused" else ()
+            return Failure(503, exc.code, message, retry)
         # TransportError, ResponseError and anything else that came from the network.
         return Failure(502, exc.code, message)
     if isinstance(exc, httpx2.TimeoutException):

@@ -307,6 +307,7 @@ class GatewayApp:
             await call.answer(
                 failure.status,
                 error_body(call.shape, failure.status, failure.code, failure.message),
+                failure.headers,
             )
 
     async def _models(self, call: _Call) -> None:
@@ -337,6 +338,7 @@ class GatewayApp:
             return
         if body is None:
             return  # the client hung up while sending
+        call.body_read = True
         protocol = PROTOCOL_OF_PATH[call.path]
         parsed = await read_request(body, protocol)
         if isinstance(parsed, Refusal):
@@ -441,7 +443,17 @@ class _Call:
     """One request as it is served: where it came from, how it is answered, what the
     access line will say."""
 
-    __slots__ = ("headers", "method", "model", "outcome", "path", "receive", "send", "shape")
+    __slots__ = (
+        "body_read",
+        "headers",
+        "method",
+        "model",
+        "outcome",
+        "path",
+        "receive",
+        "send",
+        "shape",
+    )
 
     def __init__(
         self,
@@ -461,6 +473,8 @@ class _Call:
         self.shape = shape
         self.model = "-"
         self.outcome = Outcome()
+        # Whether the request body has been read to its end (see refuse).
+        self.body_read = False
 
     async def answer(
         self, status: int, body: bytes, headers: tuple[tuple[bytes, bytes], ...] = ()
@@ -485,7 +499,14 @@ class _Call:
     async def refuse(self, refusal: Refusal) -> None:
         _log.debug("refused (%d %s)", refusal.status, refusal.code)
         body = error_body(self.shape, refusal.status, refusal.code, refusal.message)
-        await self.answer(refusal.status, body, refusal.headers)
+        headers = refusal.headers
+        if not self.body_read:
+            # Refused before its body was read (a wrong key, a bad Host, a path not
+            # served, a body too large): the connection ends with the answer, so the
+            # server stops reading what the client still uploads instead of reading it
+            # to the end.
+            headers = (*headers, (b"connection", b"close"))
+        await self.answer(refusal.status, body, headers)
 
 
 # -- helpers ---------------------------------------------------------------------------------

@@ -11,7 +11,8 @@ masked of every secret value the library knows (:func:`copilot_host.mask_secrets
 sent with its length. A Server-Sent Events answer is relayed as it arrives: each chunk is
 sent as soon as it completes one or more events, masked event by event (a secret cannot
 hide across the cut, since events end at a blank line and no secret holds a line break);
-at most one unfinished event is held back. Of the response headers only
+at most one unfinished event is held back, and at most :data:`MAX_ANSWER_BYTES` of it: an
+event longer than that cuts the answer. Of the response headers only
 :data:`RELAYED_RESPONSE_HEADERS` (and rate-limit headers) are relayed.
 """
 
@@ -59,13 +60,14 @@ _RATE_LIMIT_PREFIXES = (
     *QUOTA_HEADER_PREFIXES,
 )
 
-# A JSON answer larger than this is refused (502 response_too_large): model answers are
-# far smaller, and the gateway holds a JSON answer whole to mask it.
+# A JSON answer larger than this is refused (502 response_too_large), and a streamed
+# event longer than this cuts the stream: model answers are far smaller, and the gateway
+# holds a JSON answer (or an event) whole to mask it.
 MAX_ANSWER_BYTES = 32 * 1024 * 1024
 
 
 class AnswerTooLarge(Exception):
-    """The upstream JSON answer was larger than MAX_ANSWER_BYTES."""
+    """The upstream JSON answer, or one streamed event, was larger than MAX_ANSWER_BYTES."""
 
 
 @dataclass(slots=True)
@@ -120,15 +122,20 @@ def _relayed(response: httpx2.Response) -> list[tuple[bytes, bytes]]:
     return kept
 
 
-def sse_cut(buffer: bytes) -> int:
-    """Where the last complete event in ``buffer`` ends (0: none complete yet).
+def sse_cut(buffer: bytes | bytearray, start: int = 0) -> int:
+    """Where the last complete event in ``buffer`` ends (0: none complete yet), looking
+    only at line-ending pairs that begin at ``start`` or later.
 
     An event ends at an empty line: two line endings in a row, each CRLF, LF or CR. Every
     such pair contains LF LF, LF CR or CR CR; the cut falls after the last of those, and
     after the LF of a CRLF that ends it. (A CR that ends the buffer may yet be followed
-    by an LF: cut after it, the LF opens the next piece, which changes no byte.)
+    by an LF: cut after it, the LF opens the next piece, which changes no byte.) The relay
+    passes the first position a pair could begin at in the bytes just added, so each byte
+    is searched once however long an event grows.
     """
-    lf_lf, cr_cr, lf_cr = buffer.rfind(b"\n\n"), buffer.rfind(b"\r\r"), buffer.rfind(b"\n\r")
+    lf_lf = buffer.rfind(b"\n\n", start)
+    cr_cr = buffer.rfind(b"\r\r", start)
+    lf_cr = buffer.rfind(b"\n\r", start)
     end = max(lf_lf, cr_cr, lf_cr)
     if end < 0:
         return 0
@@ -136,6 +143,17 @@ def sse_cut(buffer: bytes) -> int:
     if end == lf_cr and buffer[cut : cut + 1] == b"\n":
         cut += 1
     return cut
+
+
+def session_refused(response: httpx2.Response) -> ch.SessionError:
+    """The error for an upstream 401 that ``route.auth`` did not (or could not) retry."""
+    return ch.SessionError(
+        "the Copilot API refused this login's session; retry in a moment (if it "
+        "persists, run `copilot-host status`)",
+        code="session_refused",
+        retryable=True,
+        request_id=response.headers.get("x-github-request-id"),
+    )
 
 
 def _is_event_stream(response: httpx2.Response) -> bool:
@@ -171,6 +189,12 @@ async def relay(
     )
     response = await client.send(request, auth=auth or route.auth, stream=True)
     try:
+        if response.status_code == 401:
+            # route.auth retried once with a new session (or a session this young was not
+            # worth replacing): the refusal is of the session, not of the client's key.
+            # Relayed as a 401 it would read as a wrong gateway key, which SDKs do not
+            # retry; a 503 with Retry-After tells them to try again shortly.
+            raise session_refused(response)
         outcome.upstream_id = response.headers.get("x-github-request-id", "")
         relayed = _relayed(response)
         if observer is not None:
@@ -180,43 +204,72 @@ async def relay(
             "status": response.status_code,
             "headers": relayed,
         }
-        if not _is_event_stream(response):
-            whole = bytearray()
-            async for chunk in response.aiter_bytes():
-                whole += chunk
-                if len(whole) > MAX_ANSWER_BYTES:
-                    raise AnswerTooLarge
-            answer = ch.mask_secrets(bytes(whole))
-            if observer is not None:
-                observer.whole(answer)
-                observer.end()
-            start["headers"].append((b"content-length", str(len(answer)).encode("ascii")))
-            outcome.status = response.status_code
-            await send(start)
-            outcome.sent = len(answer)
-            outcome.finish()
-            await send({"type": "http.response.body", "body": answer, "more_body": False})
-            return
-        outcome.status = response.status_code
-        await send(start)
-        held = b""
-        async for chunk in response.aiter_bytes():
-            held += chunk
-            cut = sse_cut(held)
-            if cut:
-                ready = ch.mask_secrets(held[:cut])
-                held = held[cut:]
-                outcome.sent += len(ready)
-                await send({"type": "http.response.body", "body": ready, "more_body": True})
-                if observer is not None:
-                    observer.events(ready)
-        tail = ch.mask_secrets(held)
-        if observer is not None:
-            if tail:
-                observer.events(tail)
-            observer.end()
-        outcome.sent += len(tail)
-        outcome.finish()
-        await send({"type": "http.response.body", "body": tail, "more_body": False})
+        if _is_event_stream(response):
+            await _relay_events(response, start, send, outcome, observer)
+        else:
+            await _relay_whole(response, start, send, outcome, observer)
     finally:
         await response.aclose()
+
+
+async def _relay_whole(
+    response: httpx2.Response,
+    start: MutableMapping[str, Any],
+    send: Send,
+    outcome: Outcome,
+    observer: AnswerObserver | None,
+) -> None:
+    """A JSON answer: held whole (to mask it), then sent with its length."""
+    whole = bytearray()
+    async for chunk in response.aiter_bytes():
+        whole += chunk
+        if len(whole) > MAX_ANSWER_BYTES:
+            raise AnswerTooLarge
+    answer = ch.mask_secrets(bytes(whole))
+    if observer is not None:
+        observer.whole(answer)
+        observer.end()
+    start["headers"].append((b"content-length", str(len(answer)).encode("ascii")))
+    outcome.status = response.status_code
+    await send(start)
+    outcome.sent = len(answer)
+    outcome.finish()
+    await send({"type": "http.response.body", "body": answer, "more_body": False})
+
+
+async def _relay_events(
+    response: httpx2.Response,
+    start: MutableMapping[str, Any],
+    send: Send,
+    outcome: Outcome,
+    observer: AnswerObserver | None,
+) -> None:
+    """An event stream: each complete event is masked and sent as it arrives."""
+    outcome.status = response.status_code
+    await send(start)
+    # One growing buffer, searched only where new bytes could complete an event: an
+    # event arriving in many pieces costs time in proportion to its length.
+    held = bytearray()
+    async for chunk in response.aiter_bytes():
+        fresh = max(len(held) - 1, 0)  # a line-ending pair may straddle the cut
+        held += chunk
+        cut = sse_cut(held, fresh)
+        if cut:
+            ready = ch.mask_secrets(bytes(held[:cut]))
+            del held[:cut]
+            outcome.sent += len(ready)
+            await send({"type": "http.response.body", "body": ready, "more_body": True})
+            if observer is not None:
+                observer.events(ready)
+        if len(held) > MAX_ANSWER_BYTES:
+            # An event that never ends would be held without bound: the answer is cut
+            # (the client sees it break off; the log says why).
+            raise AnswerTooLarge
+    tail = ch.mask_secrets(bytes(held))
+    if observer is not None:
+        if tail:
+            observer.events(tail)
+        observer.end()
+    outcome.sent += len(tail)
+    outcome.finish()
+    await send({"type": "http.response.body", "body": tail, "more_body": False})

@@ -86,7 +86,8 @@ def _absolute(home: str | os.PathLike[str]) -> Path:
 
 
 def check_owned_private(st: os.stat_result, path: Path, what: str) -> None:
-    """Refuse anything not owned by us or reachable by group/others.
+    """Refuse anything not owned by us or reachable by group/others, and a file with
+    more than one name (a hard link).
 
     ``what`` is "folder" or "file"; the message says how to fix it.
     """
@@ -102,6 +103,14 @@ def check_owned_private(st: os.stat_result, path: Path, what: str) -> None:
             f"The credential store {what} {show_path(path)} is owned by uid {st.st_uid}, "
             f"not by you (uid {uid}); refusing to use it: remove it or point "
             "COPILOT_HOST_HOME elsewhere"
+        )
+    if what == "file" and st.st_nlink != 1:
+        # Another name for the same file (a hard link) could be anywhere the user can
+        # write: what the store reads there is not only its own, and what it writes or
+        # empties would show up under the other name too.
+        raise StoreInsecureError(
+            f"The credential store file {show_path(path)} has {st.st_nlink} names (hard "
+            "links); refusing to use it: remove the other names, or remove it"
         )
     if st.st_mode & _PRIVATE_BITS:
         wanted = "700" if what == "folder" else "600"

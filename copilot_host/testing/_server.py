@@ -12,7 +12,7 @@ import email.utils
 import json
 import re
 import secrets
-import select
+import selectors
 import socket
 import sys
 import threading
@@ -81,6 +81,9 @@ _SUPPORT = (
     "Contact Support. You are currently logged in as {login}.",
     "https://support.github.com",
 )
+
+# poll() where there is one: no descriptor of its own and no limit on descriptor numbers.
+_Watch: type[selectors.BaseSelector] = getattr(selectors, "PollSelector", selectors.DefaultSelector)
 
 
 # What every /models entry carries for a client the service calls stale (late 2026). The
@@ -769,10 +772,19 @@ class _Handler(BaseHTTPRequestHandler):
         is seen at once, not at the next write)."""
         deadline = time.monotonic() + seconds
         stopping = self.server.state.stopping
+        # Not select(): it fails on a descriptor numbered 1,024 or above, which a load test
+        # with many connections open reaches.
+        with _Watch() as watch:
+            watch.register(self.connection, selectors.EVENT_READ)
+            self._watch(watch, deadline, stopping)
+
+    def _watch(
+        self, watch: selectors.BaseSelector, deadline: float, stopping: threading.Event
+    ) -> None:
         while (left := deadline - time.monotonic()) > 0:
             if stopping.is_set():
                 raise _ClientGone
-            readable, _, _ = select.select([self.connection], [], [], min(left, 0.1))
+            readable = watch.select(min(left, 0.1))
             if readable:
                 try:
                     waiting = self.connection.recv(1, socket.MSG_PEEK)

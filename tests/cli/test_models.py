@@ -227,3 +227,22 @@ def test_models_on_a_real_inventory(cli: Cli, emulate: Any) -> None:
     assert f"note from GitHub ({REALISTIC_ROUTES} models): Your billing plan" in notes[0]
     assert notes[1:] == ["note from GitHub (gpt-5.6-terra): This model is in public preview."]
     assert result.stderr.splitlines()[-1].endswith("; 10 skipped (--all)")
+
+
+def test_a_look_alike_id_is_shown_with_its_invisible_character_never_as_the_real_one(
+    cli: Cli, emulate: Any
+) -> None:
+    """``gpt-4.1`` followed by U+200B is skipped (``invalid_id``) while the real
+    ``gpt-4.1`` is a route: wherever the skipped one is shown, it cannot pass for it."""
+    look_alike = "gpt-4.1\u200b"
+    env = _logged_in(cli, emulate, Scenario(models=(chat_model("gpt-4.1"), chat_model(look_alike))))
+    shown = "gpt-4.1\\u200b"
+    result = cli("models", "--all", seam=env.seam)
+    assert result.exit_code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    start = lines.index(next(line for line in lines if line.startswith("SKIPPED")))
+    assert [line.split()[:2] for line in lines[start + 1 :]] == [[shown, "invalid_id"]]
+    assert look_alike not in result.stdout
+    doc = json.loads(cli("models", "--json", seam=env.seam).stdout)
+    assert [m["model_id"] for m in doc["models"]] == ["gpt-4.1"]
+    assert [(s["model_id"], s["reason"]) for s in doc["skipped"]] == [(shown, "invalid_id")]

@@ -7,6 +7,7 @@ import asyncio
 import io
 import json
 import logging
+import os
 import secrets
 import socket
 from contextlib import redirect_stderr, redirect_stdout
@@ -175,3 +176,22 @@ def test_the_cli_makes_the_real_hosts_unless_a_test_substitutes_them(
     finally:
         host.close()
         asyncio.run(async_host.aclose())
+
+
+def test_a_hard_linked_key_file_name_never_writes_or_empties_the_other_file(
+    copilot_home: Path, tmp_path: Path
+) -> None:
+    """A hard link planted at the key file's name: the key goes into a new file put at the
+    name (written aside, then renamed), so the other file is neither written nor, on exit,
+    emptied."""
+    other = tmp_path / "someone-elses-file"
+    other.write_text("untouched\n")
+    other.chmod(0o600)
+    os.link(other, copilot_home / "gateway-8765.key")
+    store = CredentialStore(copilot_home)
+    with store.gateway_key(8765, "cph_x" * 4) as key_file:
+        assert key_file.path.read_text() == "cph_x" * 4 + "\n"
+        assert os.stat(key_file.path).st_nlink == 1
+        assert other.read_text() == "untouched\n"
+    assert other.read_text() == "untouched\n"
+    assert not (copilot_home / "gateway-8765.key").exists()

@@ -7,6 +7,8 @@ import logging
 import secrets
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from copilot_host import Secret
 from copilot_host._safety._redact import RedactingFilter, register_secret, scrub
@@ -128,4 +130,66 @@ def test_mask_secrets_masks_exact_values_only_in_text_and_bytes() -> None:
     assert mask_secrets(text) == f"a [REDACTED] b {shaped_but_unknown}"
     assert mask_secrets(text.encode()) == f"a [REDACTED] b {shaped_but_unknown}".encode()
     assert mask_secrets(b"nothing here") == b"nothing here"
+    assert secret.reveal() == raw
+
+
+def _json_spelling(value: str, escaped: list[bool], upper: list[bool]) -> str:
+    """``value`` as a JSON string body may spell it: the chosen characters as \\uXXXX
+    escapes (hex in the chosen case; surrogate pairs outside the BMP), the rest literal
+    (``"`` and ``\\`` short-escaped, as they must be)."""
+    out = []
+    for index, char in enumerate(value):
+        if escaped[index % len(escaped)]:
+            code = ord(char)
+            units = (
+                [code]
+                if code < 0x10000
+                else [0xD800 + ((code - 0x10000) >> 10), 0xDC00 + (code & 0x3FF)]
+            )
+            for unit in units:
+                digits = f"{unit:04x}"
+                out.append("\\u" + (digits.upper() if upper[index % len(upper)] else digits))
+        elif char in '"\\':
+            out.append("\\" + char)
+        elif char == "/" and upper[index % len(upper)]:
+            out.append("\\/")
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    escaped=st.lists(st.booleans(), min_size=1, max_size=16),
+    upper=st.lists(st.booleans(), min_size=1, max_size=16),
+    tail=st.sampled_from(["", "/x", '"q', "\\b", "é", "😀"]),
+)
+def test_mask_secrets_masks_every_json_escaped_spelling_in_text_and_bytes(
+    escaped: list[bool], upper: list[bool], tail: str
+) -> None:
+    from copilot_host import mask_secrets
+
+    raw = "tid=" + secrets.token_hex(8) + ";exp=1" + tail
+    register_secret(secret := Secret(raw))
+    spelled = _json_spelling(raw, escaped, upper)
+    document = '{"content": "before ' + spelled + ' after"}'
+    assert json.loads(document)["content"] == f"before {raw} after"  # a real spelling
+    for masked in (mask_secrets(document), mask_secrets(document.encode()).decode()):
+        assert json.loads(masked)["content"] == "before [REDACTED] after"
+    assert secret.reveal() == raw
+
+
+def test_mask_secrets_leaves_other_escapes_and_other_encodings_alone() -> None:
+    import base64
+
+    from copilot_host import mask_secrets
+
+    raw = "opaque-" + secrets.token_hex(12)
+    register_secret(secret := Secret(raw))
+    plain = '{"a": "caf\\u00e9 \\u003c \\n \\"x\\""}'
+    assert mask_secrets(plain) == plain
+    # Documented as not masked: another encoding, or a value cut in two.
+    encoded = base64.b64encode(raw.encode()).decode()
+    assert mask_secrets(encoded) == encoded
+    assert mask_secrets(raw[:10]) == raw[:10]
     assert secret.reveal() == raw

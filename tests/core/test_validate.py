@@ -58,9 +58,12 @@ def test_protocols_always_hold_the_route_protocol() -> None:
         ({"model_id": "a/b"}, "invalid_id", "a/b"),
         ({"model_id": "../etc"}, "invalid_id", "../etc"),
         ({"model_id": "x" * 129}, "invalid_id", "x" * 127 + "…"),
-        ({"model_id": "gpt\x1b[2J"}, "invalid_id", "gpt[2J"),
+        ({"model_id": "gpt\x1b[2J"}, "invalid_id", "gpt\\x1b[2J"),
         ({"model_id": "gpt 4o"}, "invalid_id", "gpt 4o"),
-        ({"model_id": "gpt\u202e"}, "invalid_id", "gpt"),
+        ({"model_id": "gpt\u202e"}, "invalid_id", "gpt\\u202e"),
+        # A look-alike of a real id is shown with its invisible character made visible.
+        ({"model_id": "gpt-4o-2024-11-20\u200b"}, "invalid_id", "gpt-4o-2024-11-20\\u200b"),
+        ({"model_id": "gpt\\4o"}, "invalid_id", "gpt\\\\4o"),
         ({"model_id": "k" + "0a" * 20}, "credential_like", ""),
         ({"display_name": "Model gho_" + "ab12" * 9}, "credential_like", ""),
         ({"protocol": "openai-chat"}, "malformed", "gpt-4o-2024-11-20"),
@@ -200,7 +203,7 @@ def test_skipped_entries_from_the_host_are_made_display_safe() -> None:
         )
     )
     assert [(s.model_id, s.reason, s.message, s.display_name) for s in result.skipped] == [
-        ("emb[2J", "not_chat", "an embeddings model", "Emb"),
+        ("emb\\x1b[2J", "not_chat", "an embeddings model", "Emb"),
         (
             "",
             "credential_like",

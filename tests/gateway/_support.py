@@ -22,6 +22,7 @@ from typing import Any
 
 import httpx2
 import uvicorn
+from copilot_host_cli._gateway_hardening import HardenedServer
 from copilot_host_cli._serve import server_config
 
 import copilot_host as ch
@@ -37,8 +38,9 @@ def new_key() -> str:
     return "cph_" + secrets.token_urlsafe(32)
 
 
-class _Server(uvicorn.Server):
-    """uvicorn's server, saying when it accepts connections (no polling for it)."""
+class _Server(HardenedServer):
+    """serve's server (as ``cli/_serve.py`` runs it), saying when it accepts connections
+    (no polling for it)."""
 
     def __init__(self, config: uvicorn.Config, ready: threading.Event) -> None:
         super().__init__(config)

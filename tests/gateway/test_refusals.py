@@ -348,3 +348,97 @@ def test_a_websocket_is_refused(gateway: Gateway) -> None:
     # uvicorn serves no websockets here: the upgrade is ignored and the request served
     # as plain HTTP (with the key), never switched to another protocol.
     assert status != 101
+
+
+# -- refused uploads ---------------------------------------------------------------------------
+
+
+def _upload_refused(gateway: Gateway, head: bytes, budget: int) -> tuple[bytes, int, float]:
+    """Send ``head``, then body bytes until the gateway stops taking them or ``budget``
+    bytes went; returns the answer, the bytes the gateway took and the seconds it took."""
+    import socket
+    import threading
+    import time
+
+    sock = socket.create_connection(("127.0.0.1", gateway.port), timeout=30)
+    answer = bytearray()
+
+    def read() -> None:
+        try:
+            while data := sock.recv(65536):
+                answer.extend(data)
+        except OSError:
+            pass
+
+    reader = threading.Thread(target=read, daemon=True)
+    try:
+        sock.sendall(head)
+        reader.start()
+        chunk = b"x" * (1024 * 1024)
+        sent = 0
+        began = time.monotonic()
+        try:
+            while sent < budget:
+                sock.sendall(chunk)
+                sent += len(chunk)
+        except OSError:
+            pass  # the gateway closed the connection: it reads no more
+        took = time.monotonic() - began
+        reader.join(30)
+    finally:
+        sock.close()
+    return bytes(answer), sent, took
+
+
+@pytest.mark.parametrize(
+    ("head", "status"),
+    [
+        (b"Authorization: Bearer cph_not_the_key_000000", b"401"),
+        (b"Origin: http://evil.example", b"403"),
+        (b"Content-Length: 99999999999", b"413"),
+    ],
+    ids=["wrong key", "origin", "too large"],
+)
+def test_a_refusal_closes_the_connection_and_stops_reading_the_upload(
+    gateway: Gateway, head: bytes, status: bytes
+) -> None:
+    """A client that goes on uploading after its request was refused (gigabytes, say) is
+    not read to the end: the refusal says ``Connection: close`` and the gateway stops
+    taking the body within a bounded amount (what a lingering close discards)."""
+    key = b"" if b"Authorization" in head else f"Authorization: Bearer {gateway.key}\r\n".encode()
+    length = b"" if b"Content-Length" in head else b"Content-Length: 4294967296\r\n"
+    request = (
+        f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:{gateway.port}\r\n".encode()
+        + key
+        + length
+        + b"Content-Type: application/json\r\n"
+        + head
+        + b"\r\n\r\n"
+    )
+    budget = 1024 * 1024 * 1024
+    answer, sent, took = _upload_refused(gateway, request, budget)
+    assert answer.startswith(b"HTTP/1.1 " + status), answer[:200]
+    assert b"\r\nconnection: close\r\n" in answer.lower()
+    # Read to the end, the upload would take the whole gigabyte; the gateway lingers for
+    # at most 32 MiB (plus what the sockets' buffers hold).
+    assert sent < 128 * 1024 * 1024, f"the gateway took {sent >> 20} MiB in {took:.2f} s"
+    print(f"refused upload: the gateway took {sent >> 20} MiB in {took:.2f} s")
+    assert gateway.emulator.requests == ()
+
+
+def test_a_refusal_after_the_body_was_read_keeps_the_connection(gateway: Gateway) -> None:
+    connection = http.client.HTTPConnection("127.0.0.1", gateway.port, timeout=30)
+    try:
+        for _ in range(2):  # the same connection serves both
+            connection.request(
+                "POST",
+                "/v1/chat/completions",
+                body=json.dumps({"model": "no-such-model", "messages": []}),
+                headers={"Authorization": f"Bearer {gateway.key}"},
+            )
+            response = connection.getresponse()
+            assert response.status == 404
+            assert response.getheader("connection") is None
+            response.read()
+    finally:
+        connection.close()

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import httpx2
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import copilot_host as ch
 from copilot_host.testing import GitHubEmulator, RawAnswer, Scenario
@@ -211,6 +213,37 @@ def test_a_known_secret_in_an_answer_is_masked_whole_and_streamed(
         assert_no_leaks(gateway)
 
 
+def test_a_known_secret_spelled_with_json_escapes_is_masked_whole_and_streamed(
+    tmp_path: Path, canary: ch.Secret
+) -> None:
+    """A hostile upstream cannot slip a token past the mask by writing some of its
+    characters as JSON \\uXXXX escapes (the reader's JSON parser would join them back)."""
+    value = canary.reveal()
+    spelled = "".join(f"\\u{ord(c):04X}" if i % 2 else c for i, c in enumerate(value))
+    whole = RawAnswer(
+        200,
+        b'{"note": "token ' + spelled.encode() + b' here"}',
+        headers=(("Content-Type", "application/json"),),
+    )
+    events = b'data: {"x": "' + spelled.encode() + b'"}\n\ndata: [DONE]\n\n'
+    streamed = RawAnswer(200, events, headers=(("Content-Type", "text/event-stream"),))
+    scenario = Scenario(answers={"chat": whole, "responses": streamed})
+    with (
+        GitHubEmulator(scenario) as emulator,
+        running_gateway(emulator, tmp_path / "home") as gateway,
+    ):
+        status, _headers, body = gateway.post("/v1/chat/completions", CHAT)
+        assert (status, body) == (200, {"note": "token [REDACTED] here"})
+        status, _headers, data = gateway.raw(
+            "POST",
+            "/v1/responses",
+            body=json.dumps({"model": "gpt-5.5", "input": "x", "stream": True}).encode(),
+        )
+        assert status == 200
+        assert data == b'data: {"x": "[REDACTED]"}\n\ndata: [DONE]\n\n'
+        assert_no_leaks(gateway)
+
+
 class _Scripted(httpx2.AsyncBaseTransport):
     """An upstream whose model answer is an event stream in the chunks a test chooses; before
     each chunk after the first it waits for the test's go-ahead. The host's own requests
@@ -295,6 +328,56 @@ def test_sse_cut_finds_the_end_of_the_last_complete_event() -> None:
     assert sse_cut(b"data: x\r\rdata: y") == 9
     # A CRLF cut after its CR: the LF opens the next piece, and no byte changes.
     assert sse_cut(b"data: x\n\r") == 9
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    pieces=st.lists(st.text(alphabet="ab\r\n", max_size=12), max_size=12),
+)
+def test_searching_only_the_new_bytes_cuts_where_searching_everything_does(
+    pieces: list[str],
+) -> None:
+    """The relay searches for an event's end only where the newest chunk could complete
+    one: chunk by chunk, it cuts exactly where a search of the whole buffer would."""
+    from copilot_host.gateway._relay import sse_cut
+
+    held = bytearray()
+    for piece in pieces:
+        start = max(len(held) - 1, 0)
+        held += piece.encode()
+        cut = sse_cut(held, start)
+        assert cut == sse_cut(bytes(held))
+        del held[:cut]
+
+
+def test_an_event_that_never_ends_cuts_the_stream_past_the_answer_cap(
+    emulator: GitHubEmulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from copilot_host.gateway import _relay
+
+    monkeypatch.setattr(_relay, "MAX_ANSWER_BYTES", 1024 * 1024)
+    megabyte = b"x" * (1024 * 1024)
+    upstream = _Scripted([b"data: one\n\ndata: ", megabyte, megabyte, megabyte + b"\n\n"])
+    for go in upstream.go:
+        go.set()
+    received = bytearray()
+    with (
+        running_gateway(emulator, tmp_path / "home", transport=upstream) as gateway,
+        httpx2.Client(timeout=30) as client,
+        client.stream(
+            "POST",
+            f"{gateway.base_url}/chat/completions",
+            json=STREAM,
+            headers={"Authorization": f"Bearer {gateway.key}"},
+        ) as response,
+    ):
+        assert response.status_code == 200
+        with pytest.raises(httpx2.RemoteProtocolError):
+            for piece in response.iter_raw():
+                received += piece
+        # The complete event went out; the one that outgrew the cap was never sent.
+        assert bytes(received) == b"data: one\n\n"
+        assert upstream.closed.wait(10)
 
 
 # -- hanging up --------------------------------------------------------------------------------
@@ -387,22 +470,36 @@ def test_the_login_failing_is_503_with_its_code(gateway: Gateway) -> None:
     assert gateway.emulator.requests_to("chat") == ()
 
 
-def test_a_401_that_survives_route_auth_is_relayed_as_401(
+def test_a_401_that_survives_route_auth_is_a_503_session_refused_not_a_wrong_key(
     emulator: GitHubEmulator, tmp_path: Path
 ) -> None:
     clock = FakeClock()
+    messages = {"model": "claude-opus-5", "max_tokens": 8, "messages": [CHAT["messages"][0]]}
     with running_gateway(emulator, tmp_path / "home", clock=clock) as gateway:
         assert gateway.post("/v1/chat/completions", CHAT)[0] == 200
         emulator.revoke_sessions()
-        # An exchange ran within the last second: route.auth does not retry, and the
-        # Copilot API's 401 reaches the client as it is.
+        # An exchange ran within the last second: route.auth does not retry. The Copilot
+        # API's 401 is about the session, so the client is told to come back soon, in
+        # its API's shape, never with the status of a wrong gateway key.
         status, headers, body = gateway.post("/v1/chat/completions", CHAT)
-        assert status == 401
-        assert headers["content-type"] == "text/plain; charset=utf-8"
-        assert body == "unauthorized: token expired\n"
+        assert status == 503
+        assert headers["retry-after"] == "1"
+        assert body["error"]["code"] == "session_refused"
+        assert body["error"]["type"] == "server_error"
+        assert "session" in body["error"]["message"]
+        status, headers, body = gateway.post("/v1/messages", messages)
+        assert (status, headers["retry-after"]) == (503, "1")
+        assert body["type"] == "error" and body["error"]["type"] == "api_error"
+        # A wrong gateway key is still the 401 SDKs read as "fix your key".
+        status, _headers, body = gateway.post(
+            "/v1/chat/completions", CHAT, key=False, headers={"Authorization": "Bearer cph_wrong"}
+        )
+        assert (status, body["error"]["code"]) == (401, "invalid_api_key")
         # Later, route.auth exchanges a new session and retries once: served.
         clock.advance(2.0)
         assert gateway.post("/v1/chat/completions", CHAT)[0] == 200
+        lines = gateway.access.lines
+        assert any("status=503" in line for line in lines)
         assert_no_leaks(gateway)
 
 

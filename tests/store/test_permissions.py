@@ -188,3 +188,28 @@ def test_new_files_are_private_whatever_the_umask(tmp_path: Path) -> None:
     assert stat.S_IMODE(store.home.stat().st_mode) == 0o700
     for name in os.listdir(store.home):
         assert stat.S_IMODE((store.home / name).stat().st_mode) == 0o600, name
+
+
+def test_a_hard_linked_record_is_refused(
+    saved: CredentialStore, tmp_path: Path, memory_keyring: MemoryKeyring
+) -> None:
+    """Another name for the record (anywhere the user can write) is refused: what is read
+    there is not only the store's, and what is written or emptied shows under both."""
+    os.link(saved.record_path, tmp_path / "second-name")
+    _assert_refused(saved, tmp_path, memory_keyring, "hard links")
+
+
+def test_a_hard_linked_key_file_or_lock_file_is_refused(
+    saved: CredentialStore, tmp_path: Path, memory_keyring: MemoryKeyring
+) -> None:
+    home = saved.record_path.parent
+    key_file = next(home.glob("credential-*.key"))
+    os.link(key_file, tmp_path / "second-key-name")
+    with pytest.raises(StoreInsecureError, match="hard links"):
+        saved.load()
+    (tmp_path / "second-key-name").unlink()
+    assert saved.load() is not None
+    lock = next(p for p in home.iterdir() if p.name.endswith(".lock"))
+    os.link(lock, tmp_path / "second-lock-name")
+    with pytest.raises(StoreInsecureError, match="hard links"):
+        saved.save("octocat", canary_token())

@@ -1,0 +1,147 @@
+"""Log lines that never block the gateway.
+
+A server's log goes to stderr, and stderr may be a pipe that nobody reads (a supervisor
+that only captures stdout, ``2>`` into a FIFO, a parent that forgot). Once the pipe is
+full, a plain write blocks, and a write on the event loop blocks every request: the
+gateway stopped answering after some 770 access lines. While :func:`queued_stderr` is in
+force, log lines are handed to a writer thread through a bounded queue instead; when the
+queue is full (stderr takes nothing), a line is dropped and counted, and the count is
+reported in one line as soon as there is room again.
+
+The writer writes to the descriptor with ``os.write``, not through ``sys.stderr``: a
+thread blocked inside ``sys.stderr``'s buffer would hold its lock, and the interpreter's
+final flush at exit would then abort the process.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import sys
+import threading
+from collections.abc import Callable
+
+__all__ = ["CAPACITY", "queued_stderr", "write_stderr_line"]
+
+# Lines held while stderr takes nothing (about 100 KiB of access lines): enough to ride
+# out a reader that is merely slow, small enough not to matter.
+CAPACITY = 1024
+# How long the way out waits for held lines to be written before it goes on without them.
+DRAIN_SECONDS = 2.0
+
+
+class _Queue:
+    def __init__(self, fd: int, capacity: int) -> None:
+        self._fd = fd
+        self._capacity = capacity
+        self._lines: collections.deque[str] = collections.deque()
+        self._changed = threading.Condition()
+        self._dropped = 0
+        self._closing = False
+        self._broken = False
+        self._thread = threading.Thread(target=self._run, name="copilot-host-stderr", daemon=True)
+        self._thread.start()
+
+    def put(self, line: str) -> None:
+        with self._changed:
+            if self._broken:
+                return
+            if len(self._lines) >= self._capacity:
+                self._dropped += 1
+                return
+            if self._dropped:
+                self._lines.append(_dropped_notice(self._dropped))
+                self._dropped = 0
+            self._lines.append(line)
+            self._changed.notify()
+
+    def close(self, timeout: float) -> None:
+        with self._changed:
+            if self._dropped:
+                self._lines.append(_dropped_notice(self._dropped))
+                self._dropped = 0
+            self._closing = True
+            self._changed.notify()
+        self._thread.join(timeout)
+
+    def _run(self) -> None:
+        while True:
+            with self._changed:
+                self._changed.wait_for(lambda: self._lines or self._closing)
+                if not self._lines:
+                    return
+                batch = "".join(self._lines)
+                self._lines.clear()
+            if not self._write(batch.encode("utf-8", "replace")):
+                with self._changed:
+                    self._broken = True
+                    self._lines.clear()
+                return
+
+    def _write(self, data: bytes) -> bool:
+        view = memoryview(data)
+        while view:
+            try:
+                written = os.write(self._fd, view)
+            except InterruptedError:
+                continue
+            except BlockingIOError:
+                # A descriptor someone made non-blocking: wait for room, off the loop.
+                import select
+
+                waiting = select.poll()
+                waiting.register(self._fd, select.POLLOUT)
+                waiting.poll()
+                continue
+            except OSError:
+                # Closed, or its reader went away (EPIPE): nothing more can be written.
+                return False
+            view = view[written:]
+        return True
+
+
+def _dropped_notice(count: int) -> str:
+    lines = "line" if count == 1 else "lines"
+    return (
+        f"copilot-host: {count} log {lines} dropped while stderr was not being read "
+        "(read or redirect the gateway's stderr)\n"
+    )
+
+
+_active: _Queue | None = None
+
+
+def write_stderr_line(line: str) -> None:
+    """Write one line (with its newline) to stderr: through the queue while
+    :func:`queued_stderr` is in force, else straight to ``sys.stderr``."""
+    queue = _active
+    if queue is not None:
+        queue.put(line)
+        return
+    if sys.stderr is not None:
+        sys.stderr.write(line)
+        sys.stderr.flush()
+
+
+def queued_stderr(capacity: int = CAPACITY) -> Callable[[], None]:
+    """Send log lines through a writer thread until the returned undo is called (which
+    waits up to :data:`DRAIN_SECONDS` for held lines). Does nothing when stderr has no
+    descriptor (a test runner's in-memory stream never blocks)."""
+    global _active  # one serve per process; undo restores it
+    try:
+        stream = sys.stderr
+        if stream is None:
+            return lambda: None
+        fd = stream.fileno()
+        stream.flush()
+    except (AttributeError, OSError, ValueError):
+        return lambda: None
+    queue = _Queue(fd, capacity)
+    previous, _active = _active, queue
+
+    def undo() -> None:
+        global _active  # noqa: PLW0603
+        _active = previous
+        queue.close(DRAIN_SECONDS)
+
+    return undo

@@ -1,0 +1,308 @@
+"""The connection bounds serve puts around uvicorn (``copilot_host_cli._gateway_hardening``),
+on a real server in this process with short deadlines: the head deadline, the bound on
+connections held, and one warning per out-of-descriptors episode."""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import logging
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import uvicorn
+from copilot_host_cli._gateway_hardening import (
+    ConnectionBook,
+    connection_bound,
+    hardened_protocol,
+    quiet_accept_errors,
+)
+
+HEAD = b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+BOUND = 10.0
+
+
+class _App:
+    """Answers at once, or holds the answer while ``hold`` is clear for ``/hold``."""
+
+    def __init__(self) -> None:
+        self.hold = threading.Event()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        if scope["path"] == "/hold":
+            while not self.hold.is_set():
+                await asyncio.sleep(0.01)
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+
+class _Running:
+    def __init__(self, book: ConnectionBook, head_timeout: float) -> None:
+        self.app = _App()
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        config = uvicorn.Config(
+            self.app,
+            lifespan="off",
+            log_config=None,
+            access_log=False,
+            http=hardened_protocol(book, head_timeout=head_timeout),
+        )
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(
+            target=self.server.run, kwargs={"sockets": [self.listener]}, daemon=True
+        )
+
+    def __enter__(self) -> _Running:
+        self.thread.start()
+        deadline = time.monotonic() + BOUND
+        while not self.server.started:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.app.hold.set()
+        self.server.should_exit = True
+        self.thread.join(BOUND)
+        self.listener.close()
+
+    def connect(self) -> socket.socket:
+        return socket.create_connection(("127.0.0.1", self.port), timeout=BOUND)
+
+
+@pytest.fixture
+def running() -> Iterator[Any]:
+    made: list[_Running] = []
+
+    def start(bound: int = 100, head_timeout: float = 0.5) -> _Running:
+        server = _Running(ConnectionBook(bound), head_timeout).__enter__()
+        made.append(server)
+        return server
+
+    yield start
+    for server in made:
+        server.__exit__()
+
+
+def _closed_within(sock: socket.socket, seconds: float) -> bool:
+    """Whether the server closes ``sock`` (EOF or reset) within ``seconds``."""
+    sock.settimeout(seconds)
+    try:
+        while True:
+            data = sock.recv(65536)
+            if not data:
+                return True
+    except (ConnectionResetError, BrokenPipeError):
+        return True
+    except TimeoutError:
+        return False
+
+
+def _asks(sock: socket.socket, path: str = "/") -> bytes:
+    sock.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
+    sock.settimeout(BOUND)
+    return sock.recv(65536)
+
+
+def test_a_connection_that_sends_nothing_is_closed_after_the_head_deadline(running: Any) -> None:
+    server = running(head_timeout=0.5)
+    with server.connect() as idle:
+        began = time.monotonic()
+        assert _closed_within(idle, BOUND)
+        assert 0.4 <= time.monotonic() - began < 5.0
+
+
+def test_a_dripping_request_head_is_closed_after_the_head_deadline(running: Any) -> None:
+    server = running(head_timeout=0.5)
+    with server.connect() as dripping:
+        began = time.monotonic()
+        closed = False
+        for byte in HEAD[:-2]:  # never completes the head
+            try:
+                dripping.sendall(bytes([byte]))
+            except (BrokenPipeError, ConnectionResetError):
+                closed = True
+                break
+            time.sleep(0.05)
+            if time.monotonic() - began > 3.0:
+                break
+        assert closed or _closed_within(dripping, BOUND)
+        assert time.monotonic() - began < 3.0
+
+
+def test_a_head_after_a_kept_alive_answer_has_the_same_deadline(running: Any) -> None:
+    server = running(head_timeout=0.5)
+    with server.connect() as sock:
+        assert _asks(sock).startswith(b"HTTP/1.1 200")
+        sock.sendall(b"GET / HT")  # the second head never completes
+        began = time.monotonic()
+        assert _closed_within(sock, BOUND)
+        assert time.monotonic() - began < 3.0
+
+
+def test_a_complete_head_is_answered_and_not_cut_by_the_deadline(running: Any) -> None:
+    server = running(head_timeout=0.3)
+    with server.connect() as sock:
+        sock.sendall(b"GET /hold HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        time.sleep(0.8)  # longer than the deadline, busy with its request
+        server.app.hold.set()
+        sock.settimeout(BOUND)
+        assert sock.recv(65536).startswith(b"HTTP/1.1 200")
+
+
+def test_past_the_bound_the_longest_idle_connection_makes_room(running: Any) -> None:
+    server = running(bound=3, head_timeout=30.0)
+    idle = [server.connect() for _ in range(3)]
+    time.sleep(0.2)
+    try:
+        with server.connect() as newcomer:
+            assert _asks(newcomer).startswith(b"HTTP/1.1 200")
+        assert _closed_within(idle[0], BOUND)  # the oldest went
+        assert not _closed_within(idle[2], 0.3)
+    finally:
+        for sock in idle:
+            sock.close()
+
+
+def test_past_the_bound_with_every_connection_busy_the_new_one_is_refused(running: Any) -> None:
+    server = running(bound=2, head_timeout=30.0)
+    busy = [server.connect() for _ in range(2)]
+    try:
+        for sock in busy:
+            sock.sendall(b"GET /hold HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        time.sleep(0.2)
+        with server.connect() as refused:
+            assert _closed_within(refused, BOUND)
+        server.app.hold.set()
+        for sock in busy:  # the requests held were not disturbed
+            sock.settimeout(BOUND)
+            assert sock.recv(65536).startswith(b"HTTP/1.1 200")
+    finally:
+        for sock in busy:
+            sock.close()
+
+
+def test_the_bound_leaves_room_for_upstream_connections_and_the_process() -> None:
+    assert connection_bound(1_024) < 1_024 // 2 + 1
+    assert connection_bound(1_024) >= 400
+    assert connection_bound(65_536) > 60_000
+    assert connection_bound(10) >= 1
+    import resource
+
+    assert connection_bound(resource.RLIM_INFINITY) > 1_000_000
+
+
+def test_out_of_descriptors_is_one_warning_per_episode(caplog: pytest.LogCaptureFixture) -> None:
+    loop = asyncio.new_event_loop()
+    now = [100.0]
+    loop.time = lambda: now[0]  # type: ignore[method-assign]
+    try:
+        accepted = quiet_accept_errors(loop)
+        failure = {
+            "message": "socket.accept() out of system resource",
+            "exception": OSError(errno.EMFILE, "Too many open files"),
+        }
+        with caplog.at_level(logging.WARNING, logger="copilot_host.gateway"):
+            for _ in range(500):
+                loop.call_exception_handler(failure)
+            # The connections accepted in the batch that ran out are set up just after
+            # it: the episode goes on.
+            accepted()
+            now[0] += 1.0
+            loop.call_exception_handler(failure)  # the retry a second later fails too
+            now[0] += 1.0
+            accepted()  # a later retry worked: the episode is over
+            for _ in range(500):
+                loop.call_exception_handler(failure)
+        lines = [r for r in caplog.records if r.name == "copilot_host.gateway"]
+        assert len(lines) == 2
+        assert all(r.exc_info is None for r in lines)
+        assert "Too many open files" in lines[0].getMessage()
+    finally:
+        loop.close()
+
+
+def test_running_out_of_descriptors_in_a_real_server_is_one_warning_not_tracebacks() -> None:
+    """A server whose accept() fails for want of descriptors (its connection bound set far
+    above its open-file limit, which serve never does) says so once per episode."""
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    child_script = Path(__file__).resolve().parent / "emfile_child.py"
+    child = subprocess.Popen(
+        [sys.executable, str(child_script), "64"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert child.stdout is not None
+    opened: list[socket.socket] = []
+    try:
+        port = int(child.stdout.readline())
+        for _ in range(200):  # far more than 64 descriptors: accept() fails over and over
+            opened.append(socket.create_connection(("127.0.0.1", port), timeout=BOUND))
+        time.sleep(2.5)  # asyncio retries a failed accept a second later, twice here
+    finally:
+        for sock in opened:
+            sock.close()
+        child.send_signal(signal.SIGTERM)
+        try:
+            _out, err = child.communicate(timeout=BOUND)
+        finally:
+            if child.poll() is None:
+                child.kill()
+                child.wait()
+    text = err.decode()
+    warnings = [line for line in text.splitlines() if "cannot accept connections" in line]
+    assert len(warnings) == 1, text[:2000]
+    assert "Too many open files" in warnings[0]
+    assert "Traceback" not in text
+
+
+def test_the_bounds_follow_the_gateways_own_limits() -> None:
+    from copilot_host_cli import _gateway_hardening as hardening
+
+    from copilot_host.gateway import MAX_BODY_BYTES
+    from copilot_host.gateway._app import UPSTREAM_LIMITS
+
+    # The lingering close discards as much as a body the gateway would accept.
+    assert hardening.LINGER_BYTES == MAX_BODY_BYTES
+    # The bound leaves room for every upstream connection the pool may hold.
+    assert UPSTREAM_LIMITS.max_connections == hardening.UPSTREAM_CONNECTIONS
+
+
+def test_the_soft_open_file_limit_is_raised_to_the_hard_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import resource
+
+    from copilot_host_cli import _gateway_hardening as hardening
+
+    limits = {"now": (1_024, 4_096)}
+    monkeypatch.setattr(resource, "getrlimit", lambda _which: limits["now"])
+
+    def setrlimit(_which: int, wanted: tuple[int, int]) -> None:
+        limits["now"] = wanted
+
+    monkeypatch.setattr(resource, "setrlimit", setrlimit)
+    assert hardening.raise_open_file_limit() == 4_096
+    assert limits["now"] == (4_096, 4_096)
+    # No hard limit at all: a large finite soft one (some systems refuse an unlimited one).
+    limits["now"] = (1_024, resource.RLIM_INFINITY)
+    assert hardening.raise_open_file_limit() == 1 << 20
+
+    def refused(_which: int, _wanted: tuple[int, int]) -> None:
+        raise ValueError("not allowed")
+
+    monkeypatch.setattr(resource, "setrlimit", refused)
+    limits["now"] = (256, 1_024)
+    assert hardening.raise_open_file_limit() == 256  # kept as it was
