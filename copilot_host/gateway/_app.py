@@ -24,7 +24,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from typing import Any
 
 import httpx2
@@ -33,6 +33,8 @@ import copilot_host as ch
 
 from ._access import Refusal, RequestHeaders, allowed_hosts, check_access, read_headers
 from ._answers import Shape, error_body, failure_of
+from ._messages import encode_body, system_as_blocks
+from ._names import ModelNames, NotFound, Served
 from ._registry import ENDPOINTS, Registry, anthropic_entry, endpoints_of, openai_entry
 from ._relay import AnswerTooLarge, Outcome, relay
 
@@ -62,6 +64,10 @@ _MODELS = "/v1/models"
 _MODEL_PREFIX = "/v1/models/"
 _METHODS = {_MODELS: "GET", **dict.fromkeys(ENDPOINTS, "POST")}
 _JSON = b"application/json"
+# Paths agents probe to see whether a server is there (Claude Code sends HEAD /api/hello).
+_PROBES = frozenset({"/", "/api/hello"})
+# On every answer relayed from a route: the Copilot model that served it.
+MODEL_HEADER = b"x-copilot-host-model"
 
 
 def create_app(
@@ -70,6 +76,8 @@ def create_app(
     api_key: str,
     transport: httpx2.AsyncBaseTransport | None = None,
     clock: ch.Clock = ch.SYSTEM_CLOCK,
+    model_aliases: Mapping[str, str] | None = None,
+    default_model: str | None = None,
 ) -> GatewayApp:
     """The gateway for ``host``'s account, as an ASGI 3 application with lifespan support.
 
@@ -79,9 +87,12 @@ def create_app(
     ``GitHubEmulator().async_transport()``). ``clock`` times re-registration and the
     routes' sessions (give the host the same one). The app does not own ``host``: close it
     after the server has stopped. Use the app on one event loop (an asynchronous host
-    belongs to one).
+    belongs to one). ``model_aliases`` (name -> model id) and ``default_model`` take part in
+    how a request's model name is read (:mod:`copilot_host.gateway._names`); a bad spelling
+    is a ``ValueError``.
     """
-    return GatewayApp(host, api_key=api_key, transport=transport, clock=clock)
+    names = ModelNames(dict(model_aliases or {}), default_model)
+    return GatewayApp(host, api_key=api_key, transport=transport, clock=clock, names=names)
 
 
 class GatewayApp:
@@ -94,6 +105,7 @@ class GatewayApp:
         api_key: str,
         transport: httpx2.AsyncBaseTransport | None,
         clock: ch.Clock,
+        names: ModelNames | None = None,
     ) -> None:
         if not isinstance(api_key, str):
             raise TypeError("api_key is a str")
@@ -108,7 +120,7 @@ class GatewayApp:
         # (a weak one) lasts as long as the app.
         self._secret = ch.Secret(api_key)
         ch.register_secret(self._secret)
-        self._registry = Registry(host, clock)
+        self._registry = Registry(host, clock, names)
         self._transport = transport
         self._client: httpx2.AsyncClient | None = None
         self._hosts: dict[int, frozenset[bytes]] = {}
@@ -153,6 +165,16 @@ class GatewayApp:
         (``network_config``). The lifespan startup calls it; without a lifespan, the first
         request does."""
         self._upstream()
+
+    async def model_name_problems(self) -> list[str] | None:
+        """For a start-up check: one line per ``--model-alias``/``--default-model`` naming a
+        model the account lacks; None when the models cannot be registered now (no login,
+        no network), in which case each registration warns instead."""
+        try:
+            snapshot = await self._registry.current()
+        except ch.CopilotHostError:
+            return None
+        return snapshot.names.missing_targets()
 
     async def aclose(self) -> None:
         """Stop registrations in flight and close the upstream connections (the lifespan
@@ -212,11 +234,12 @@ class GatewayApp:
             if logged or not _access.isEnabledFor(logging.INFO):
                 return
             logged = True
+            asked = call.asked
             _access.info(
                 "%s %s model=%s status=%d bytes=%d %.1fms",
                 call.method,
                 _shown(path),
-                call.model,
+                call.model if not asked or asked == call.model else f"{asked}->{call.model}",
                 call.outcome.status or 499,
                 call.outcome.sent,
                 (time.perf_counter() - started) * 1000.0,
@@ -236,6 +259,9 @@ class GatewayApp:
             await call.refuse(refusal)
             return
         path, method = call.path, call.method
+        if path in _PROBES and method in ("GET", "HEAD"):
+            await call.answer(200, b"" if method == "HEAD" else b"{}")
+            return
         expected = _METHODS.get(path)
         if expected is None and path.startswith(_MODEL_PREFIX):
             expected = "GET"
@@ -290,19 +316,27 @@ class GatewayApp:
             await call.answer(200, snapshot.anthropic_list if anthropic else snapshot.openai_list)
             return
         name = call.path[len(_MODEL_PREFIX) :]
-        route = snapshot.find(name)
-        if (
-            route is not None
-            and anthropic
-            and ch.ApiProtocol.ANTHROPIC_MESSAGES not in route.spec.protocols
-        ):
-            route = None
-        if route is None:
-            await call.refuse(_unknown_model(name))
+        # An Anthropic client can call /v1/messages only; an OpenAI one any endpoint.
+        found = snapshot.names.resolve(
+            name, ch.ApiProtocol.ANTHROPIC_MESSAGES if anthropic else None
+        )
+        call.asked = ch.clean(name, limit=64) or "-"
+        if not isinstance(found, Served):
+            call.model = call.asked
+            await call.refuse(
+                Refusal(404, "model_not_found", found.message)
+                if isinstance(found, NotFound)
+                else _unknown_model(name)
+            )
             return
+        route = found.route
         call.model = route.model_id
         entry = anthropic_entry(route) if anthropic else openai_entry(route, _owner(route))
-        await call.answer(200, ch.mask_secrets(json.dumps(entry, ensure_ascii=False).encode()))
+        await call.answer(
+            200,
+            ch.mask_secrets(json.dumps(entry, ensure_ascii=False).encode()),
+            ((MODEL_HEADER, route.model_id.encode("ascii")),),
+        )
 
     async def _inference(self, call: _Call) -> None:
         body = await _read_body(call.receive, call.headers)
@@ -317,20 +351,28 @@ class GatewayApp:
             return
         value, name = parsed
         snapshot = await self._registry.current()
-        route = snapshot.find(name)
-        if route is None:
-            call.model = ch.clean(name, limit=64) or "-"
-            await call.refuse(_unknown_model(name))
-            return
-        call.model = route.model_id
         protocol = ENDPOINTS[call.path]
-        if protocol not in route.spec.protocols:
+        found = snapshot.names.resolve(name, protocol)
+        call.asked = ch.clean(name, limit=64) or "-"
+        if isinstance(found, NotFound):
+            call.model = call.asked
+            await call.refuse(Refusal(404, "model_not_found", found.message))
+            return
+        route = found.route
+        call.model = route.model_id
+        if not isinstance(found, Served):
             await call.refuse(_wrong_endpoint(route, call.path))
             return
+        edited = False
         if name != route.model_id:
-            # Named by its route id: upstream knows the model by its own id.
+            # Upstream knows the model by its own id only (a route id, an alias, Claude
+            # Code's spelling, a family: ._names).
             value["model"] = route.model_id
-            body = json.dumps(value, ensure_ascii=False).encode("utf-8")
+            edited = True
+        if protocol is ch.ApiProtocol.ANTHROPIC_MESSAGES:
+            edited = system_as_blocks(value) or edited
+        if edited:
+            body = encode_body(value)
         await self._forward(call, route, protocol, body)
 
     async def _forward(
@@ -362,6 +404,7 @@ class GatewayApp:
                 headers=call.headers,
                 send=call.send,
                 outcome=outcome,
+                extra_headers=((MODEL_HEADER, route.model_id.encode("ascii")),),
             )
         except asyncio.CancelledError:
             if gone and task.uncancel() == 0:
@@ -393,7 +436,17 @@ class _Call:
     """One request as it is served: where it came from, how it is answered, what the
     access line will say."""
 
-    __slots__ = ("headers", "method", "model", "outcome", "path", "receive", "send", "shape")
+    __slots__ = (
+        "asked",
+        "headers",
+        "method",
+        "model",
+        "outcome",
+        "path",
+        "receive",
+        "send",
+        "shape",
+    )
 
     def __init__(
         self,
@@ -412,6 +465,9 @@ class _Call:
         self.method = method
         self.shape = shape
         self.model = "-"
+        # The name the request asked for, when it named one (the access line shows both
+        # when a rule of ._names found another model).
+        self.asked = ""
         self.outcome = Outcome()
 
     async def answer(

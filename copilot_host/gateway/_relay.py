@@ -26,6 +26,7 @@ import httpx2
 import copilot_host as ch
 
 from ._access import FORWARDED_REQUEST_HEADERS, RequestHeaders
+from ._messages import filter_betas
 
 __all__ = [
     "MAX_ANSWER_BYTES",
@@ -87,6 +88,12 @@ def _upstream_headers(headers: RequestHeaders) -> list[tuple[bytes, bytes]]:
         if name == b"content-type":
             continue
         values = repeated.get(name, ())
+        if name == b"anthropic-beta":
+            # Only the betas the service serves (._messages); none left, no header.
+            joined = filter_betas(values) if values else None
+            if joined is not None:
+                out.append((name, joined))
+            continue
         out.extend((name, value) for value in (values if name in _REPEATABLE else values[:1]))
     kind = headers.get(b"content-type") or b""
     if kind.split(b";", 1)[0].strip().lower() != b"application/json":
@@ -136,6 +143,7 @@ async def relay(
     headers: RequestHeaders,
     send: Send,
     outcome: Outcome,
+    extra_headers: tuple[tuple[bytes, bytes], ...] = (),
 ) -> None:
     """Send the request upstream and relay its answer (see the module docstring).
 
@@ -153,7 +161,7 @@ async def relay(
         start: MutableMapping[str, Any] = {
             "type": "http.response.start",
             "status": response.status_code,
-            "headers": _relayed(response),
+            "headers": [*_relayed(response), *extra_headers],
         }
         if not _is_event_stream(response):
             whole = bytearray()
