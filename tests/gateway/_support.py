@@ -203,6 +203,8 @@ def running_gateway(
     transport: httpx2.AsyncBaseTransport | None = None,
     clock: ch.Clock | None = None,
     host_transport: httpx2.AsyncBaseTransport | None = None,
+    model_aliases: dict[str, str] | None = None,
+    default_model: str | None = None,
 ) -> Iterator[Gateway]:
     """Serve a gateway for the account in ``home`` until the block ends."""
     home.mkdir(mode=0o700, exist_ok=True)
@@ -227,16 +229,18 @@ def running_gateway(
     failed: list[BaseException] = []
 
     async def serve() -> None:
-        extra = {"clock": clock} if clock is not None else {}
+        extra: dict[str, Any] = {"clock": clock} if clock is not None else {}
         async with AsyncGitHubCopilotHost(
             store=CredentialStore(home),
             transport=host_transport if host_transport is not None else emulator.async_transport(),
-            **extra,  # type: ignore[arg-type]
+            **extra,
         ) as host:
             app = create_app(
                 host,
                 api_key=key,
                 transport=transport if transport is not None else emulator.async_transport(),
+                model_aliases=model_aliases,
+                default_model=default_model,
                 **extra,
             )
             config = server_config(app)
