@@ -25,8 +25,9 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ._context import make_async_host, make_store, output, seam, set_error_sink
+from ._context import output, set_error_sink
 from ._failure import CliFailure, Problem
+from ._gateway import Account, GatewayNames, LogFile, account, gateway_options, serve_gateway
 from ._output import CopilotHostCommand, Output, write_stdout
 
 if TYPE_CHECKING:
@@ -55,6 +56,8 @@ Examples:
   copilot-host serve                   http://127.0.0.1:4141/v1, a new key each run
   copilot-host serve --port 0 --json   a free port; one JSON line says where and the key
   copilot-host serve --host ::1        IPv6 loopback: http://[::1]:4141/v1
+  copilot-host serve --emulator        the built-in emulator's models, before any login
+  copilot-host serve --model-alias fast=gpt-4.1 --default-model claude-sonnet-4.6
 
 \b
 Then, from any language (KEY: the key shown, or the key file's text):
@@ -66,7 +69,8 @@ Then, from any language (KEY: the key shown, or the key file's text):
 \b
 --json prints exactly one line on stdout, once the gateway accepts connections:
   {"v": 1, "event": "listening", "base_url": "http://127.0.0.1:PORT/v1", "api_key": "…"}
-and nothing after it (a failure before it: {"v": 1, "event": "error", "code": …}).
+and nothing after it (a failure before it: {"v": 1, "event": "error", "code": …});
+with --emulator the line also has "emulator": true.
 The key is also in gateway-PORT.key (0600) in the store folder while the gateway runs.
 One access line per request goes to stderr. Ctrl-C or SIGTERM stops it (exit 130/143).
 """
@@ -105,7 +109,17 @@ def _loopback(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
     is_flag=True,
     help="Print one JSON line (base URL and key) on stdout once listening.",
 )
-def serve(port: int, address: str, as_json: bool) -> None:
+@gateway_options
+def serve(
+    *,
+    port: int,
+    address: str,
+    as_json: bool,
+    emulator: bool,
+    aliases: dict[str, str],
+    default_model: str | None,
+    log_path: Path | None,
+) -> None:
     """Serve this login's Copilot models to programs in any language.
 
     A gateway on this machine's loopback address that speaks the OpenAI API
@@ -118,37 +132,48 @@ def serve(port: int, address: str, as_json: bool) -> None:
     out = output()
     if as_json:
         set_error_sink(lambda problem: _json_line(_error_event(problem)))
-
-    family, bound, shown = _LOOPBACK[address]
-    store = make_store()
-    # Creates the store folder (0700) if needed and refuses an insecure one, before the
-    # port is taken or a key is made.
-    store.preflight(key_file=True)
-    listener = _bind(family, bound, port)
+    names = GatewayNames(aliases, default_model)
+    names.check()
+    log = LogFile(log_path) if log_path is not None else None
     try:
-        port = listener.getsockname()[1]
-        base_url = f"http://{shown}:{port}/v1"
-        key = _new_key()
-        with _KeyFile(store.home, port, key) as key_file:
-            undo_access_log = _access_log()
+        family, bound, shown = _LOOPBACK[address]
+        with account(emulator) as gateway:
+            store = gateway.store
+            listener = _bind(family, bound, port)
             try:
-                _run(
-                    listener,
-                    store,
-                    key,
-                    lambda: _listening(
-                        out,
-                        as_json=as_json,
-                        base_url=base_url,
-                        key=key,
-                        key_path=key_file.path,
-                        store=store,
-                    ),
-                )
+                port = listener.getsockname()[1]
+                base_url = f"http://{shown}:{port}/v1"
+                key = _new_key()
+                with _KeyFile(store.home, port, key) as key_file:
+                    counted = _Count()
+                    undo_access_log = _access_log(log, counted)
+                    try:
+                        _run(
+                            listener,
+                            gateway,
+                            key,
+                            names,
+                            lambda: counted.listening(
+                                lambda: _listening(
+                                    out,
+                                    as_json=as_json,
+                                    base_url=base_url,
+                                    key=key,
+                                    key_path=key_file.path,
+                                    store=store,
+                                    emulator=emulator,
+                                )
+                            ),
+                        )
+                    finally:
+                        undo_access_log()
+                        if counted.started:
+                            _stopped(out, log, counted.requests, emulator=emulator)
             finally:
-                undo_access_log()
+                listener.close()
     finally:
-        listener.close()
+        if log is not None:
+            log.close()
 
 
 # -- start-up ---------------------------------------------------------------------------------
@@ -307,9 +332,38 @@ def _own_file(dir_fd: int, path: Path) -> int:
     return fd
 
 
-def _access_log() -> Callable[[], None]:
-    """The gateway's access lines on stderr (always, at INFO), behind the redaction filter,
-    and uvicorn's log without the tracebacks of cut answers; returns the undo."""
+class _Count:
+    """Whether the gateway listened, and how many access lines it wrote: the stop line
+    (written only after it listened) says how many requests were served."""
+
+    def __init__(self) -> None:
+        self.requests = 0
+        self.started = False
+
+    def listening(self, then: Callable[[], None]) -> None:
+        self.started = True
+        then()
+
+    def filter(self, _record: object) -> bool:
+        self.requests += 1
+        return True
+
+
+def _stopped(out: Output, log: LogFile | None, requests: int, *, emulator: bool) -> None:
+    from ._gateway import stop_line
+
+    line = stop_line(requests, emulator=emulator)
+    out.info(line)
+    if log is not None:
+        log.write(line)
+
+
+def _access_log(
+    log: LogFile | None = None, counted: _Count | None = None, *, stderr: bool = True
+) -> Callable[[], None]:
+    """The gateway's access lines on stderr (at INFO; ``stderr=False``: not there) and in
+    the log file, behind the redaction filter, and uvicorn's log without the tracebacks of
+    cut answers; returns the undo."""
     import logging
 
     from copilot_host import CopilotHostError
@@ -327,15 +381,24 @@ def _access_log() -> Callable[[], None]:
     server_log = logging.getLogger("uvicorn.error")
     server_log.addFilter(not_a_cut)
     logger = logging.getLogger(ACCESS_LOGGER)
-    handler = stderr_handler(logging.INFO, "%(asctime)s %(message)s", "%Y-%m-%dT%H:%M:%S")
+    fmt, datefmt = "%(asctime)s %(message)s", "%Y-%m-%dT%H:%M:%S"
+    handlers = [stderr_handler(logging.INFO, fmt, datefmt)] if stderr else []
+    if log is not None:
+        handlers.append(log.handler(fmt, datefmt))
     before = (logger.level, logger.propagate)
-    logger.addHandler(handler)
+    for handler in handlers:
+        logger.addHandler(handler)
+    if counted is not None:
+        logger.addFilter(counted)
     logger.setLevel(logging.INFO)
     logger.propagate = False
 
     def undo() -> None:
         server_log.removeFilter(not_a_cut)
-        logger.removeHandler(handler)
+        if counted is not None:
+            logger.removeFilter(counted)
+        for handler in handlers:
+            logger.removeHandler(handler)
         logger.setLevel(before[0])
         logger.propagate = before[1]
 
@@ -364,40 +427,18 @@ def server_config(app: Any, *, grace: int = GRACE) -> uvicorn.Config:
 
 def _run(
     listener: socket.socket,
-    store: CredentialStore,
+    gateway: Account,
     key: str,
+    names: GatewayNames,
     on_listening: Callable[[], None],
 ) -> None:
     import asyncio
 
-    import uvicorn  # only serve needs it
-
-    from copilot_host.gateway import create_app
-
-    s = seam()
-
-    class Server(uvicorn.Server):
-        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-            await super().startup(sockets)
-            if self.started:
-                on_listening()
-
-    async def main() -> None:
-        # The host is made, used and closed on this loop (an asynchronous host belongs to
-        # one); the app never closes it.
-        async with make_async_host(store) as host:
-            extra: dict[str, Any] = {}
-            if s.upstream_transport is not None:
-                extra["transport"] = s.upstream_transport()
-            if s.clock is not None:
-                extra["clock"] = s.clock
-            app = create_app(host, api_key=key, **extra)
-            # Unusable HTTPS settings fail here, as a typed error, before anything listens.
-            await app.startup()
-            config = server_config(app)
-            await Server(config).serve(sockets=[listener])
-
-    asyncio.run(main())
+    asyncio.run(
+        serve_gateway(
+            listener, gateway, key, names, config=server_config, on_listening=on_listening
+        )
+    )
 
 
 # -- what people and programs are told --------------------------------------------------------
@@ -428,9 +469,13 @@ def _listening(
     key: str,
     key_path: Path,
     store: CredentialStore,
+    emulator: bool = False,
 ) -> None:
     if as_json:
-        _json_line({"v": 1, "event": "listening", "base_url": base_url, "api_key": key})
+        line: dict[str, Any] = {"v": 1, "event": "listening", "base_url": base_url, "api_key": key}
+        if emulator:
+            line["emulator"] = True
+        _json_line(line)
         # Nothing follows the listening line on stdout, a failure's report included.
         set_error_sink(lambda _problem: None)
         return
@@ -438,14 +483,22 @@ def _listening(
 
     root = base_url.removesuffix("/v1")
     key_file = shlex.quote(str(key_path))
-    out.info(f"copilot-host gateway listening on {out.strong(base_url)}")
-    try:
-        identity = store.availability()
-    except Exception:  # the first request reports it properly
+    if emulator:
+        out.info(f"copilot-host gateway (emulator) listening on {out.strong(base_url)}")
+        out.warn(
+            "emulator: the models are the built-in emulator's and every answer is an echo; "
+            "nothing leaves this machine and your login is not used"
+        )
         identity = None
+    else:
+        out.info(f"copilot-host gateway listening on {out.strong(base_url)}")
+        try:
+            identity = store.availability()
+        except Exception:  # the first request reports it properly
+            identity = None
     if identity is not None:
         out.info(f"Serving the Copilot models of {clean(identity.account)}.")
-    else:
+    elif not emulator:
         out.warn(
             "not logged in: requests get 503 until you run `copilot-host login` (no restart needed)"
         )
@@ -463,6 +516,9 @@ def _listening(
     out.info(f"  curl            {bearer} |")
     out.info(f"                    curl {base_url}/models -K -")
     out.info(f"  environment     OPENAI_BASE_URL={base_url} OPENAI_API_KEY=$(cat {key_file})")
-    out.info(f"                  ANTHROPIC_BASE_URL={root} ANTHROPIC_API_KEY=$(cat {key_file})")
+    out.info(f"                  ANTHROPIC_BASE_URL={root} ANTHROPIC_AUTH_TOKEN=$(cat {key_file})")
     out.info("                  (read by the SDKs and by agents built on them)")
+    out.info(
+        "  coding agents   copilot-host run -- claude   (or codex, aider, opencode: see README)"
+    )
     out.hint("One line per request follows. Ctrl-C stops the gateway.")

@@ -38,7 +38,7 @@ from ._names import ModelNames, NotFound, Served
 from ._registry import ENDPOINTS, Registry, anthropic_entry, endpoints_of, openai_entry
 from ._relay import AnswerTooLarge, Outcome, relay
 
-__all__ = ["ACCESS_LOGGER", "MAX_BODY_BYTES", "GatewayApp", "create_app"]
+__all__ = ["ACCESS_LOGGER", "MAX_BODY_BYTES", "MODEL_HEADER", "GatewayApp", "create_app"]
 
 Message = MutableMapping[str, Any]
 Scope = MutableMapping[str, Any]
@@ -67,7 +67,8 @@ _JSON = b"application/json"
 # Paths agents probe to see whether a server is there (Claude Code sends HEAD /api/hello).
 _PROBES = frozenset({"/", "/api/hello"})
 # On every answer relayed from a route: the Copilot model that served it.
-MODEL_HEADER = b"x-copilot-host-model"
+MODEL_HEADER = "x-copilot-host-model"
+_MODEL_HEADER = MODEL_HEADER.encode("ascii")
 
 
 def create_app(
@@ -335,7 +336,7 @@ class GatewayApp:
         await call.answer(
             200,
             ch.mask_secrets(json.dumps(entry, ensure_ascii=False).encode()),
-            ((MODEL_HEADER, route.model_id.encode("ascii")),),
+            ((_MODEL_HEADER, route.model_id.encode("ascii")),),
         )
 
     async def _inference(self, call: _Call) -> None:
@@ -404,7 +405,7 @@ class GatewayApp:
                 headers=call.headers,
                 send=call.send,
                 outcome=outcome,
-                extra_headers=((MODEL_HEADER, route.model_id.encode("ascii")),),
+                extra_headers=((_MODEL_HEADER, route.model_id.encode("ascii")),),
             )
         except asyncio.CancelledError:
             if gone and task.uncancel() == 0:
