@@ -222,3 +222,39 @@ def test_codex_gets_a_provider_at_the_gateway_and_a_model(proc: Proc, home: Path
     # Another program of another name gets its arguments as given.
     done = _run(proc, home, "--emulator", *_child("port"))
     assert done.returncode == 0
+
+
+def test_readmes_run_commands_work_as_written(proc: Proc, home: Path) -> None:
+    """Each ``copilot-host run`` line of README, with --emulator added and stand-ins of the
+    agents (each prints the arguments it got and whether the gateway answers its key)."""
+    import shlex
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Use it with coding agents\n", 1)[1].split("\n## ", 1)[0]
+    lines = [line for line in section.splitlines() if line.startswith("copilot-host run ")]
+    assert len(lines) == 5
+    bin_dir = home / "bin"
+    bin_dir.mkdir()
+    for name in ("claude", "codex", "aider", "opencode"):
+        stand_in = bin_dir / name
+        stand_in.write_text(
+            f"#!{sys.executable}\nimport json, os, sys, urllib.request\n"
+            "r = urllib.request.Request(os.environ['OPENAI_BASE_URL'] + '/models', "
+            "headers={'Authorization': 'Bearer ' + os.environ['OPENAI_API_KEY']})\n"
+            "status = urllib.request.urlopen(r, timeout=30).status\n"
+            "print(json.dumps({'argv': sys.argv[1:], 'status': status}))\n"
+        )
+        stand_in.chmod(0o755)
+    path = f"{bin_dir}:{os.environ['PATH']}"
+    for line in lines:
+        words = shlex.split(line)
+        assert words[:2] == ["copilot-host", "run"]
+        options = words[2:]
+        if "--emulator" not in options:
+            options.insert(0, "--emulator")
+        done = _run(proc, home, *options, env={"PATH": path})
+        assert done.returncode == 0, (line, done.stderr)
+        seen = json.loads(done.stdout)
+        assert seen["status"] == 200
+        given = words[words.index("--") + 2 :]
+        assert seen["argv"][len(seen["argv"]) - len(given) :] == given
