@@ -217,3 +217,53 @@ def test_codex_exec_with_a_model(home: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "echo: Say hello" in done.stdout
     assert _served(requests, "/v1/responses") == {"gpt-5.5"}
+
+
+# -- what reached the service --------------------------------------------------------------
+
+
+def test_no_beta_outside_the_served_list_reaches_the_service(home: Path) -> None:
+    """Claude Code through ``run`` on a login of an emulator in this process that lets
+    every beta through (check ``anthropic_beta`` off): what the gateway forwarded is on
+    the emulator's record, and it is only the served betas."""
+    from copilot_host.github import GitHubCopilotHost
+    from copilot_host.store import CredentialStore
+    from copilot_host.testing import GitHubEmulator, Scenario
+    from copilot_host.testing._betas import SERVED_BETAS
+
+    claude = _agent("claude")
+    scenario = Scenario(tool_calls=False, lenient=frozenset({"anthropic_beta"}))
+    store_home = home / "copilot-host"
+    with GitHubEmulator(scenario) as emulator:
+        with GitHubCopilotHost(
+            store=CredentialStore(store_home, key_file=True), transport=emulator.transport()
+        ) as person:
+            person.login(sleep=lambda _seconds: None)
+        done = subprocess.run(
+            [
+                sys.executable,
+                str(Path(__file__).resolve().parent / "run_child.py"),
+                str(emulator.port),
+                "--",
+                claude,
+                "-p",
+                "Say hello",
+                "--model",
+                "sonnet",
+            ],
+            capture_output=True,
+            text=True,
+            env=_env(home),
+            cwd=home / "work",
+            stdin=subprocess.DEVNULL,
+            timeout=BOUND,
+            check=False,
+        )
+        sent = emulator.requests_to("messages")
+    assert done.returncode == 0, done.stderr
+    assert "echo:" in done.stdout and "Say hello" in done.stdout
+    assert sent
+    for record in sent:
+        betas = {b.strip() for b in record.headers.get("anthropic-beta", "").split(",") if b}
+        assert betas <= SERVED_BETAS, betas - SERVED_BETAS
+        assert json.loads(record.body)["model"] == "claude-sonnet-5"

@@ -258,3 +258,13 @@ def test_readmes_run_commands_work_as_written(proc: Proc, home: Path) -> None:
         assert seen["status"] == 200
         given = words[words.index("--") + 2 :]
         assert seen["argv"][len(seen["argv"]) - len(given) :] == given
+
+
+def test_an_alias_to_a_model_the_account_lacks_is_a_usage_error_before_the_command(
+    proc: Proc, home: Path
+) -> None:
+    done = _run(proc, home, "--emulator", "--model-alias", "fast=gpt-9", *_child("look"))
+    assert done.returncode == 2
+    assert "--model-alias fast=gpt-9: this account has no model 'gpt-9'" in done.stderr
+    assert done.stdout == ""  # the command never ran
+    assert list((home / "tmp").iterdir()) == []
