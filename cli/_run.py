@@ -210,6 +210,8 @@ class _Gateway:
 
         def on_server(server: uvicorn.Server) -> None:
             self._server = server
+            if self.stopping:  # run was stopped while the gateway was starting
+                server.should_exit = True
 
         async def main() -> None:
             await serve_gateway(
@@ -339,8 +341,17 @@ def _foreground(argv: list[str], env: dict[str, str], server: _Gateway) -> int:
     previous[signal.SIGINT] = signal.signal(signal.SIGINT, ignore)
     server.on_failure = gateway_failed
     try:
-        # The person's own command line, run as they typed it after --.
-        child = subprocess.Popen(argv, env=env)  # noqa: S603
+        try:
+            # The person's own command line, run as they typed it after --.
+            child = subprocess.Popen(argv, env=env)  # noqa: S603
+        except OSError as exc:
+            # Found and executable, yet the kernel would not run it (not a program for
+            # this machine, a script whose interpreter is missing): a shell says 126.
+            raise CliFailure(
+                "command_not_executable",
+                f"{argv[0]}: cannot run it ({exc.strerror or type(exc).__name__})",
+                exit_code=126,
+            ) from None
         for signum in pending:
             child.send_signal(signum)
         returncode = child.wait()

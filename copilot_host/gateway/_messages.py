@@ -20,6 +20,8 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import copilot_host as ch
+
 __all__ = ["SERVED_BETAS", "encode_body", "filter_betas", "system_as_blocks"]
 
 _log = logging.getLogger("copilot_host.gateway")
@@ -55,7 +57,7 @@ def filter_betas(values: Iterable[bytes]) -> bytes | None:
             if beta not in target:
                 target.append(beta)
     if dropped and _log.isEnabledFor(logging.DEBUG):
-        shown = ", ".join(beta.decode("latin-1")[:80] for beta in dropped)
+        shown = ", ".join(ch.clean(beta.decode("latin-1"), limit=80) for beta in dropped)
         _log.debug("anthropic-beta not served by the Copilot API, dropped: %s", shown)
     return b",".join(kept) if kept else None
 

@@ -114,6 +114,13 @@ def test_a_command_not_found_is_127_and_one_that_cannot_run_126(proc: Proc, home
         assert refused.stderr == f"error: {target}: {why}\n"
     # Looked up before the gateway starts: no emulated login was made for them.
     assert list((home / "tmp").iterdir()) == []
+    # Executable, but no program the kernel can run.
+    garbage = home / "garbage"
+    garbage.write_bytes(b"\x7fELF not really")
+    garbage.chmod(0o755)
+    refused = _run(proc, home, "--emulator", "--", str(garbage))
+    assert refused.returncode == 126
+    assert refused.stderr == f"error: {garbage}: cannot run it (Exec format error)\n"
 
 
 def test_stdin_is_the_commands(proc: Proc, home: Path) -> None:
