@@ -275,3 +275,50 @@ def test_an_alias_to_a_model_the_account_lacks_is_a_usage_error_before_the_comma
     assert "--model-alias fast=gpt-9: this account has no model 'gpt-9'" in done.stderr
     assert done.stdout == ""  # the command never ran
     assert list((home / "tmp").iterdir()) == []
+
+
+def test_a_gateway_that_fails_while_the_command_runs_ends_it_with_one_line(
+    home: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """The foreground half of run, in this process: the gateway's thread reports a failure
+    once the command is running; the command gets SIGTERM and one line says why."""
+    import threading
+    import time
+
+    from copilot_host_cli._run import _foreground
+
+    class FailingGateway:
+        on_failure: Any = None
+
+    gateway = FailingGateway()
+    ready = home / "ready"
+    script = (
+        "import pathlib, signal, sys, time\n"
+        "def on_term(signum, frame):\n"
+        "    print('got SIGTERM', flush=True)\n"
+        "    signal.signal(signum, signal.SIG_DFL)\n"
+        "    signal.raise_signal(signum)\n"
+        "signal.signal(signal.SIGTERM, on_term)\n"
+        f"pathlib.Path({str(ready)!r}).touch()\n"
+        "time.sleep(30)\n"
+    )
+
+    def fail_once_running() -> None:
+        deadline = time.monotonic() + BOUND
+        while not ready.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        gateway.on_failure(RuntimeError("boom"))
+
+    before = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    failing = threading.Thread(target=fail_once_running)
+    failing.start()
+    started = time.monotonic()
+    code = _foreground([sys.executable, "-c", script], dict(os.environ), gateway)  # type: ignore[arg-type]
+    failing.join()
+    assert code == 143
+    assert time.monotonic() - started < BOUND / 2
+    out, err = capfd.readouterr()
+    assert out == "got SIGTERM\n"
+    assert err == "copilot-host run: the gateway stopped (RuntimeError); ending the command\n"
+    # The handlers the test process had are back.
+    assert {signum: signal.getsignal(signum) for signum in before} == before
