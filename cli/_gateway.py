@@ -137,7 +137,9 @@ def account(emulator: bool) -> Iterator[Account]:
     a throwaway folder that is removed on the way out (``COPILOT_HOST_HOME`` and the
     keyring are never read or written)."""
     if emulator:
-        with _emulated() as emulated:
+        from ._emulated import emulated_account
+
+        with emulated_account() as emulated:
             yield emulated
         return
     from ._context import make_store
@@ -160,33 +162,6 @@ def account(emulator: bool) -> Iterator[Account]:
         return AsyncGitHubCopilotHost(store=store)
 
     yield Account(store, make_host, s.upstream_transport, clock=clock)
-
-
-@contextmanager
-def _emulated() -> Iterator[Account]:
-    import tempfile
-
-    from copilot_host.github import AsyncGitHubCopilotHost, GitHubCopilotHost
-    from copilot_host.store import CredentialStore
-    from copilot_host.testing import GitHubEmulator, Scenario
-
-    # Text answers only: an agent would run an emulated tool call, with empty arguments,
-    # on this machine.
-    scenario = Scenario(tool_calls=False)
-    with (
-        tempfile.TemporaryDirectory(prefix="copilot-host-emulator-") as tmp,
-        GitHubEmulator(scenario) as emulator,
-    ):
-        # As `copilot-host demo` does: the throwaway home is passed explicitly and the data
-        # key goes to a key file inside it.
-        store = CredentialStore(Path(tmp) / "home", key_file=True)
-        with GitHubCopilotHost(store=store, transport=emulator.transport()) as person:
-            person.login(sleep=lambda _seconds: None)
-
-        def make_host() -> AsyncGitHubCopilotHost:
-            return AsyncGitHubCopilotHost(store=store, transport=emulator.async_transport())
-
-        yield Account(store, make_host, emulator.async_transport, emulator=True)
 
 
 # -- the log file ------------------------------------------------------------------------------
