@@ -114,7 +114,10 @@ def run(
     names.check()
     program = _look_up(command[0])
     log = LogFile(log_path) if log_path is not None else None
+    signals = _MainThreadSignals()
     try:
+        # The emulator's and the gateway's threads start with these signals blocked.
+        signals.hold()
         with account(emulator) as gateway:
             if not emulator:
                 _logged_in(gateway)
@@ -122,11 +125,19 @@ def run(
             listener = _bind(family, bound, port)
             try:
                 code = _run(
-                    listener, gateway, names, log, shown=shown, program=program, args=command[1:]
+                    listener,
+                    gateway,
+                    names,
+                    log,
+                    shown=shown,
+                    program=program,
+                    args=command[1:],
+                    signals=signals,
                 )
             finally:
                 listener.close()
     finally:
+        signals.release()
         if log is not None:
             log.close()
     click.get_current_context().exit(code)
@@ -193,6 +204,32 @@ def _models_listed(base_url: str, key: str) -> list[tuple[str, list[str]]]:
 # -- the gateway in a thread, the command in the foreground ---------------------------------
 
 
+class _MainThreadSignals:
+    """SIGINT, SIGTERM and SIGHUP for the main thread alone.
+
+    Python runs signal handlers in the main thread, but the kernel may deliver a signal to
+    any thread that does not block it; delivered to the gateway's thread, it would leave
+    the main thread asleep in ``waitpid`` and the handler waiting with it (a SIGTERM for the
+    command would never be passed on). Threads inherit the signal mask of the thread that
+    starts them, so the signals are blocked while run's threads start (:meth:`hold`), and
+    unblocked in the main thread once they have (:meth:`release`).
+    """
+
+    _SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
+
+    def __init__(self) -> None:
+        self._before: set[int | signal.Signals] | None = None
+
+    def hold(self) -> None:
+        if self._before is None:
+            self._before = signal.pthread_sigmask(signal.SIG_BLOCK, self._SIGNALS)
+
+    def release(self) -> None:
+        before, self._before = self._before, None
+        if before is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, before)
+
+
 class _Gateway:
     """The gateway on its own thread and event loop, so the main thread can wait for the
     command (and take signals) while it serves."""
@@ -239,8 +276,11 @@ class _Gateway:
 
         self._thread = threading.Thread(target=target, name="copilot-host gateway", daemon=True)
 
-    def start(self) -> None:
+    def start(self, signals: _MainThreadSignals) -> None:
         self._thread.start()
+        # Every thread of run has started (the gateway's own threads are its children):
+        # the main thread takes signals again, e.g. Ctrl-C while the gateway starts.
+        signals.release()
         if not self._ready.wait(START_TIMEOUT):
             self.stop()
             raise CliFailure("gateway_start", "the gateway did not start within a minute")
@@ -267,6 +307,7 @@ def _run(
     shown: str,
     program: str,
     args: tuple[str, ...],
+    signals: _MainThreadSignals,
 ) -> int:
     port = listener.getsockname()[1]
     base_url = f"http://{shown}:{port}/v1"
@@ -275,7 +316,7 @@ def _run(
     undo_access_log = _access_log(log, counted, stderr=False)
     server = _Gateway(listener, gateway, key, names)
     try:
-        server.start()
+        server.start(signals)
         argv = [program, *args]
         profile = profile_for(program)
         if profile is not None:
