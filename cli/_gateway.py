@@ -87,7 +87,7 @@ def gateway_options(command: F) -> F:
             "--log",
             "log_path",
             type=click.Path(dir_okay=False, path_type=Path),
-            help="Append the access lines and the stop line to FILE (made 0600).",
+            help="Append the access lines, warnings and the stop line to FILE (made 0600).",
         ),
     ]
     for decorator in reversed(decorators):

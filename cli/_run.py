@@ -7,7 +7,7 @@ never in a file, never printed. When the command ends, the gateway stops and ``r
 with the command's status (128+N when signal N ended it).
 
 The terminal is the command's: ``run`` writes at most one line to stderr before the command
-starts and nothing after it (the access lines and the stop line go to ``--log FILE`` only;
+starts and nothing after it (the access lines, warnings and the stop line go to ``--log FILE`` only;
 everything else the process might log goes nowhere). Ctrl-C reaches the command directly,
 which is in the terminal's foreground process group, so ``run`` ignores SIGINT while the
 command runs; SIGTERM and SIGHUP sent to ``run`` are passed on to it. If the gateway fails

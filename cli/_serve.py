@@ -362,8 +362,8 @@ def _access_log(
     log: LogFile | None = None, counted: _Count | None = None, *, stderr: bool = True
 ) -> Callable[[], None]:
     """The gateway's access lines on stderr (at INFO; ``stderr=False``: not there) and in
-    the log file, behind the redaction filter, and uvicorn's log without the tracebacks of
-    cut answers; returns the undo."""
+    the log file (with the gateway's warnings), behind the redaction filter, and uvicorn's
+    log without the tracebacks of cut answers; returns the undo."""
     import logging
 
     from copilot_host import CopilotHostError
@@ -392,9 +392,18 @@ def _access_log(
         logger.addFilter(counted)
     logger.setLevel(logging.INFO)
     logger.propagate = False
+    # The gateway's warnings (an alias whose model is gone, a relay cut short) go to the
+    # log file too: under run it is the only place they can be read.
+    gateway_log = logging.getLogger("copilot_host.gateway")
+    warnings = log.handler(fmt, datefmt) if log is not None else None
+    if warnings is not None:
+        warnings.setLevel(logging.WARNING)
+        gateway_log.addHandler(warnings)
 
     def undo() -> None:
         server_log.removeFilter(not_a_cut)
+        if warnings is not None:
+            gateway_log.removeHandler(warnings)
         if counted is not None:
             logger.removeFilter(counted)
         for handler in handlers:

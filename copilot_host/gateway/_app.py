@@ -4,8 +4,12 @@ A request is refused, with nothing sent upstream, at the first of: its Host, its
 its key (:mod:`._access`); a path or method the gateway does not serve (404, 405); a body
 over :data:`MAX_BODY_BYTES` (413); a body that is not a JSON object with a ``model``
 (400); no login (503); a model the account does not have (404), or one that does not
-list the endpoint called (400). Otherwise it is relayed (:mod:`._relay`) through the
-route's own ``route.auth``. Errors take the shape of the API the path belongs to
+list the endpoint called (400): the name is read by the rules of :mod:`._names` (aliases,
+the names coding agents send, a default model). Otherwise it is relayed (:mod:`._relay`)
+through the route's own ``route.auth``, with the served model's id in the body and, on
+Messages, the edits of :mod:`._messages`; every relayed answer carries
+``x-copilot-host-model``. ``HEAD``/``GET`` on ``/`` and ``/api/hello`` (agents' probes)
+answer 200 once Host, Origin and key pass. Errors take the shape of the API the path belongs to
 (:mod:`._answers`).
 
 While a request is relayed, a watcher waits for the client to hang up (ASGI's

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import stat
 import sys
 from pathlib import Path
@@ -131,3 +132,29 @@ def test_failures_before_the_command_starts(cli: Cli, tmp_path: Path) -> None:
         os.close(reader)
     assert result.exit_code == 1
     assert "is not a regular file of yours" in result.stderr
+
+
+def test_commands_that_cannot_run(cli: Cli, tmp_path: Path) -> None:
+    result = cli("run", "--emulator", "--", "copilot-host-no-such-command")
+    assert (result.exit_code, result.stderr) == (
+        127,
+        "error: copilot-host-no-such-command: command not found\n",
+    )
+    plain = tmp_path / "plain"
+    plain.write_text("text\n")
+    result = cli("run", "--emulator", "--", str(plain))
+    assert (result.exit_code, result.stderr) == (126, f"error: {plain}: permission denied\n")
+    result = cli("run", "--emulator", "--", str(tmp_path))
+    assert (result.exit_code, result.stderr) == (126, f"error: {tmp_path}: is a directory\n")
+    garbage = tmp_path / "garbage"
+    garbage.write_bytes(b"\x7fELF not really")
+    garbage.chmod(0o755)
+    result = cli("run", "--emulator", "--", str(garbage))
+    assert result.exit_code == 126
+    assert result.stderr == f"error: {garbage}: cannot run it (Exec format error)\n"
+
+
+def test_a_command_that_dies_of_a_signal_is_128_plus_it(cli: Cli) -> None:
+    script = "import os, signal; os.kill(os.getpid(), signal.SIGUSR1)"
+    result = cli("run", "--emulator", "--", sys.executable, "-c", script)
+    assert result.exit_code == 128 + signal.SIGUSR1
