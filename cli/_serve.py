@@ -71,8 +71,9 @@ Then, from any language (KEY: the key shown, or the key file's text):
   {"v": 1, "event": "listening", "base_url": "http://127.0.0.1:PORT/v1", "api_key": "…"}
 and nothing after it (a failure before it: {"v": 1, "event": "error", "code": …});
 with --emulator the line also has "emulator": true.
-The key is also in gateway-PORT.key (0600) in the store folder while the gateway runs.
-One access line per request goes to stderr. Ctrl-C or SIGTERM stops it (exit 130/143).
+The key is also in gateway-PORT.key (0600) in the store folder while the gateway runs
+(with --emulator, in its throwaway folder). One access line per request goes to stderr,
+and to FILE with --log FILE. Ctrl-C or SIGTERM stops it (exit 130/143).
 """
 
 

@@ -10,10 +10,12 @@ import logging
 import stat
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
+from typing import Any
 
 import click
 import pytest
 from copilot_host_cli import main
+from copilot_host_cli._context import CliSeam
 from copilot_host_cli._emulated import emulated_account
 from copilot_host_cli._failure import CliFailure
 from copilot_host_cli._gateway import GatewayNames, LogFile, stop_line
@@ -22,6 +24,8 @@ from copilot_host_cli._serve import _access_log, _Count, _listening
 
 from copilot_host import Secret, register_secret
 from copilot_host.gateway import ACCESS_LOGGER
+from copilot_host.github import AsyncGitHubCopilotHost
+from tests.cli.conftest import Cli
 
 
 def _banner(home: Path, *, as_json: bool) -> tuple[str, str]:
@@ -115,3 +119,22 @@ def test_names_are_checked_for_spelling() -> None:
         GatewayNames({"a b": "gpt-4.1"}).check()
     with pytest.raises(click.UsageError, match="default model"):
         GatewayNames(default="a b").check()
+
+
+@pytest.mark.usefixtures("copilot_home")
+def test_with_a_login_a_bad_alias_is_a_usage_error_before_serve_listens(
+    cli: Cli, emulate: Any
+) -> None:
+    env = emulate()
+    assert cli("login", "--headless", seam=env.seam).exit_code == 0
+    emulator = env.emulator
+    seam = CliSeam(
+        async_host_factory=lambda *, store, clock: AsyncGitHubCopilotHost(
+            store=store, transport=emulator.async_transport()
+        ),
+        upstream_transport=emulator.async_transport,
+    )
+    result = cli("serve", "--port", "0", "--json", "--model-alias", "opus=claude-opus-9", seam=seam)
+    assert result.exit_code == 2
+    assert result.stdout == ""  # it never listened
+    assert "--model-alias opus=claude-opus-9: this account has no model" in result.stderr
