@@ -56,6 +56,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "_models",
         "List the Copilot models this login can use.",
     ),
+    "run": ("_run", "Run a coding agent (or any command) on this login's Copilot models."),
     "serve": ("_serve", "Serve this login's Copilot models to programs in any language."),
     "status": ("_status", "Show who is logged in and how the login is protected."),
     "usage": ("_usage", "Show this account's Copilot plan, quotas and when they reset."),
@@ -260,6 +261,7 @@ Examples:
   copilot-host models             the Copilot models this account can use
   copilot-host usage              what this account has used of its Copilot quotas
   copilot-host serve              an OpenAI/Anthropic API on 127.0.0.1 for other programs
+  copilot-host run -- claude      a coding agent on your Copilot models
   copilot-host logout             forget the local login
   copilot-host demo               the whole journey against a built-in emulator
 

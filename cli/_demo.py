@@ -161,8 +161,9 @@ def _finish_login(
 def _journey(out: Output, steps: _Steps, home: Path, stack: ExitStack) -> None:
     from copilot_host import ApiProtocol, Catalog, clean, register_models
     from copilot_host.github import GitHubCopilotHost
-    from copilot_host.store import CredentialStore
     from copilot_host.testing import GitHubEmulator, Scenario
+
+    from ._emulated import throwaway_store
 
     with steps.step("started the loopback GitHub emulator") as details:
         # The emulated person approves only when step 3 says so.
@@ -170,7 +171,7 @@ def _journey(out: Output, steps: _Steps, home: Path, stack: ExitStack) -> None:
         details.append("github.com, api.github.com and Copilot's hosts route to 127.0.0.1")
     # The throwaway home is passed explicitly and the key goes to a key file in it: the
     # real store, the OS keyring and the network are never involved.
-    store = CredentialStore(home, key_file=True)
+    store = throwaway_store(home)
     host = stack.enter_context(GitHubCopilotHost(store=store, transport=emulator.transport()))
     with steps.step("GitHub issued a device code") as details:
         login = host.begin_device_login()

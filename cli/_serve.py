@@ -18,23 +18,25 @@ left by a killed gateway.
 from __future__ import annotations
 
 import errno
+import logging
 import socket
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from ._budget import max_credits_option
-from ._context import make_async_host, make_store, output, seam, set_error_sink
+from ._context import output, set_error_sink
 from ._editor import editor_from_environment
 from ._failure import CliFailure, Problem
-from ._output import CopilotHostCommand, Output, ReaderGone, write_stdout
+from ._gateway import Account, GatewayNames, LogFile, account, gateway_options, serve_gateway
+from ._output import CopilotHostCommand, Output, write_stdout
 
 if TYPE_CHECKING:
     import uvicorn
 
-    from copilot_host.github import EditorIdentity
+    from copilot_host.gateway import GatewayApp
     from copilot_host.store import CredentialStore, GatewayKey
 
 __all__ = ["DEFAULT_PORT", "GRACE", "serve", "server_config"]
@@ -59,6 +61,8 @@ Examples:
   copilot-host serve --port 0 --json   a free port; one JSON line says where and the key
   copilot-host serve --host ::1        IPv6 loopback: http://[::1]:4141/v1
   copilot-host serve --max-credits 25  stop relaying once answers report 25 AI credits
+  copilot-host serve --emulator        the built-in emulator's models, before any login
+  copilot-host serve --model-alias fast=gpt-4.1 --default-model claude-sonnet-4.6
 
 \b
 Then, from any language (KEY: the key shown, or the key file's text):
@@ -70,11 +74,13 @@ Then, from any language (KEY: the key shown, or the key file's text):
 \b
 --json prints exactly one line on stdout, once the gateway accepts connections:
   {"v": 1, "event": "listening", "base_url": "http://127.0.0.1:PORT/v1", "api_key": "…"}
-and nothing after it (a failure before it: {"v": 1, "event": "error", "code": …}).
-The key is also in gateway-PORT.key (0600) in the store folder while the gateway runs.
-One access line per request goes to stderr (with credits=… when the answer reported
-its cost), and one line with the totals when it stops. Ctrl-C, SIGTERM, SIGHUP or
-SIGQUIT stops it (exit 130, 143, 129, 131).
+and nothing after it (a failure before it: {"v": 1, "event": "error", "code": …});
+with --emulator the line also has "emulator": true.
+The key is also in gateway-PORT.key (0600) in the store folder while the gateway runs
+(with --emulator, in its throwaway folder). One access line per request goes to stderr
+(with credits=… when the answer reported its cost), and to FILE with --log FILE; one
+line with the totals when it stops. Ctrl-C, SIGTERM, SIGHUP or SIGQUIT stops it (exit
+130, 143, 129, 131).
 """
 
 
@@ -111,8 +117,18 @@ def _loopback(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
     is_flag=True,
     help="Print one JSON line (base URL and key) on stdout once listening.",
 )
-@max_credits_option
-def serve(port: int, address: str, as_json: bool, max_credits: float | None) -> None:
+@gateway_options
+def serve(
+    *,
+    port: int,
+    address: str,
+    as_json: bool,
+    emulator: bool,
+    aliases: dict[str, str],
+    default_model: str | None,
+    log_path: Path | None,
+    max_credits: float | None,
+) -> None:
     """Serve this login's Copilot models to programs in any language.
 
     A gateway on this machine's loopback address that speaks the OpenAI API
@@ -126,43 +142,54 @@ def serve(port: int, address: str, as_json: bool, max_credits: float | None) -> 
     _take_stop_signals()
     if as_json:
         set_error_sink(lambda problem: _json_line(_error_event(problem)))
-
-    family, bound, shown = _LOOPBACK[address]
+    names = GatewayNames(aliases, default_model)
+    names.check()
     editor = editor_from_environment()
-    store = make_store()
-    # Creates the store folder (0700) if needed and refuses an insecure one, before the
-    # port is taken or a key is made.
-    store.preflight(key_file=True)
-    _raise_descriptor_limit()
-    listener = _bind(family, bound, port)
+    log = LogFile(log_path) if log_path is not None else None
     try:
-        port = listener.getsockname()[1]
-        base_url = f"http://{shown}:{port}/v1"
-        key = _new_key()
-        with _key_file(store, port, key) as key_file:
-            undo_access_log = _access_log()
-            undo_queue = _never_blocking_log()
+        family, bound, shown = _LOOPBACK[address]
+        with account(emulator, editor) as gateway:
+            store = gateway.store
+            _raise_descriptor_limit()
+            listener = _bind(family, bound, port)
             try:
-                _run(
-                    listener,
-                    store,
-                    key,
-                    lambda: _listening(
-                        out,
-                        as_json=as_json,
-                        base_url=base_url,
-                        key=key,
-                        key_file=key_file,
-                        store=store,
-                    ),
-                    editor=editor,
-                    max_credits=max_credits,
-                )
+                port = listener.getsockname()[1]
+                base_url = f"http://{shown}:{port}/v1"
+                key = _new_key()
+                with _key_file(store, port, key) as key_file:
+                    counted = _Count()
+                    undo_access_log = _access_log(log, counted)
+                    undo_queue = _never_blocking_log()
+                    try:
+                        _run(
+                            listener,
+                            gateway,
+                            key,
+                            names,
+                            lambda: counted.listening(
+                                lambda: _listening(
+                                    out,
+                                    as_json=as_json,
+                                    base_url=base_url,
+                                    key=key,
+                                    key_file=key_file,
+                                    store=store,
+                                    emulator=emulator,
+                                )
+                            ),
+                            max_credits=max_credits,
+                            on_app=counted.serving,
+                        )
+                    finally:
+                        if counted.started:
+                            _stopped(out, log, counted, emulator=emulator)
+                        undo_queue()
+                        undo_access_log()
             finally:
-                undo_queue()
-                undo_access_log()
+                listener.close()
     finally:
-        listener.close()
+        if log is not None:
+            log.close()
 
 
 # -- start-up ---------------------------------------------------------------------------------
@@ -235,9 +262,49 @@ def _never_blocking_log() -> Callable[[], None]:
     return queued_stderr()
 
 
-def _access_log() -> Callable[[], None]:
-    """The gateway's access lines on stderr (always, at INFO), behind the redaction filter,
-    and uvicorn's log without the tracebacks of cut answers; returns the undo."""
+class _Count:
+    """Whether the gateway listened, and how many access lines it wrote: the stop line
+    (written only after it listened, and told) says how many requests were served."""
+
+    def __init__(self) -> None:
+        self.requests = 0
+        self.started = False
+        self.app: GatewayApp | None = None
+
+    def serving(self, app: GatewayApp) -> None:
+        self.app = app
+
+    def spend(self) -> str | None:
+        """What the app's answers reported they cost (None before it was built)."""
+        return self.app.spend.totals() if self.app is not None else None
+
+    def listening(self, then: Callable[[], None]) -> None:
+        then()
+        # Only once told: a listening line nobody could read (stdout's reader gone) means
+        # the gateway ends as quietly as any command whose reader went away.
+        self.started = True
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno == logging.INFO:  # an access line, not a budget or quota warning
+            self.requests += 1
+        return True
+
+
+def _stopped(out: Output, log: LogFile | None, counted: _Count, *, emulator: bool) -> None:
+    from ._gateway import stop_line
+
+    line = stop_line(counted.requests, emulator=emulator, spend=counted.spend())
+    out.info(line)
+    if log is not None:
+        log.write(line)
+
+
+def _access_log(
+    log: LogFile | None = None, counted: _Count | None = None, *, stderr: bool = True
+) -> Callable[[], None]:
+    """The gateway's access lines on stderr (at INFO; ``stderr=False``: not there) and in
+    the log file (with the gateway's warnings), behind the redaction filter, and uvicorn's
+    log without the tracebacks of cut answers; returns the undo."""
     import logging
 
     from copilot_host import CopilotHostError
@@ -255,15 +322,33 @@ def _access_log() -> Callable[[], None]:
     server_log = logging.getLogger("uvicorn.error")
     server_log.addFilter(not_a_cut)
     logger = logging.getLogger(ACCESS_LOGGER)
-    handler = stderr_handler(logging.INFO, "%(asctime)s %(message)s", "%Y-%m-%dT%H:%M:%S")
+    fmt, datefmt = "%(asctime)s %(message)s", "%Y-%m-%dT%H:%M:%S"
+    handlers = [stderr_handler(logging.INFO, fmt, datefmt)] if stderr else []
+    if log is not None:
+        handlers.append(log.handler(fmt, datefmt))
     before = (logger.level, logger.propagate)
-    logger.addHandler(handler)
+    for handler in handlers:
+        logger.addHandler(handler)
+    if counted is not None:
+        logger.addFilter(counted)
     logger.setLevel(logging.INFO)
     logger.propagate = False
+    # The gateway's warnings (an alias whose model is gone, a relay cut short) go to the
+    # log file too: under run it is the only place they can be read.
+    gateway_log = logging.getLogger("copilot_host.gateway")
+    warnings = log.handler(fmt, datefmt) if log is not None else None
+    if warnings is not None:
+        warnings.setLevel(logging.WARNING)
+        gateway_log.addHandler(warnings)
 
     def undo() -> None:
         server_log.removeFilter(not_a_cut)
-        logger.removeHandler(handler)
+        if warnings is not None:
+            gateway_log.removeHandler(warnings)
+        if counted is not None:
+            logger.removeFilter(counted)
+        for handler in handlers:
+            logger.removeHandler(handler)
         logger.setLevel(before[0])
         logger.propagate = before[1]
 
@@ -305,56 +390,28 @@ def server_config(app: Any, *, grace: int = GRACE) -> uvicorn.Config:
 
 def _run(
     listener: socket.socket,
-    store: CredentialStore,
+    gateway: Account,
     key: str,
+    names: GatewayNames,
     on_listening: Callable[[], None],
     *,
-    editor: EditorIdentity | None = None,
     max_credits: float | None = None,
+    on_app: Callable[[GatewayApp], None] | None = None,
 ) -> None:
     import asyncio
 
-    from copilot_host.gateway import create_app
-
-    s = seam()
-
-    from ._gateway_hardening import HardenedServer
-
-    class Server(HardenedServer):
-        reader_gone: ReaderGone | None = None
-
-        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-            await super().startup(sockets)
-            if self.started:
-                try:
-                    on_listening()
-                except ReaderGone as exc:
-                    # stdout's reader went away before the listening line: nobody can
-                    # learn the address or key, so stop, the orderly way (uvicorn shuts
-                    # the app's lifespan down; raised from here, the cancelled lifespan
-                    # task would log a traceback), and end as for any reader gone.
-                    self.reader_gone = exc
-                    self.should_exit = True
-
-    async def main() -> None:
-        # The host is made, used and closed on this loop (an asynchronous host belongs to
-        # one); the app never closes it.
-        async with make_async_host(store, editor) as host:
-            extra: dict[str, Any] = {}
-            if s.upstream_transport is not None:
-                extra["transport"] = s.upstream_transport()
-            if s.clock is not None:
-                extra["clock"] = s.clock
-            app = create_app(host, api_key=key, max_credits=max_credits, **extra)
-            # Unusable HTTPS settings fail here, as a typed error, before anything listens.
-            await app.startup()
-            config = server_config(app)
-            server = Server(config)
-            await server.serve(sockets=[listener])
-            if server.reader_gone is not None:
-                raise server.reader_gone
-
-    asyncio.run(main())
+    asyncio.run(
+        serve_gateway(
+            listener,
+            gateway,
+            key,
+            names,
+            config=server_config,
+            on_listening=on_listening,
+            on_app=on_app,
+            max_credits=max_credits,
+        )
+    )
 
 
 def _take_stop_signals() -> None:
@@ -393,9 +450,13 @@ def _listening(
     key: str,
     key_file: GatewayKey,
     store: CredentialStore,
+    emulator: bool = False,
 ) -> None:
     if as_json:
-        _json_line({"v": 1, "event": "listening", "base_url": base_url, "api_key": key})
+        line: dict[str, Any] = {"v": 1, "event": "listening", "base_url": base_url, "api_key": key}
+        if emulator:
+            line["emulator"] = True
+        _json_line(line)
         # Nothing follows the listening line on stdout, a failure's report included.
         set_error_sink(lambda _problem: None)
         return
@@ -403,14 +464,22 @@ def _listening(
 
     root = base_url.removesuffix("/v1")
     quoted = key_file.quoted
-    out.info(f"copilot-host gateway listening on {out.strong(base_url)}")
-    try:
-        identity = store.availability()
-    except Exception:  # the first request reports it properly
+    if emulator:
+        out.info(f"copilot-host gateway (emulator) listening on {out.strong(base_url)}")
+        out.warn(
+            "emulator: the models are the built-in emulator's and every answer is an echo; "
+            "nothing leaves this machine and your login is not used"
+        )
         identity = None
+    else:
+        out.info(f"copilot-host gateway listening on {out.strong(base_url)}")
+        try:
+            identity = store.availability()
+        except Exception:  # the first request reports it properly
+            identity = None
     if identity is not None:
         out.info(f"Serving the Copilot models of {clean(identity.account)}.")
-    else:
+    elif not emulator:
         out.warn(
             "not logged in: requests get 503 until you run `copilot-host login` (no restart needed)"
         )
@@ -428,6 +497,9 @@ def _listening(
     out.info(f"  curl            {bearer} |")
     out.info(f"                    curl {base_url}/models -K -")
     out.info(f"  environment     OPENAI_BASE_URL={base_url} OPENAI_API_KEY=$(cat {quoted})")
-    out.info(f"                  ANTHROPIC_BASE_URL={root} ANTHROPIC_API_KEY=$(cat {quoted})")
+    out.info(f"                  ANTHROPIC_BASE_URL={root} ANTHROPIC_AUTH_TOKEN=$(cat {quoted})")
     out.info("                  (read by the SDKs and by agents built on them)")
+    out.info(
+        "  coding agents   copilot-host run -- claude   (or codex, aider, opencode: see README)"
+    )
     out.hint("One line per request follows. Ctrl-C stops the gateway.")

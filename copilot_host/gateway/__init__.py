@@ -13,8 +13,10 @@ This package uses the library's public API only.
 from __future__ import annotations
 
 from ._access import FORWARDED_REQUEST_HEADERS
-from ._app import ACCESS_LOGGER, MAX_BODY_BYTES, GatewayApp, create_app
+from ._app import ACCESS_LOGGER, MAX_BODY_BYTES, MODEL_HEADER, GatewayApp, create_app
 from ._hooks import AnswerObserver, GatewayHooks
+from ._messages import SERVED_BETAS
+from ._names import ModelNames
 from ._registry import REREGISTER_AFTER
 from ._relay import MAX_ANSWER_BYTES, RELAYED_RESPONSE_HEADERS
 
@@ -23,10 +25,13 @@ __all__ = [
     "FORWARDED_REQUEST_HEADERS",
     "MAX_ANSWER_BYTES",
     "MAX_BODY_BYTES",
+    "MODEL_HEADER",
     "RELAYED_RESPONSE_HEADERS",
     "REREGISTER_AFTER",
+    "SERVED_BETAS",
     "AnswerObserver",
     "GatewayApp",
     "GatewayHooks",
+    "ModelNames",
     "create_app",
 ]

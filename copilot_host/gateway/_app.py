@@ -4,8 +4,12 @@ A request is refused, with nothing sent upstream, at the first of: its Host, its
 its key (:mod:`._access`); a path or method the gateway does not serve (404, 405); a body
 over :data:`MAX_BODY_BYTES` (413); a body that is not a JSON object with a ``model``
 (400); no login (503); a model the account does not have (404), or one that does not
-list the endpoint called (400). Otherwise it is relayed (:mod:`._relay`) through the
-route's own ``route.auth``. Errors take the shape of the API the path belongs to
+list the endpoint called (400): the name is read by the rules of :mod:`._names` (aliases,
+the names coding agents send, a default model). Otherwise it is relayed (:mod:`._relay`)
+through the route's own ``route.auth``, with the served model's id in the body and, on
+Messages, the edits of :mod:`._messages`; every relayed answer carries
+``x-copilot-host-model``. ``HEAD``/``GET`` on ``/`` and ``/api/hello`` (agents' probes)
+answer 200 once Host, Origin and key pass. Errors take the shape of the API the path belongs to
 (:mod:`._answers`).
 
 While a request is relayed, a watcher waits for the client to hang up (ASGI's
@@ -24,7 +28,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from dataclasses import replace
 from typing import Any
 
@@ -35,12 +39,14 @@ import copilot_host as ch
 from ._access import Refusal, RequestHeaders, allowed_hosts, check_access, read_headers
 from ._answers import Shape, error_body, failure_of
 from ._hooks import GatewayHooks, both
+from ._messages import system_as_blocks
+from ._names import ModelNames, NotFound, Served
 from ._registry import PROTOCOL_OF_PATH, Registry, anthropic_entry, endpoints_of, openai_entry
 from ._relay import AnswerTooLarge, Outcome, relay
-from ._request import read_request, rewrite_model
+from ._request import encode_body, read_request, rewrite_model
 from ._spend import CostReader, Spend, format_credits
 
-__all__ = ["ACCESS_LOGGER", "MAX_BODY_BYTES", "GatewayApp", "create_app"]
+__all__ = ["ACCESS_LOGGER", "MAX_BODY_BYTES", "MODEL_HEADER", "GatewayApp", "create_app"]
 
 Message = MutableMapping[str, Any]
 Scope = MutableMapping[str, Any]
@@ -66,6 +72,11 @@ _MODELS = "/v1/models"
 _MODEL_PREFIX = "/v1/models/"
 _METHODS = {_MODELS: "GET", **dict.fromkeys(PROTOCOL_OF_PATH, "POST")}
 _JSON = b"application/json"
+# Paths agents probe to see whether a server is there (Claude Code sends HEAD /api/hello).
+_PROBES = frozenset({"/", "/api/hello"})
+# On every answer relayed from a route: the Copilot model that served it.
+MODEL_HEADER = "x-copilot-host-model"
+_MODEL_HEADER = MODEL_HEADER.encode("ascii")
 
 
 def create_app(
@@ -76,6 +87,8 @@ def create_app(
     clock: ch.Clock = ch.SYSTEM_CLOCK,
     hooks: GatewayHooks | None = None,
     max_credits: float | None = None,
+    model_aliases: Mapping[str, str] | None = None,
+    default_model: str | None = None,
 ) -> GatewayApp:
     """The gateway for ``host``'s account, as an ASGI 3 application with lifespan support.
 
@@ -87,8 +100,11 @@ def create_app(
     after the server has stopped. Use the app on one event loop (an asynchronous host
     belongs to one). ``hooks`` plug features into the request path (:mod:`._hooks`).
     ``max_credits`` is a budget in AI credits: once the costs the answers reported since
-    start reach it, model requests get 429 ``budget_exhausted``.
+    start reach it, model requests get 429 ``budget_exhausted``. ``model_aliases`` (name ->
+    model id) and ``default_model`` take part in how a request's model name is read
+    (:mod:`copilot_host.gateway._names`); a bad spelling is a ``ValueError``.
     """
+    names = ModelNames(dict(model_aliases or {}), default_model)
     return GatewayApp(
         host,
         api_key=api_key,
@@ -96,6 +112,7 @@ def create_app(
         clock=clock,
         hooks=hooks,
         max_credits=max_credits,
+        names=names,
     )
 
 
@@ -111,6 +128,7 @@ class GatewayApp:
         clock: ch.Clock,
         hooks: GatewayHooks | None = None,
         max_credits: float | None = None,
+        names: ModelNames | None = None,
     ) -> None:
         # First: a bad budget fails before anything is registered.
         self.spend = Spend(max_credits, warn=_access.warning)
@@ -127,12 +145,11 @@ class GatewayApp:
         # (a weak one) lasts as long as the app.
         self._secret = ch.Secret(api_key)
         ch.register_secret(self._secret)
-        self._registry = Registry(host, clock)
+        self._registry = Registry(host, clock, names)
         self._transport = transport
         self._hooks = hooks or GatewayHooks()
         self._client: httpx2.AsyncClient | None = None
         self._hosts: dict[int, frozenset[bytes]] = {}
-        self._stopped = False
 
     def __repr__(self) -> str:
         return f"GatewayApp({len(self._registry.catalog)} routes)"
@@ -175,13 +192,20 @@ class GatewayApp:
         request does."""
         self._upstream()
 
+    async def model_name_problems(self) -> list[str] | None:
+        """For a start-up check: one line per ``--model-alias``/``--default-model`` naming a
+        model the account lacks; None when the models cannot be registered now (no login,
+        no network), in which case each registration warns instead."""
+        try:
+            snapshot = await self._registry.current()
+        except ch.CopilotHostError:
+            return None
+        return snapshot.names.missing_targets()
+
     async def aclose(self) -> None:
         """Stop registrations in flight and close the upstream connections (the lifespan
         shutdown does this; call it yourself when the server runs the app without one)."""
         await self._registry.aclose()
-        if not self._stopped:
-            self._stopped = True
-            _access.info("%s", self.spend.summary())
         client, self._client = self._client, None
         if client is not None:
             await client.aclose()
@@ -237,11 +261,12 @@ class GatewayApp:
                 return
             logged = True
             credits = call.outcome.credits
+            asked = call.asked
             _access.info(
                 "%s %s model=%s status=%d bytes=%d %.1fms%s",
                 call.method,
                 _shown(path),
-                call.model,
+                call.model if not asked or asked == call.model else f"{asked}->{call.model}",
                 call.outcome.status or 499,
                 call.outcome.sent,
                 (time.perf_counter() - started) * 1000.0,
@@ -262,6 +287,9 @@ class GatewayApp:
             await call.refuse(refusal)
             return
         path, method = call.path, call.method
+        if path in _PROBES and method in ("GET", "HEAD"):
+            await call.answer(200, b"" if method == "HEAD" else b"{}")
+            return
         expected = _METHODS.get(path)
         if expected is None and path.startswith(_MODEL_PREFIX):
             expected = "GET"
@@ -317,19 +345,27 @@ class GatewayApp:
             await call.answer(200, snapshot.anthropic_list if anthropic else snapshot.openai_list)
             return
         name = call.path[len(_MODEL_PREFIX) :]
-        route = snapshot.find(name)
-        if (
-            route is not None
-            and anthropic
-            and ch.ApiProtocol.ANTHROPIC_MESSAGES not in route.spec.protocols
-        ):
-            route = None
-        if route is None:
-            await call.refuse(_unknown_model(name))
+        # An Anthropic client can call /v1/messages only; an OpenAI one any endpoint.
+        found = snapshot.names.resolve(
+            name, ch.ApiProtocol.ANTHROPIC_MESSAGES if anthropic else None
+        )
+        call.asked = ch.clean(name, limit=64) or "-"
+        if not isinstance(found, Served):
+            call.model = call.asked
+            await call.refuse(
+                Refusal(404, "model_not_found", found.message)
+                if isinstance(found, NotFound)
+                else _unknown_model(name)
+            )
             return
+        route = found.route
         call.model = route.model_id
         entry = anthropic_entry(route) if anthropic else openai_entry(route, route.owner)
-        await call.answer(200, ch.mask_secrets(json.dumps(entry, ensure_ascii=False).encode()))
+        await call.answer(
+            200,
+            ch.mask_secrets(json.dumps(entry, ensure_ascii=False).encode()),
+            ((_MODEL_HEADER, route.model_id.encode("ascii")),),
+        )
 
     async def _inference(self, call: _Call) -> None:
         body = await _read_body(call.receive, call.headers)
@@ -346,20 +382,28 @@ class GatewayApp:
             return
         name = parsed.name
         snapshot = await self._registry.current()
-        route = snapshot.find(name)
-        if route is None:
-            call.model = ch.clean(name, limit=64) or "-"
-            await call.refuse(_unknown_model(name))
+        found = snapshot.names.resolve(name, protocol)
+        call.asked = ch.clean(name, limit=64) or "-"
+        if isinstance(found, NotFound):
+            call.model = call.asked
+            await call.refuse(Refusal(404, "model_not_found", found.message))
             return
+        route = found.route
         call.model = route.model_id
-        if protocol not in route.spec.protocols:
+        if not isinstance(found, Served):
             await call.refuse(_wrong_endpoint(route, call.path))
             return
         if self.spend.exhausted():
             await call.refuse(Refusal(429, "budget_exhausted", self.spend.refusal_message()))
             return
-        if name != route.model_id:
-            # Named by its route id: upstream knows the model by its own id.
+        if protocol is ch.ApiProtocol.ANTHROPIC_MESSAGES and system_as_blocks(parsed.value):
+            # A string system became a text block: the document is encoded again, naming
+            # the model upstream knows.
+            parsed.value["model"] = route.model_id
+            body = encode_body(parsed.value)
+        elif name != route.model_id:
+            # Upstream knows the model by its own id only (a route id, an alias, Claude
+            # Code's spelling, a family: ._names); spliced into the bytes where it can be.
             body = rewrite_model(body, parsed, route.model_id)
         facts = replace(parsed.facts, model=route.model_id)
         # The parsed tree goes before the request does: only the bytes travel on.
@@ -410,6 +454,7 @@ class GatewayApp:
                 auth=auth,
                 header_filter=hooks.request_headers,
                 observer=both(CostReader(outcome), hooks.observe(route) if hooks.observe else None),
+                extra_headers=((_MODEL_HEADER, route.model_id.encode("ascii")),),
             )
         except asyncio.CancelledError:
             if gone and task.uncancel() == 0:
@@ -444,6 +489,7 @@ class _Call:
     access line will say."""
 
     __slots__ = (
+        "asked",
         "body_read",
         "headers",
         "method",
@@ -472,6 +518,9 @@ class _Call:
         self.method = method
         self.shape = shape
         self.model = "-"
+        # The name the request asked for, when it named one (the access line shows both
+        # when a rule of ._names found another model).
+        self.asked = ""
         self.outcome = Outcome()
         # Whether the request body has been read to its end (see refuse).
         self.body_read = False

@@ -17,11 +17,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import copilot_host as ch
+
+from ._names import ModelNames, NameTable
 
 __all__ = [
     "PROTOCOL_OF_PATH",
@@ -40,6 +43,8 @@ PROTOCOL_OF_PATH: Mapping[str, ch.ApiProtocol] = {
     "/v1/messages": ch.ApiProtocol.ANTHROPIC_MESSAGES,
 }
 _PATH_OF = {protocol: path for path, protocol in PROTOCOL_OF_PATH.items()}
+
+_log = logging.getLogger("copilot_host.gateway")
 
 # Routes are registered again at least this often, so models the account gains or loses
 # show up without a restart.
@@ -64,6 +69,7 @@ class Snapshot:
     openai_list: bytes
     anthropic_list: bytes
     due: float  # monotonic time of the next re-registration
+    names: NameTable  # how a request's model name finds its route (._names)
 
     def find(self, name: str) -> ch.ModelRoute | None:
         return self.by_name.get(name)
@@ -126,9 +132,12 @@ def _documents(routes: tuple[ch.ModelRoute, ...], owner: str) -> tuple[bytes, by
 class Registry:
     """The routes for the current login (see the module docstring). Event-loop bound."""
 
-    def __init__(self, host: ch.AsyncCopilotHost, clock: ch.Clock) -> None:
+    def __init__(
+        self, host: ch.AsyncCopilotHost, clock: ch.Clock, names: ModelNames | None = None
+    ) -> None:
         self._host = host
         self._clock = clock
+        self._names = names if names is not None else ModelNames()
         self._catalog = ch.Catalog()
         self._snapshot: Snapshot | None = None
         self._task: asyncio.Task[Snapshot] | None = None
@@ -222,12 +231,18 @@ class Registry:
             by_name[route.model_id] = route
             by_name[route.route_id] = route
         openai_list, anthropic_list = _documents(result.routes, result.provider_id)
+        names = NameTable(result.routes, self._names)
+        for line in names.missing_targets():
+            # Once per registration: the alias answers 404 naming both until the model
+            # comes back or the gateway is started without it.
+            _log.warning("%s (requests for it get 404)", line)
         snapshot = Snapshot(
             identity=identity,
             by_name=by_name,
             openai_list=openai_list,
             anthropic_list=anthropic_list,
             due=self._clock.monotonic() + REREGISTER_AFTER,
+            names=names,
         )
         if self._host.availability() == identity:
             self._snapshot = snapshot

@@ -28,6 +28,7 @@ import copilot_host as ch
 
 from ._access import FORWARDED_REQUEST_HEADERS, RequestHeaders
 from ._hooks import AnswerObserver, HeaderFilter
+from ._messages import filter_betas
 from ._spend import QUOTA_HEADER_PREFIXES
 
 __all__ = [
@@ -105,6 +106,12 @@ def _upstream_headers(headers: RequestHeaders) -> list[tuple[bytes, bytes]]:
         if name == b"content-type":
             continue
         values = repeated.get(name, ())
+        if name == b"anthropic-beta":
+            # Only the betas the service serves (._messages); none left, no header.
+            joined = filter_betas(values) if values else None
+            if joined is not None:
+                out.append((name, joined))
+            continue
         out.extend((name, value) for value in (values if name in _REPEATABLE else values[:1]))
     kind = headers.get(b"content-type") or b""
     if kind.split(b";", 1)[0].strip().lower() != b"application/json":
@@ -173,6 +180,7 @@ async def relay(
     auth: httpx2.Auth | None = None,
     header_filter: HeaderFilter | None = None,
     observer: AnswerObserver | None = None,
+    extra_headers: tuple[tuple[bytes, bytes], ...] = (),
 ) -> None:
     """Send the request upstream and relay its answer (see the module docstring).
 
@@ -202,7 +210,7 @@ async def relay(
         start: MutableMapping[str, Any] = {
             "type": "http.response.start",
             "status": response.status_code,
-            "headers": relayed,
+            "headers": [*relayed, *extra_headers],
         }
         if _is_event_stream(response):
             await _relay_events(response, start, send, outcome, observer)

@@ -27,7 +27,7 @@ import copilot_host as ch
 
 from ._access import Refusal
 
-__all__ = ["PARSE_IN_THREAD_ABOVE", "Parsed", "read_request", "rewrite_model"]
+__all__ = ["PARSE_IN_THREAD_ABOVE", "Parsed", "encode_body", "read_request", "rewrite_model"]
 
 # A body larger than this is parsed in a worker thread (a 32 MiB body takes a few hundred
 # milliseconds to parse; a small one less than the thread hop costs).
@@ -96,6 +96,12 @@ def rewrite_model(body: bytes, parsed: Parsed, model: str) -> bytes:
         return spliced
     value = dict(parsed.value)
     value["model"] = model
+    return encode_body(value)
+
+
+def encode_body(value: dict[str, Any]) -> bytes:
+    """A body again, from its edited document: the one place the gateway re-encodes one (a
+    body it did not edit goes as the client sent it)."""
     try:
         return json.dumps(value, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate: send it \u-escaped, as JSON allows

@@ -219,10 +219,11 @@ class Spend:
                     "(`copilot-host usage` shows the details)"
                 )
 
-    def summary(self) -> str:
-        """The stop line: requests and credits since start, and per model."""
+    def totals(self) -> str:
+        """What the stop line says of spend: model requests and credits since start, and
+        per model."""
         credits = format_credits(self.credits) if self.reported else "none reported"
-        line = f"gateway stopped: {self.requests} model requests, credits {credits}"
+        line = f"{self.requests} model requests, credits {credits}"
         if self._models:
             parts = [
                 f"{model} {entry.requests}"

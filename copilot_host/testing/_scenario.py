@@ -33,8 +33,18 @@ ENDPOINTS = frozenset(
 #   vision_header       image input without Copilot-Vision-Request: true (400)
 #   model_endpoint      a model called on an endpoint its entry does not list (400)
 #   copilot_client_id   the exchange for a token of an app not enabled for Copilot (404)
+#   anthropic_beta      a Messages request naming a beta the service does not serve (400)
+#   system_text         a Messages request whose ``system`` is a string, not blocks (400)
 CHECKS = frozenset(
-    {"editor_version", "integration_id", "vision_header", "model_endpoint", "copilot_client_id"}
+    {
+        "editor_version",
+        "integration_id",
+        "vision_header",
+        "model_endpoint",
+        "copilot_client_id",
+        "anthropic_beta",
+        "system_text",
+    }
 )
 
 # The OAuth app GitHub's own Copilot editors (VS Code) log in with: the exchange accepts its
@@ -105,6 +115,10 @@ class Scenario:
     ``quota_exceeded``; ``quota_exceeded_on`` names endpoints that answer
     402 ``quota_exceeded`` whatever the quota.
 
+    With ``tool_calls=False`` every answer is text, even when the request offers tools
+    (``copilot-host serve --emulator`` sets it: an agent would run the emulator's tool
+    call, with empty arguments, for real).
+
     Hostile answers per endpoint name (see ``ENDPOINTS``): ``malformed`` (not JSON),
     ``oversized`` (a body over the adapter's cap, sent chunked), ``slow`` (seconds to stall
     before answering), ``drip`` (seconds between the single bytes of the body: each read
@@ -147,6 +161,7 @@ class Scenario:
     request_cost: float = 0.0425
     quota_exceeded_on: frozenset[str] = frozenset()
     lenient: frozenset[str] = frozenset()
+    tool_calls: bool = True
     malformed: frozenset[str] = frozenset()
     oversized: frozenset[str] = frozenset()
     slow: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))

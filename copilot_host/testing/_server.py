@@ -35,6 +35,7 @@ from ._answers import (
     json_answer,
     oauth_answer,
 )
+from ._betas import unserved_betas
 from ._protocols import PROTOCOL_PATHS, has_image, read_request, reply
 from ._record import RecordedRequest
 from ._scenario import VSCODE_CLIENT_ID, RawAnswer, Scenario
@@ -604,12 +605,18 @@ class EmulatorState:
             )
         if protocol in s.quota_exceeded_on or self._exhausted():
             return self._quota_exceeded()
+        if protocol == "messages":
+            refusal = self._messages_gate(request, payload)
+            if refusal is not None:
+                return refusal
         with self.lock:
             self._serial += 1
             serial = self._serial
             # Credits are used by what each answer costs; request quotas by one a request.
             self._quota_used += s.request_cost if s.usage_plan == "credits" else 1
         exchange = read_request(payload, protocol, model, serial)
+        if not s.tool_calls:
+            exchange = dataclasses.replace(exchange, tool=None)
         cost = round(s.request_cost * 1e9)
         whole, events = reply(exchange, s.stream_events, int(self.now()), cost)
         quota = self._quota_headers()
@@ -617,6 +624,27 @@ class EmulatorState:
             headers = (("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"))
             return Answer(200, (*headers, *quota), events=events)
         return json_answer(200, whole, *quota)
+
+    def _messages_gate(self, request: RecordedRequest, payload: Mapping[str, Any]) -> Answer | None:
+        """What the Messages layer refuses before answering: betas it does not serve and a
+        ``system`` that is a string (docs/EMULATOR.md has the evidence for both)."""
+        s = self.scenario
+        unserved = unserved_betas(request.headers.get("anthropic-beta", ""))
+        if s.strict("anthropic_beta") and unserved:
+            return copilot_error(
+                400,
+                f"unsupported beta header(s): {', '.join(unserved)}",
+                "invalid_request_error",
+                type="invalid_request_error",
+            )
+        if s.strict("system_text") and isinstance(payload.get("system"), str):
+            return copilot_error(
+                400,
+                "system: Input should be a valid list",
+                "invalid_request_error",
+                type="invalid_request_error",
+            )
+        return None
 
 
 def _wrong_endpoint(model: str, protocol: str) -> str:
@@ -668,6 +696,10 @@ class _Handler(BaseHTTPRequestHandler):
         host = (self.headers.get("Host") or "").split(":")[0].lower()
         body = self._read_body()
         headers = {k.lower(): v for k, v in self.headers.items()}
+        betas = self.headers.get_all("anthropic-beta")
+        if betas:
+            # A list header sent on several lines means the same as one comma-joined line.
+            headers["anthropic-beta"] = ",".join(betas)
         form: Mapping[str, str] | None = None
         kind = headers.get("content-type", "")
         if kind.startswith("application/x-www-form-urlencoded"):

@@ -207,6 +207,8 @@ def running_gateway(
     host_transport: httpx2.AsyncBaseTransport | None = None,
     hooks: GatewayHooks | None = None,
     max_credits: float | None = None,
+    model_aliases: dict[str, str] | None = None,
+    default_model: str | None = None,
 ) -> Iterator[Gateway]:
     """Serve a gateway for the account in ``home`` until the block ends."""
     home.mkdir(mode=0o700, exist_ok=True)
@@ -231,11 +233,11 @@ def running_gateway(
     failed: list[BaseException] = []
 
     async def serve() -> None:
-        extra = {"clock": clock} if clock is not None else {}
+        extra: dict[str, Any] = {"clock": clock} if clock is not None else {}
         async with AsyncGitHubCopilotHost(
             store=CredentialStore(home),
             transport=host_transport if host_transport is not None else emulator.async_transport(),
-            **extra,  # type: ignore[arg-type]
+            **extra,
         ) as host:
             app = create_app(
                 host,
@@ -243,6 +245,8 @@ def running_gateway(
                 transport=transport if transport is not None else emulator.async_transport(),
                 hooks=hooks,
                 max_credits=max_credits,
+                model_aliases=model_aliases,
+                default_model=default_model,
                 **extra,
             )
             config = server_config(app)

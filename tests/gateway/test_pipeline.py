@@ -14,7 +14,7 @@ import httpx2
 import pytest
 
 import copilot_host as ch
-from copilot_host.gateway import GatewayHooks
+from copilot_host.gateway import SERVED_BETAS, GatewayHooks
 from copilot_host.gateway._request import Parsed, parse_request, rewrite_model
 from copilot_host.testing import GitHubEmulator
 from tests.gateway._support import Gateway, running_gateway
@@ -235,7 +235,8 @@ def test_the_hooks_see_the_forwarded_headers_and_the_answer(tmp_path: Path) -> N
         status, _, _ = gateway.post(
             "/v1/messages",
             _body("claude-opus-5"),
-            headers={"anthropic-version": "2023-06-01", "anthropic-beta": "some-beta"},
+            # A beta the service serves: the gateway's own filter keeps it, the hook drops it.
+            headers={"anthropic-version": "2023-06-01", "anthropic-beta": sorted(SERVED_BETAS)[0]},
         )
         assert status == 200
         (record,) = emulator.requests_to("messages")

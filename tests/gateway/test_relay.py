@@ -129,7 +129,7 @@ def test_only_allowlisted_request_headers_are_forwarded(gateway: Gateway) -> Non
         headers={
             "x-api-key": gateway.key,
             "anthropic-version": "2023-06-01",
-            "anthropic-beta": "tools-2024-04-04",
+            "anthropic-beta": "context-management-2025-06-27",
             "X-Initiator": "agent",
             "Accept": "application/json",
             "Cookie": "session=abc",
@@ -146,7 +146,7 @@ def test_only_allowlisted_request_headers_are_forwarded(gateway: Gateway) -> Non
     (record,) = gateway.emulator.requests_to("messages")
     sent = record.headers
     assert sent["anthropic-version"] == "2023-06-01"
-    assert sent["anthropic-beta"] == "tools-2024-04-04"
+    assert sent["anthropic-beta"] == "context-management-2025-06-27"  # a served beta
     assert sent["x-initiator"] == "agent"  # the client's own word is kept
     assert sent["accept"] == "application/json"
     assert sent["content-type"] == "application/json"

@@ -209,7 +209,8 @@ def test_json_mode_one_listening_line_a_0600_key_file_and_sigterm_143(serve: Any
     # The cost the answer reported, in AI credits, ends the line.
     assert re.search(r"model=gpt-4\.1 status=200 bytes=\d+ [\d.]+ms credits=0\.0425$", access[0])
     # One stop line: requests, credits, per model.
-    assert "gateway stopped: 1 model requests, credits 0.0425 (by model" in stderr
+    (stop,) = [line for line in stderr.splitlines() if "copilot-host gateway stopped" in line]
+    assert "stopped after 1 request; 1 model requests, credits 0.0425 (by model" in stop
     assert served.key not in stderr
     assert served.leaks(stdout, stderr) == []
 

@@ -1,0 +1,56 @@
+"""The emulated account of ``--emulator`` and ``demo``: the built-in GitHub emulator and a
+login kept in a throwaway folder.
+
+The store is given its folder explicitly and keeps its data key in a key file inside it,
+so neither ``COPILOT_HOST_HOME`` nor the OS keyring is ever read or written, and the
+emulator's transports route GitHub's hosts to 127.0.0.1, so nothing leaves the machine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from copilot_host.github import AsyncGitHubCopilotHost
+    from copilot_host.store import CredentialStore
+
+    from ._gateway import Account
+
+__all__ = ["emulated_account", "throwaway_store"]
+
+
+def throwaway_store(home: Path) -> CredentialStore:
+    """A store in ``home`` (a throwaway folder) whose data key goes to a key file there."""
+    from copilot_host.store import CredentialStore
+
+    return CredentialStore(home, key_file=True)
+
+
+@contextmanager
+def emulated_account() -> Iterator[Account]:
+    """The emulator's account, logged in, for the gateway; everything is removed on exit."""
+    import tempfile
+
+    from copilot_host.github import AsyncGitHubCopilotHost, GitHubCopilotHost
+    from copilot_host.testing import GitHubEmulator, Scenario
+
+    from ._gateway import Account
+
+    # Text answers only: an agent would run an emulated tool call, with empty arguments,
+    # on this machine.
+    scenario = Scenario(tool_calls=False)
+    with (
+        tempfile.TemporaryDirectory(prefix="copilot-host-emulator-") as tmp,
+        GitHubEmulator(scenario) as emulator,
+    ):
+        store = throwaway_store(Path(tmp) / "home")
+        with GitHubCopilotHost(store=store, transport=emulator.transport()) as person:
+            person.login(sleep=lambda _seconds: None)
+
+        def make_host() -> AsyncGitHubCopilotHost:
+            return AsyncGitHubCopilotHost(store=store, transport=emulator.async_transport())
+
+        yield Account(store, make_host, emulator.async_transport, emulator=True)

@@ -1,0 +1,295 @@
+"""What ``serve`` and ``run`` share: their gateway options, the account behind the gateway
+(this login's, or the built-in emulator's), the model names they were given, the log file,
+and the gateway itself under uvicorn on a bound socket.
+
+The account and the uvicorn loop are set up here once, so the two commands cannot drift:
+``--host``, the refusals, the access line and the model rules are the same in both.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import socket
+import stat
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from ._budget import max_credits_option
+from ._context import seam
+from ._failure import CliFailure
+from ._output import ReaderGone
+
+if TYPE_CHECKING:
+    import httpx2
+    import uvicorn
+
+    from copilot_host import Clock
+    from copilot_host.gateway import GatewayApp
+    from copilot_host.github import AsyncGitHubCopilotHost, EditorIdentity
+    from copilot_host.store import CredentialStore
+
+__all__ = [
+    "Account",
+    "GatewayNames",
+    "LogFile",
+    "account",
+    "gateway_options",
+    "serve_gateway",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+# -- options -----------------------------------------------------------------------------------
+
+
+def _alias(_ctx: click.Context, _param: click.Parameter, values: tuple[str, ...]) -> dict[str, str]:
+    aliases: dict[str, str] = {}
+    for value in values:
+        name, sep, target = value.partition("=")
+        if not sep or not name.strip() or not target.strip():
+            raise click.BadParameter(
+                f"{value!r} is not NAME=MODEL (for example sonnet=claude-sonnet-4.6)"
+            )
+        aliases[name.strip()] = target.strip()
+    return aliases
+
+
+def gateway_options(command: F) -> F:
+    """The options ``serve`` and ``run`` share (besides --port and --host, which each
+    command words for itself)."""
+    decorators = [
+        click.option(
+            "--emulator",
+            is_flag=True,
+            help="Serve the built-in emulator's models instead of this login's: an emulated "
+            "login in a throwaway folder, nothing leaves this machine, answers are echoes "
+            "(text only).",
+        ),
+        click.option(
+            "--model-alias",
+            "aliases",
+            multiple=True,
+            metavar="NAME=MODEL",
+            callback=_alias,
+            help="Serve requests for NAME with MODEL (repeatable).",
+        ),
+        click.option(
+            "--default-model",
+            metavar="MODEL",
+            help="Serve requests for a model no rule finds with MODEL (else they get 404).",
+        ),
+        click.option(
+            "--log",
+            "log_path",
+            type=click.Path(dir_okay=False, path_type=Path),
+            help="Append the access lines, warnings and the stop line to FILE (made 0600).",
+        ),
+    ]
+    for decorator in reversed(decorators):
+        command = decorator(command)
+    return max_credits_option(command)
+
+
+@dataclass(frozen=True)
+class GatewayNames:
+    """``--model-alias`` and ``--default-model``, checked for spelling."""
+
+    aliases: dict[str, str] = field(default_factory=dict)
+    default: str | None = None
+
+    @property
+    def given(self) -> bool:
+        return bool(self.aliases) or self.default is not None
+
+    def check(self) -> None:
+        """A usage error for a spelling the gateway cannot take."""
+        from copilot_host.gateway import ModelNames
+
+        try:
+            ModelNames(self.aliases, self.default)
+        except ValueError as exc:
+            raise click.UsageError(str(exc)) from None
+
+
+# -- the account -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Account:
+    """Whose models the gateway serves: the store to read the login from, a maker of the
+    asynchronous host (called on the gateway's loop) and of the upstream transport."""
+
+    store: CredentialStore
+    make_host: Callable[[], AsyncGitHubCopilotHost]
+    make_transport: Callable[[], httpx2.AsyncBaseTransport] | None
+    emulator: bool = False
+    clock: Clock | None = None
+
+
+@contextmanager
+def account(emulator: bool, editor: EditorIdentity | None = None) -> Iterator[Account]:
+    """This login's account (presenting ``editor`` when given); or with ``emulator`` the
+    built-in emulator's, logged in within a throwaway folder that is removed on the way out
+    (``COPILOT_HOST_HOME`` and the keyring are never read or written)."""
+    if emulator:
+        from ._emulated import emulated_account
+
+        with emulated_account() as emulated:
+            yield emulated
+        return
+    from ._context import make_store
+
+    store = make_store()
+    # Creates the store folder (0700) if needed and refuses an insecure one, before the
+    # port is taken or a key is made.
+    store.preflight(key_file=True)
+    # Resolved here, in the command's thread: the gateway's loop may run in another one.
+    s = seam()
+    factory, clock = s.async_host_factory, s.clock
+
+    def make_host() -> AsyncGitHubCopilotHost:
+        extra: dict[str, Any] = {} if editor is None else {"editor": editor}
+        if factory is not None:
+            return factory(store=store, clock=clock, **extra)
+        from copilot_host.github import AsyncGitHubCopilotHost
+
+        if clock is not None:
+            extra["clock"] = clock
+        return AsyncGitHubCopilotHost(store=store, **extra)
+
+    yield Account(store, make_host, s.upstream_transport, clock=clock)
+
+
+# -- the log file ------------------------------------------------------------------------------
+
+
+class LogFile:
+    """``--log FILE``: opened for appending, 0600, never through a symbolic link; lines
+    behind the redaction filter."""
+
+    def __init__(self, path: Path) -> None:
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+        try:
+            fd = os.open(path, flags, 0o600)
+        except OSError as exc:
+            why = "it is a symbolic link" if exc.errno == errno.ELOOP else exc.strerror
+            raise CliFailure("log_file_io", f"cannot write the log file {path}: {why}") from None
+        found = os.fstat(fd)
+        if not stat.S_ISREG(found.st_mode) or found.st_uid != os.geteuid():
+            os.close(fd)
+            raise CliFailure("log_file_io", f"the log file {path} is not a regular file of yours")
+        os.fchmod(fd, 0o600)
+        self.path = path
+        self.stream: IO[str] = os.fdopen(fd, "a", encoding="utf-8", buffering=1)
+
+    def handler(self, fmt: str, datefmt: str | None = None) -> Any:
+        import logging
+
+        from copilot_host import RedactingFilter
+
+        handler = logging.StreamHandler(self.stream)
+        handler.setFormatter(logging.Formatter(fmt, datefmt))
+        handler.addFilter(RedactingFilter())
+        return handler
+
+    def write(self, line: str) -> None:
+        from copilot_host import mask_secrets
+
+        self.stream.write(mask_secrets(line) + "\n")
+
+    def close(self) -> None:
+        self.stream.close()
+
+
+def stop_line(requests: int, *, emulator: bool, spend: str | None = None) -> str:
+    """The one line a gateway ends with: the requests it answered and, once it served,
+    what the model requests cost (``GatewayApp.spend.totals()``)."""
+    what = "copilot-host gateway (emulator)" if emulator else "copilot-host gateway"
+    line = f"{what} stopped after {requests} request{'s' if requests != 1 else ''}"
+    return f"{line}; {spend}" if spend else line
+
+
+# -- the gateway under uvicorn -----------------------------------------------------------------
+
+
+async def serve_gateway(
+    listener: socket.socket,
+    gateway: Account,
+    key: str,
+    names: GatewayNames,
+    *,
+    config: Callable[[Any], uvicorn.Config],
+    on_listening: Callable[[], None],
+    on_server: Callable[[uvicorn.Server], None] | None = None,
+    on_app: Callable[[GatewayApp], None] | None = None,
+    max_credits: float | None = None,
+) -> None:
+    """Build the gateway for ``gateway``'s account and serve it on ``listener`` until the
+    server is told to stop; ``on_app`` is given the app once it is built (its ``spend``
+    makes the stop line, however the server ends). The host
+    is made, used and closed on this loop (an asynchronous host belongs to one); the app
+    never closes it. A :class:`ReaderGone` from ``on_listening`` stops the server the
+    orderly way and is raised once it has stopped."""
+    from copilot_host.gateway import create_app
+
+    from ._gateway_hardening import HardenedServer
+
+    class Server(HardenedServer):
+        reader_gone: ReaderGone | None = None
+
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets)
+            if self.started:
+                try:
+                    on_listening()
+                except ReaderGone as exc:
+                    # stdout's reader went away before the listening line: nobody can
+                    # learn the address or key, so stop (uvicorn shuts the app's lifespan
+                    # down; raised from here, the cancelled lifespan task would log a
+                    # traceback), and end as for any reader gone.
+                    self.reader_gone = exc
+                    self.should_exit = True
+
+    async with gateway.make_host() as host:
+        extra: dict[str, Any] = {}
+        if gateway.make_transport is not None:
+            extra["transport"] = gateway.make_transport()
+        if gateway.clock is not None:
+            extra["clock"] = gateway.clock
+        app = create_app(
+            host,
+            api_key=key,
+            model_aliases=names.aliases,
+            default_model=names.default,
+            max_credits=max_credits,
+            **extra,
+        )
+        if on_app is not None:
+            on_app(app)
+        # Unusable HTTPS settings fail here, as a typed error, before anything listens.
+        await app.startup()
+        await _check_names(app, host, names, emulator=gateway.emulator)
+        server = Server(config(app))
+        if on_server is not None:
+            on_server(server)
+        await server.serve(sockets=[listener])
+        if server.reader_gone is not None:
+            raise server.reader_gone
+
+
+async def _check_names(app: GatewayApp, host: Any, names: GatewayNames, *, emulator: bool) -> None:
+    """Aliases and the default model must name models the account has: checked before
+    listening when a login exists now (always with the emulator); otherwise each
+    registration warns about them."""
+    if not names.given or (not emulator and host.availability() is None):
+        return
+    problems = await app.model_name_problems()
+    if problems:
+        raise click.UsageError("; ".join(problems))

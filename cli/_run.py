@@ -1,0 +1,422 @@
+"""``copilot-host run -- COMMAND``: a coding agent (or any program) on this login's models.
+
+The gateway ``serve`` runs starts on a free loopback port (:mod:`._gateway`, the same
+set-up), and COMMAND runs as a child attached to this terminal, with the gateway's address
+and a fresh key in its environment. The key lives there only: never on a command line,
+never in a file, never printed. When the command ends, the gateway stops and ``run`` exits
+with the command's status (128+N when signal N ended it).
+
+The terminal is the command's: ``run`` writes at most one line to stderr before the command
+starts and nothing after it (the access lines, warnings and the stop line go to ``--log FILE`` only;
+everything else the process might log goes nowhere). Ctrl-C reaches the command directly,
+which is in the terminal's foreground process group, so ``run`` ignores SIGINT while the
+command runs; SIGTERM and SIGHUP sent to ``run`` are passed on to it. If the gateway fails
+while the command runs, one line on stderr says so and the command gets SIGTERM.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING
+
+import click
+
+from ._context import output
+from ._editor import editor_from_environment
+from ._failure import CliFailure
+from ._gateway import Account, GatewayNames, LogFile, account, gateway_options, serve_gateway
+from ._gateway_hardening import raise_open_file_limit
+from ._output import CopilotHostCommand
+from ._profiles import codex_model, profile_for
+from ._serve import _LOOPBACK, GRACE, _access_log, _bind, _Count, _loopback, _new_key
+
+if TYPE_CHECKING:
+    import uvicorn
+
+    from copilot_host.gateway import GatewayApp
+
+__all__ = ["CHILD_REMOVED", "run"]
+
+# Variables removed from the command's environment: an Anthropic key that clients prefer to
+# the token (and which may be a real Anthropic secret), and switches that send Claude Code
+# to another provider.
+CHILD_REMOVED = ("ANTHROPIC_API_KEY", "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX")
+# How long the gateway may take to start before run gives up.
+START_TIMEOUT = 60.0
+# Passed on to the command when run receives them.
+_FORWARDED = (signal.SIGTERM, signal.SIGHUP)
+
+_EPILOG = """\b
+Examples:
+  copilot-host run -- claude                      Claude Code on your Copilot models
+  copilot-host run -- claude -p "Explain this repository"
+  copilot-host run -- codex                       Codex CLI (run adds its provider)
+  copilot-host run -- aider --model openai/gpt-4.1
+  copilot-host run --emulator -- claude           check the setup before logging in
+
+\b
+The command's environment gains OPENAI_BASE_URL, OPENAI_API_BASE, OPENAI_API_KEY,
+ANTHROPIC_BASE_URL, ANTHROPIC_AUTH_TOKEN, COPILOT_HOST_BASE_URL and COPILOT_HOST_API_KEY
+(the key is made anew each run and is in no file and on no command line), and loses
+ANTHROPIC_API_KEY, CLAUDE_CODE_USE_BEDROCK and CLAUDE_CODE_USE_VERTEX. Every program
+the command starts inherits the key and can use your Copilot account through the gateway.
+Exit status: the command's (128+N when signal N ended it); 127 when COMMAND is not found,
+126 when it cannot be run.
+"""
+
+
+@click.command(
+    cls=CopilotHostCommand,
+    epilog=_EPILOG,
+    context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True},
+)
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=0,
+    show_default="a free one",
+    help="Port the gateway listens on.",
+)
+@click.option(
+    "--host",
+    "address",
+    default="127.0.0.1",
+    show_default=True,
+    callback=_loopback,
+    help="Loopback address to listen on: 127.0.0.1, ::1 or localhost (binds 127.0.0.1).",
+)
+@gateway_options
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+def run(
+    *,
+    port: int,
+    address: str,
+    emulator: bool,
+    aliases: dict[str, str],
+    default_model: str | None,
+    log_path: Path | None,
+    max_credits: float | None,
+    command: tuple[str, ...],
+) -> None:
+    """Run a coding agent (or any command) on this login's Copilot models.
+
+    Starts the gateway `copilot-host serve` runs on a free loopback port, then runs
+    COMMAND in this terminal with the gateway's address and a fresh key in its
+    environment (OPENAI_*, ANTHROPIC_*), and stops the gateway when COMMAND ends.
+    Put -- before COMMAND.
+    """
+    output()  # the command's output settings, before anything can fail
+    names = GatewayNames(aliases, default_model)
+    names.check()
+    editor = editor_from_environment()
+    program = _look_up(command[0])
+    log = LogFile(log_path) if log_path is not None else None
+    signals = _MainThreadSignals()
+    try:
+        # The emulator's and the gateway's threads start with these signals blocked.
+        signals.hold()
+        with account(emulator, editor) as gateway:
+            if not emulator:
+                _logged_in(gateway)
+            raise_open_file_limit()
+            family, bound, shown = _LOOPBACK[address]
+            listener = _bind(family, bound, port)
+            try:
+                code = _run(
+                    listener,
+                    gateway,
+                    names,
+                    log,
+                    shown=shown,
+                    program=program,
+                    args=command[1:],
+                    signals=signals,
+                    max_credits=max_credits,
+                )
+            finally:
+                listener.close()
+    finally:
+        signals.release()
+        if log is not None:
+            log.close()
+    click.get_current_context().exit(code)
+
+
+# -- before the command ------------------------------------------------------------------------
+
+
+def _look_up(name: str) -> str:
+    """COMMAND's path, as a shell finds it; 127 when there is none, 126 when it cannot be
+    run (one line, as a shell says it)."""
+    found = shutil.which(name) if "/" not in name else name
+    if found is None or not os.path.lexists(found):
+        raise CliFailure("command_not_found", f"{name}: command not found", exit_code=127)
+    if os.path.isdir(found):
+        raise CliFailure("command_not_executable", f"{name}: is a directory", exit_code=126)
+    if not os.access(found, os.X_OK):
+        raise CliFailure("command_not_executable", f"{name}: permission denied", exit_code=126)
+    return found
+
+
+def _logged_in(gateway: Account) -> None:
+    if gateway.store.availability() is None:
+        raise CliFailure(
+            "not_logged_in",
+            "not logged in: run `copilot-host login` first (or try the setup with "
+            "`copilot-host run --emulator -- COMMAND`)",
+        )
+
+
+def child_environment(base: dict[str, str], *, base_url: str, key: str) -> dict[str, str]:
+    """The command's environment: ``base`` without :data:`CHILD_REMOVED`, with the
+    gateway's address and key under every name agents read them from."""
+    env = {name: value for name, value in base.items() if name not in CHILD_REMOVED}
+    root = base_url.removesuffix("/v1")
+    env.update(
+        OPENAI_BASE_URL=base_url,
+        # Clients on litellm (aider) read this name.
+        OPENAI_API_BASE=base_url,
+        OPENAI_API_KEY=key,
+        ANTHROPIC_BASE_URL=root,
+        # Sent as Authorization: Bearer; Claude Code neither asks to trust it nor shows it.
+        ANTHROPIC_AUTH_TOKEN=key,
+        COPILOT_HOST_BASE_URL=base_url,
+        COPILOT_HOST_API_KEY=key,
+    )
+    return env
+
+
+def _models_listed(base_url: str, key: str) -> list[tuple[str, list[str]]]:
+    """(id, endpoints) of each model the gateway lists; empty when it cannot say (no
+    login yet, say): the command then runs without a model chosen for it."""
+    import httpx2
+
+    try:
+        with httpx2.Client(timeout=30) as client:
+            answer = client.get(f"{base_url}/models", headers={"Authorization": f"Bearer {key}"})
+        data = answer.json()["data"] if answer.status_code == 200 else []
+        return [(str(entry["id"]), list(entry.get("endpoints", []))) for entry in data]
+    except (httpx2.HTTPError, ValueError, KeyError, TypeError):
+        return []
+
+
+# -- the gateway in a thread, the command in the foreground ---------------------------------
+
+
+class _MainThreadSignals:
+    """SIGINT, SIGTERM and SIGHUP for the main thread alone.
+
+    Python runs signal handlers in the main thread, but the kernel may deliver a signal to
+    any thread that does not block it; delivered to the gateway's thread, it would leave
+    the main thread asleep in ``waitpid`` and the handler waiting with it (a SIGTERM for the
+    command would never be passed on). Threads inherit the signal mask of the thread that
+    starts them, so the signals are blocked while run's threads start (:meth:`hold`), and
+    unblocked in the main thread once they have (:meth:`release`).
+    """
+
+    _SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
+
+    def __init__(self) -> None:
+        self._before: set[int | signal.Signals] | None = None
+
+    def hold(self) -> None:
+        if self._before is None:
+            self._before = signal.pthread_sigmask(signal.SIG_BLOCK, self._SIGNALS)
+
+    def release(self) -> None:
+        before, self._before = self._before, None
+        if before is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, before)
+
+
+class _Gateway:
+    """The gateway on its own thread and event loop, so the main thread can wait for the
+    command (and take signals) while it serves."""
+
+    def __init__(
+        self,
+        listener: socket.socket,
+        gateway: Account,
+        key: str,
+        names: GatewayNames,
+        *,
+        max_credits: float | None = None,
+        on_app: Callable[[GatewayApp], None] | None = None,
+    ) -> None:
+        from ._serve import server_config
+
+        self._ready = threading.Event()
+        self._server: uvicorn.Server | None = None
+        self.error: BaseException | None = None
+        self.stopping = False
+        self.on_failure: Callable[[BaseException | None], None] | None = None
+
+        def on_server(server: uvicorn.Server) -> None:
+            self._server = server
+            if self.stopping:  # run was stopped while the gateway was starting
+                server.should_exit = True
+
+        async def main() -> None:
+            await serve_gateway(
+                listener,
+                gateway,
+                key,
+                names,
+                config=lambda app: server_config(app, grace=GRACE),
+                on_listening=self._ready.set,
+                on_server=on_server,
+                on_app=on_app,
+                max_credits=max_credits,
+            )
+
+        def target() -> None:
+            import asyncio
+
+            try:
+                asyncio.run(main())
+            except BaseException as exc:
+                self.error = exc
+            finally:
+                started = self._ready.is_set()
+                self._ready.set()
+                if started and not self.stopping and self.on_failure is not None:
+                    self.on_failure(self.error)
+
+        self._thread = threading.Thread(target=target, name="copilot-host gateway", daemon=True)
+
+    def start(self, signals: _MainThreadSignals) -> None:
+        self._thread.start()
+        # Every thread of run has started (the gateway's own threads are its children):
+        # the main thread takes signals again, e.g. Ctrl-C while the gateway starts.
+        signals.release()
+        if not self._ready.wait(START_TIMEOUT):
+            self.stop()
+            raise CliFailure("gateway_start", "the gateway did not start within a minute")
+        if self.error is not None:
+            raise self.error.with_traceback(None)
+        if self._server is None or not self._server.started:
+            raise CliFailure("gateway_start", "the gateway stopped before it listened")
+
+    def stop(self) -> None:
+        self.stopping = True
+        server = self._server
+        if server is not None:
+            # Polled by uvicorn's loop; requests in flight get GRACE seconds.
+            server.should_exit = True
+        self._thread.join(GRACE + 5)
+
+
+def _run(
+    listener: socket.socket,
+    gateway: Account,
+    names: GatewayNames,
+    log: LogFile | None,
+    *,
+    shown: str,
+    program: str,
+    args: tuple[str, ...],
+    signals: _MainThreadSignals,
+    max_credits: float | None = None,
+) -> int:
+    port = listener.getsockname()[1]
+    base_url = f"http://{shown}:{port}/v1"
+    key = _new_key()
+    counted = _Count()
+    undo_access_log = _access_log(log, counted, stderr=False)
+    server = _Gateway(
+        listener, gateway, key, names, max_credits=max_credits, on_app=counted.serving
+    )
+    try:
+        server.start(signals)
+        argv = [program, *args]
+        profile = profile_for(program)
+        if profile is not None:
+            argv = [
+                program,
+                *profile.arguments(
+                    args,
+                    base_url,
+                    lambda: codex_model(_models_listed(base_url, key), names.default),
+                ),
+            ]
+        env = child_environment(dict(os.environ), base_url=base_url, key=key)
+        with _quiet_terminal():
+            return _foreground(argv, env, server)
+    finally:
+        server.stop()
+        undo_access_log()
+        if log is not None:
+            from ._gateway import stop_line
+
+            log.write(stop_line(counted.requests, emulator=gateway.emulator, spend=counted.spend()))
+
+
+@contextmanager
+def _quiet_terminal() -> Iterator[None]:
+    """Nothing this process logs reaches the terminal while the command runs: stderr, as
+    Python code sees it, is a sink (the command keeps the real descriptor 2)."""
+    saved = sys.stderr
+    with open(os.devnull, "w", encoding="utf-8") as sink:
+        sys.stderr = sink
+        try:
+            yield
+        finally:
+            sys.stderr = saved
+
+
+def _foreground(argv: list[str], env: dict[str, str], server: _Gateway) -> int:
+    """Run the command attached to this terminal; its exit status, or 128+N."""
+    import subprocess
+
+    child: subprocess.Popen[bytes] | None = None
+    pending: list[int] = []
+
+    def forward(signum: int, _frame: FrameType | None) -> None:
+        if child is None:
+            pending.append(signum)
+        elif child.returncode is None:
+            child.send_signal(signum)
+
+    def ignore(_signum: int, _frame: FrameType | None) -> None:
+        # The terminal sent Ctrl-C to the whole foreground group: the command has it.
+        return
+
+    def gateway_failed(error: BaseException | None) -> None:
+        why = f" ({type(error).__name__})" if error is not None else ""
+        os.write(2, f"copilot-host run: the gateway stopped{why}; ending the command\n".encode())
+        if child is not None and child.returncode is None:
+            child.send_signal(signal.SIGTERM)
+
+    # Python handlers, not SIG_IGN: a handler is reset to the default in the command when
+    # it starts, so the command still takes Ctrl-C; an ignored signal would stay ignored.
+    previous = {signum: signal.signal(signum, forward) for signum in _FORWARDED}
+    previous[signal.SIGINT] = signal.signal(signal.SIGINT, ignore)
+    server.on_failure = gateway_failed
+    try:
+        try:
+            # The person's own command line, run as they typed it after --.
+            child = subprocess.Popen(argv, env=env)  # noqa: S603
+        except OSError as exc:
+            # Found and executable, yet the kernel would not run it (not a program for
+            # this machine, a script whose interpreter is missing): a shell says 126.
+            raise CliFailure(
+                "command_not_executable",
+                f"{argv[0]}: cannot run it ({exc.strerror or type(exc).__name__})",
+                exit_code=126,
+            ) from None
+        for signum in pending:
+            child.send_signal(signum)
+        returncode = child.wait()
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
+    return 128 - returncode if returncode < 0 else returncode

@@ -1,0 +1,70 @@
+"""Messages requests as the Copilot API takes them: the betas it serves, a block ``system``.
+
+Claude Code opts into many betas (``claude-code-20250219``, ``afk-mode-...``, ...) through
+``anthropic-beta``. Of those only the values in :data:`SERVED_BETAS` are forwarded, each
+with the source that shows the service takes it; the others are dropped (named once at
+DEBUG), and a request whose betas are all dropped goes without the header. The evidence
+that the service refuses others (docs/WIRE.md, "Agents through the gateway") is second-hand
+and unverified against the live service; VS Code's own bridge from Claude Code to Copilot
+likewise sends its endpoint's own set rather than Claude Code's.
+
+A string ``system`` is sent as one text block: the service requires blocks (VS Code's agent
+host converts it for that reason, microsoft/vscode
+``src/vs/platform/agentHost/node/shared/copilotApiService.ts``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import copilot_host as ch
+
+__all__ = ["SERVED_BETAS", "filter_betas", "system_as_blocks"]
+
+_log = logging.getLogger("copilot_host.gateway")
+
+_CHAT_ENDPOINT = (
+    "microsoft/vscode-copilot-chat src/platform/endpoint/node/chatEndpoint.ts "
+    "(commit b70015e5d654d7f71fdda127a3418faef9c610d2), ChatEndpoint.getExtraHeaders"
+)
+# value -> where it is seen sent to the Copilot Messages endpoint.
+SERVED_BETAS: Mapping[str, str] = {
+    "interleaved-thinking-2025-05-14": _CHAT_ENDPOINT + ": models without adaptive thinking",
+    "context-management-2025-06-27": _CHAT_ENDPOINT + ": context editing and the memory tool",
+    "advanced-tool-use-2025-11-20": _CHAT_ENDPOINT + ": tool search",
+    "effort-2025-11-24": "the beta of the body's effort setting, which VS Code's Claude Code "
+    "bridge passes through as Claude Code sent it (microsoft/vscode-copilot-chat "
+    "src/extension/agents/claude/node/claudeLanguageModelServer.ts, commit "
+    "63a46e73851fa1c91dbdaacb11e05ce062202b05, createRequestBody)",
+}
+_SERVED = frozenset(value.encode("ascii") for value in SERVED_BETAS)
+
+
+def filter_betas(values: Iterable[bytes]) -> bytes | None:
+    """One ``anthropic-beta`` value holding the served betas of every value the client
+    sent (each a comma-separated list), in their order; None when none is left."""
+    kept: list[bytes] = []
+    dropped: list[bytes] = []
+    for value in values:
+        for item in value.split(b","):
+            beta = item.strip()
+            if not beta:
+                continue
+            target = kept if beta in _SERVED else dropped
+            if beta not in target:
+                target.append(beta)
+    if dropped and _log.isEnabledFor(logging.DEBUG):
+        shown = ", ".join(ch.clean(beta.decode("latin-1"), limit=80) for beta in dropped)
+        _log.debug("anthropic-beta not served by the Copilot API, dropped: %s", shown)
+    return b",".join(kept) if kept else None
+
+
+def system_as_blocks(value: dict[str, Any]) -> bool:
+    """Turn a string ``system`` into one text block; whether the body changed."""
+    system = value.get("system")
+    if not isinstance(system, str):
+        return False
+    value["system"] = [{"type": "text", "text": system}]
+    return True

@@ -1,0 +1,269 @@
+"""The real coding agents, as npm installs them (.ci/run pins them), through
+``copilot-host run --emulator``, each with a throwaway HOME and pointed only at loopback.
+
+Each test asserts the agent's exit status, the emulator's echo on stdout, and from the
+``--log`` file which model served the name the agent asked for. Every model request in the
+log answered 200: the emulator refuses an ``anthropic-beta`` outside the list the service
+serves (and a string ``system``) with 400, so a 200 shows none reached it.
+
+Where an agent is not installed these tests skip, except in CI (``CI`` set), where a missing
+agent fails them: the suite must prove the agents work, not that they were absent. They are
+marked ``agents``: ``pytest -m "not agents"`` leaves them out.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.agents, pytest.mark.slow]
+
+SCRIPT = Path(sys.executable).parent / "copilot-host"
+BOUND = 120.0
+# A model request in the access log: what was asked, what served, the status.
+REQUEST = re.compile(r" POST (/v1/\S+) model=(\S+?)(?:->(\S+))? status=(\d+) ")
+
+
+def _agent(name: str) -> str:
+    found = shutil.which(name)
+    if found is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"{name} is not installed: .ci/run installs it from npm")
+        pytest.skip(f"{name} is not installed (npm: see .ci/run); CI runs this test")
+    return found
+
+
+def _env(home: Path) -> dict[str, str]:
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        # Nothing of the person's own agent setup reaches the agent under test.
+        if not name.startswith(("ANTHROPIC_", "OPENAI_", "CLAUDE_", "CODEX_"))
+    }
+    env.update(
+        HOME=str(home),
+        XDG_CONFIG_HOME=str(home / ".config"),
+        TMPDIR=str(home / "tmp"),
+        COPILOT_HOST_HOME=str(home / "copilot-host"),
+        PYTHON_KEYRING_BACKEND="keyring.backends.fail.Keyring",
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+        NO_COLOR="1",
+    )
+    return env
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    folder = tmp_path / "home"
+    (folder / "tmp").mkdir(parents=True)
+    (folder / "work").mkdir()
+    return folder
+
+
+def _run(
+    home: Path, *command: str
+) -> tuple[subprocess.CompletedProcess[str], list[tuple[str, ...]]]:
+    log = home / "gateway.log"
+    done = subprocess.run(
+        [str(SCRIPT), "run", "--emulator", "--log", str(log), "--", *command],
+        capture_output=True,
+        text=True,
+        env=_env(home),
+        cwd=home / "work",
+        stdin=subprocess.DEVNULL,
+        timeout=BOUND,
+        check=False,
+    )
+    requests = [match.groups() for match in REQUEST.finditer(log.read_text())]
+    return done, requests
+
+
+def _served(requests: list[tuple[str, ...]], path: str) -> set[str]:
+    """The models that served the requests on ``path``, each of which answered 200."""
+    on_path = [r for r in requests if r[0] == path]
+    assert on_path, requests
+    assert all(r[3] == "200" for r in on_path), requests
+    return {r[2] or r[1] for r in on_path}
+
+
+# -- Claude Code ---------------------------------------------------------------------------
+
+
+def test_claude_headless_with_no_model_option(home: Path) -> None:
+    claude = _agent("claude")
+    done, requests = _run(home, claude, "-p", "Say hello")
+    assert done.returncode == 0, done.stderr
+    assert "echo:" in done.stdout and "Say hello" in done.stdout
+    # Claude Code asks for its own default opus name; the newest opus served it.
+    assert _served(requests, "/v1/messages") == {"claude-opus-5"}
+    asked = {r[1] for r in requests if r[0] == "/v1/messages"}
+    assert all(name.startswith("claude-opus-") for name in asked), asked
+
+
+def test_claude_headless_with_model_sonnet(home: Path) -> None:
+    claude = _agent("claude")
+    done, requests = _run(home, claude, "-p", "Say hello", "--model", "sonnet")
+    assert done.returncode == 0, done.stderr
+    assert "echo:" in done.stdout and "Say hello" in done.stdout
+    assert _served(requests, "/v1/messages") == {"claude-sonnet-5"}
+
+
+def test_claude_headless_with_a_dated_claude_id(home: Path) -> None:
+    claude = _agent("claude")
+    done, requests = _run(home, claude, "-p", "Say hi", "--model", "claude-haiku-4-5-20251001")
+    assert done.returncode == 0, done.stderr
+    assert "echo:" in done.stdout and "Say hi" in done.stdout
+    assert _served(requests, "/v1/messages") == {"claude-haiku-4.5"}
+    assert ("/v1/messages", "claude-haiku-4-5-20251001", "claude-haiku-4.5", "200") in requests
+
+
+def test_claude_interactive_in_a_terminal(home: Path) -> None:
+    """One prompt in Claude Code's full-screen interface, in tmux, then Ctrl-C twice."""
+    claude = _agent("claude")
+    tmux = _agent("tmux")
+    work = home / "work"
+    # As after Claude Code's first-run questions (theme, trusting the folder).
+    (home / ".claude.json").write_text(
+        json.dumps(
+            {
+                "hasCompletedOnboarding": True,
+                "theme": "dark",
+                "projects": {
+                    str(work): {
+                        "hasTrustDialogAccepted": True,
+                        "hasCompletedProjectOnboarding": True,
+                    }
+                },
+            }
+        )
+    )
+    log = home / "gateway.log"
+    status = home / "status"
+    socket = str(home / "tmux.sock")
+    env = _env(home)
+    inner = f"{SCRIPT} run --emulator --log {log} -- {claude}; echo $? > {status}; sleep 60"
+    subprocess.run(
+        [tmux, "-S", socket, "new-session", "-d", "-x", "160", "-y", "45", "-c", str(work), inner],
+        env=env,
+        check=True,
+        timeout=30,
+    )
+
+    def screen() -> str:
+        shown = subprocess.run(
+            [tmux, "-S", socket, "capture-pane", "-p"],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=30,
+        )
+        return shown.stdout
+
+    def wait_for(what: str) -> str:
+        deadline = time.monotonic() + BOUND
+        while time.monotonic() < deadline:
+            text = screen()
+            if what in text:
+                return text
+            time.sleep(0.2)
+        raise AssertionError(f"{what!r} never appeared:\n{screen()}")
+
+    try:
+        wait_for("❯")
+        subprocess.run([tmux, "-S", socket, "send-keys", "-l", "Say hello from tmux"], check=True)
+        time.sleep(0.3)
+        subprocess.run([tmux, "-S", socket, "send-keys", "Enter"], check=True)
+        wait_for("echo:")
+        for _ in range(2):
+            subprocess.run([tmux, "-S", socket, "send-keys", "C-c"], check=True)
+            time.sleep(0.5)
+        deadline = time.monotonic() + BOUND
+        while not status.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert status.exists(), screen()
+    finally:
+        subprocess.run([tmux, "-S", socket, "kill-server"], check=False, timeout=30)
+    # Ctrl-C reached Claude Code (which exits on the second), not run: exit 0.
+    assert status.read_text().strip() == "0"
+    requests = [match.groups() for match in REQUEST.finditer(log.read_text())]
+    assert "claude-opus-5" in _served(requests, "/v1/messages")
+
+
+# -- Codex CLI -----------------------------------------------------------------------------
+
+
+def test_codex_exec_with_no_model(home: Path) -> None:
+    codex = _agent("codex")
+    done, requests = _run(home, codex, "exec", "--skip-git-repo-check", "Say hello")
+    assert done.returncode == 0, done.stderr
+    assert "echo: Say hello" in done.stdout
+    # run chose the newest codex model that speaks Responses.
+    assert _served(requests, "/v1/responses") == {"gpt-5.3-codex"}
+
+
+def test_codex_exec_with_a_model(home: Path) -> None:
+    codex = _agent("codex")
+    done, requests = _run(
+        home, codex, "exec", "--skip-git-repo-check", "-m", "gpt-5.5", "Say hello"
+    )
+    assert done.returncode == 0, done.stderr
+    assert "echo: Say hello" in done.stdout
+    assert _served(requests, "/v1/responses") == {"gpt-5.5"}
+
+
+# -- what reached the service --------------------------------------------------------------
+
+
+def test_no_beta_outside_the_served_list_reaches_the_service(home: Path) -> None:
+    """Claude Code through ``run`` on a login of an emulator in this process that lets
+    every beta through (check ``anthropic_beta`` off): what the gateway forwarded is on
+    the emulator's record, and it is only the served betas."""
+    from copilot_host.github import GitHubCopilotHost
+    from copilot_host.store import CredentialStore
+    from copilot_host.testing import GitHubEmulator, Scenario
+    from copilot_host.testing._betas import SERVED_BETAS
+
+    claude = _agent("claude")
+    scenario = Scenario(tool_calls=False, lenient=frozenset({"anthropic_beta"}))
+    store_home = home / "copilot-host"
+    with GitHubEmulator(scenario) as emulator:
+        with GitHubCopilotHost(
+            store=CredentialStore(store_home, key_file=True), transport=emulator.transport()
+        ) as person:
+            person.login(sleep=lambda _seconds: None)
+        done = subprocess.run(
+            [
+                sys.executable,
+                str(Path(__file__).resolve().parent / "run_child.py"),
+                str(emulator.port),
+                "--",
+                claude,
+                "-p",
+                "Say hello",
+                "--model",
+                "sonnet",
+            ],
+            capture_output=True,
+            text=True,
+            env=_env(home),
+            cwd=home / "work",
+            stdin=subprocess.DEVNULL,
+            timeout=BOUND,
+            check=False,
+        )
+        sent = emulator.requests_to("messages")
+    assert done.returncode == 0, done.stderr
+    assert "echo:" in done.stdout and "Say hello" in done.stdout
+    assert sent
+    for record in sent:
+        betas = {b.strip() for b in record.headers.get("anthropic-beta", "").split(",") if b}
+        assert betas <= SERVED_BETAS, betas - SERVED_BETAS
+        assert json.loads(record.body)["model"] == "claude-sonnet-5"

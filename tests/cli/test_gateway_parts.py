@@ -1,0 +1,145 @@
+"""The parts serve and run share (cli/_gateway.py) and serve's emulator wording, in
+process. (The commands themselves run in child processes: tests/gateway/
+test_serve_emulator.py, tests/cli/test_run.py.)"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import stat
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+from typing import Any
+
+import click
+import pytest
+from copilot_host_cli import main
+from copilot_host_cli._context import CliSeam
+from copilot_host_cli._emulated import emulated_account
+from copilot_host_cli._failure import CliFailure
+from copilot_host_cli._gateway import GatewayNames, LogFile, stop_line
+from copilot_host_cli._output import Output
+from copilot_host_cli._serve import _access_log, _Count, _listening
+
+from copilot_host import Secret, register_secret
+from copilot_host._safety._text import shell_quote
+from copilot_host.gateway import ACCESS_LOGGER
+from copilot_host.github import AsyncGitHubCopilotHost
+from copilot_host.store import GatewayKey
+from tests.cli.conftest import Cli
+
+
+def _banner(home: Path, *, as_json: bool) -> tuple[str, str]:
+    with emulated_account() as account, click.Context(main):
+        out, err = io.StringIO(), io.StringIO()
+        with redirect_stdout(out), redirect_stderr(err):
+            _listening(
+                Output(),
+                as_json=as_json,
+                base_url="http://127.0.0.1:8765/v1",
+                key="cph_shown-once",
+                key_file=GatewayKey(
+                    account.store.home / "gateway-8765.key",
+                    shell_quote(account.store.home / "gateway-8765.key"),
+                ),
+                store=account.store,
+                emulator=True,
+            )
+        folder = account.store.home.parent
+        assert folder.exists()
+    # The throwaway folder goes with the account.
+    assert not folder.exists()
+    return out.getvalue(), err.getvalue()
+
+
+def test_the_emulators_json_line_says_so(tmp_path: Path) -> None:
+    stdout, stderr = _banner(tmp_path, as_json=True)
+    assert json.loads(stdout) == {
+        "v": 1,
+        "event": "listening",
+        "base_url": "http://127.0.0.1:8765/v1",
+        "api_key": "cph_shown-once",
+        "emulator": True,
+    }
+    assert stderr == ""
+
+
+def test_the_emulators_banner_says_so_and_suggests_the_auth_token(tmp_path: Path) -> None:
+    stdout, stderr = _banner(tmp_path, as_json=False)
+    assert stdout == ""
+    lines = stderr.splitlines()
+    assert lines[0] == "copilot-host gateway (emulator) listening on http://127.0.0.1:8765/v1"
+    assert lines[1].startswith("warning: emulator: the models are the built-in emulator's")
+    assert "not logged in" not in stderr and "Serving the Copilot models" not in stderr
+    assert "ANTHROPIC_AUTH_TOKEN=$(cat " in stderr and "ANTHROPIC_API_KEY" not in stderr
+    assert "copilot-host run -- claude" in stderr
+
+
+def test_the_log_file_takes_access_lines_warnings_and_the_stop_line(tmp_path: Path) -> None:
+    path = tmp_path / "gateway.log"
+    secret = Secret("cph_" + "s" * 43)
+    register_secret(secret)
+    log = LogFile(path)
+    counted = _Count()
+    undo = _access_log(log, counted, stderr=False)
+    try:
+        logging.getLogger(ACCESS_LOGGER).info("GET /v1/models model=- status=200")
+        logging.getLogger(ACCESS_LOGGER).info("key %s", secret.reveal())
+        logging.getLogger("copilot_host.gateway").warning("an alias lost its model")
+        logging.getLogger("copilot_host.gateway").info("not for the log file")
+    finally:
+        undo()
+    log.write(stop_line(counted.requests, emulator=False))
+    log.close()
+    lines = path.read_text().splitlines()
+    assert [line.split(" ", 1)[1] for line in lines[:3]] == [
+        "GET /v1/models model=- status=200",
+        "key [REDACTED]",
+        "an alias lost its model",
+    ]
+    assert secret.reveal() not in path.read_text()
+    assert lines[-1] == "copilot-host gateway stopped after 2 requests"
+    assert "not for the log file" not in path.read_text()
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    # Undone: nothing more reaches the file's handlers.
+    assert not logging.getLogger("copilot_host.gateway").handlers
+
+
+def test_stop_lines() -> None:
+    assert stop_line(1, emulator=True) == "copilot-host gateway (emulator) stopped after 1 request"
+    assert stop_line(0, emulator=False) == "copilot-host gateway stopped after 0 requests"
+
+
+def test_the_log_file_must_be_a_regular_file_of_ours(tmp_path: Path) -> None:
+    with pytest.raises(CliFailure, match="No such file or directory"):
+        LogFile(tmp_path / "missing-folder" / "x.log")
+
+
+def test_names_are_checked_for_spelling() -> None:
+    GatewayNames({"fast": "gpt-4.1"}, "gpt-4.1").check()
+    assert GatewayNames({"fast": "gpt-4.1"}).given and GatewayNames(default="x").given
+    assert not GatewayNames().given
+    with pytest.raises(click.UsageError, match="NAME=MODEL"):
+        GatewayNames({"a b": "gpt-4.1"}).check()
+    with pytest.raises(click.UsageError, match="default model"):
+        GatewayNames(default="a b").check()
+
+
+@pytest.mark.usefixtures("copilot_home")
+def test_with_a_login_a_bad_alias_is_a_usage_error_before_serve_listens(
+    cli: Cli, emulate: Any
+) -> None:
+    env = emulate()
+    assert cli("login", "--headless", seam=env.seam).exit_code == 0
+    emulator = env.emulator
+    seam = CliSeam(
+        async_host_factory=lambda *, store, clock: AsyncGitHubCopilotHost(
+            store=store, transport=emulator.async_transport()
+        ),
+        upstream_transport=emulator.async_transport,
+    )
+    result = cli("serve", "--port", "0", "--json", "--model-alias", "opus=claude-opus-9", seam=seam)
+    assert result.exit_code == 2
+    assert result.stdout == ""  # it never listened
+    assert "--model-alias opus=claude-opus-9: this account has no model" in result.stderr

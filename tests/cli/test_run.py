@@ -1,0 +1,327 @@
+"""``copilot-host run``: the installed command, over the built-in emulator, running a small
+Python program (tests/cli/run_child.py) as its command: the environment the command sees,
+where the key is (only there), exit statuses, signals, stdin, and the gateway's lifetime."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import socket
+import stat
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.cli.conftest import Proc, child_env, console_script
+
+CHILD = Path(__file__).resolve().parent / "run_child.py"
+BOUND = 60.0
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    """A HOME for the command, holding everything run may write (TMPDIR included)."""
+    folder = tmp_path / "home"
+    (folder / "tmp").mkdir(parents=True)
+    return folder
+
+
+def _env(home: Path, **extra: str) -> dict[str, str]:
+    return child_env(
+        {
+            "HOME": str(home),
+            "TMPDIR": str(home / "tmp"),
+            "COPILOT_HOST_HOME": str(home / "copilot-host"),
+            **extra,
+        }
+    )
+
+
+def _run(proc: Proc, home: Path, *args: str, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    env = _env(home, **kwargs.pop("env", {}))
+    return proc.script("run", *args, env=env, timeout=BOUND, **kwargs)
+
+
+def _child(*args: str) -> list[str]:
+    return ["--", sys.executable, str(CHILD), *args]
+
+
+def test_the_command_sees_the_gateway_and_the_key_is_nowhere_else(proc: Proc, home: Path) -> None:
+    log = home / "gateway.log"
+    done = _run(
+        proc,
+        home,
+        "--emulator",
+        "--log",
+        str(log),
+        *_child("look"),
+        env={
+            "ANTHROPIC_API_KEY": "sk-ant-real-secret-canary",
+            "CLAUDE_CODE_USE_BEDROCK": "1",
+            "CLAUDE_CODE_USE_VERTEX": "1",
+            "KEPT": "yes",
+        },
+    )
+    assert done.returncode == 0, done.stderr
+    # Nothing from run on the terminal once the command started, access lines included.
+    assert done.stderr == ""
+    seen = json.loads(done.stdout)
+    env = seen["env"]
+    key = env["COPILOT_HOST_API_KEY"]
+    assert key.startswith("cph_") and len(key) == 47
+    assert env["OPENAI_API_KEY"] == env["ANTHROPIC_AUTH_TOKEN"] == key
+    base_url = env["OPENAI_BASE_URL"]
+    assert base_url.startswith("http://127.0.0.1:") and base_url.endswith("/v1")
+    assert env["OPENAI_API_BASE"] == env["COPILOT_HOST_BASE_URL"] == base_url
+    assert env["ANTHROPIC_BASE_URL"] == base_url.removesuffix("/v1")
+    for removed in ("ANTHROPIC_API_KEY", "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX"):
+        assert env[removed] is None
+    assert env["KEPT"] == "yes"
+    assert seen["status"] == 200
+    # Not on any command line, not in any file under HOME (the log file and the emulator's
+    # throwaway folder included): only in the environment.
+    assert seen["key_found_in"] == []
+    logged = log.read_text()
+    assert " GET /v1/models model=- status=200 " in logged
+    assert logged.endswith(
+        "copilot-host gateway (emulator) stopped after 1 request; "
+        "0 model requests, credits none reported\n"
+    )
+    assert stat.S_IMODE(log.stat().st_mode) == 0o600
+    assert key not in logged
+    # The emulated login's folder is gone, and the real home folder was never made.
+    assert list((home / "tmp").iterdir()) == []
+    assert not (home / "copilot-host").exists()
+
+
+@pytest.mark.parametrize("status", [0, 7])
+def test_the_exit_status_is_the_commands(proc: Proc, home: Path, status: int) -> None:
+    done = _run(proc, home, "--emulator", *_child("look", str(status)))
+    assert done.returncode == status, done.stderr
+
+
+def test_a_command_not_found_is_127_and_one_that_cannot_run_126(proc: Proc, home: Path) -> None:
+    missing = _run(proc, home, "--emulator", "--", "copilot-host-no-such-command")
+    assert missing.returncode == 127
+    assert missing.stderr == "error: copilot-host-no-such-command: command not found\n"
+    plain = home / "plain.txt"
+    plain.write_text("not a program\n")
+    for target, why in ((plain, "permission denied"), (home, "is a directory")):
+        refused = _run(proc, home, "--emulator", "--", str(target))
+        assert refused.returncode == 126
+        assert refused.stderr == f"error: {target}: {why}\n"
+    # Looked up before the gateway starts: no emulated login was made for them.
+    assert list((home / "tmp").iterdir()) == []
+    # Executable, but no program the kernel can run.
+    garbage = home / "garbage"
+    garbage.write_bytes(b"\x7fELF not really")
+    garbage.chmod(0o755)
+    refused = _run(proc, home, "--emulator", "--", str(garbage))
+    assert refused.returncode == 126
+    assert refused.stderr == f"error: {garbage}: cannot run it (Exec format error)\n"
+
+
+def test_stdin_is_the_commands(proc: Proc, home: Path) -> None:
+    done = _run(proc, home, "--emulator", *_child("stdin"), input="line one\nline two\n")
+    assert done.returncode == 0
+    assert json.loads(done.stdout) == {"stdin": "line one\nline two\n"}
+
+
+def test_the_gateway_is_gone_once_the_command_exits(proc: Proc, home: Path) -> None:
+    done = _run(proc, home, "--emulator", *_child("port"))
+    assert done.returncode == 0
+    port = json.loads(done.stdout)["port"]
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", port), timeout=5).close()
+
+
+def _read_line(child: subprocess.Popen[bytes]) -> dict[str, Any]:
+    assert child.stdout is not None
+    readable, _, _ = select.select([child.stdout], [], [], BOUND)
+    assert readable, "the command said nothing"
+    line = child.stdout.readline()
+    assert line, "the command ended"
+    document: dict[str, Any] = json.loads(line)
+    return document
+
+
+def test_sigint_is_left_to_the_command_and_sigterm_is_passed_to_it(home: Path) -> None:
+    run = subprocess.Popen(
+        [str(console_script()), "run", "--emulator", *_child("wait")],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_env(home),
+    )
+    try:
+        ready = _read_line(run)
+        command = ready["ready"]
+        # Ctrl-C goes to the terminal's whole foreground group; sent to run alone, it
+        # shows run leaves it to the command (which here ignores nothing and got nothing).
+        run.send_signal(signal.SIGINT)
+        run.send_signal(signal.SIGTERM)
+        assert _read_line(run) == {"got": "SIGTERM"}
+        code = run.wait(BOUND)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    assert run.stderr is not None and run.stdout is not None
+    stderr = run.stderr.read()
+    run.stdout.close()
+    run.stderr.close()
+    assert code == 143
+    assert stderr == b""
+    with pytest.raises(ProcessLookupError):
+        os.kill(command, 0)
+
+
+def test_without_a_login_it_says_to_log_in(proc: Proc, home: Path) -> None:
+    done = _run(proc, home, *_child("look"))
+    assert done.returncode == 1
+    assert done.stdout == ""
+    (line,) = done.stderr.splitlines()
+    assert "copilot-host login" in line
+
+
+def test_codex_gets_a_provider_at_the_gateway_and_a_model(proc: Proc, home: Path) -> None:
+    """A stand-in named codex prints the arguments it got."""
+    bin_dir = home / "bin"
+    bin_dir.mkdir()
+    codex = bin_dir / "codex"
+    codex.write_text(
+        f"#!{sys.executable}\nimport json, os, sys\n"
+        "print(json.dumps({'argv': sys.argv[1:], 'base': os.environ['OPENAI_BASE_URL']}))\n"
+    )
+    codex.chmod(0o755)
+    path = f"{bin_dir}:{os.environ['PATH']}"
+
+    def codex_args(*args: str) -> tuple[list[str], str]:
+        done = _run(proc, home, "--emulator", *args, env={"PATH": path})
+        assert done.returncode == 0, done.stderr
+        seen = json.loads(done.stdout)
+        return seen["argv"], seen["base"]
+
+    argv, base = codex_args("--", "codex", "exec", "hi")
+    provider = "model_providers.copilot-host"
+    assert argv == [
+        "-c",
+        f'{provider}.name="copilot-host"',
+        "-c",
+        f'{provider}.base_url="{base}"',
+        "-c",
+        f'{provider}.wire_api="responses"',
+        "-c",
+        f'{provider}.env_key="COPILOT_HOST_API_KEY"',
+        "-c",
+        'model_provider="copilot-host"',
+        "-c",
+        'model="gpt-5.3-codex"',  # the emulator's only codex model that speaks Responses
+        "exec",
+        "hi",
+    ]
+    argv, _base = codex_args("--", "codex", "exec", "-m", "gpt-5.5", "hi")
+    assert argv[-4:] == ["exec", "-m", "gpt-5.5", "hi"] and 'model="gpt-5.3-codex"' not in argv
+    argv, _base = codex_args("--default-model", "gpt-5.4", "--", "codex", "exec", "hi")
+    assert 'model="gpt-5.4"' in argv
+    # Another program of another name gets its arguments as given.
+    done = _run(proc, home, "--emulator", *_child("port"))
+    assert done.returncode == 0
+
+
+def test_readmes_run_commands_work_as_written(proc: Proc, home: Path) -> None:
+    """Each ``copilot-host run`` line of README, with --emulator added and stand-ins of the
+    agents (each prints the arguments it got and whether the gateway answers its key)."""
+    import shlex
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Use it with coding agents\n", 1)[1].split("\n## ", 1)[0]
+    lines = [line for line in section.splitlines() if line.startswith("copilot-host run ")]
+    assert len(lines) == 5
+    bin_dir = home / "bin"
+    bin_dir.mkdir()
+    for name in ("claude", "codex", "aider", "opencode"):
+        stand_in = bin_dir / name
+        stand_in.write_text(
+            f"#!{sys.executable}\nimport json, os, sys, urllib.request\n"
+            "r = urllib.request.Request(os.environ['OPENAI_BASE_URL'] + '/models', "
+            "headers={'Authorization': 'Bearer ' + os.environ['OPENAI_API_KEY']})\n"
+            "status = urllib.request.urlopen(r, timeout=30).status\n"
+            "print(json.dumps({'argv': sys.argv[1:], 'status': status}))\n"
+        )
+        stand_in.chmod(0o755)
+    path = f"{bin_dir}:{os.environ['PATH']}"
+    for line in lines:
+        words = shlex.split(line)
+        assert words[:2] == ["copilot-host", "run"]
+        options = words[2:]
+        if "--emulator" not in options:
+            options.insert(0, "--emulator")
+        done = _run(proc, home, *options, env={"PATH": path})
+        assert done.returncode == 0, (line, done.stderr)
+        seen = json.loads(done.stdout)
+        assert seen["status"] == 200
+        given = words[words.index("--") + 2 :]
+        assert seen["argv"][len(seen["argv"]) - len(given) :] == given
+
+
+def test_an_alias_to_a_model_the_account_lacks_is_a_usage_error_before_the_command(
+    proc: Proc, home: Path
+) -> None:
+    done = _run(proc, home, "--emulator", "--model-alias", "fast=gpt-9", *_child("look"))
+    assert done.returncode == 2
+    assert "--model-alias fast=gpt-9: this account has no model 'gpt-9'" in done.stderr
+    assert done.stdout == ""  # the command never ran
+    assert list((home / "tmp").iterdir()) == []
+
+
+def test_a_gateway_that_fails_while_the_command_runs_ends_it_with_one_line(
+    home: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """The foreground half of run, in this process: the gateway's thread reports a failure
+    once the command is running; the command gets SIGTERM and one line says why."""
+    import threading
+    import time
+
+    from copilot_host_cli._run import _foreground
+
+    class FailingGateway:
+        on_failure: Any = None
+
+    gateway = FailingGateway()
+    ready = home / "ready"
+    script = (
+        "import pathlib, signal, sys, time\n"
+        "def on_term(signum, frame):\n"
+        "    print('got SIGTERM', flush=True)\n"
+        "    signal.signal(signum, signal.SIG_DFL)\n"
+        "    signal.raise_signal(signum)\n"
+        "signal.signal(signal.SIGTERM, on_term)\n"
+        f"pathlib.Path({str(ready)!r}).touch()\n"
+        "time.sleep(30)\n"
+    )
+
+    def fail_once_running() -> None:
+        deadline = time.monotonic() + BOUND
+        while not ready.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        gateway.on_failure(RuntimeError("boom"))
+
+    before = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    failing = threading.Thread(target=fail_once_running)
+    failing.start()
+    started = time.monotonic()
+    code = _foreground([sys.executable, "-c", script], dict(os.environ), gateway)  # type: ignore[arg-type]
+    failing.join()
+    assert code == 143
+    assert time.monotonic() - started < BOUND / 2
+    out, err = capfd.readouterr()
+    assert out == "got SIGTERM\n"
+    assert err == "copilot-host run: the gateway stopped (RuntimeError); ending the command\n"
+    # The handlers the test process had are back.
+    assert {signum: signal.getsignal(signum) for signum in before} == before
