@@ -7,6 +7,7 @@ MODE ``look``: the environment it got, whether the gateway answers with the key,
 the key can be found (every ``/proc/*/cmdline``, every file under ``$HOME``); then exits
 with ARG (default 0). ``stdin``: echoes its input. ``wait``: says it is ready, then waits
 for SIGTERM, says it got it and dies of it. ``port``: the gateway's port, then exits.
+``spend N``: N chat requests one after another; the status and error code of each.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import os
 import signal
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -48,6 +50,22 @@ def _gateway_answers(key: str) -> int:
     request = urllib.request.Request(url, headers={"Authorization": f"Bearer {key}"})  # noqa: S310
     with urllib.request.urlopen(request, timeout=30) as answer:  # noqa: S310
         return int(answer.status)
+
+
+def _chat(key: str) -> tuple[int, str | None]:
+    url = os.environ["OPENAI_BASE_URL"] + "/chat/completions"
+    body = {"model": "gpt-4.1", "messages": [{"role": "user", "content": "hi"}]}
+    request = urllib.request.Request(  # noqa: S310
+        url,
+        data=json.dumps(body).encode(),
+        headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:  # noqa: S310
+            answer.read()
+            return int(answer.status), None
+    except urllib.error.HTTPError as refused:
+        return refused.code, json.loads(refused.read())["error"]["code"]
 
 
 def main() -> None:
@@ -94,6 +112,10 @@ def main() -> None:
         return
     if mode == "port":
         _say({"port": int(os.environ["OPENAI_BASE_URL"].rsplit(":", 1)[1].split("/")[0])})
+        return
+    if mode == "spend":
+        key = os.environ["OPENAI_API_KEY"]
+        _say({"answers": [_chat(key) for _ in range(int(sys.argv[2]))]})
         return
     raise SystemExit(f"unknown mode {mode}")
 
