@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from copilot_host.github import AsyncGitHubCopilotHost
+    from copilot_host.github import AsyncGitHubCopilotHost, EditorIdentity
     from copilot_host.store import CredentialStore
 
     from ._gateway import Account
@@ -30,8 +30,10 @@ def throwaway_store(home: Path) -> CredentialStore:
 
 
 @contextmanager
-def emulated_account() -> Iterator[Account]:
-    """The emulator's account, logged in, for the gateway; everything is removed on exit."""
+def emulated_account(editor: EditorIdentity | None = None) -> Iterator[Account]:
+    """The emulator's account, logged in, for the gateway; everything is removed on exit.
+    ``editor`` (``COPILOT_HOST_EDITOR``) is presented to the emulator as it would be to
+    GitHub, so a person can try an identity before logging in."""
     import tempfile
 
     from copilot_host.github import AsyncGitHubCopilotHost, GitHubCopilotHost
@@ -47,10 +49,14 @@ def emulated_account() -> Iterator[Account]:
         GitHubEmulator(scenario) as emulator,
     ):
         store = throwaway_store(Path(tmp) / "home")
-        with GitHubCopilotHost(store=store, transport=emulator.transport()) as person:
+        with GitHubCopilotHost(
+            store=store, transport=emulator.transport(), editor=editor
+        ) as person:
             person.login(sleep=lambda _seconds: None)
 
         def make_host() -> AsyncGitHubCopilotHost:
-            return AsyncGitHubCopilotHost(store=store, transport=emulator.async_transport())
+            return AsyncGitHubCopilotHost(
+                store=store, transport=emulator.async_transport(), editor=editor
+            )
 
         yield Account(store, make_host, emulator.async_transport, emulator=True)

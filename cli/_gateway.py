@@ -141,7 +141,7 @@ def account(emulator: bool, editor: EditorIdentity | None = None) -> Iterator[Ac
     if emulator:
         from ._emulated import emulated_account
 
-        with emulated_account() as emulated:
+        with emulated_account(editor) as emulated:
             yield emulated
         return
     from ._context import make_store

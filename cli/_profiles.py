@@ -100,7 +100,8 @@ def codex_model(models: Sequence[tuple[str, Sequence[str]]], default: str | None
     """The model Codex CLI gets when its arguments name none: ``default`` when given, else
     the newest id containing ``codex`` that speaks Responses, else the newest ``gpt-`` one
     (newest: the numbers in the id, compared as a tuple; among equals the first listed).
-    ``models`` is (id, endpoints) as ``GET /v1/models`` lists them."""
+    ``models`` is (id, endpoints) of what ``GET /v1/models`` lists, in the inventory's
+    order (the listing itself is by id), so the inventory decides among equals."""
     if default is not None:
         return default
     speaking = [model_id for model_id, endpoints in models if "/v1/responses" in endpoints]

@@ -195,18 +195,33 @@ def child_environment(base: dict[str, str], *, base_url: str, key: str) -> dict[
     return env
 
 
-def _models_listed(base_url: str, key: str) -> list[tuple[str, list[str]]]:
-    """(id, endpoints) of each model the gateway lists; empty when it cannot say (no
-    login yet, say): the command then runs without a model chosen for it."""
+def _models_listed(
+    base_url: str, key: str, app: GatewayApp | None = None
+) -> list[tuple[str, list[str]]]:
+    """(id, endpoints) of each model the gateway lists, in the account's inventory order;
+    empty when it cannot say (no login yet, say): the command then runs without a model
+    chosen for it."""
     import httpx2
 
     try:
         with httpx2.Client(timeout=30) as client:
             answer = client.get(f"{base_url}/models", headers={"Authorization": f"Bearer {key}"})
         data = answer.json()["data"] if answer.status_code == 200 else []
-        return [(str(entry["id"]), list(entry.get("endpoints", []))) for entry in data]
+        listed = [(str(entry["id"]), list(entry.get("endpoints", []))) for entry in data]
     except (httpx2.HTTPError, ValueError, KeyError, TypeError):
         return []
+    return _inventory_order(listed, app)
+
+
+def _inventory_order(
+    listed: list[tuple[str, list[str]]], app: GatewayApp | None
+) -> list[tuple[str, list[str]]]:
+    """``GET /v1/models`` lists by id; the gateway's catalog keeps the inventory's order,
+    which decides among equally new models (as it does for the Claude family rule)."""
+    if app is None:
+        return listed
+    order = {route.model_id: index for index, route in enumerate(app.catalog.routes().values())}
+    return sorted(listed, key=lambda entry: order.get(entry[0], len(order)))
 
 
 # -- the gateway in a thread, the command in the foreground ---------------------------------
@@ -345,7 +360,7 @@ def _run(
                 *profile.arguments(
                     args,
                     base_url,
-                    lambda: codex_model(_models_listed(base_url, key), names.default),
+                    lambda: codex_model(_models_listed(base_url, key, counted.app), names.default),
                 ),
             ]
         env = child_environment(dict(os.environ), base_url=base_url, key=key)

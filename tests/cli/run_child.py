@@ -7,6 +7,10 @@ MODE ``look``: the environment it got, whether the gateway answers with the key,
 the key can be found (every ``/proc/*/cmdline``, every file under ``$HOME``); then exits
 with ARG (default 0). ``stdin``: echoes its input. ``wait``: says it is ready, then waits
 for SIGTERM, says it got it and dies of it. ``port``: the gateway's port, then exits.
+``spend N``: N chat requests one after another; the status and error code of each.
+``relogin MODEL READY GO``: a chat request for MODEL, then creates the file READY and waits
+for the file GO (the test logs in to another account meanwhile), then two more; the status
+and error message of each.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import os
 import signal
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -48,6 +53,22 @@ def _gateway_answers(key: str) -> int:
     request = urllib.request.Request(url, headers={"Authorization": f"Bearer {key}"})  # noqa: S310
     with urllib.request.urlopen(request, timeout=30) as answer:  # noqa: S310
         return int(answer.status)
+
+
+def _chat(key: str, model: str = "gpt-4.1", *, field: str = "code") -> tuple[int, str | None]:
+    url = os.environ["OPENAI_BASE_URL"] + "/chat/completions"
+    body = {"model": model, "messages": [{"role": "user", "content": "hi"}]}
+    request = urllib.request.Request(  # noqa: S310
+        url,
+        data=json.dumps(body).encode(),
+        headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:  # noqa: S310
+            answer.read()
+            return int(answer.status), None
+    except urllib.error.HTTPError as refused:
+        return refused.code, json.loads(refused.read())["error"][field]
 
 
 def main() -> None:
@@ -94,6 +115,21 @@ def main() -> None:
         return
     if mode == "port":
         _say({"port": int(os.environ["OPENAI_BASE_URL"].rsplit(":", 1)[1].split("/")[0])})
+        return
+    if mode == "spend":
+        key = os.environ["OPENAI_API_KEY"]
+        _say({"answers": [_chat(key) for _ in range(int(sys.argv[2]))]})
+        return
+    if mode == "relogin":
+        key = os.environ["OPENAI_API_KEY"]
+        model, ready, go = sys.argv[2], Path(sys.argv[3]), Path(sys.argv[4])
+        answers = [_chat(key, model, field="message")]
+        ready.touch()
+        deadline = time.monotonic() + 30
+        while not go.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        answers += [_chat(key, model, field="message") for _ in range(2)]
+        _say({"answers": answers})
         return
     raise SystemExit(f"unknown mode {mode}")
 

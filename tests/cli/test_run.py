@@ -325,3 +325,29 @@ def test_a_gateway_that_fails_while_the_command_runs_ends_it_with_one_line(
     assert err == "copilot-host run: the gateway stopped (RuntimeError); ending the command\n"
     # The handlers the test process had are back.
     assert {signum: signal.getsignal(signum) for signum in before} == before
+
+
+def test_a_budget_refuses_the_commands_model_requests_once_reached(proc: Proc, home: Path) -> None:
+    """The emulator reports 0.0425 credits per answer: the third reaches 0.1, the fourth
+    request is refused; the log file says when the budget was reached and what was spent."""
+    log = home / "gateway.log"
+    done = _run(
+        proc, home, "--emulator", "--max-credits", "0.1", "--log", str(log), *_child("spend", "4")
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""  # the budget's line is for the log file only
+    answers = json.loads(done.stdout)["answers"]
+    assert answers == [[200, None], [200, None], [200, None], [429, "budget_exhausted"]]
+    lines = log.read_text().splitlines()
+    (budget,) = [line for line in lines if "budget reached" in line]
+    assert budget.endswith(
+        "budget reached: 0.1275 of 0.1 AI credits reported; "
+        "further model requests get 429 budget_exhausted"
+    )
+    refused = [line for line in lines if " status=429 " in line]
+    assert len(refused) == 1 and " POST /v1/chat/completions model=gpt-4.1 " in refused[0]
+    # The refused request was answered by the gateway, not relayed: three model requests.
+    assert lines[-1] == (
+        "copilot-host gateway (emulator) stopped after 4 requests; 3 model requests, "
+        "credits 0.1275 (by model, requests/credits: gpt-4.1 3/0.1275)"
+    )

@@ -160,3 +160,38 @@ def test_a_command_that_dies_of_a_signal_is_128_plus_it(cli: Cli) -> None:
     script = "import os, signal; os.kill(os.getpid(), signal.SIGUSR1)"
     result = cli("run", "--emulator", "--", sys.executable, "-c", script)
     assert result.exit_code == 128 + signal.SIGUSR1
+
+
+@pytest.mark.usefixtures("copilot_home")
+def test_codex_gets_the_first_of_equally_new_models_in_the_inventorys_order(
+    cli: Cli, emulate: Any, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Two codex models of the same version, listed by the inventory in the reverse of
+    their ids' order: "newest" ties, and the inventory's order decides (as the Claude
+    family rule does), not the order of the gateway's listing, which is by id."""
+    from copilot_host.testing import Scenario, chat_model
+
+    both = ("/chat/completions", "/responses")
+    inventory = (
+        chat_model("gpt-4.1"),
+        chat_model("gpt-5.3-codex-max", endpoints=both),
+        chat_model("gpt-5.3-codex", endpoints=both),
+        chat_model("gpt-5.2-codex", endpoints=both),
+    )
+    env = emulate(Scenario(models=inventory))
+    assert cli("login", "--headless", seam=env.seam).exit_code == 0
+    capfd.readouterr()
+    emulator = env.emulator
+    seam = CliSeam(
+        async_host_factory=lambda *, store, clock: AsyncGitHubCopilotHost(
+            store=store, transport=emulator.async_transport()
+        ),
+        upstream_transport=emulator.async_transport,
+    )
+    codex = tmp_path / "codex"
+    codex.write_text(f"#!{sys.executable}\nimport json, sys\nprint(json.dumps(sys.argv[1:]))\n")
+    codex.chmod(0o755)
+    result = cli("run", "--", str(codex), "exec", "hi", seam=seam, env={"HOME": str(tmp_path)})
+    assert result.exit_code == 0, result.stderr
+    argv = json.loads(capfd.readouterr()[0])
+    assert argv[-3:] == ['model="gpt-5.3-codex-max"', "exec", "hi"]

@@ -23,8 +23,11 @@ def main() -> None:
     from copilot_host.github import AsyncGitHubCopilotHost
     from copilot_host.testing import async_loopback_transport
 
-    def host(*, store: Any, clock: Any) -> AsyncGitHubCopilotHost:
-        return AsyncGitHubCopilotHost(store=store, transport=async_loopback_transport(port))
+    def host(*, store: Any, clock: Any, **extra: Any) -> AsyncGitHubCopilotHost:
+        # extra: editor=, when COPILOT_HOST_EDITOR is set.
+        return AsyncGitHubCopilotHost(
+            store=store, transport=async_loopback_transport(port), **extra
+        )
 
     seam = CliSeam(
         async_host_factory=host,

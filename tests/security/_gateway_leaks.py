@@ -20,6 +20,7 @@ from copilot_host.github import GitHubCopilotHost
 from copilot_host.store import CredentialStore
 from copilot_host.testing import GitHubEmulator
 from tests.gateway._support import Gateway, running_gateway
+from tests.security._support import files_under
 
 GATEWAY_FLOWS = {
     "gateway.serve",
@@ -31,6 +32,7 @@ GATEWAY_FLOWS = {
     "gateway.network_failure",
     "gateway.cli_json",
     "gateway.cli_debug",
+    "gateway.cli_run",
 }
 CHAT = {"model": "gpt-4.1", "messages": [{"role": "user", "content": "hi"}]}
 MESSAGES = {
@@ -39,6 +41,8 @@ MESSAGES = {
     "messages": [{"role": "user", "content": "hi"}],
 }
 SERVE_CHILD = Path(__file__).resolve().parents[1] / "gateway" / "serve_child.py"
+RUN_CHILD = Path(__file__).resolve().parent / "run_child.py"
+RUN_COMMAND = Path(__file__).resolve().parent / "run_command.py"
 
 
 class Evidence(Protocol):
@@ -131,6 +135,8 @@ def gateway_flows(ev: Evidence) -> None:
     ):
         _serve_in_a_child(ev, options)
         ev.flow(flow)
+    _run_in_a_child(ev)
+    ev.flow("gateway.cli_run")
 
 
 def _serve_in_a_child(ev: Evidence, options: list[str]) -> None:
@@ -175,4 +181,51 @@ def _serve_in_a_child(ev: Evidence, options: list[str]) -> None:
         # After the listening line, which hands the key out, nothing may carry it.
         ev.texts.append(("serve stdout after the listening line", rest.decode()))
         ev.texts.append(("serve stderr", stderr.decode()))
+        ev.emulator(emu)
+
+
+def _run_in_a_child(ev: Evidence) -> None:
+    """``copilot-host run`` on a login, its command a program that uses the gateway with
+    the key from its environment: run's stdout and stderr, its --log file, every file under
+    HOME and every command line seen while it ran are evidence; the key is a canary too
+    (run hands it out in the command's environment only)."""
+    home = ev.home()
+    report = home.parent.parent / "run-report.json"  # outside every home the suite searches
+    log = home / "run.log"
+    with GitHubEmulator() as emu:
+        with GitHubCopilotHost(
+            store=CredentialStore(home, key_file=True), transport=emu.transport()
+        ) as person:
+            person.login(sleep=lambda _seconds: None)
+        env = {
+            **os.environ,
+            "HOME": str(home),
+            "COPILOT_HOST_HOME": str(home),
+            "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring",
+        }
+        options = ["--log", str(log), "--", sys.executable, str(RUN_COMMAND), str(report)]
+        done = subprocess.run(
+            [sys.executable, str(RUN_CHILD), str(emu.port), *options],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            env=env,
+            timeout=60,
+            check=False,
+        )
+        assert (done.returncode, done.stdout, done.stderr) == (0, b"done\n", b""), done
+        seen = json.loads(report.read_text(encoding="utf-8"))
+        report.unlink()
+        assert seen["statuses"] == [200, 200]
+        # The emulator issued a session for the command's requests, and it answered them.
+        assert emu.session_tokens and emu.requests_to("chat")
+        ev.canaries.add(seen["key"])
+        ev.texts += [("run: a command line seen while it ran", line) for line in seen["cmdlines"]]
+        assert any(str(RUN_COMMAND) in line for line in seen["cmdlines"])
+        ev.texts.append(("run stdout", done.stdout.decode()))
+        ev.texts.append(("run stderr", done.stderr.decode()))
+        logged = log.read_text(encoding="utf-8")
+        assert " POST /v1/chat/completions model=gpt-4.1 status=200 " in logged
+        ev.texts.append(("run --log file", logged))
+        for name, data in files_under(home):
+            ev.texts.append((f"run home: {name}", data.decode("latin-1")))
         ev.emulator(emu)
