@@ -348,9 +348,7 @@ def _run(
         server.stop()
         undo_access_log()
         if log is not None:
-            from ._gateway import stop_line
-
-            log.write(stop_line(counted.requests, emulator=gateway.emulator, spend=counted.spend()))
+            log.write(counted.stop_line(emulator=gateway.emulator))
 
 
 @contextmanager

@@ -278,9 +278,13 @@ class _Count:
     def serving(self, app: GatewayApp) -> None:
         self.app = app
 
-    def spend(self) -> str | None:
-        """What the app's answers reported they cost (None before it was built)."""
-        return self.app.spend.totals() if self.app is not None else None
+    def stop_line(self, *, emulator: bool) -> str:
+        """The line the gateway ends with (serve's and run's alike): the requests counted
+        and what the app's answers reported they cost (nothing before it was built)."""
+        from ._gateway import stop_line
+
+        spend = self.app.spend.totals() if self.app is not None else None
+        return stop_line(self.requests, emulator=emulator, spend=spend)
 
     def listening(self, then: Callable[[], None]) -> None:
         then()
@@ -295,9 +299,7 @@ class _Count:
 
 
 def _stopped(out: Output, log: LogFile | None, counted: _Count, *, emulator: bool) -> None:
-    from ._gateway import stop_line
-
-    line = stop_line(counted.requests, emulator=emulator, spend=counted.spend())
+    line = counted.stop_line(emulator=emulator)
     out.info(line)
     if log is not None:
         log.write(line)
