@@ -264,7 +264,7 @@ class _Gateway:
                 gateway,
                 key,
                 names,
-                config=lambda app: server_config(app, grace=GRACE),
+                config=server_config,
                 on_listening=self._ready.set,
                 on_server=on_server,
                 on_app=on_app,
