@@ -37,7 +37,7 @@ from ._gateway import Account, GatewayNames, LogFile, account, gateway_options, 
 from ._gateway_hardening import raise_open_file_limit
 from ._output import CopilotHostCommand
 from ._profiles import codex_model, profile_for
-from ._serve import _LOOPBACK, GRACE, _access_log, _bind, _Count, _loopback, _new_key
+from ._serve import _LOOPBACK, GRACE, _access_log, _bind, _Count, _new_key, host_option
 
 if TYPE_CHECKING:
     import uvicorn
@@ -86,14 +86,7 @@ Exit status: the command's (128+N when signal N ended it); 127 when COMMAND is n
     show_default="a free one",
     help="Port the gateway listens on.",
 )
-@click.option(
-    "--host",
-    "address",
-    default="127.0.0.1",
-    show_default=True,
-    callback=_loopback,
-    help="Loopback address to listen on: 127.0.0.1, ::1 or localhost (binds 127.0.0.1).",
-)
+@host_option
 @gateway_options
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def run(
@@ -286,7 +279,7 @@ class _Gateway:
                 gateway,
                 key,
                 names,
-                config=lambda app: server_config(app, grace=GRACE),
+                config=server_config,
                 on_listening=self._ready.set,
                 on_server=on_server,
                 on_app=on_app,
@@ -370,9 +363,7 @@ def _run(
         server.stop()
         undo_access_log()
         if log is not None:
-            from ._gateway import stop_line
-
-            log.write(stop_line(counted.requests, emulator=gateway.emulator, spend=counted.spend()))
+            log.write(counted.stop_line(emulator=gateway.emulator))
 
 
 @contextmanager

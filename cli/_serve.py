@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from copilot_host.gateway import GatewayApp
     from copilot_host.store import CredentialStore, GatewayKey
 
-__all__ = ["DEFAULT_PORT", "GRACE", "serve", "server_config"]
+__all__ = ["DEFAULT_PORT", "GRACE", "host_option", "serve", "server_config"]
 
 # The fixed default port: the same base URL every day, for tools configured once.
 DEFAULT_PORT = 4141
@@ -95,6 +95,17 @@ def _loopback(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
     return chosen
 
 
+# --host, worded once for serve and run: both listen on loopback only.
+host_option = click.option(
+    "--host",
+    "address",
+    default="127.0.0.1",
+    show_default=True,
+    callback=_loopback,
+    help="Loopback address to listen on: 127.0.0.1, ::1 or localhost (binds 127.0.0.1).",
+)
+
+
 @click.command(cls=CopilotHostCommand, epilog=_EPILOG)
 @click.option(
     "--port",
@@ -103,14 +114,7 @@ def _loopback(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
     show_default=True,
     help="Port to listen on; 0 picks a free one.",
 )
-@click.option(
-    "--host",
-    "address",
-    default="127.0.0.1",
-    show_default=True,
-    callback=_loopback,
-    help="Loopback address to listen on: 127.0.0.1, ::1 or localhost (binds 127.0.0.1).",
-)
+@host_option
 @click.option(
     "--json",
     "as_json",
@@ -274,9 +278,13 @@ class _Count:
     def serving(self, app: GatewayApp) -> None:
         self.app = app
 
-    def spend(self) -> str | None:
-        """What the app's answers reported they cost (None before it was built)."""
-        return self.app.spend.totals() if self.app is not None else None
+    def stop_line(self, *, emulator: bool) -> str:
+        """The line the gateway ends with (serve's and run's alike): the requests counted
+        and what the app's answers reported they cost (nothing before it was built)."""
+        from ._gateway import stop_line
+
+        spend = self.app.spend.totals() if self.app is not None else None
+        return stop_line(self.requests, emulator=emulator, spend=spend)
 
     def listening(self, then: Callable[[], None]) -> None:
         then()
@@ -291,9 +299,7 @@ class _Count:
 
 
 def _stopped(out: Output, log: LogFile | None, counted: _Count, *, emulator: bool) -> None:
-    from ._gateway import stop_line
-
-    line = stop_line(counted.requests, emulator=emulator, spend=counted.spend())
+    line = counted.stop_line(emulator=emulator)
     out.info(line)
     if log is not None:
         log.write(line)

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from .._errors import (
     CopilotHostError,
     EntitlementError,
-    LoginRevokedError,
     ResponseError,
     ServerError,
 )
@@ -23,7 +22,13 @@ from .._safety._secret import Secret
 from .._safety._text import clean
 from .._sessions._policy import deadlines_from_exchange
 from ._headers import EditorIdentity, exchange_headers
-from ._status import client_outdated_error, rate_limit_error, server_date, status_error
+from ._status import (
+    client_outdated_error,
+    rate_limit_error,
+    server_date,
+    status_error,
+    stored_login_refused,
+)
 from ._urls import COPILOT_TOKEN_URL
 from ._wire import (
     WireRequest,
@@ -181,11 +186,7 @@ class SessionGrant:
 def _refusal(response: WireResponse) -> CopilotHostError | None:
     """The typed error for an answer that grants no session, else None."""
     if response.status == 401:
-        # Kept on disk: one 401 may be GitHub having a bad minute; the person decides.
-        return LoginRevokedError(
-            "GitHub no longer accepts the stored login (revoked or expired); "
-            "run `copilot-host login` again"
-        )
+        return stored_login_refused()
     outdated = client_outdated_error(response, WHAT)
     if outdated is not None:
         return outdated

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from .._errors import (
     ClientOutdatedError,
     CopilotHostError,
+    LoginRevokedError,
     QuotaExceededError,
     ResponseError,
     ServerError,
@@ -29,6 +30,7 @@ __all__ = [
     "retry_delay",
     "server_date",
     "status_error",
+    "stored_login_refused",
 ]
 
 # One retry only, and only when the server asks for a short pause: a client that sleeps
@@ -134,6 +136,16 @@ def quota_exceeded_error(
     )
     error.reset_at = when
     return error
+
+
+def stored_login_refused() -> LoginRevokedError:
+    """A 401 to the stored GitHub token (the exchange, the usage lookup): GitHub no longer
+    takes it. The record is kept on disk: one 401 may be GitHub having a bad minute, and
+    the person decides."""
+    return LoginRevokedError(
+        "GitHub no longer accepts the stored login (revoked or expired); "
+        "run `copilot-host login` again"
+    )
 
 
 def status_error(response: WireResponse, what: str) -> CopilotHostError:

@@ -12,12 +12,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime
 
-from .._errors import EntitlementError, LoginRevokedError, ResponseError
+from .._errors import EntitlementError, ResponseError
 from .._safety._secret import Secret
 from .._safety._text import clean
 from .._usage import CopilotUsage, Quota
 from ._headers import EditorIdentity, exchange_headers
-from ._status import parse_instant, quota_exceeded_error, rate_limit_error, status_error
+from ._status import (
+    parse_instant,
+    quota_exceeded_error,
+    rate_limit_error,
+    status_error,
+    stored_login_refused,
+)
 from ._urls import USAGE_URL
 from ._wire import WireRequest, WireResponse, json_object, opt_number, reads_response
 
@@ -121,10 +127,7 @@ def _reset(body: Mapping[str, object]) -> datetime | None:
 def parse_usage(response: WireResponse, login: str) -> CopilotUsage:
     """The account's usage; ``login`` names the account when the answer does not."""
     if response.status == 401:
-        raise LoginRevokedError(
-            "GitHub no longer accepts the stored login (revoked or expired); "
-            "run `copilot-host login` again"
-        )
+        raise stored_login_refused()
     quota = quota_exceeded_error(response, WHAT)
     if quota is not None:
         raise quota
