@@ -104,10 +104,12 @@ def check_owned_private(st: os.stat_result, path: Path, what: str) -> None:
             f"not by you (uid {uid}); refusing to use it: remove it or point "
             "COPILOT_HOST_HOME elsewhere"
         )
-    if what == "file" and st.st_nlink != 1:
+    if what == "file" and st.st_nlink > 1:
         # Another name for the same file (a hard link) could be anywhere the user can
         # write: what the store reads there is not only its own, and what it writes or
-        # empties would show up under the other name too.
+        # empties would show up under the other name too. No name at all (0) is a file
+        # another process removed or replaced after it was opened here: no other name can
+        # show it, and the read goes on as it did before the removal.
         raise StoreInsecureError(
             f"The credential store file {show_path(path)} has {st.st_nlink} names (hard "
             "links); refusing to use it: remove the other names, or remove it"

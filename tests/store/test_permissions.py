@@ -213,3 +213,19 @@ def test_a_hard_linked_key_file_or_lock_file_is_refused(
     os.link(lock, tmp_path / "second-lock-name")
     with pytest.raises(StoreInsecureError, match="hard links"):
         saved.save("octocat", canary_token())
+
+
+def test_a_record_removed_after_it_was_opened_is_no_second_name(saved: CredentialStore) -> None:
+    """A record another process's logout (or a save's rename) unlinks while this one has
+    it open has no name at all: that is a race to read as the removal, never as a planted
+    second name (16 processes logging in and out at once met it)."""
+    from copilot_host.store._paths import check_owned_private
+
+    fd = os.open(saved.record_path, os.O_RDONLY)
+    try:
+        os.unlink(saved.record_path)
+        removed = os.fstat(fd)
+        assert removed.st_nlink == 0
+        check_owned_private(removed, saved.record_path, "file")  # no StoreInsecureError
+    finally:
+        os.close(fd)
