@@ -114,7 +114,9 @@ class HostCore:
         now on what :meth:`request_headers` returns; None when there is no other one.
 
         The request pipeline calls this once for a request the service refused as the
-        wrong client (an inventory model answered 400 ``model_not_supported``)."""
+        wrong client (an inventory model answered 400 ``model_not_supported``), and once
+        more, with the headers it got here, when the request failed under them too: that
+        hands the first identity back, so a switch that did not work is not kept."""
         refused_id = _integration(refused)
         for current, other in ((self._chat, self._cli), (self._cli, self._chat)):
             if refused_id == _integration(current):

@@ -205,8 +205,13 @@ def test_when_both_identities_are_refused_the_second_400_is_the_answer_sync(
     assert answer.headers["content-type"] == "text/plain; charset=utf-8"
     assert answer.json()["error"]["code"] == "model_not_supported"
     assert refused.value.code == "model_not_supported"
-    # Two sends per request, never a third.
-    assert [status for _, status in seen(emu)] == [400, 400, 400, 400]
+    # Two sends per request, never a third; each starts from the chat identity again.
+    assert seen(emu) == [
+        (CHAT_ID, 400),
+        (CLI_INTEGRATION_ID, 400),
+        (CHAT_ID, 400),
+        (CLI_INTEGRATION_ID, 400),
+    ]
     assert_at_most_twice(emu)
 
 
@@ -300,4 +305,67 @@ def test_a_stale_session_403_is_retried_first_and_the_400_after_it_is_the_answer
         (CLI_INTEGRATION_ID, 200),
     ]
     assert len(emu.requests_to("copilot_token")) == exchanges + 1
+    assert_at_most_twice(emu)
+
+
+# -- a switch that did not work is not kept -------------------------------------------------------
+
+
+def test_a_switch_the_other_identity_is_refused_too_is_undone_sync(
+    store: CredentialStore,
+) -> None:
+    # An organisation that refuses the CLI outright (403 on every request, as a policy with
+    # the Copilot CLI disabled does) and does not serve one listed model to the chat identity.
+    scenario = Scenario(
+        models=minimal_models(),
+        api_endpoint=ENTERPRISE,
+        refused_integration_ids=frozenset({CLI_INTEGRATION_ID}),
+        unserved_models={CHAT_ID: frozenset({"gpt-4.1"})},
+    )
+    with (
+        GitHubEmulator(scenario) as emu,
+        GitHubCopilotHost(store=store, transport=emu.transport()) as host,
+    ):
+        host.login(sleep=lambda _s: None)
+        route = ch.register_models(ch.Catalog(), host).routes[0]
+        with httpx2.Client(transport=emu.transport(), auth=route.auth) as client:
+            refused = client.post(route.url, json=chat("one", "gpt-4.1"))
+            # The chat identity serves every other model: they must keep working.
+            served = client.post(route.url, json=chat("two", "claude-sonnet-4"))
+        assert integration(host) == CHAT_ID
+        # A later registration of this login does not start from the CLI identity either.
+        ch.register_models(ch.Catalog(), host)
+        assert emu.requests_to("models")[-1].headers["copilot-integration-id"] == CHAT_ID
+    assert refused.status_code == 403
+    assert served.status_code == 200
+    assert seen(emu) == [(CHAT_ID, 400), (CLI_INTEGRATION_ID, 403), (CHAT_ID, 200)]
+    assert_at_most_twice(emu)
+
+
+def test_a_switch_the_other_identity_is_refused_too_is_undone_async(
+    store: CredentialStore,
+) -> None:
+    async def run(emu: GitHubEmulator) -> list[int]:
+        async with AsyncGitHubCopilotHost(store=store, transport=emu.async_transport()) as host:
+            await host.login(sleep=lambda _s: asyncio.sleep(0))
+            route = (await ch.aregister_models(ch.Catalog(), host)).routes[0]
+            async with httpx2.AsyncClient(
+                transport=emu.async_transport(), auth=route.auth
+            ) as client:
+                statuses = [
+                    (await client.post(route.url, json=chat(text, route.model_id))).status_code
+                    for text in ("one", "two")
+                ]
+            assert integration(host) == CHAT_ID
+            return statuses
+
+    with GitHubEmulator(organisation(BOTH)) as emu:
+        assert asyncio.run(run(emu)) == [400, 400]
+    # Each request starts from the chat identity again: two sends each, never a third.
+    assert seen(emu) == [
+        (CHAT_ID, 400),
+        (CLI_INTEGRATION_ID, 400),
+        (CHAT_ID, 400),
+        (CLI_INTEGRATION_ID, 400),
+    ]
     assert_at_most_twice(emu)
