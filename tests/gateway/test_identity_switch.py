@@ -85,3 +85,11 @@ def test_the_gateway_relays_the_second_refusal_when_both_identities_are_refused(
     assert refused.value.response.headers["x-github-request-id"] == (
         gateway.emulator.requests_to("chat")[-1].request_id
     )
+    # The switch did not work, so it was not kept: the next request starts as the chat
+    # identity again, and again goes out twice at most.
+    status, _, body = gateway.post(
+        "/v1/chat/completions",
+        {"model": "claude-sonnet-4", "messages": [{"role": "user", "content": "again"}]},
+    )
+    assert (status, body["error"]["code"]) == (400, "model_not_supported")
+    assert _seen(gateway)[2:] == [("vscode-chat", 400), (CLI_INTEGRATION_ID, 400)]
