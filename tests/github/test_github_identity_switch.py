@@ -369,3 +369,25 @@ def test_a_switch_the_other_identity_is_refused_too_is_undone_async(
         (CLI_INTEGRATION_ID, 400),
     ]
     assert_at_most_twice(emu)
+
+
+def test_a_blocking_hosts_route_switches_in_an_async_client_too(store: CredentialStore) -> None:
+    with (
+        GitHubEmulator(organisation({CHAT_ID: ALL})) as emu,
+        GitHubCopilotHost(store=store, transport=emu.transport()) as host,
+    ):
+        host.login(sleep=lambda _s: None)
+        route = ch.register_models(ch.Catalog(), host).routes[0]
+
+        async def run() -> list[int]:
+            async with httpx2.AsyncClient(
+                transport=emu.async_transport(), auth=route.auth
+            ) as client:
+                return [
+                    (await client.post(route.url, json=chat(text, route.model_id))).status_code
+                    for text in ("one", "two")
+                ]
+
+        assert asyncio.run(run()) == [200, 200]
+        assert integration(host) == CLI_INTEGRATION_ID
+    assert seen(emu) == [(CHAT_ID, 400), (CLI_INTEGRATION_ID, 200), (CLI_INTEGRATION_ID, 200)]
