@@ -155,11 +155,8 @@ class HostCore:
             or self._clock.monotonic() >= session.refresh_monotonic
         ):
             return None
-        if sent is self._chat:
-            return self._cli
-        if sent is self._cli:
-            return self._chat
-        return None
+        # ``sent`` is one of the two: ``_discovery_headers`` chose it.
+        return self._cli if sent is self._chat else self._chat
 
     def _kept(self, session: CopilotSession, headers: Mapping[str, str]) -> None:
         """``headers`` worked for this login's discovery: its requests present them."""

@@ -143,7 +143,7 @@ class TwoIdentities:
 
     def switch_identity(self, refused: Mapping[str, str]) -> Mapping[str, str] | None:
         self.refused.append(refused["Copilot-Integration-Id"])
-        self.current = FALLBACK if refused is EDITOR else EDITOR
+        self.current = FALLBACK if self.refused[-1] == "vscode-chat" else EDITOR
         return self.current
 
 
@@ -159,6 +159,20 @@ def test_a_switch_whose_resend_fails_too_is_handed_back(second: tuple[int, bytes
     # The host was told the other identity was refused too, and went back to the first.
     assert host.refused == ["vscode-chat", "copilot-fallback"]
     assert host.current is EDITOR
+    later = run(pipeline, [(200, b"")])
+    assert header(later[0], b"copilot-integration-id") == [b"vscode-chat"]
+
+
+def test_a_host_that_builds_its_headers_anew_is_followed_back() -> None:
+    # A host returning a fresh mapping each time (equal, not the same object).
+    class Fresh(TwoIdentities):
+        def switch_identity(self, refused: Mapping[str, str]) -> Mapping[str, str] | None:
+            return dict(super().switch_identity(refused) or {})
+
+    host = Fresh()
+    pipeline = Pipeline(Rejecting(), ENDPOINT, dict(EDITOR), switcher=host, listed=["gpt-4o"])
+    run(pipeline, [(400, NOT_SUPPORTED), (400, NOT_SUPPORTED)])
+    assert host.refused == ["vscode-chat", "copilot-fallback"]
     later = run(pipeline, [(200, b"")])
     assert header(later[0], b"copilot-integration-id") == [b"vscode-chat"]
 
