@@ -55,7 +55,8 @@ class CopilotAuth(httpx2.Auth):
       ``user`` or ``agent`` itself (any other client value is replaced).
     * With a ``switcher`` (a host that has another identity to present), a 400
       ``model_not_supported`` for a model in ``listed`` is sent once more with the other
-      identity's headers. No request is sent more than twice.
+      identity's headers; the switch is kept only when that answer is a success. No
+      request is sent more than twice.
     * A 401, or a 403 on a session from the cache, drops that session and the request goes
       out once more with a new one, at most one new exchange per second however many
       requests are refused; otherwise the refusal is returned as it is.

@@ -20,7 +20,10 @@ When the generator ends, the last answer stands. A request is sent at most twice
    the new session. This rule comes first.
 2. Otherwise, a 400 ``model_not_supported`` for a model the inventory listed, from a host
    that can switch identities (:class:`SwitchesIdentity`), asks the host for its other
-   identity's headers; when it has them, the request goes once more with them.
+   identity's headers; when it has them, the request goes once more with them. The switch
+   is kept only when that answer is a success (2xx); otherwise the host is handed the
+   other identity's headers as refused in turn, which switches it back, and that answer
+   stands.
 
 The headers sent are the client's own, less every header the pipeline owns
 (``Authorization``, ``Copilot-Vision-Request`` and the host's headers, whatever their
@@ -75,7 +78,8 @@ class SwitchesIdentity(Protocol):
 
     ``switch_identity`` gets the request-header set the service refused and returns the
     other identity's headers, which its ``request_headers()`` returns from then on; or
-    None when it has no other.
+    None when it has no other. The pipeline calls it a second time, with the headers it
+    was given, when the request failed under them too: that hands the first one back.
     """
 
     def switch_identity(self, refused: Mapping[str, str]) -> Mapping[str, str] | None: ...
@@ -178,9 +182,25 @@ class Pipeline:
         other = switcher.switch_identity(identity.given)
         if other is None:
             return
-        if other is not self._identity.given:
-            self._identity = _identity_of(other)
-        yield Send(self._compose(client, session, self._identity, facts))
+        switched = self._adopt(other)
+        status = yield Send(self._compose(client, session, switched, facts))
+        if isinstance(status, int) and 200 <= status < 300:
+            return
+        # The other identity fared no better (refused too, or the organisation refuses it
+        # outright): keeping it would send every later request, for every model, as a
+        # client this account may not use. The host goes back; this answer stands.
+        back = switcher.switch_identity(switched.given)
+        if back is identity.given:
+            self._identity = identity
+        elif back is not None:
+            self._adopt(back)
+
+    def _adopt(self, headers: Mapping[str, str]) -> _Identity:
+        """Make ``headers`` (from the host's switch) the identity later requests present."""
+        current = self._identity
+        if headers is not current.given:
+            current = self._identity = _identity_of(headers)
+        return current
 
     # -- the headers, once ------------------------------------------------------------------
 

@@ -67,7 +67,7 @@ class AsyncGitHubCopilotHost(HostCore):
     async def inventory(self, session: CopilotSession) -> Inventory:
         headers = self._discovery_headers(session)
         response = await self._sender.send(build_models_request(session, headers))
-        other = self._discovery_fallback(session, response)
+        other = self._discovery_fallback(session, headers, response)
         if other is not None:
             # Once, with the other identity: the one that works is kept for this login.
             response = await self._sender.send(build_models_request(session, other))

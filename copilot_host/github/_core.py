@@ -114,7 +114,9 @@ class HostCore:
         now on what :meth:`request_headers` returns; None when there is no other one.
 
         The request pipeline calls this once for a request the service refused as the
-        wrong client (an inventory model answered 400 ``model_not_supported``)."""
+        wrong client (an inventory model answered 400 ``model_not_supported``), and once
+        more, with the headers it got here, when the request failed under them too: that
+        hands the first identity back, so a switch that did not work is not kept."""
         refused_id = _integration(refused)
         for current, other in ((self._chat, self._cli), (self._cli, self._chat)):
             if refused_id == _integration(current):
@@ -137,28 +139,32 @@ class HostCore:
         return self._headers
 
     def _discovery_fallback(
-        self, session: CopilotSession, refused: WireResponse
+        self, session: CopilotSession, sent: Mapping[str, str], refused: WireResponse
     ) -> Mapping[str, str] | None:
         """The other identity to retry discovery with once, or None.
 
         Only a 403 from an organisation host, on a session that is not due for refresh
-        (so not a stale one: the enterprise host answers those with 403 too), under the
-        chat identity: oh-my-pi issues #11372 and #11669 saw such organisations allow the
-        Copilot CLI's identity only."""
+        (so not a stale one: the enterprise host answers those with 403 too): oh-my-pi
+        issues #11372 and #11669 saw such organisations allow the Copilot CLI's identity
+        only. From the CLI's identity (kept from an earlier discovery or an inference
+        switch) the retry is the chat identity: a policy that has since turned the CLI
+        off must not lock the login out of discovery for the life of the host."""
         if (
             refused.status != 403
             or session.endpoint.host not in _ORGANISATION_HOSTS
-            or self._headers is not self._chat
             or self._clock.monotonic() >= session.refresh_monotonic
         ):
             return None
-        return self._cli
+        # ``sent`` is one of the two: ``_discovery_headers`` chose it.
+        return self._cli if sent is self._chat else self._chat
 
     def _kept(self, session: CopilotSession, headers: Mapping[str, str]) -> None:
         """``headers`` worked for this login's discovery: its requests present them."""
         self._headers = headers
         if headers is self._cli:
             self._cli_logins.add(session.identity.login_id)
+        else:
+            self._cli_logins.discard(session.identity.login_id)
 
     # -- the store's part of the steps ----------------------------------------------------
 

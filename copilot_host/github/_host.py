@@ -72,7 +72,7 @@ class GitHubCopilotHost(HostCore):
     def inventory(self, session: CopilotSession) -> Inventory:
         headers = self._discovery_headers(session)
         response = self._sender.send(build_models_request(session, headers))
-        other = self._discovery_fallback(session, response)
+        other = self._discovery_fallback(session, headers, response)
         if other is not None:
             # Once, with the other identity: the one that works is kept for this login.
             response = self._sender.send(build_models_request(session, other))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -103,7 +103,10 @@ class Scenario:
     ``Editor-Version`` under which every ``/models`` entry carries a ``warning_messages``
     entry with code ``client_version_deprecated``. ``refused_integration_ids`` are
     ``Copilot-Integration-Id`` values an organisation's policy refuses (403 on every Copilot
-    request that presents one).
+    request that presents one). ``unserved_models`` scripts an organisation whose policy
+    serves a client's discovery but not its inference: it maps a ``Copilot-Integration-Id``
+    to the model ids (``"*"``: every model) that a model request presenting it is answered
+    400 ``model_not_supported`` for, though ``/models`` lists them to that identity too.
 
     Usage and quota (``/copilot_internal/user``, the quota headers, the cost each answer
     reports): ``usage_plan`` is the shape (``"credits"``, ``"requests"`` or ``"free"``);
@@ -154,6 +157,9 @@ class Scenario:
     stream_cut: int | None = None
     deprecated_below: str | None = None
     refused_integration_ids: frozenset[str] = frozenset()
+    unserved_models: Mapping[str, frozenset[str]] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
     usage_plan: str = "credits"
     quota_entitlement: float = 1500.0
     quota_used: float = 0.0
@@ -201,6 +207,22 @@ class Scenario:
             raise ValueError("stream_cut is a number of events, 0 or more")
         if self.stream_pause < 0 or any(pause <= 0 for pause in self.drip.values()):
             raise ValueError("pauses are positive seconds")
+        unserved: dict[str, frozenset[str]] = {}
+        given: Iterable[tuple[object, object]] = self.unserved_models.items()
+        for integration, models in given:
+            # A bare string would become a set of its letters and refuse nothing real.
+            if (
+                not isinstance(integration, str)
+                or not integration
+                or not isinstance(models, (set, frozenset, tuple, list))
+                or not models
+                or not all(isinstance(model, str) for model in models)
+            ):
+                raise ValueError(
+                    "unserved_models maps an integration id to a set of model ids (or {'*'})"
+                )
+            unserved[integration] = frozenset(models)
+        object.__setattr__(self, "unserved_models", MappingProxyType(unserved))
         # Freeze caller-supplied dicts so a running emulator never sees them change.
         for name in ("slow", "drip", "answers", "min_editor_version"):
             object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))

@@ -578,13 +578,12 @@ class EmulatorState:
         model = payload.get("model")
         paths = self._served.get(model) if isinstance(model, str) else None
         if not isinstance(model, str) or paths is None:
-            return copilot_error(
-                400,
-                "The requested model is not supported.",
-                "model_not_supported",
-                param="model",
-                type="invalid_request_error",
-            )
+            return _model_not_supported()
+        unserved = s.unserved_models.get(request.headers.get("copilot-integration-id", "").strip())
+        if unserved is not None and (model in unserved or "*" in unserved):
+            # An organisation whose policy lists a model to this client but does not serve
+            # it to it: the same answer as for a model the account does not have.
+            return _model_not_supported()
         floor = s.min_editor_version.get(model)
         if floor is not None and _version(request.headers.get("editor-version", "")) < _version(
             floor
@@ -645,6 +644,17 @@ class EmulatorState:
                 type="invalid_request_error",
             )
         return None
+
+
+def _model_not_supported() -> Answer:
+    """The service's 400 for a model it does not serve this request (138 bytes)."""
+    return copilot_error(
+        400,
+        "The requested model is not supported.",
+        "model_not_supported",
+        param="model",
+        type="invalid_request_error",
+    )
 
 
 def _wrong_endpoint(model: str, protocol: str) -> str:

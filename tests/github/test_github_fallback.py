@@ -167,3 +167,53 @@ def test_switch_identity_hands_over_the_other_one_async(store: CredentialStore) 
             _hands_over(host)
 
     asyncio.run(run())
+
+
+@pytest.mark.parametrize("origin", [ENTERPRISE, BUSINESS])
+def test_a_kept_cli_identity_the_organisation_now_refuses_falls_back_to_chat_sync(
+    store: CredentialStore, origin: str
+) -> None:
+    # A switch made for inference earlier (the organisation served the CLI then), and now
+    # its policy refuses the CLI: discovery must not be locked out for the host's life.
+    scenario = Scenario(
+        models=minimal_models(),
+        api_endpoint=origin,
+        refused_integration_ids=frozenset({CLI_INTEGRATION_ID}),
+    )
+    with (
+        GitHubEmulator(scenario) as emu,
+        GitHubCopilotHost(store=store, transport=emu.transport()) as host,
+    ):
+        host.login(sleep=lambda _s: None)
+        ch.register_models(ch.Catalog(), host)
+        assert host.switch_identity(host.request_headers()) is not None
+        result = ch.register_models(ch.Catalog(), host)
+        assert result.routes
+        assert _ids(emu) == ["vscode-chat", CLI_INTEGRATION_ID, "vscode-chat"]
+        assert host.request_headers()["Copilot-Integration-Id"] == "vscode-chat"
+        # Kept: the next discovery goes straight to the chat identity.
+        ch.register_models(ch.Catalog(), host)
+        assert _ids(emu)[-1] == "vscode-chat"
+        assert len(_ids(emu)) == 4
+
+
+def test_a_kept_cli_identity_the_organisation_now_refuses_falls_back_to_chat_async(
+    store: CredentialStore,
+) -> None:
+    scenario = Scenario(
+        models=minimal_models(),
+        api_endpoint=ENTERPRISE,
+        refused_integration_ids=frozenset({CLI_INTEGRATION_ID}),
+    )
+
+    async def run(emu: GitHubEmulator) -> None:
+        async with AsyncGitHubCopilotHost(store=store, transport=emu.async_transport()) as host:
+            await host.login(sleep=lambda _s: asyncio.sleep(0))
+            await ch.aregister_models(ch.Catalog(), host)
+            assert host.switch_identity(host.request_headers()) is not None
+            assert (await ch.aregister_models(ch.Catalog(), host)).routes
+            assert host.request_headers()["Copilot-Integration-Id"] == "vscode-chat"
+
+    with GitHubEmulator(scenario) as emu:
+        asyncio.run(run(emu))
+        assert _ids(emu) == ["vscode-chat", CLI_INTEGRATION_ID, "vscode-chat"]

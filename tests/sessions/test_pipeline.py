@@ -122,7 +122,7 @@ def test_a_refusal_the_resolver_does_not_retry_is_the_answer() -> None:
 def test_model_not_supported_for_a_listed_model_switches_identity_and_resends_once() -> None:
     host = Switcher()
     pipeline = Pipeline(Rejecting(), ENDPOINT, EDITOR, switcher=host, listed=["gpt-4o"])
-    sent = run(pipeline, [(400, NOT_SUPPORTED), (400, NOT_SUPPORTED)])
+    sent = run(pipeline, [(400, NOT_SUPPORTED), (200, b"")])
     assert len(sent) == 2
     assert host.refused == [EDITOR]
     assert header(sent[0], b"copilot-integration-id") == [b"vscode-chat"]
@@ -130,6 +130,66 @@ def test_model_not_supported_for_a_listed_model_switches_identity_and_resends_on
     # The same session: the identity is the request headers, not the login.
     assert header(sent[0], b"authorization") == header(sent[1], b"authorization")
     # From then on the other identity is what requests carry.
+    later = run(pipeline, [(200, b"")])
+    assert header(later[0], b"copilot-integration-id") == [b"copilot-fallback"]
+
+
+@dataclass
+class TwoIdentities:
+    """A host double that flips between two identities, as the GitHub hosts do."""
+
+    current: Mapping[str, str] = field(default_factory=lambda: EDITOR)
+    refused: list[str] = field(default_factory=list)
+
+    def switch_identity(self, refused: Mapping[str, str]) -> Mapping[str, str] | None:
+        self.refused.append(refused["Copilot-Integration-Id"])
+        self.current = FALLBACK if self.refused[-1] == "vscode-chat" else EDITOR
+        return self.current
+
+
+@pytest.mark.parametrize("second", [(400, NOT_SUPPORTED), (403, b""), (429, b""), (500, b"")])
+def test_a_switch_whose_resend_fails_too_is_handed_back(second: tuple[int, bytes]) -> None:
+    host = TwoIdentities()
+    pipeline = Pipeline(Rejecting(), ENDPOINT, EDITOR, switcher=host, listed=["gpt-4o"])
+    sent = run(pipeline, [(400, NOT_SUPPORTED), second])
+    assert [header(h, b"copilot-integration-id") for h in sent] == [
+        [b"vscode-chat"],
+        [b"copilot-fallback"],
+    ]
+    # The host was told the other identity was refused too, and went back to the first.
+    assert host.refused == ["vscode-chat", "copilot-fallback"]
+    assert host.current is EDITOR
+    later = run(pipeline, [(200, b"")])
+    assert header(later[0], b"copilot-integration-id") == [b"vscode-chat"]
+
+
+def test_a_host_that_builds_its_headers_anew_is_followed_back() -> None:
+    # A host returning a fresh mapping each time (equal, not the same object).
+    class Fresh(TwoIdentities):
+        def switch_identity(self, refused: Mapping[str, str]) -> Mapping[str, str] | None:
+            return dict(super().switch_identity(refused) or {})
+
+    host = Fresh()
+    pipeline = Pipeline(Rejecting(), ENDPOINT, dict(EDITOR), switcher=host, listed=["gpt-4o"])
+    run(pipeline, [(400, NOT_SUPPORTED), (400, NOT_SUPPORTED)])
+    assert host.refused == ["vscode-chat", "copilot-fallback"]
+    later = run(pipeline, [(200, b"")])
+    assert header(later[0], b"copilot-integration-id") == [b"vscode-chat"]
+
+
+def test_a_host_that_cannot_switch_back_keeps_the_other_identity() -> None:
+    # Hands over the fallback once, and has nothing to go back to.
+    answers: list[Mapping[str, str] | None] = [dict(FALLBACK), None]
+
+    class OneWay(Switcher):
+        def switch_identity(self, refused: Mapping[str, str]) -> Mapping[str, str] | None:
+            self.refused.append(dict(refused))
+            return answers[len(self.refused) - 1]
+
+    host = OneWay()
+    pipeline = Pipeline(Rejecting(), ENDPOINT, EDITOR, switcher=host, listed=["gpt-4o"])
+    assert len(run(pipeline, [(400, NOT_SUPPORTED), (400, NOT_SUPPORTED)])) == 2
+    assert host.refused == [EDITOR, FALLBACK]
     later = run(pipeline, [(200, b"")])
     assert header(later[0], b"copilot-integration-id") == [b"copilot-fallback"]
 

@@ -8,7 +8,7 @@ from typing import Any
 import httpx2
 import pytest
 
-from copilot_host.testing import CHECKS, GitHubEmulator, Scenario, chat_model
+from copilot_host.testing import CHECKS, GitHubEmulator, Scenario, chat_model, minimal_models
 from tests.testing._support import EXCHANGE, PATH, PLAIN, body, copilot, session
 
 ALL = ("/chat/completions", "/responses", "/v1/messages")
@@ -355,6 +355,57 @@ def test_a_listed_model_the_service_does_not_serve_is_model_not_supported(
     assert refused.status_code == 400
     assert _error(refused)["code"] == "model_not_supported"
     assert served.status_code == 200  # no policy at all is enabled
+
+
+@pytest.mark.parametrize("protocol", ["chat", "responses", "messages"])
+def test_an_organisation_lists_a_model_to_an_identity_it_does_not_serve(protocol: str) -> None:
+    # oh-my-pi pull request #11670: an enterprise endpoint answered the chat identity 400
+    # model_not_supported for models its discovery listed, and served the Copilot CLI's.
+    cli = "copilot-developer-cli"
+    model = {"chat": "gpt-4.1", "responses": "gpt-5-mini", "messages": "claude-messages-only"}[
+        protocol
+    ]
+    scenario = Scenario(
+        models=minimal_models(), unserved_models={"vscode-chat": frozenset({model})}
+    )
+    with GitHubEmulator(scenario) as emu, httpx2.Client(transport=emu.transport()) as client:
+        origin, headers = copilot(emu, client)
+        listed = client.get(f"{origin}/models", headers=headers)
+        url = f"{origin}{PATH[protocol]}"
+        refused = client.post(url, json=body(protocol, model), headers=headers)
+        served = client.post(
+            url, json=body(protocol, model), headers={**headers, "Copilot-Integration-Id": cli}
+        )
+        other = client.post(
+            f"{origin}/chat/completions", json=body("chat", "claude-sonnet-4"), headers=headers
+        )
+    assert model in {entry["id"] for entry in listed.json()["data"]}
+    assert refused.status_code == 400
+    assert refused.headers["x-content-type-options"] == "nosniff"
+    assert len(refused.content) == 138  # the very answer for a model the account lacks
+    assert _error(refused) == {
+        "message": "The requested model is not supported.",
+        "code": "model_not_supported",
+        "param": "model",
+        "type": "invalid_request_error",
+    }
+    assert (served.status_code, other.status_code) == (200, 200)
+
+
+def test_unserved_models_star_refuses_every_model_and_a_bare_string_is_refused() -> None:
+    scenario = Scenario(models=minimal_models(), unserved_models={"vscode-chat": frozenset({"*"})})
+    with GitHubEmulator(scenario) as emu, httpx2.Client(transport=emu.transport()) as client:
+        origin, headers = copilot(emu, client)
+        answers = [
+            client.post(f"{origin}/chat/completions", json=body("chat", m), headers=headers)
+            for m in ("gpt-4.1", "claude-sonnet-4")
+        ]
+    assert [a.status_code for a in answers] == [400, 400]
+    assert {_error(a)["code"] for a in answers} == {"model_not_supported"}
+    with pytest.raises(ValueError, match="unserved_models"):
+        Scenario(unserved_models={"vscode-chat": "gpt-4.1"})  # type: ignore[dict-item]
+    with pytest.raises(ValueError, match="unserved_models"):
+        Scenario(unserved_models={"": frozenset({"*"})})
 
 
 def test_a_deeply_nested_body_is_an_answer_not_a_dropped_connection() -> None:
