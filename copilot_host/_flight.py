@@ -57,8 +57,8 @@ def for_waiter(exc: E) -> E:
 class Flight(Generic[K, R]):
     """One piece of work for ``key``, shared by everyone who needs its result.
 
-    It lands once, with a result or an exception; every waiter gets that result, or raises
-    its own copy of that exception.
+    Made by :meth:`SingleFlight.start`. It lands once, with a result or an exception;
+    every waiter gets that result, or raises its own copy of that exception.
     """
 
     __slots__ = ("_future", "generation", "key", "previous", "task")
@@ -95,7 +95,7 @@ class Flight(Generic[K, R]):
         from its :class:`SingleFlight`. An interrupt (``KeyboardInterrupt``) is landed too,
         then raised on.
         """
-        with _Landing(self, finish) as land:
+        with _Finishing(self, finish) as land:
             if self.previous is not None:
                 self.previous._future.result()
             land(work())
@@ -116,7 +116,7 @@ class Flight(Generic[K, R]):
         work: Callable[[], Awaitable[T]],
         finish: Callable[[T | BaseException], R | BaseException],
     ) -> None:
-        with _Landing(self, finish) as land:
+        with _Finishing(self, finish) as land:
             if self.previous is not None:
                 await asyncio.wrap_future(self.previous._future)
             land(await work())
@@ -140,7 +140,7 @@ def _told(result: R | BaseException) -> R:
     return result
 
 
-class _Landing(Generic[T, R]):
+class _Finishing(Generic[T, R]):
     """The one way a flight ends, for both shells: what the work returned or raised goes
     through ``finish`` to every waiter; an interrupt goes on after the waiters are told."""
 
