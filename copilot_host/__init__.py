@@ -55,7 +55,7 @@ if TYPE_CHECKING:
         StoreVersionError,
         TransportError,
     )
-    from ._failures import FailureMemory
+    from ._flight import Flight, SingleFlight
     from ._hosts import (
         AsyncCopilotHost,
         Authorized,
@@ -85,7 +85,8 @@ _EXPORTS: dict[str, str] = {
     "CopilotAuth": "_sessions._auth",
     "Catalog": "_catalog._catalog",
     "Clock": "_clock",
-    "FailureMemory": "_failures",
+    "Flight": "_flight",
+    "SingleFlight": "_flight",
     "SYSTEM_CLOCK": "_clock",
     "await_device_login": "_device",
     "wait_for_device_login": "_device",
@@ -149,7 +150,7 @@ __all__ = [
     "CopilotUsage",
     "DeviceCodeExpiredError",
     "EntitlementError",
-    "FailureMemory",
+    "Flight",
     "Inventory",
     "KeyringUnavailableError",
     "LoginCancelledError",
@@ -180,6 +181,7 @@ __all__ = [
     "SessionError",
     "SessionResolver",
     "SessionState",
+    "SingleFlight",
     "SkippedModel",
     "StoreCorruptError",
     "StoreError",

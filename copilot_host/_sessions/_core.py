@@ -6,9 +6,9 @@ so the same core is safe from many threads and from several event loops at once.
 
 Vocabulary:
 
-* a **flight** is one exchange with the host. At most one is current; callers who need a
-  new session join it instead of starting their own. Its result is published through a
-  ``concurrent.futures.Future`` so a waiter on any thread or loop can wait for it.
+* a **flight** is one exchange with the host (:mod:`copilot_host._flight`, the single
+  flight the gateway's registration uses too). At most one is current; callers who need a
+  new session join it instead of starting their own, from any thread or loop.
 * the **generation** counts invalidations (explicit ``refresh()``, ``invalidate()``, a login
   change). A flight remembers the generation it started in and may install its session only
   if nothing was invalidated meanwhile; otherwise its result is discarded unseen.
@@ -23,7 +23,6 @@ Vocabulary:
 
 from __future__ import annotations
 
-import concurrent.futures
 import enum
 import logging
 import threading
@@ -39,12 +38,12 @@ from .._errors import (
     ResponseError,
     SessionError,
 )
-from .._failures import FailureMemory, for_waiter
+from .._flight import Flight, SingleFlight, for_waiter
 from .._hosts import CopilotSession, LoginIdentity
 from .._safety._redact import register_secret
 from ._policy import RefreshPolicy, SessionState
 
-__all__ = ["MAX_ROUNDS", "Flight", "Landing", "LandingKind", "Plan", "SessionCore"]
+__all__ = ["MAX_ROUNDS", "Landing", "LandingKind", "Plan", "SessionCore"]
 
 log = logging.getLogger("copilot_host.session")
 
@@ -70,32 +69,14 @@ class Landing:
     error: Exception | None = field(default=None, repr=False)
 
 
-@dataclass(slots=True, eq=False)
-class Flight:
-    """One exchange with the host, shared by everyone who needs its result."""
-
-    identity: LoginIdentity
-    generation: int
-    explicit: bool
-    # The exchange still running from an older, invalidated flight: ours starts after it,
-    # so the host never sees two exchanges from one resolver at once.
-    previous: Flight | None
-    future: concurrent.futures.Future[Landing] = field(default_factory=concurrent.futures.Future)
-    # The asyncio shell keeps its task here: the event loop only holds tasks weakly.
-    task: object = None
-
-    def __post_init__(self) -> None:
-        # RUNNING futures cannot be cancelled: a waiter that is cancelled (asyncio's
-        # wrap_future propagates cancellation) must not cancel the shared refresh.
-        self.future.set_running_or_notify_cancel()
-
-
 class Plan(NamedTuple):
     """Wait for ``flight`` (after running it, when ``leader``)."""
 
-    flight: Flight
+    flight: Flight[LoginIdentity, Landing]
     leader: bool
     must: bool
+    # An explicit refresh(): its failure is not remembered for the automatic ones.
+    explicit: bool = False
 
 
 def error_code(exc: BaseException) -> str:
@@ -109,10 +90,8 @@ class SessionCore:
     __slots__ = (
         "_clock",
         "_exchanged_at",
-        "_flight",
-        "_generation",
+        "_flights",
         "_hot",
-        "_last_failure",
         "_lock",
         "_logged_out",
         "_policy",
@@ -138,11 +117,10 @@ class SessionCore:
         # (session, identity, fresh until monotonic, fresh until wall): what the lock-free
         # hot path compares against; replaced as a whole, so one read sees one session.
         self._hot: tuple[CopilotSession, LoginIdentity, float, float] | None = None
-        self._generation = 0
-        self._flight: Flight | None = None
-        # The last automatic exchange that failed, by login: callers in the next
-        # min_refresh_interval get that error again instead of a new exchange.
-        self._last_failure: FailureMemory[LoginIdentity] = FailureMemory()
+        # The exchange in flight and the generation; and the last automatic exchange that
+        # failed, by login: callers in the next min_refresh_interval get that error again
+        # instead of a new exchange.
+        self._flights: SingleFlight[LoginIdentity, Landing] = SingleFlight()
         # How many sessions were installed so far (the current one is number ``installs``;
         # read before a request asks for one, it tells whether that request's session was
         # exchanged for it), and when the last exchange ended (installed or failed): what a
@@ -185,7 +163,7 @@ class SessionCore:
         """
         with self._lock:
             if identity is None:
-                if self._session is not None or self._flight is not None:
+                if self._session is not None or self._flights.out():
                     log.debug("no login is available: dropping the session")
                     self._drop()
                 raise NotLoggedInError(self._logged_out)
@@ -199,22 +177,22 @@ class SessionCore:
                 if served is not None:
                     return served
             # No usable session: everyone waits for one flight.
-            flight = self._flight
-            if flight is not None and flight.generation == self._generation:
-                if flight.identity == identity:
+            flight = self._flights.flying()
+            if flight is not None:
+                if flight.key == identity:
                     return Plan(flight, leader=False, must=True) if start else None
                 # A flight for another login is still out: it cannot install (the
                 # generation moved on when the login changed) and we need our own.
-                self._generation += 1
+                self._flights.invalidate()
             if not start:
                 return None
-            failure = self._last_failure.recall(identity, self._clock.monotonic())
+            failure = self._flights.recall(identity, self._clock.monotonic())
             if failure is not None:
                 # Storm guard for failures: a burst of requests while GitHub is failing
                 # costs one exchange per interval, not one per request.
                 raise failure
             log.debug("no usable session: exchanging")
-            return Plan(self._start(identity, explicit=False), leader=True, must=True)
+            return Plan(self._flights.start(identity), leader=True, must=True)
 
     def _plan_with(
         self, session: CopilotSession, identity: LoginIdentity, start: bool
@@ -234,15 +212,14 @@ class SessionCore:
         if now - session.received_monotonic < interval and wall - received_wall < interval:
             return session
         if state is SessionState.ADVISORY:
-            flight = self._flight
-            if flight is not None and flight.generation == self._generation:
+            if self._flights.flying() is not None:
                 return session  # somebody is refreshing: keep using the valid session
-            if self._last_failure.backing_off(identity, now):
+            if self._flights.backing_off(identity, now):
                 return session  # the last advisory attempt failed recently: back off
             if not start:
                 return None
             log.debug("advisory window: refreshing while the session stays in use")
-            return Plan(self._start(identity, explicit=False), leader=True, must=False)
+            return Plan(self._flights.start(identity), leader=True, must=False)
         if state is SessionState.EXPIRED:
             self._session = None
             self._hot = None
@@ -255,7 +232,7 @@ class SessionCore:
             if identity is None:
                 raise NotLoggedInError(self._logged_out)
             log.debug("explicit refresh: the old session is discarded")
-            return Plan(self._start(identity, explicit=True), leader=True, must=True)
+            return Plan(self._flights.start(identity), leader=True, must=True, explicit=True)
 
     def invalidate(self, session: CopilotSession | None = None) -> None:
         """Discard the session (only if it is still ``session``, when one is given)."""
@@ -292,44 +269,40 @@ class SessionCore:
                 return True
             if current is not None:
                 return True
-            flight = self._flight
-            return (flight is not None and flight.generation == self._generation) or not recent
+            return self._flights.flying() is not None or not recent
 
-    def is_current(self, flight: Flight) -> bool:
-        return flight.generation == self._generation
+    def is_current(self, flight: Flight[LoginIdentity, Landing]) -> bool:
+        return self._flights.is_current(flight)
 
     # -- finishing --------------------------------------------------------------------------
 
-    def finish(self, flight: Flight, result: CopilotSession | BaseException | None) -> Landing:
-        """Record how ``flight`` ended and wake everyone waiting for it.
+    def finish(self, plan: Plan, result: CopilotSession | BaseException | None) -> Landing:
+        """Record how the flight ``plan`` leads ended: what every waiter gets.
 
         ``None`` means the flight was skipped because it was invalidated before it began.
         """
         with self._lock:
-            landing = self._land(flight, result)
-            if self._flight is flight:
-                self._flight = None
-            flight.previous = None  # do not keep a chain of old flights alive
-            flight.task = None
-        flight.future.set_result(landing)
+            landing = self._land(plan, result)
+            self._flights.retire(plan.flight)
         return landing
 
-    def _land(self, flight: Flight, result: CopilotSession | BaseException | None) -> Landing:
+    def _land(self, plan: Plan, result: CopilotSession | BaseException | None) -> Landing:
+        flight = plan.flight
         if isinstance(result, BaseException) and not isinstance(result, Exception):
             log.debug("session exchange interrupted (%s)", type(result).__name__)
             return Landing(LandingKind.CANCELLED)
         if result is not None:
             self._exchanged_at = self._clock.monotonic()
-        if flight.generation != self._generation or result is None:
+        if not self._flights.is_current(flight) or result is None:
             # Invalidated meanwhile: whatever came back belongs to a discarded past.
             log.debug("discarding the result of an exchange that began before an invalidation")
             return Landing(LandingKind.STALE)
         if isinstance(result, Exception):
-            if not flight.explicit:
+            if not plan.explicit:
                 now = self._clock.monotonic()
                 delay = self._policy.advisory_retry_delay
-                self._last_failure.remember(
-                    flight.identity,
+                self._flights.remember(
+                    flight.key,
                     result,
                     until=now + self._policy.min_refresh_interval,
                     retry_at=now + delay,
@@ -352,7 +325,7 @@ class SessionCore:
             else:
                 log.debug("session exchange failed (%s)", error_code(result))
             return Landing(LandingKind.FAILED, error=result)
-        if result.identity != flight.identity:
+        if result.identity != flight.key:
             return Landing(
                 LandingKind.FAILED,
                 error=LoginChangedError(
@@ -376,25 +349,17 @@ class SessionCore:
 
     # -- internals (lock held) --------------------------------------------------------------
 
-    def _start(self, identity: LoginIdentity, *, explicit: bool) -> Flight:
-        previous = self._flight
-        if previous is not None and previous.future.done():
-            previous = None
-        flight = Flight(identity, self._generation, explicit, previous)
-        self._flight = flight
-        return flight
-
     def _drop(self) -> None:
-        self._generation += 1
+        self._flights.invalidate()
         self._session = None
         self._hot = None
-        self._last_failure.forget()
+        self._flights.forget()
 
     def _install(self, session: CopilotSession) -> None:
         register_secret(session.token)
         self.installs += 1
         self._session = session
-        self._last_failure.forget()
+        self._flights.forget()
         fresh_mono, fresh_wall = self._policy.fresh_until(session)
         self._hot = (session, session.identity, fresh_mono, fresh_wall)
 

@@ -25,13 +25,14 @@ the current :class:`CopilotSession`.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
+from functools import partial
 from typing import NoReturn
 
 from .._clock import SYSTEM_CLOCK, Clock
 from .._errors import SessionError
+from .._flight import Flight
 from .._hosts import AsyncCopilotHost, CopilotHost, CopilotSession, LoginIdentity
-from ._core import MAX_ROUNDS, Flight, Landing, Plan, SessionCore, gave_up, settle
+from ._core import MAX_ROUNDS, Landing, Plan, SessionCore, gave_up, settle
 from ._policy import DEFAULT_POLICY, RefreshPolicy
 
 __all__ = ["ASK_HOST", "AsyncSessionResolver", "SessionResolver"]
@@ -156,7 +157,7 @@ class SessionResolver(_ResolverBase):
                 assert planned is not None
                 plan = planned
             if plan.leader:
-                self._fly(plan.flight)
+                self._fly(plan)
             session = settle(self._wait(plan.flight), plan)
             plan = None
             identity = self._host.availability()
@@ -165,30 +166,22 @@ class SessionResolver(_ResolverBase):
                 return session
         raise gave_up()
 
-    def _wait(self, flight: Flight) -> Landing:
+    def _wait(self, flight: Flight[LoginIdentity, Landing]) -> Landing:
         limit = self._policy.max_wait
         try:
-            return flight.future.result(timeout=limit)
-        except concurrent.futures.TimeoutError:
+            return flight.outcome(timeout=limit)
+        except TimeoutError:
             raise _waited_too_long(limit) from None
 
-    def _fly(self, flight: Flight) -> None:
-        core = self._core
-        try:
-            previous = flight.previous
-            if previous is not None:
-                previous.future.result()
-            if not core.is_current(flight):
-                # Invalidated before it began: do not spend an exchange on a dead result.
-                core.finish(flight, None)
-                return
-            result = self._host.exchange(flight.identity)
-        except BaseException as exc:
-            core.finish(flight, exc)
-            if not isinstance(exc, Exception):
-                raise  # KeyboardInterrupt and friends: the waiters plan again
-            return
-        core.finish(flight, result)
+    def _fly(self, plan: Plan) -> None:
+        flight, core = plan.flight, self._core
+
+        def exchange() -> CopilotSession | None:
+            # Invalidated before it began: do not spend an exchange on a dead result.
+            return self._host.exchange(flight.key) if core.is_current(flight) else None
+
+        # An interrupt (KeyboardInterrupt) lands as CANCELLED: the waiters plan again.
+        flight.run(exchange, partial(core.finish, plan))
 
 
 class AsyncSessionResolver(_ResolverBase):
@@ -231,7 +224,6 @@ class AsyncSessionResolver(_ResolverBase):
 
     async def _resolve(self, identity: LoginIdentity | None, plan: Plan | None) -> CopilotSession:
         core = self._core
-        loop = asyncio.get_running_loop()
         for _ in range(MAX_ROUNDS):
             if plan is None:
                 planned = core.plan(identity)
@@ -240,8 +232,7 @@ class AsyncSessionResolver(_ResolverBase):
                 assert planned is not None
                 plan = planned
             if plan.leader:
-                # Its own task: the refresh outlives any caller that is cancelled.
-                plan.flight.task = loop.create_task(self._fly(plan.flight))
+                self._launch(plan)
             session = settle(await self._wait(plan.flight), plan)
             plan = None
             identity = self._host.availability()
@@ -250,29 +241,22 @@ class AsyncSessionResolver(_ResolverBase):
                 return session
         raise gave_up()
 
-    async def _wait(self, flight: Flight) -> Landing:
+    async def _wait(self, flight: Flight[LoginIdentity, Landing]) -> Landing:
         limit = self._policy.max_wait
         try:
-            # The flight's future is RUNNING, so the timeout's cancellation cannot cancel
-            # the shared exchange, only this wait.
+            # The timeout's cancellation cancels only this wait, never the shared exchange.
             async with asyncio.timeout(limit):
-                return await asyncio.wrap_future(flight.future)
+                return await flight.landed()
         except TimeoutError:
             raise _waited_too_long(limit) from None
 
-    async def _fly(self, flight: Flight) -> None:
-        core = self._core
-        try:
-            previous = flight.previous
-            if previous is not None:
-                await asyncio.wrap_future(previous.future)
+    def _launch(self, plan: Plan) -> None:
+        flight, core = plan.flight, self._core
+
+        async def exchange() -> CopilotSession | None:
             if not core.is_current(flight):
-                core.finish(flight, None)
-                return
-            result = await self._host.exchange(flight.identity)
-        except BaseException as exc:
-            core.finish(flight, exc)
-            if not isinstance(exc, Exception):
-                raise
-            return
-        core.finish(flight, result)
+                return None  # invalidated before it began
+            return await self._host.exchange(flight.key)
+
+        # Its own task: the refresh outlives any caller that is cancelled.
+        flight.launch(exchange, partial(core.finish, plan))

@@ -5,9 +5,11 @@ Every request asks :meth:`Registry.current` for the routes. That reads the host'
 ``availability()`` (one cached ``stat()``): no login is ``NotLoggedInError`` (503), the
 same login as the routes' is the routes as they are, and a new login (a logout and login
 again, another account) waits for a registration made for it. Concurrent requests share
-one registration, run as its own task so a client that hangs up cannot cancel it for the
-others. A registration that fails is reported to every request for the next second
-without another attempt, so a burst while GitHub is down costs one registration a second.
+one registration: a :class:`copilot_host.SingleFlight`, the one the session resolver
+shares its exchange by, run as its own task so a client that hangs up stops only its own
+wait, never the registration the others wait for. A registration that fails is reported
+to every request for the next second without another attempt, so a burst while GitHub is
+down costs one registration a second.
 When the routes are 30 minutes old, a request starts a registration in the background and
 is served by the routes it has; if that fails, the old routes stay and it is tried again
 a minute later.
@@ -20,6 +22,7 @@ import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import copilot_host as ch
@@ -140,11 +143,10 @@ class Registry:
         self._names = names if names is not None else ModelNames()
         self._catalog = ch.Catalog()
         self._snapshot: Snapshot | None = None
-        self._task: asyncio.Task[Snapshot] | None = None
-        self._task_identity: ch.LoginIdentity | None = None
-        # The registration that failed, by login: told again for FAILURE_MEMORY seconds;
-        # after a background one failed, the next waits RETRY_AFTER_FAILURE.
-        self._failed: ch.FailureMemory[ch.LoginIdentity] = ch.FailureMemory()
+        # The registration in flight, and the one that failed, by login: told again for
+        # FAILURE_MEMORY seconds; after a background one failed, the next waits
+        # RETRY_AFTER_FAILURE.
+        self._flights: ch.SingleFlight[ch.LoginIdentity, Snapshot] = ch.SingleFlight()
         self.registrations = 0
 
     @property
@@ -159,73 +161,67 @@ class Registry:
             raise ch.NotLoggedInError("no GitHub login on this machine")
         snapshot = self._snapshot
         now = self._clock.monotonic()
+        flights = self._flights
         if snapshot is not None and snapshot.identity == identity:
-            if (
-                now >= snapshot.due
-                and self._task is None
-                and not self._failed.backing_off(identity, now)
-            ):
+            if now >= snapshot.due and not flights.out() and not flights.backing_off(identity, now):
                 # Old routes keep serving while new ones are made.
                 self._start(identity, background=True)
             return snapshot
-        failed = self._failed.recall(identity, now)
+        failed = flights.recall(identity, now)
         if failed is not None:
             raise failed
-        task = self._start(identity, background=False)
-        # Shielded: a client that hangs up stops waiting, the registration goes on.
-        return await asyncio.shield(task)
+        flight = flights.flying()
+        if flight is None or flight.key != identity:
+            flight = self._start(identity, background=False)
+        # A client that hangs up stops this wait only; the registration goes on.
+        return await flight.landed()
 
     def stale(self) -> None:
         """The routes no longer fit the account (its inference origin moved): register
         again before the next request is served."""
         self._snapshot = None
 
-    def _start(self, identity: ch.LoginIdentity, *, background: bool) -> asyncio.Task[Snapshot]:
-        task = self._task
-        if task is not None and self._task_identity == identity:
-            return task
-        previous = task
-        task = asyncio.get_running_loop().create_task(
-            self._register(identity, previous, background=background),
+    def _start(
+        self, identity: ch.LoginIdentity, *, background: bool
+    ) -> ch.Flight[ch.LoginIdentity, Snapshot]:
+        # One registration at a time: one for another login starts after the one out.
+        flight = self._flights.start(identity)
+        flight.launch(
+            self._register,
+            partial(self._registered, flight, background=background),
             name="copilot-host gateway registration",
         )
-        self._task = task
-        self._task_identity = identity
-        task.add_done_callback(self._finished)
-        return task
+        return flight
 
-    def _finished(self, task: asyncio.Task[Snapshot]) -> None:
-        if self._task is task:
-            self._task = None
-            self._task_identity = None
-        if not task.cancelled():
-            # Retrieved here so a background failure nobody awaited is not reported as
-            # "exception never retrieved"; waiters get it from the task themselves.
-            task.exception()
+    async def _register(self) -> ch.RegistrationResult:
+        self.registrations += 1
+        return await ch.aregister_models(self._catalog, self._host, clock=self._clock)
 
-    async def _register(
+    def _registered(
         self,
-        identity: ch.LoginIdentity,
-        previous: asyncio.Task[Snapshot] | None,
+        flight: ch.Flight[ch.LoginIdentity, Snapshot],
+        result: ch.RegistrationResult | BaseException,
         *,
         background: bool,
-    ) -> Snapshot:
-        if previous is not None:
-            # One registration at a time: the catalog is swapped by whichever ends last.
-            await asyncio.wait([previous])
-        self.registrations += 1
-        try:
-            result = await ch.aregister_models(self._catalog, self._host, clock=self._clock)
-        except Exception as exc:
+    ) -> Snapshot | BaseException:
+        """What the registration ``flight`` gives its waiters: the new routes, the routes
+        in hand (a background one failed) or the failure."""
+        self._flights.retire(flight)
+        identity = flight.key
+        if isinstance(result, BaseException):
+            if not isinstance(result, Exception):
+                return result  # cancelled (the gateway is closing): so are its waiters
             now = self._clock.monotonic()
             kept = self._snapshot
             if background and kept is not None and kept.identity == identity:
                 # The routes in hand keep serving; no request is told of this failure.
-                self._failed.remember(identity, exc, until=now, retry_at=now + RETRY_AFTER_FAILURE)
+                self._flights.remember(
+                    identity, result, until=now, retry_at=now + RETRY_AFTER_FAILURE
+                )
                 return kept
-            self._failed.remember(identity, exc, until=now + FAILURE_MEMORY)
-            raise
-        self._failed.forget()
+            self._flights.remember(identity, result, until=now + FAILURE_MEMORY)
+            return result
+        self._flights.forget()
         by_name: dict[str, ch.ModelRoute] = {}
         for route in result.routes:
             by_name[route.model_id] = route
@@ -249,7 +245,8 @@ class Registry:
         return snapshot
 
     async def aclose(self) -> None:
-        task = self._task
+        flight = self._flights.flying()
+        task = None if flight is None else flight.task
         if task is not None:
             task.cancel()
             await asyncio.wait([task])
