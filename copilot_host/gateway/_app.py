@@ -349,7 +349,7 @@ class GatewayApp:
         found = snapshot.names.resolve(
             name, ch.ApiProtocol.ANTHROPIC_MESSAGES if anthropic else None
         )
-        call.asked = ch.clean(name, limit=64) or "-"
+        call.asked = _shown(name, 64)
         if not isinstance(found, Served):
             call.model = call.asked
             await call.refuse(
@@ -383,7 +383,7 @@ class GatewayApp:
         name = parsed.name
         snapshot = await self._registry.current()
         found = snapshot.names.resolve(name, protocol)
-        call.asked = ch.clean(name, limit=64) or "-"
+        call.asked = _shown(name, 64)
         if isinstance(found, NotFound):
             call.model = call.asked
             await call.refuse(Refusal(404, "model_not_found", found.message))
@@ -475,7 +475,8 @@ class GatewayApp:
             watcher.cancel()
             self.spend.record(route.model_id, outcome.credits)
             self.spend.quota(outcome.quota)
-        if outcome.upstream_id:
+        if outcome.upstream_id and _log.isEnabledFor(logging.DEBUG):
+            # Tested first: the id's cleaning would otherwise run on every request.
             _log.debug(
                 "%s answered %d (GitHub request id %s)",
                 route.url,
@@ -613,8 +614,10 @@ def _wrong_endpoint(route: ch.ModelRoute, path: str) -> Refusal:
     )
 
 
-def _shown(path: str) -> str:
-    """The path as the access line shows it: inert for a terminal, bounded."""
-    if len(path) <= 120 and path.isascii() and path.isprintable() and " " not in path:
-        return path  # the usual case, without the character-by-character pass
-    return ch.clean(path, limit=120) or "-"
+def _shown(text: str, limit: int = 120) -> str:
+    """A path or model name as the access line shows it: inert for a terminal, bounded."""
+    if len(text) <= limit and text.isascii() and text.isprintable() and " " not in text:
+        # The usual case, without the character-by-character pass: clean() would return
+        # such a text as it is (an empty one as "-", below).
+        return text or "-"
+    return ch.clean(text, limit=limit) or "-"
