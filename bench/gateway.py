@@ -599,7 +599,7 @@ BUCKETS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     ("HTTP parsing and writing, both sides (h11)", ("/h11/",)),
-    ("server: uvicorn", ("/uvicorn/",)),
+    ("server: uvicorn and serve's hardening", ("/uvicorn/", "cli/_gateway_hardening")),
     (
         "upstream client: httpx2, httpcore2, anyio",
         (
@@ -609,21 +609,30 @@ BUCKETS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "/sniffio/",
         ),
     ),
+    ("the bench's loopback seam (copilot_host.testing; not in production)", ("/testing/",)),
     ("the gateway app", ("copilot_host/gateway/",)),
     (
         "route.auth and the session check",
         (
-            "copilot_host/_auth",
-            "copilot_host/_resolver",
-            "copilot_host/_session_core",
-            "copilot_host/_inspect",
-            "copilot_host/_policy",
+            "copilot_host/_sessions/",
             "copilot_host/store/",
             "copilot_host/github/",
             "posix.lstat",
         ),
     ),
-    ("access log and masking", ("/logging/", "copilot_host/_redact", "copilot_host/_text")),
+    (
+        "access log (formatting, redaction, the stderr writer thread) and masking",
+        (
+            "/logging/",
+            "copilot_host/_safety/",
+            "cli/_stderr_queue",
+            "cli/_logging",
+            "/threading.py",
+            "method 'acquire' of '_thread",
+            "method 'release' of '_thread",
+            "posix.write",
+        ),
+    ),
     ("event loop (asyncio, selectors)", ("/asyncio/", "selectors.py", "_contextvars")),
 )
 IDLE = "method 'poll' of 'select.epoll'"
