@@ -39,11 +39,10 @@ import copilot_host as ch
 from ._access import Refusal, RequestHeaders, allowed_hosts, check_access, read_headers
 from ._answers import Shape, error_body, failure_of
 from ._hooks import GatewayHooks, both
-from ._messages import system_as_blocks
 from ._names import ModelNames, NotFound, Served
 from ._registry import PROTOCOL_OF_PATH, Registry, anthropic_entry, endpoints_of, openai_entry
 from ._relay import AnswerTooLarge, Outcome, relay
-from ._request import encode_body, read_request, rewrite_model
+from ._request import read_request, rewrite_model, system_blocks
 from ._spend import CostReader, Spend, format_credits
 
 __all__ = ["ACCESS_LOGGER", "MAX_BODY_BYTES", "MODEL_HEADER", "GatewayApp", "create_app"]
@@ -396,11 +395,12 @@ class GatewayApp:
         if self.spend.exhausted():
             await call.refuse(Refusal(429, "budget_exhausted", self.spend.refusal_message()))
             return
-        if protocol is ch.ApiProtocol.ANTHROPIC_MESSAGES and system_as_blocks(parsed.value):
-            # A string system became a text block: the document is encoded again, naming
-            # the model upstream knows.
-            parsed.value["model"] = route.model_id
-            body = encode_body(parsed.value)
+        if protocol is ch.ApiProtocol.ANTHROPIC_MESSAGES and isinstance(
+            parsed.value.get("system"), str
+        ):
+            # A string system becomes a text block (._messages.system_as_blocks), spliced
+            # into the bytes with the model upstream knows where it can be (._request).
+            body = system_blocks(body, parsed, route.model_id)
         elif name != route.model_id:
             # Upstream knows the model by its own id only (a route id, an alias, Claude
             # Code's spelling, a family: ._names); spliced into the bytes where it can be.
