@@ -71,7 +71,7 @@ def parse_request(body: bytes, protocol: ch.ApiProtocol) -> Parsed | Refusal:
             "missing_model",
             'copilot-host gateway: the body names no "model" (GET /v1/models lists them)',
         )
-    return Parsed(value, name, ch.request_facts(protocol, value))
+    return Parsed(value, name, ch.request_facts(protocol, value, body=body))
 
 
 async def read_request(body: bytes, protocol: ch.ApiProtocol) -> Parsed | Refusal:
