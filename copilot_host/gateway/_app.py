@@ -39,11 +39,10 @@ import copilot_host as ch
 from ._access import Refusal, RequestHeaders, allowed_hosts, check_access, read_headers
 from ._answers import Shape, error_body, failure_of
 from ._hooks import GatewayHooks, both
-from ._messages import system_as_blocks
 from ._names import ModelNames, NotFound, Served
 from ._registry import PROTOCOL_OF_PATH, Registry, anthropic_entry, endpoints_of, openai_entry
 from ._relay import AnswerTooLarge, Outcome, relay
-from ._request import encode_body, read_request, rewrite_model
+from ._request import read_request, rewrite_model, system_blocks
 from ._spend import CostReader, Spend, format_credits
 
 __all__ = ["ACCESS_LOGGER", "MAX_BODY_BYTES", "MODEL_HEADER", "GatewayApp", "create_app"]
@@ -349,7 +348,7 @@ class GatewayApp:
         found = snapshot.names.resolve(
             name, ch.ApiProtocol.ANTHROPIC_MESSAGES if anthropic else None
         )
-        call.asked = ch.clean(name, limit=64) or "-"
+        call.asked = _shown(name, 64)
         if not isinstance(found, Served):
             call.model = call.asked
             await call.refuse(
@@ -383,7 +382,7 @@ class GatewayApp:
         name = parsed.name
         snapshot = await self._registry.current()
         found = snapshot.names.resolve(name, protocol)
-        call.asked = ch.clean(name, limit=64) or "-"
+        call.asked = _shown(name, 64)
         if isinstance(found, NotFound):
             call.model = call.asked
             await call.refuse(Refusal(404, "model_not_found", found.message))
@@ -396,11 +395,12 @@ class GatewayApp:
         if self.spend.exhausted():
             await call.refuse(Refusal(429, "budget_exhausted", self.spend.refusal_message()))
             return
-        if protocol is ch.ApiProtocol.ANTHROPIC_MESSAGES and system_as_blocks(parsed.value):
-            # A string system became a text block: the document is encoded again, naming
-            # the model upstream knows.
-            parsed.value["model"] = route.model_id
-            body = encode_body(parsed.value)
+        if protocol is ch.ApiProtocol.ANTHROPIC_MESSAGES and isinstance(
+            parsed.value.get("system"), str
+        ):
+            # A string system becomes a text block (._messages.system_as_blocks), spliced
+            # into the bytes with the model upstream knows where it can be (._request).
+            body = system_blocks(body, parsed, route.model_id)
         elif name != route.model_id:
             # Upstream knows the model by its own id only (a route id, an alias, Claude
             # Code's spelling, a family: ._names); spliced into the bytes where it can be.
@@ -475,7 +475,8 @@ class GatewayApp:
             watcher.cancel()
             self.spend.record(route.model_id, outcome.credits)
             self.spend.quota(outcome.quota)
-        if outcome.upstream_id:
+        if outcome.upstream_id and _log.isEnabledFor(logging.DEBUG):
+            # Tested first: the id's cleaning would otherwise run on every request.
             _log.debug(
                 "%s answered %d (GitHub request id %s)",
                 route.url,
@@ -613,8 +614,10 @@ def _wrong_endpoint(route: ch.ModelRoute, path: str) -> Refusal:
     )
 
 
-def _shown(path: str) -> str:
-    """The path as the access line shows it: inert for a terminal, bounded."""
-    if len(path) <= 120 and path.isascii() and path.isprintable() and " " not in path:
-        return path  # the usual case, without the character-by-character pass
-    return ch.clean(path, limit=120) or "-"
+def _shown(text: str, limit: int = 120) -> str:
+    """A path or model name as the access line shows it: inert for a terminal, bounded."""
+    if len(text) <= limit and text.isascii() and text.isprintable() and " " not in text:
+        # The usual case, without the character-by-character pass: clean() would return
+        # such a text as it is (an empty one as "-", below).
+        return text or "-"
+    return ch.clean(text, limit=limit) or "-"

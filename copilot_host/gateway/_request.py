@@ -20,14 +20,23 @@ import asyncio
 import contextlib
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import copilot_host as ch
 
 from ._access import Refusal
+from ._messages import system_as_blocks
 
-__all__ = ["PARSE_IN_THREAD_ABOVE", "Parsed", "encode_body", "read_request", "rewrite_model"]
+__all__ = [
+    "PARSE_IN_THREAD_ABOVE",
+    "Parsed",
+    "encode_body",
+    "read_request",
+    "rewrite_model",
+    "system_blocks",
+]
 
 # A body larger than this is parsed in a worker thread (a 32 MiB body takes a few hundred
 # milliseconds to parse; a small one less than the thread hop costs).
@@ -62,7 +71,7 @@ def parse_request(body: bytes, protocol: ch.ApiProtocol) -> Parsed | Refusal:
             "missing_model",
             'copilot-host gateway: the body names no "model" (GET /v1/models lists them)',
         )
-    return Parsed(value, name, ch.request_facts(protocol, value))
+    return Parsed(value, name, ch.request_facts(protocol, value, body=body))
 
 
 async def read_request(body: bytes, protocol: ch.ApiProtocol) -> Parsed | Refusal:
@@ -78,10 +87,12 @@ async def read_request(body: bytes, protocol: ch.ApiProtocol) -> Parsed | Refusa
 # The search starts at the quote: a pattern opening with a character class is scanned
 # position by position, many times slower on a large body.
 _MODEL_KEY = re.compile(rb'"model"\s*:\s*')
+_SYSTEM_KEY = re.compile(rb'"system"\s*:\s*')
 _BEFORE_KEY = frozenset(b"{, \t\r\n")
 # An escaped d, e, l, m or o (\u0064-\u006f): a key "model" could be spelled with one, which
-# the literal search above would miss.
+# the literal search above would miss. For "system": an escaped e, m, s, t or y.
 _ESCAPED_LETTER = re.compile(rb"\\u006[4-9a-fA-F]")
+_ESCAPED_SYSTEM_LETTER = re.compile(rb"\\u00(?:6[5dD]|7[349])")
 
 
 def rewrite_model(body: bytes, parsed: Parsed, model: str) -> bytes:
@@ -91,10 +102,32 @@ def rewrite_model(body: bytes, parsed: Parsed, model: str) -> bytes:
     its value as one of the two usual encodings of the name; otherwise the parsed document
     is encoded again (escaping what UTF-8 cannot carry, such as a lone surrogate).
     """
-    spliced = _splice(body, parsed.name, model)
+    spliced = _splice(body, _MODEL_KEY, _ESCAPED_LETTER, parsed.name, _named(model))
     if spliced is not None:
         return spliced
     value = dict(parsed.value)
+    value["model"] = model
+    return encode_body(value)
+
+
+def system_blocks(body: bytes, parsed: Parsed, model: str) -> bytes:
+    """A Messages ``body`` whose top-level ``"system"`` is a string, with that string as
+    one text block instead (:func:`._messages.system_as_blocks`), naming
+    ``model``.
+
+    Spliced into the bytes as :func:`rewrite_model` does (the string keeps its own spelling
+    inside the block), so a large body is not encoded again; when a splice cannot be
+    proven right, the parsed document is edited and encoded again.
+    """
+    system = parsed.value.get("system")
+    assert isinstance(system, str)
+    spliced = _splice(body, _SYSTEM_KEY, _ESCAPED_SYSTEM_LETTER, system, _as_block)
+    if spliced is not None and parsed.name != model:
+        spliced = _splice(spliced, _MODEL_KEY, _ESCAPED_LETTER, parsed.name, _named(model))
+    if spliced is not None:
+        return spliced
+    value = dict(parsed.value)
+    system_as_blocks(value)
     value["model"] = model
     return encode_body(value)
 
@@ -108,20 +141,37 @@ def encode_body(value: dict[str, Any]) -> bytes:
         return json.dumps(value).encode("ascii")
 
 
-def _splice(body: bytes, old: str, new: str) -> bytes | None:
+def _named(name: str) -> Callable[[bytes], bytes]:
+    token = json.dumps(name).encode("ascii")
+    return lambda _old: token
+
+
+def _as_block(token: bytes) -> bytes:
+    return b'[{"type": "text", "text": ' + token + b"}]"
+
+
+def _splice(
+    body: bytes,
+    key: re.Pattern[bytes],
+    escaped: re.Pattern[bytes],
+    old: str,
+    new: Callable[[bytes], bytes],
+) -> bytes | None:
+    """``body`` with the value of its one top-level ``key``, a string spelled as one of the
+    usual encodings of ``old``, replaced by ``new(that spelling)``; None unless the body
+    spells exactly one such key literally and none with an escape (then that key is the
+    top-level one the parse found)."""
     keys = [
         found
-        for found in _MODEL_KEY.finditer(body)
+        for found in key.finditer(body)
         if found.start() > 0 and body[found.start() - 1] in _BEFORE_KEY
     ]
-    if len(keys) != 1 or _ESCAPED_LETTER.search(body):
+    if len(keys) != 1 or escaped.search(body):
         return None
     start = keys[0].end()
     for token in _spellings(old):
         if body.startswith(token, start):
-            return b"".join(
-                (body[:start], json.dumps(new).encode("ascii"), body[start + len(token) :])
-            )
+            return b"".join((body[:start], new(token), body[start + len(token) :]))
     return None
 
 

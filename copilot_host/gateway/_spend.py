@@ -19,6 +19,7 @@ inference requests with 429 ``budget_exhausted``. Only reported costs count.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import urllib.parse
@@ -137,6 +138,9 @@ def format_credits(credits: float) -> str:
     return text if text not in ("", "-0") else "0"
 
 
+# Every answer carries the quota headers, and their values change only when the quota
+# moves: the last few parses are kept (parse_qs costs ~3 us a value, per answer).
+@functools.lru_cache(maxsize=32)
 def _percent_left(value: str) -> float | None:
     fields = urllib.parse.parse_qs(value[:1024])
     raw = fields.get("rem", [""])[0]

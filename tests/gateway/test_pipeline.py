@@ -15,7 +15,7 @@ import pytest
 
 import copilot_host as ch
 from copilot_host.gateway import SERVED_BETAS, GatewayHooks
-from copilot_host.gateway._request import Parsed, parse_request, rewrite_model
+from copilot_host.gateway._request import Parsed, parse_request, rewrite_model, system_blocks
 from copilot_host.testing import GitHubEmulator
 from tests.gateway._support import Gateway, running_gateway
 
@@ -132,6 +132,63 @@ def test_a_body_the_splice_cannot_prove_is_encoded_again(body: bytes) -> None:
     assert again["model"] == "gpt-4.1"
     assert {k: v for k, v in again.items() if k != "model"} == {
         k: v for k, v in parsed.value.items() if k != "model"
+    }
+
+
+# -- a string system as a text block, in the bytes ---------------------------------------
+
+
+def _messages(body: bytes) -> Parsed:
+    parsed = parse_request(body, ch.ApiProtocol.ANTHROPIC_MESSAGES)
+    assert isinstance(parsed, Parsed)
+    return parsed
+
+
+@pytest.mark.parametrize(
+    ("body", "model"),
+    [
+        (b'{"model":"claude-x","system":"be brief","messages":[]}', "claude-x"),
+        (b'{"system" : "caf\\u00e9\\n", "messages":[], "model":"sonnet"}', "claude-x"),
+        ('{"model":"opus","system":"caf\u00e9","messages":[]}'.encode(), "claude-x"),
+    ],
+)
+def test_a_string_system_becomes_a_block_in_the_bytes(body: bytes, model: str) -> None:
+    parsed = _messages(body)
+    system = parsed.value["system"]
+    edited = system_blocks(body, parsed, model)
+    # The one document the re-encoding would give, and the rest of the bytes as sent.
+    assert json.loads(edited) == {
+        **parsed.value,
+        "system": [{"type": "text", "text": system}],
+        "model": model,
+    }
+    start = body.index(b'"system"')
+    assert edited[: edited.index(b'"system"')] == body[:start].replace(
+        json.dumps(parsed.name).encode(), json.dumps(model).encode()
+    )
+    assert parsed.value["system"] == system  # the parsed document is left as it was
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # A second key "system" (nested): the splice cannot tell which is the top one.
+        b'{"model":"m","messages":[{"system":"x"}],"system":"x"}',
+        # The key spelled with an escape.
+        b'{"model":"m","messages":[{"system":"x"}],"\\u0073ystem":"x"}',
+        # The value spelled another way (an escaped slash).
+        b'{"model":"m","system":"a\\/b","messages":[]}',
+        # The model cannot be spliced (a second key "model").
+        b'{"model":"m","system":"x","messages":[{"model":"m"}]}',
+    ],
+)
+def test_a_system_the_splice_cannot_prove_is_encoded_again(body: bytes) -> None:
+    parsed = _messages(body)
+    edited = json.loads(system_blocks(body, parsed, "claude-x"))
+    assert edited["model"] == "claude-x"
+    assert edited["system"] == [{"type": "text", "text": parsed.value["system"]}]
+    assert {k: v for k, v in edited.items() if k not in ("model", "system")} == {
+        k: v for k, v in parsed.value.items() if k not in ("model", "system")
     }
 
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from copilot_host import ApiProtocol, CopilotAuth, SessionResolver
+from copilot_host import ApiProtocol, CopilotAuth, SessionResolver, request_facts
 from copilot_host._sessions._inspect import inspect_body, protocol_of_path
 from tests._json_strategies import json_values
 from tests.sessions._hosts import ENDPOINT, ORIGIN, CountingHost
@@ -209,6 +209,31 @@ def test_any_json_body_gives_a_verdict_and_never_raises(
     vision, initiator = inspect_body(protocol, json.dumps(value).encode())
     assert isinstance(vision, bool)
     assert initiator in ("user", "agent")
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"messages": [{"role": "user", "content": [{"type": "image_url"}]}]}',
+        b'{"messages": [{"role": "user", "content": [{"type": "\\u0069mage_url"}]}]}',
+        b'{"messages": [{"role": "user", "content": [{"type": "text", "text": "x"}]}]}',
+        b'{"messages": [{"role": "tool", "content": "no picture"}]}',
+    ],
+)
+@pytest.mark.parametrize("protocol", [CHAT, MESSAGES])
+def test_facts_given_the_bytes_are_the_facts_of_the_walk(
+    protocol: ApiProtocol, body: bytes
+) -> None:
+    # The gateway passes the bytes it parsed, so the image walk can be skipped when no
+    # image type name (nor an escape that could spell one) is in them: same verdict.
+    value = json.loads(body)
+    assert request_facts(protocol, value, body=body) == request_facts(protocol, value)
+
+
+@given(st.sampled_from(list(ApiProtocol)), _json)
+def test_facts_given_the_bytes_agree_on_any_body(protocol: ApiProtocol, value: object) -> None:
+    body = json.dumps(value).encode()
+    assert request_facts(protocol, value, body=body) == request_facts(protocol, value)
 
 
 # -- what route.auth sends ---------------------------------------------------------------------
