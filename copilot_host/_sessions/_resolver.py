@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import asyncio
 from functools import partial
-from typing import NoReturn
+from typing import Generic, NoReturn, TypeVar
 
 from .._clock import SYSTEM_CLOCK, Clock
 from .._errors import SessionError
@@ -60,13 +60,27 @@ def _waited_too_long(limit: float) -> SessionError:
     )
 
 
-class _ResolverBase:
-    __slots__ = ("__weakref__", "_core", "_policy")
+_H = TypeVar("_H", CopilotHost, AsyncCopilotHost)
+
+
+class _ResolverBase(Generic[_H]):
+    __slots__ = ("__weakref__", "_core", "_host", "_policy")
 
     _core: SessionCore
     _policy: RefreshPolicy
     # Both host kinds answer availability() synchronously (a cached stat).
-    _host: CopilotHost | AsyncCopilotHost
+    _host: _H
+
+    def __init__(
+        self,
+        host: _H,
+        *,
+        clock: Clock = SYSTEM_CLOCK,
+        policy: RefreshPolicy = DEFAULT_POLICY,
+    ) -> None:
+        self._host = host
+        self._policy = policy
+        self._core = SessionCore(clock, policy, logged_out=logged_out_message(host))
 
     def invalidate(self, session: CopilotSession | None = None) -> None:
         """Discard the current session; a refresh already under way cannot install its result.
@@ -77,7 +91,7 @@ class _ResolverBase:
         self._core.invalidate(session)
 
     @property
-    def host(self) -> CopilotHost | AsyncCopilotHost:
+    def host(self) -> _H:
         """The host this resolver exchanges with."""
         return self._host
 
@@ -117,22 +131,10 @@ class _ResolverBase:
         raise TypeError("a session resolver holds a live credential and cannot be pickled")
 
 
-class SessionResolver(_ResolverBase):
+class SessionResolver(_ResolverBase[CopilotHost]):
     """Resolves the current session for a blocking :class:`CopilotHost`; thread-safe."""
 
-    __slots__ = ("_host",)
-    _host: CopilotHost
-
-    def __init__(
-        self,
-        host: CopilotHost,
-        *,
-        clock: Clock = SYSTEM_CLOCK,
-        policy: RefreshPolicy = DEFAULT_POLICY,
-    ) -> None:
-        self._host = host
-        self._policy = policy
-        self._core = SessionCore(clock, policy, logged_out=logged_out_message(host))
+    __slots__ = ()
 
     def get(self) -> CopilotSession:
         """The session to use for one request now (see the module docstring)."""
@@ -184,7 +186,7 @@ class SessionResolver(_ResolverBase):
         flight.run(exchange, partial(core.finish, plan))
 
 
-class AsyncSessionResolver(_ResolverBase):
+class AsyncSessionResolver(_ResolverBase[AsyncCopilotHost]):
     """Resolves the current session for an :class:`AsyncCopilotHost`.
 
     Several event loops: the state lives behind a thread lock that is never held across an
@@ -195,19 +197,7 @@ class AsyncSessionResolver(_ResolverBase):
     must keep running until the refresh ends, and the host's ``exchange`` must work on it.
     """
 
-    __slots__ = ("_host",)
-    _host: AsyncCopilotHost
-
-    def __init__(
-        self,
-        host: AsyncCopilotHost,
-        *,
-        clock: Clock = SYSTEM_CLOCK,
-        policy: RefreshPolicy = DEFAULT_POLICY,
-    ) -> None:
-        self._host = host
-        self._policy = policy
-        self._core = SessionCore(clock, policy, logged_out=logged_out_message(host))
+    __slots__ = ()
 
     async def get(self) -> CopilotSession:
         """The session to use for one request now (see the module docstring)."""
