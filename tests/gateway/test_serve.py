@@ -18,7 +18,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import httpx2
 import openai
@@ -126,8 +126,10 @@ def _env(home: Path) -> dict[str, str]:
 
 @pytest.fixture
 def serve(tmp_path: Path) -> Iterator[Any]:
-    """``serve(*options, scenario=, logged_in=, home=)`` starts ``copilot-host serve`` in a
-    child process on an emulator of its own; the child is killed if the test left it."""
+    """``serve(*options, scenario=, logged_in=, home=, open_files=, read_stderr=)`` starts
+    ``copilot-host serve`` in a child process on an emulator of its own (under the open-file
+    limits ``(soft, hard)`` when given; its stderr a pipe nobody reads with
+    ``read_stderr=False``); the child is killed if the test left it."""
     started: list[Served] = []
     emulators: list[GitHubEmulator] = []
 
@@ -136,21 +138,26 @@ def serve(tmp_path: Path) -> Iterator[Any]:
         scenario: Scenario | None = None,
         logged_in: bool = True,
         home: Path | None = None,
+        open_files: tuple[int, int] | None = None,
+        read_stderr: bool = True,
     ) -> Served:
         emulator = GitHubEmulator(scenario).start()
         emulators.append(emulator)
         home = home if home is not None else tmp_path / f"home-{len(started)}"
         if logged_in:
             _login(emulator, home)
+        prefix = _limited(*open_files) if open_files else [sys.executable]
         child = subprocess.Popen(
-            [sys.executable, str(CHILD), str(emulator.port), *options],
+            [*prefix, str(CHILD), str(emulator.port), *options],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=_env(home),
         )
         assert child.stdout is not None and child.stderr is not None
-        served = Served(child, _Lines(child.stdout), _Lines(child.stderr), home, emulator)
+        # Unread, the child's stderr is a pipe nobody reads until the test starts reading.
+        err = _Lines(child.stderr) if read_stderr else _Lines(cast(IO[bytes], _Nothing()))
+        served = Served(child, _Lines(child.stdout), err, home, emulator)
         started.append(served)
         return served
 
@@ -167,6 +174,24 @@ def serve(tmp_path: Path) -> Iterator[Any]:
                     pipe.close()
         for emulator in emulators:
             emulator.stop()
+
+
+class _Nothing:
+    """A stream with no lines (the stand-in reader of an unread stderr)."""
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(())
+
+
+def _limited(soft: int, hard: int) -> list[str]:
+    """A command prefix that runs the rest under these open-file limits (set in the child
+    before it becomes serve: no preexec_fn, which is unsafe beside threads)."""
+    set_then_exec = (
+        "import os, resource, sys; "
+        f"resource.setrlimit(resource.RLIMIT_NOFILE, ({soft}, {hard})); "
+        "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])"
+    )
+    return [sys.executable, "-c", set_then_exec]
 
 
 def _listening(served: Served) -> None:

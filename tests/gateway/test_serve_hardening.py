@@ -13,7 +13,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO, cast
 
 import httpx2
 import pytest
@@ -28,6 +27,7 @@ from tests.gateway.test_serve import (
     _listening,
     _login,
     _port,
+    serve,  # noqa: F401 - the fixture serve_child hands on
 )
 
 IDLE_CONNECTIONS = 1_100
@@ -36,69 +36,11 @@ IDLE_CONNECTIONS = 1_100
 CHILD_OPEN_FILES = 1_024
 
 
-def _limited(soft: int, hard: int) -> list[str]:
-    """A command prefix that runs the rest under these open-file limits (set in the child
-    before it becomes serve: no preexec_fn, which is unsafe beside threads)."""
-    set_then_exec = (
-        "import os, resource, sys; "
-        f"resource.setrlimit(resource.RLIMIT_NOFILE, ({soft}, {hard})); "
-        "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])"
-    )
-    return [sys.executable, "-c", set_then_exec]
-
-
 @pytest.fixture
-def serve_child(tmp_path: Path) -> Iterator[Callable[..., Served]]:
-    """Like test_serve's ``serve``, with the child's open-file limit and its stdout and
-    stderr chosen by the test."""
-    started: list[Served] = []
-    emulators: list[GitHubEmulator] = []
-
-    def start(
-        *options: str,
-        open_files: tuple[int, int] | None = None,
-        scenario: Scenario | None = None,
-        read_stderr: bool = True,
-    ) -> Served:
-        emulator = GitHubEmulator(scenario).start()
-        emulators.append(emulator)
-        home = tmp_path / f"home-{len(started)}"
-        _login(emulator, home)
-        prefix = _limited(*open_files) if open_files else [sys.executable]
-        child = subprocess.Popen(
-            [*prefix, str(CHILD), str(emulator.port), *options],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=_env(home),
-        )
-        assert child.stdout is not None and child.stderr is not None
-        # Unread, the child's stderr is a pipe nobody reads until the test starts reading.
-        err = _Lines(child.stderr) if read_stderr else _Lines(cast(IO[bytes], _Nothing()))
-        served = Served(child, _Lines(child.stdout), err, home, emulator)
-        started.append(served)
-        return served
-
-    try:
-        yield start
-    finally:
-        for served in started:
-            if served.child.poll() is None:
-                served.child.kill()
-                served.child.wait()
-            served.out.text(), served.err.text()
-            for pipe in (served.child.stdout, served.child.stderr):
-                if pipe is not None:
-                    pipe.close()
-        for emulator in emulators:
-            emulator.stop()
-
-
-class _Nothing:
-    """A stream with no lines (the stand-in reader of an unread stderr)."""
-
-    def __iter__(self) -> Iterator[bytes]:
-        return iter(())
+def serve_child(request: pytest.FixtureRequest) -> Callable[..., Served]:
+    """test_serve's ``serve``, whose ``open_files=`` and ``read_stderr=`` these tests use."""
+    started: Callable[..., Served] = request.getfixturevalue("serve")
+    return started
 
 
 @pytest.fixture
