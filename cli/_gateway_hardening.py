@@ -121,8 +121,6 @@ class ConnectionBook:
         self.held: set[Any] = set()
         # dict: insertion-ordered, so the first key has waited longest.
         self.waiting: dict[Any, None] = {}
-        self.refused = 0
-        self.evicted = 0
         # Called on every accepted connection (ends an out-of-descriptors episode).
         self.accepted: Callable[[], None] = lambda: None
 
@@ -187,7 +185,6 @@ def hardened_protocol(
             super().connection_made(cast(asyncio.Transport, self._linger))
             book.held.add(self)
             if len(book.held) > book.bound and not self._make_room():
-                book.refused += 1
                 self._drop()
                 return
             self._sync()
@@ -195,7 +192,6 @@ def hardened_protocol(
         def _make_room(self) -> bool:
             for oldest in book.waiting:
                 if oldest is not self:
-                    book.evicted += 1
                     oldest._drop()
                     return True
             return False

@@ -23,7 +23,7 @@ import functools
 import json
 import math
 import urllib.parse
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -236,6 +236,3 @@ class Spend:
             ]
             line += " (by model, requests/credits: " + ", ".join(parts) + ")"
         return line
-
-    def by_model(self) -> Mapping[str, tuple[int, float]]:
-        return {model: (e.requests, e.credits) for model, e in self._models.items()}
