@@ -16,6 +16,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from .. import _speedups
 from .._catalog._specs import ApiProtocol
 
 __all__ = [
@@ -69,8 +70,21 @@ def read_json_body(body: bytes) -> Any:
 
     The one reading of a request body, shared by ``route.auth`` and the gateway so that
     both see the same document: ``json.loads`` given bytes would also take UTF-16, UTF-32
-    and a BOM, which the service does not.
+    and a BOM, which the service does not. orjson reads it when installed (see
+    :mod:`copilot_host._speedups`); what orjson refuses is read again by ``json``, so the
+    documents accepted are the same either way. The one difference in what is read: an
+    integer beyond 64 bits is a float under orjson (the body is relayed as sent, so only
+    what the facts read could see it, and none of them is a number).
     """
+    fast = _speedups.orjson
+    if fast is not None:
+        try:
+            return fast.loads(body)
+        except fast.JSONDecodeError:
+            # ``json`` decides: it takes a few documents orjson refuses (NaN, a lone
+            # surrogate escape, which JavaScript clients write when they cut text inside
+            # an emoji), so both paths accept exactly what ``json`` accepts.
+            pass
     try:
         return json.loads(body.decode("utf-8"))  # a leading BOM is a JSONDecodeError
     except RecursionError:
@@ -89,7 +103,7 @@ def inspect_body(protocol: ApiProtocol, body: bytes) -> tuple[bool, str]:
 def facts_of_body(protocol: ApiProtocol, body: bytes) -> RequestFacts:
     """:func:`facts_of` a body still in bytes (one strict parse; see :func:`read_json`)."""
     # Cheap exit before a parse: no JSON object.
-    if not body or body[:64].lstrip()[:1] not in (b"{", b""):
+    if not body or (body[0] != 0x7B and body[:64].lstrip()[:1] not in (b"{", b"")):
         return _PLAIN_TURN
     try:
         value = read_json_body(body)
@@ -123,17 +137,34 @@ def facts_of(protocol: ApiProtocol, value: object, *, maybe_image: bool = True) 
     if protocol is ApiProtocol.OPENAI_CHAT:
         messages = _list(value.get("messages"))
         vision = maybe_image and any(_chat_image(m) for m in messages)
-        return RequestFacts(vision, _chat_initiator(messages), model)
+        return _facts(vision, _chat_initiator(messages), model)
     if protocol is ApiProtocol.OPENAI_RESPONSES:
         given = value.get("input")
         if isinstance(given, str):
-            return RequestFacts(False, USER, model)
+            return _facts(False, USER, model)
         items = _list(given)
         vision = maybe_image and any(_responses_image(item) for item in items)
-        return RequestFacts(vision, _responses_initiator(items), model)
+        return _facts(vision, _responses_initiator(items), model)
     messages = _list(value.get("messages"))
     vision = maybe_image and any(_anthropic_image(m) for m in messages)
-    return RequestFacts(vision, _anthropic_initiator(messages), model)
+    return _facts(vision, _anthropic_initiator(messages), model)
+
+
+# Facts already made, by (vision, initiator, model): an application uses a handful of
+# models, and a frozen dataclass costs more to build than to look up. Bounded, since the
+# model names come from the bodies.
+_MADE: dict[tuple[bool, str, str | None], RequestFacts] = {}
+_MADE_MAX = 256
+
+
+def _facts(vision: bool, initiator: str, model: str | None) -> RequestFacts:
+    key = (vision, initiator, model)
+    made = _MADE.get(key)
+    if made is None:
+        made = RequestFacts(vision, initiator, model)
+        if len(_MADE) < _MADE_MAX:
+            _MADE[key] = made
+    return made
 
 
 def _list(value: object) -> list[Any]:

@@ -35,7 +35,7 @@ the body carries image input, and ``X-Initiator``: the client's value when it is
 from __future__ import annotations
 
 import json
-from collections.abc import Generator, Iterable, Mapping
+from collections.abc import Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Protocol, runtime_checkable
 
@@ -69,7 +69,10 @@ HeaderList = list[tuple[bytes, bytes]]
 _INITIATOR_KEY = INITIATOR.lower().encode("ascii")
 _VISION_ENTRY = (VISION.encode("ascii"), b"true")
 _INITIATOR_NAME = INITIATOR.encode("ascii")
-_INITIATOR_VALUES = frozenset(value.encode("ascii") for value in INITIATORS)
+# The values the service knows, by name (the body's reading) and as sent (the client's).
+_INITIATORS: dict[str | bytes, bytes] = {}
+for _value in INITIATORS:
+    _INITIATORS[_value] = _INITIATORS[_value.encode("ascii")] = _value.encode("ascii")
 
 
 @runtime_checkable
@@ -125,7 +128,9 @@ class _Identity:
 
     given: Mapping[str, str]
     entries: tuple[tuple[bytes, bytes], ...]
-    owned: frozenset[bytes]
+    # The client headers never sent as the client set them (lower case): those the
+    # pipeline owns, and X-Initiator (whose client value is read before it is dropped).
+    dropped: frozenset[bytes]
 
 
 class Pipeline:
@@ -156,11 +161,11 @@ class Pipeline:
         return self._endpoint
 
     def flow(
-        self, facts: RequestFacts, client: Iterable[tuple[bytes, bytes]]
+        self, facts: RequestFacts, client: Sequence[tuple[bytes, bytes]]
     ) -> Generator[Step, object, None]:
         """One request: ``facts`` read from its body, ``client`` its headers as the client
-        set them (name, value) in bytes. See the module docstring for the steps."""
-        client = list(client)
+        set them (name, value) in bytes, not changed while the flow runs (httpx2's
+        ``Headers.raw`` is a fresh list). See the module docstring for the steps."""
         resolver = self._resolver
         asked = resolver.installs
         session = yield NEED_SESSION
@@ -206,41 +211,41 @@ class Pipeline:
 
     def _compose(
         self,
-        client: HeaderList,
+        client: Sequence[tuple[bytes, bytes]],
         session: CopilotSession,
         identity: _Identity,
         facts: RequestFacts,
     ) -> HeaderList:
-        ours = self._ours(session, identity)
-        owned = identity.owned
+        prepared = self._prepared
+        if prepared is not None and prepared[0] is session and prepared[1] is identity:
+            ours = prepared[2]
+        else:
+            ours = self._prepare(session, identity)
+        dropped = identity.dropped
         sent: HeaderList = []
         initiator: bytes | None = None
-        for name, value in client:
-            lower = name.lower()
-            if lower in owned:
-                continue
-            if lower == _INITIATOR_KEY:
+        for entry in client:
+            lower = entry[0].lower()
+            if lower in dropped:
                 # Only the two values the service knows are the client's word; anything
                 # else is replaced by what the body says.
-                if initiator is None and value in _INITIATOR_VALUES:
-                    initiator = value
+                if lower == _INITIATOR_KEY and initiator is None and entry[1] in _INITIATORS:
+                    initiator = entry[1]
                 continue
-            sent.append((name, value))
+            sent.append(entry)
         sent += ours
         if facts.vision:
             sent.append(_VISION_ENTRY)
-        if initiator is None and facts.initiator is not None:
-            initiator = facts.initiator.encode("ascii")
+        if initiator is None:
+            initiator = _INITIATORS.get(facts.initiator)  # type: ignore[arg-type]
         if initiator is not None:
             sent.append((_INITIATOR_NAME, initiator))
         return sent
 
-    def _ours(
+    def _prepare(
         self, session: CopilotSession, identity: _Identity
     ) -> tuple[tuple[bytes, bytes], ...]:
-        prepared = self._prepared
-        if prepared is not None and prepared[0] is session and prepared[1] is identity:
-            return prepared[2]
+        """What ``session`` and ``identity`` add to every request, kept for the next."""
         if session.endpoint != self._endpoint:
             # The one place a session's endpoint meets a route's: the account now lives on
             # another inference host, and these routes point at the old one.
@@ -303,7 +308,8 @@ def check_headers(headers: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
 def _identity_of(headers: Mapping[str, str]) -> _Identity:
     checked = check_headers(headers)
     entries = tuple((name.encode("ascii"), value.encode("ascii")) for name, value in checked)
-    owned = frozenset(
-        {b"authorization", VISION.lower().encode("ascii")} | {name.lower() for name, _ in entries}
+    dropped = frozenset(
+        {b"authorization", VISION.lower().encode("ascii"), _INITIATOR_KEY}
+        | {name.lower() for name, _ in entries}
     )
-    return _Identity(headers, entries, owned)
+    return _Identity(headers, entries, dropped)

@@ -9,6 +9,7 @@ import json
 import secrets
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx2
 import pytest
@@ -340,6 +341,21 @@ def test_one_gateway_request_parses_once_and_reads_the_login_once(
         parses.append(len(text))
         return real_loads(text, **kwargs)  # type: ignore[arg-type]
 
+    class CountingFast:
+        """The accelerated parser (orjson when installed), counted the same way."""
+
+        def __init__(self, fast: Any) -> None:
+            self.JSONDecodeError = fast.JSONDecodeError
+            self._fast = fast
+
+        def loads(self, data: bytes) -> object:
+            parses.append(len(data))
+            return self._fast.loads(data)
+
+    from copilot_host import _speedups
+
+    fast = _speedups.orjson
+
     async def go() -> list[int]:
         statuses = []
         transport = httpx2.ASGITransport(app=app)
@@ -352,8 +368,11 @@ def test_one_gateway_request_parses_once_and_reads_the_login_once(
             await client.post("/v1/chat/completions", content=body, headers=headers)
             before = inner.availability_calls
             monkeypatch.setattr(json, "loads", counting_loads)
+            if fast is not None:
+                monkeypatch.setattr(_speedups, "orjson", CountingFast(fast))
             answer = await client.post("/v1/chat/completions", content=body, headers=headers)
             monkeypatch.setattr(json, "loads", real_loads)
+            monkeypatch.setattr(_speedups, "orjson", fast)
             statuses.append(answer.status_code)
             statuses.append(inner.availability_calls - before)
         await app.aclose()

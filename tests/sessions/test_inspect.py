@@ -291,3 +291,17 @@ def test_requests_that_are_not_turns_get_neither_header() -> None:
 def test_a_role_of_any_json_type_gives_a_verdict(role: object, protocol: ApiProtocol) -> None:
     key = "input" if protocol is RESPONSES else "messages"
     assert facts(protocol, {key: [{"role": role, "content": "x"}]})[1] in ("user", "agent")
+
+
+def test_facts_are_reused_but_the_models_of_many_bodies_do_not_grow_memory() -> None:
+    from copilot_host._sessions import _inspect
+
+    _inspect._MADE.clear()  # other tests' bodies may have filled it
+    made = [
+        request_facts(ApiProtocol.OPENAI_CHAT, {"model": f"m{n}", "messages": []})
+        for n in range(3 * _inspect._MADE_MAX)
+    ]
+    assert [f.model for f in made] == [f"m{n}" for n in range(3 * _inspect._MADE_MAX)]
+    assert len(_inspect._MADE) <= _inspect._MADE_MAX
+    again = request_facts(ApiProtocol.OPENAI_CHAT, {"model": "m0", "messages": []})
+    assert again is made[0]
