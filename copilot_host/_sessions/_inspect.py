@@ -110,7 +110,7 @@ def facts_of_body(protocol: ApiProtocol, body: bytes) -> RequestFacts:
     except ValueError:
         return _PLAIN_TURN
     # No image type name anywhere and no escape that could spell one: no image walk.
-    return facts_of(protocol, value, maybe_image=b"image" in body or b"\\u" in body)
+    return facts_of(protocol, value, maybe_image=_may_name_an_image(body))
 
 
 def request_facts(
@@ -125,7 +125,14 @@ def request_facts(
     ``route.auth`` does when it reads a body itself; the result is the same."""
     if body is None:
         return facts_of(protocol, value)
-    return facts_of(protocol, value, maybe_image=b"image" in body or b"\\u" in body)
+    return facts_of(protocol, value, maybe_image=_may_name_an_image(body))
+
+
+def _may_name_an_image(body: bytes) -> bool:
+    """Whether ``body`` could name an image type: it spells "image", or has an escape that
+    could spell one (looked for only when it has a backslash at all: one byte is found
+    many times faster than two)."""
+    return b"image" in body or (b"\\" in body and b"\\u" in body)
 
 
 def facts_of(protocol: ApiProtocol, value: object, *, maybe_image: bool = True) -> RequestFacts:

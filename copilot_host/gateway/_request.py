@@ -84,15 +84,20 @@ async def read_request(body: bytes, protocol: ch.ApiProtocol) -> Parsed | Refusa
 # A key "model" as a JSON text spells it literally, followed by its colon; it is a key (not
 # the end of a string that merely ends in `"model`) when an object's opening brace, a comma
 # or whitespace precedes it (a quote inside a string is escaped, so none of these does).
-# The search starts at the quote: a pattern opening with a character class is scanned
-# position by position, many times slower on a large body.
-_MODEL_KEY = re.compile(rb'"model"\s*:\s*')
-_SYSTEM_KEY = re.compile(rb'"system"\s*:\s*')
+# The name is found with bytes.find and its quotes and colon checked where it stands: the
+# C search skips ahead on a pattern that starts and ends with letters, but not on one with
+# a quote, which a JSON body is full of (100 KB: 19 us against 100 us); a regular
+# expression is slower still.
+_MODEL_KEY = b"model"
+_SYSTEM_KEY = b"system"
+_COLON = re.compile(rb"\s*:\s*")
 _BEFORE_KEY = frozenset(b"{, \t\r\n")
+_QUOTE = ord('"')
 # An escaped d, e, l, m or o (\u0064-\u006f): a key "model" could be spelled with one, which
-# the literal search above would miss. For "system": an escaped e, m, s, t or y.
-_ESCAPED_LETTER = re.compile(rb"\\u006[4-9a-fA-F]")
-_ESCAPED_SYSTEM_LETTER = re.compile(rb"\\u00(?:6[5dD]|7[349])")
+# the literal search above would miss. For "system": an escaped e, m, s, t or y. Each is
+# looked for only from the first place its prefix appears.
+_ESCAPED_LETTER = (b"\\u006", re.compile(rb"\\u006[4-9a-fA-F]"))
+_ESCAPED_SYSTEM_LETTER = (b"\\u00", re.compile(rb"\\u00(?:6[5dD]|7[349])"))
 
 
 def rewrite_model(body: bytes, parsed: Parsed, model: str) -> bytes:
@@ -152,8 +157,8 @@ def _as_block(token: bytes) -> bytes:
 
 def _splice(
     body: bytes,
-    key: re.Pattern[bytes],
-    escaped: re.Pattern[bytes],
+    key: bytes,
+    escaped: tuple[bytes, re.Pattern[bytes]],
     old: str,
     new: Callable[[bytes], bytes],
 ) -> bytes | None:
@@ -161,18 +166,40 @@ def _splice(
     usual encodings of ``old``, replaced by ``new(that spelling)``; None unless the body
     spells exactly one such key literally and none with an escape (then that key is the
     top-level one the parse found)."""
-    keys = [
-        found
-        for found in key.finditer(body)
-        if found.start() > 0 and body[found.start() - 1] in _BEFORE_KEY
-    ]
-    if len(keys) != 1 or escaped.search(body):
+    values: list[int] = []
+    at = body.find(key)
+    while at >= 0:
+        end = at + len(key)
+        if (
+            at > 1
+            and body[at - 1] == _QUOTE
+            and body[at - 2] in _BEFORE_KEY
+            and body[end : end + 1] == b'"'
+        ):
+            colon = _COLON.match(body, end + 1)
+            if colon is not None:
+                values.append(colon.end())
+                if len(values) > 1:
+                    return None
+        at = body.find(key, end)
+    if len(values) != 1 or _escapes(body, escaped):
         return None
-    start = keys[0].end()
+    start = values[0]
     for token in _spellings(old):
         if body.startswith(token, start):
             return b"".join((body[:start], new(token), body[start + len(token) :]))
     return None
+
+
+def _escapes(body: bytes, escaped: tuple[bytes, re.Pattern[bytes]]) -> bool:
+    """Whether ``body`` holds one of the ``escaped`` spellings, looked for from the first
+    backslash (most bodies have none, and one byte is found many times faster)."""
+    first = body.find(b"\\")
+    if first < 0:
+        return False
+    prefix, pattern = escaped
+    first = body.find(prefix, first)
+    return first >= 0 and pattern.search(body, first) is not None
 
 
 def _spellings(name: str) -> list[bytes]:

@@ -13,11 +13,14 @@ from typing import Any
 
 import httpx2
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import copilot_host as ch
 from copilot_host.gateway import SERVED_BETAS, GatewayHooks
 from copilot_host.gateway._request import Parsed, parse_request, rewrite_model, system_blocks
 from copilot_host.testing import GitHubEmulator
+from tests._json_strategies import json_scalars, json_values
 from tests.gateway._support import Gateway, running_gateway
 
 CHAT = {"model": "gpt-4.1", "messages": [{"role": "user", "content": "hi"}]}
@@ -104,6 +107,10 @@ def _parsed(body: bytes) -> Parsed:
         b'{"model":"github-copilot/gpt-4.1","messages":[{"role":"user","content":"x"}]}',
         b'{ "messages" : [ ] ,\n  "model"  :  "github-copilot/gpt-4.1" , "n": 1}',
         '{"model":"github-copilot/gpt-4.1","messages":[{"content":"caf\u00e9 \\u00e9"}]}'.encode(),
+        # Keys that end in the word but are not "model": no doubt about which is the one.
+        b'{"a\\"model":1,"a ,model":2,"model":"github-copilot/gpt-4.1"}',
+        b'{"model":"github-copilot/gpt-4.1","text":"say \\"model\\": \\"x\\""}',
+        b'{"text": "model : the word", "model":"github-copilot/gpt-4.1"}',
     ],
 )
 def test_the_model_is_spliced_into_the_bytes_leaving_the_rest_as_sent(body: bytes) -> None:
@@ -134,6 +141,36 @@ def test_a_body_the_splice_cannot_prove_is_encoded_again(body: bytes) -> None:
     assert {k: v for k, v in again.items() if k != "model"} == {
         k: v for k, v in parsed.value.items() if k != "model"
     }
+
+
+_KEYS = st.sampled_from(["model", "system", "messages", "mod\u0065l", 'a"model', "x"]) | st.text(
+    max_size=6
+)
+_NAMES = st.sampled_from(["github-copilot/gpt-4.1", "gpt-4.1", "caf\u00e9/m", "a\\b", "\ud800"])
+
+
+@given(
+    json_values(keys=_KEYS, leaves=json_scalars(big=2**53) | _NAMES | st.just('"model": "x"')),
+    _NAMES,
+    _NAMES,
+    st.booleans(),
+    st.sampled_from([(",", ":"), (", ", ": "), (" ,\n", " :\t")]),
+)
+def test_any_body_rewritten_names_the_new_model_and_keeps_the_rest(
+    rest: Any, old: str, new: str, ascii_only: bool, separators: tuple[str, str]
+) -> None:
+    # Spliced or encoded again, the document is the one with only "model" changed.
+    value = (
+        {"messages": rest, "model": old} if not isinstance(rest, dict) else {**rest, "model": old}
+    )
+    try:
+        body = json.dumps(value, ensure_ascii=ascii_only, separators=separators).encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: only the escaped spelling exists
+        body = json.dumps(value, separators=separators).encode("ascii")
+    rewritten = rewrite_model(body, _parsed(body), new)
+    assert json.dumps(json.loads(rewritten), sort_keys=True) == json.dumps(
+        {**value, "model": new}, sort_keys=True
+    )
 
 
 # -- a string system as a text block, in the bytes ---------------------------------------
