@@ -782,3 +782,64 @@ def test_the_pure_path_setting_rules_aiohttp_out(monkeypatch: pytest.MonkeyPatch
     assert fast_transport() is None
     monkeypatch.setenv(PURE_PYTHON_ENV, "0")
     assert isinstance(fast_transport(), AiohttpTransport)
+
+
+async def _refuse_tunnel(
+    _seen: Seen, _r: asyncio.StreamReader, writer: asyncio.StreamWriter
+) -> bool:
+    writer.write(_head("403 Forbidden", ("Content-Length", "0")))
+    await writer.drain()
+    return False
+
+
+def test_with_a_proxy_set_the_gateway_sends_through_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """HTTPS_PROXY keeps the gateway on httpx2's own transport, which applies it: the
+    model request reaches the proxy (a loopback one that refuses the tunnel) as a CONNECT
+    to the route's host, and the client gets the gateway's usual 502."""
+    from copilot_host.gateway import create_app
+    from copilot_host.github import AsyncGitHubCopilotHost, GitHubCopilotHost
+    from copilot_host.store import CredentialStore
+    from copilot_host.testing import GitHubEmulator
+
+    monkeypatch.delenv(PURE_PYTHON_ENV, raising=False)
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    key = "k-" + secrets.token_hex(16)
+    chat = {"model": "gpt-4.1", "messages": [{"role": "user", "content": "hi"}]}
+    with GitHubEmulator() as emulator:
+        with GitHubCopilotHost(
+            store=CredentialStore(home, key_file=True), transport=emulator.transport()
+        ) as person:
+            person.login(sleep=lambda _seconds: None)
+
+        async def test() -> tuple[int, dict[str, Any], list[Seen], str]:
+            async with Upstream(_refuse_tunnel) as proxy:
+                monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{proxy.port}")
+                async with AsyncGitHubCopilotHost(
+                    store=CredentialStore(home), transport=emulator.async_transport()
+                ) as host:
+                    app = create_app(host, api_key=key)  # the gateway's own upstream
+                    await app.startup()
+                    try:
+                        async with httpx2.AsyncClient(
+                            transport=httpx2.ASGITransport(app), base_url="http://127.0.0.1:8080"
+                        ) as client:
+                            answer = await client.post(
+                                "/v1/chat/completions",
+                                json=chat,
+                                headers={"Authorization": f"Bearer {key}"},
+                            )
+                        route = app.catalog.get("github-copilot/gpt-4.1")
+                        assert route is not None
+                        return answer.status_code, answer.json(), proxy.seen, route.origin
+                    finally:
+                        await app.aclose()
+
+        status, body, seen, origin = _run(test)
+    assert (status, body["error"]["code"]) == (502, "network_error")
+    assert "ProxyError" in body["error"]["message"]
+    host_name = httpx2.URL(origin).host
+    assert [s.line for s in seen] == [f"CONNECT {host_name}:443 HTTP/1.1".encode()]
+    assert emulator.requests_to("chat") == ()
