@@ -345,8 +345,11 @@ class AiohttpTransport(httpx2.AsyncBaseTransport):
             if isinstance(exc, (aiohttp.ClientError, TimeoutError, ValueError)):
                 raise _mapped(exc, request) from None
             raise
-        if watch is not None:
-            watch.sending = False
+        finally:
+            # From here on a body write left pending (a slice's timer that was never
+            # cancelled) must not cancel this task, whatever it does next.
+            if watch is not None:
+                watch.sending = False
         version = response.version or aiohttp.HttpVersion11
         return httpx2.Response(
             response.status,

@@ -603,6 +603,41 @@ def test_a_body_the_server_never_takes_is_write_timeout(make: Factory) -> None:
     assert type(_run(test)) is httpx2.WriteTimeout
 
 
+class _HangsUpOnHeads(Upstream):
+    """Reads a request's head, then hangs up without an answer or reading the body."""
+
+    async def serve(self, reader: asyncio.StreamReader, _writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+
+
+def test_a_failed_large_upload_leaves_the_task_alone_afterwards(make: Factory) -> None:
+    """The write timeout times each slice of a large body; once the request has failed,
+    a slice left pending must not cancel the task later, whatever it does next."""
+
+    async def test() -> str:
+        async with _HangsUpOnHeads() as upstream:
+            transport = make()
+            try:
+                await _exchange(
+                    transport,
+                    _request(
+                        upstream.url(),
+                        content=bytes(16 * 1024 * 1024),
+                        timeout=httpx2.Timeout(5.0, write=0.2),
+                    ),
+                )
+            except httpx2.TransportError as exc:
+                failed = type(exc).__name__
+            else:
+                raise AssertionError("no failure")
+            finally:
+                await transport.aclose()
+            await asyncio.sleep(0.6)  # past the write timeout: not cancelled
+            return failed
+
+    assert _run(test) in {"RemoteProtocolError", "ReadError", "WriteError"}
+
+
 def test_a_header_value_with_a_line_break_is_refused_before_sending(make: Factory) -> None:
     async def test() -> tuple[BaseException, int]:
         async with Upstream() as upstream:
