@@ -98,6 +98,10 @@ def _mapped(exc: BaseException, request: httpx2.Request) -> httpx2.TransportErro
         return httpx2.ConnectTimeout(f"timed out connecting to {where}", request=request)
     if isinstance(exc, TimeoutError):  # aiohttp's SocketTimeoutError and its base
         return httpx2.ReadTimeout(f"timed out reading from {where}", request=request)
+    if isinstance(exc, aiohttp.ClientConnectorCertificateError):
+        # Its os_error is unset in some releases (3.10.0): the certificate error is not.
+        text = _os_text(exc.certificate_error)
+        return httpx2.ConnectError(f"cannot connect to {where}: {text}", request=request)
     if isinstance(exc, aiohttp.ClientConnectorError):
         text = _os_text(exc.os_error)
         return httpx2.ConnectError(f"cannot connect to {where}: {text}", request=request)
