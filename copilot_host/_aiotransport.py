@@ -227,7 +227,11 @@ class AiohttpTransport(httpx2.AsyncBaseTransport):
         ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self._limits = limits or _DEFAULT_LIMITS
-        self._ssl = ssl_context if ssl_context is not None else httpx2.create_ssl_context()
+        if ssl_context is None:
+            ssl_context = httpx2.create_ssl_context()
+            # As httpx2's own transport offers it: the ClientHello names HTTP/1.1.
+            ssl_context.set_alpn_protocols(["http/1.1"])
+        self._ssl = ssl_context
         bound = self._limits.max_connections
         self._slots = asyncio.Semaphore(bound) if bound is not None else None
         self._session: aiohttp.ClientSession | None = None

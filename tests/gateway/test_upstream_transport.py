@@ -126,6 +126,7 @@ class Upstream:
     port: int = 0
     server: asyncio.Server | None = None
     handlers: set[asyncio.Task[None]] = field(default_factory=set)
+    alpn: list[str | None] = field(default_factory=list)
 
     async def __aenter__(self) -> Upstream:
         self.server = await asyncio.start_server(self._handle, "127.0.0.1", 0, ssl=self.tls)
@@ -146,6 +147,8 @@ class Upstream:
         assert task is not None
         self.handlers.add(task)
         self.connections += 1
+        if self.tls is not None:
+            self.alpn.append(writer.get_extra_info("ssl_object").selected_alpn_protocol())
         try:
             await self.serve(reader, writer)
         except (ConnectionError, asyncio.IncompleteReadError, ssl.SSLError):
@@ -760,6 +763,7 @@ def test_tls_trusts_what_ssl_cert_file_names_and_nothing_else(
     cert_file, key_file = _self_signed(tmp_path)
     server_tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     server_tls.load_cert_chain(cert_file, key_file)
+    server_tls.set_alpn_protocols(["h2", "http/1.1"])
 
     async def request_with(setting: Path | None) -> int | type[BaseException]:
         if setting is None:
@@ -771,6 +775,8 @@ def test_tls_trusts_what_ssl_cert_file_names_and_nothing_else(
         try:
             async with Upstream(tls=server_tls) as upstream:
                 status, _ = await _exchange(transport, _request(upstream.url(), method="GET"))
+                # HTTP/1.1 offered by name, as httpx2's own transport offers it.
+                assert upstream.alpn == ["http/1.1"]
                 return status
         except httpx2.HTTPError as exc:
             return type(exc)
