@@ -27,8 +27,9 @@ runs in another process, and the clients in this one. Measured in one run:
    (target: exactly one).
 6. **Where the time goes**: the gateway process once more under cProfile for the latency
    run; its busy time split into socket writes, HTTP parsing (h11, both sides), the
-   server (uvicorn), the upstream client (httpx2, httpcore2, anyio), the gateway's own
-   code, route.auth and the session check, the access log and masking, the event loop.
+   server (uvicorn), the upstream client (httpx2 and aiohttp, or httpcore2 and anyio),
+   the gateway's own code, route.auth and the session check, the access log and masking,
+   the event loop.
 
 Figures are printed, not asserted; this machine is shared and small. ``--quick`` cuts
 the counts (for a smoke run); ``--sections 12`` runs sections 1 and 2 only.
