@@ -16,6 +16,7 @@ import os
 import secrets
 import socket
 import ssl
+import threading
 import traceback
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -884,3 +885,76 @@ def test_with_a_proxy_set_the_gateway_sends_through_it(
     host_name = httpx2.URL(origin).host
     assert [s.line for s in seen] == [f"CONNECT {host_name}:443 HTTP/1.1".encode()]
     assert emulator.requests_to("chat") == ()
+
+
+class _Redirected(httpx2.AsyncBaseTransport):
+    """Every request to 127.0.0.1:``port`` over ``inner``, its Host header kept."""
+
+    def __init__(self, port: int, inner: Transport) -> None:
+        self.port = port
+        self.inner = inner
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        url = request.url.copy_with(scheme="http", host="127.0.0.1", port=self.port)
+        moved = httpx2.Request(
+            request.method,
+            url,
+            headers=request.headers,
+            stream=request.stream,
+            extensions=request.extensions,
+        )
+        return await self.inner.handle_async_request(moved)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+@pytest.mark.parametrize("failure", ["refused", "hung_up"])
+def test_the_gateway_answers_an_upstream_failure_the_same_on_either_transport(
+    failure: str, tmp_path: Path
+) -> None:
+    from copilot_host.testing import GitHubEmulator
+    from tests.gateway._support import running_gateway
+
+    chat = {"model": "gpt-4.1", "messages": [{"role": "user", "content": "hi"}]}
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    if failure == "refused":
+        listener.close()
+    else:
+        listener.listen(8)
+
+        def hang_up() -> None:
+            # Each connection: its request head read, then closed without an answer.
+            while True:
+                try:
+                    conn, _ = listener.accept()
+                except OSError:
+                    return
+                with conn:
+                    data = b""
+                    while b"\r\n\r\n" not in data and (piece := conn.recv(65536)):
+                        data += piece
+
+        threading.Thread(target=hang_up, daemon=True).start()
+    answers = {}
+    try:
+        with GitHubEmulator() as emulator:
+            for name, factory in BOTH.items():
+                upstream = _Redirected(port, factory())
+                with running_gateway(emulator, tmp_path / name, transport=upstream) as gateway:
+                    status, _headers, body = gateway.post("/v1/chat/completions", chat)
+                answers[name] = (status, body["error"]["code"], body["error"]["message"])
+    finally:
+        listener.close()
+    expected = "RemoteProtocolError" if failure == "hung_up" else "ConnectError"
+    assert (
+        answers["aiohttp"]
+        == answers["httpx2"]
+        == (
+            502,
+            "network_error",
+            f"copilot-host: could not reach the Copilot API ({expected})",
+        )
+    )
