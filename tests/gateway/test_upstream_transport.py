@@ -826,6 +826,31 @@ def test_the_pure_path_setting_rules_aiohttp_out(monkeypatch: pytest.MonkeyPatch
     assert isinstance(fast_transport(), AiohttpTransport)
 
 
+def test_without_aiohttp_importable_httpx2s_own_transport_is_kept(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sys
+
+    from copilot_host.testing import async_loopback_transport
+
+    monkeypatch.delenv(PURE_PYTHON_ENV, raising=False)
+    monkeypatch.setitem(sys.modules, "aiohttp", None)  # as if it were not installed
+    assert fast_transport() is None
+
+    async def through_loopback() -> int:
+        async with Upstream() as upstream:
+            transport = async_loopback_transport(upstream.port)
+            try:
+                # The loopback transport takes GitHub's own URLs (and only those).
+                request = _request("https://api.github.com/ok", method="GET")
+                status, _ = await _exchange(transport, request)
+            finally:
+                await transport.aclose()
+            return status
+
+    assert _run(through_loopback) == 200
+
+
 async def _refuse_tunnel(
     _seen: Seen, _r: asyncio.StreamReader, writer: asyncio.StreamWriter
 ) -> bool:
