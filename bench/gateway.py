@@ -10,7 +10,10 @@ runs in another process, and the clients in this one. Measured in one run:
    emulator through ``route.auth`` and through the gateway, over keep-alive connections.
    Added latency = gateway minus direct, at the median and at p99 (targets: <= 1 ms,
    <= 3 ms). Also the gateway's CPU time per request (target <= 1.5 ms), beside a
-   baseline run the same way: a bare uvicorn app that relays with one httpx2 request.
+   baseline run the same way: a bare uvicorn app that relays with one httpx2 request on
+   httpx2's own transport (the issue's baseline), then the same app on the aiohttp
+   transport the gateway uses by default (``COPILOT_HOST_PURE_PYTHON=1`` in the
+   environment puts the gateway back on httpx2's own, for a before/after).
 2. **64 concurrent clients**: requests per second through the gateway as a share of the
    same load sent direct (target >= 70%).
 3. **A 1,000-event stream**: a tap between the emulator and its clients (direct, or the
@@ -24,11 +27,12 @@ runs in another process, and the clients in this one. Measured in one run:
    (target: exactly one).
 6. **Where the time goes**: the gateway process once more under cProfile for the latency
    run; its busy time split into socket writes, HTTP parsing (h11, both sides), the
-   server (uvicorn), the upstream client (httpx2, httpcore2, anyio), the gateway's own
-   code, route.auth and the session check, the access log and masking, the event loop.
+   server (uvicorn), the upstream client (httpx2 and aiohttp, or httpcore2 and anyio),
+   the gateway's own code, route.auth and the session check, the access log and masking,
+   the event loop.
 
 Figures are printed, not asserted; this machine is shared and small. ``--quick`` cuts
-the counts (for a smoke run).
+the counts (for a smoke run); ``--sections 12`` runs sections 1 and 2 only.
 """
 
 from __future__ import annotations
@@ -56,6 +60,27 @@ import httpx2
 ROOT = Path(__file__).resolve().parents[1]
 CHAT = {"model": "gpt-4.1", "messages": [{"role": "user", "content": "How are you?"}]}
 STREAM = {**CHAT, "stream": True}
+
+
+@contextmanager
+def upstream_kind(kind: str) -> Iterator[None]:
+    """Transports made inside the block are httpx2's own (``httpx2``) or aiohttp's
+    (``aiohttp``, the default when installed): the testing transports read
+    ``COPILOT_HOST_PURE_PYTHON`` when they are made."""
+    from copilot_host._accel import PURE_PYTHON_ENV
+
+    before = os.environ.get(PURE_PYTHON_ENV)
+    if kind == "httpx2":
+        os.environ[PURE_PYTHON_ENV] = "1"
+    else:
+        os.environ.pop(PURE_PYTHON_ENV, None)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(PURE_PYTHON_ENV, None)
+        else:
+            os.environ[PURE_PYTHON_ENV] = before
 
 
 # -- the roles of the child processes -----------------------------------------------------------
@@ -138,10 +163,12 @@ def role_gateway(upstream: int, emulator: int) -> None:
     cli(["serve", "--port", "0", "--json"], obj=seam, prog_name="copilot-host")
 
 
-def role_bare(upstream: int, emulator: int) -> None:
+def role_bare(upstream: int, emulator: int, kind: str) -> None:
     """The baseline: a bare uvicorn app (h11, no access log) that sends each request body
     upstream with one ``httpx2.AsyncClient`` request (headers fixed once, as route.auth set
-    them for a first request) and answers with what came back. Prints its port."""
+    them for a first request) and answers with what came back. Prints its port. ``kind``:
+    the client's transport, httpx2's own (the issue's baseline) or aiohttp's (the
+    gateway's default)."""
     import socket
 
     import uvicorn
@@ -166,9 +193,9 @@ def role_bare(upstream: int, emulator: int) -> None:
     async def app(scope: Any, receive: Any, send: Any) -> None:
         nonlocal client
         if client is None:
-            client = httpx2.AsyncClient(
-                transport=async_loopback_transport(upstream, limits=UPSTREAM_LIMITS)
-            )
+            with upstream_kind(kind):
+                transport = async_loopback_transport(upstream, limits=UPSTREAM_LIMITS)
+            client = httpx2.AsyncClient(transport=transport)
         body = b""
         more = True
         while more:
@@ -321,10 +348,10 @@ def gateway(
 
 
 @contextmanager
-def bare(home: Path, emulator_port: int) -> Iterator[Gateway]:
+def bare(home: Path, emulator_port: int, kind: str = "httpx2") -> Iterator[Gateway]:
     """The baseline server (role_bare), with the same handle as a gateway's."""
     env = {**os.environ, "COPILOT_HOST_HOME": str(home), "PYTHONPATH": str(ROOT)}
-    child = Child(_me("--role", "bare", str(emulator_port), str(emulator_port)), env)
+    child = Child(_me("--role", "bare", str(emulator_port), str(emulator_port), kind), env)
     try:
         port = int(child.line())
         yield Gateway(child, f"http://127.0.0.1:{port}/v1", "bare-baseline-key")
@@ -420,11 +447,10 @@ def throughput(gw: Gateway, route: Any, emulator_port: int, each: int) -> dict[s
 
     async def run(kind: str) -> None:
         if kind == "direct":
-            client = httpx2.AsyncClient(
-                auth=route.auth,
-                transport=async_loopback_transport(emulator_port, limits=limits),
-                timeout=60,
-            )
+            # Direct is an application on httpx2's own transport, whatever the gateway's.
+            with upstream_kind("httpx2"):
+                transport = async_loopback_transport(emulator_port, limits=limits)
+            client = httpx2.AsyncClient(auth=route.auth, transport=transport, timeout=60)
             url = route.url
         else:
             client = httpx2.AsyncClient(
@@ -601,12 +627,17 @@ BUCKETS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("HTTP parsing and writing, both sides (h11)", ("/h11/",)),
     ("server: uvicorn and serve's hardening", ("/uvicorn/", "cli/_gateway_hardening")),
     (
-        "upstream client: httpx2, httpcore2, anyio",
+        "upstream client: httpx2 and its transport (aiohttp, or httpcore2 and anyio)",
         (
             "/httpx2/",
             "/httpcore2/",
             "/anyio/",
             "/sniffio/",
+            "/aiohttp/",
+            "/yarl/",
+            "/multidict/",
+            "/propcache/",
+            "copilot_host/_aiotransport",
         ),
     ),
     ("the bench's loopback seam (copilot_host.testing; not in production)", ("/testing/",)),
@@ -670,6 +701,9 @@ def where_time_goes(profile: Path, requests: int) -> tuple[float, list[tuple[str
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="fewer requests (a smoke run)")
+    parser.add_argument(
+        "--sections", default="123456", help="which sections to run, e.g. 12 (default: all)"
+    )
     parser.add_argument("--role", help=argparse.SUPPRESS)
     parser.add_argument("role_args", nargs="*", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -680,7 +714,7 @@ def main() -> None:
     if args.role == "gateway":
         return role_gateway(int(args.role_args[0]), int(args.role_args[1]))
     if args.role == "bare":
-        return role_bare(int(args.role_args[0]), int(args.role_args[1]))
+        return role_bare(int(args.role_args[0]), int(args.role_args[1]), args.role_args[2])
 
     scale = 0.1 if args.quick else 1.0
     said: Callable[..., None] = print
@@ -715,85 +749,106 @@ def main() -> None:
                     f" added latency median {floor['gateway'][0] - floor['direct'][0]:.2f} ms;"
                     f" gateway / baseline CPU {cpu / floor_cpu:.2f}x"
                 )
-                each = max(5, int(40 * scale))
-                tput = throughput(gw, route, emu.port, each)
-                direct_rps, gateway_rps = tput["direct_rps"], tput["gateway_rps"]
+                from copilot_host._accel import aiohttp_usable
+
+                if aiohttp_usable():
+                    with bare(home, emu.port, "aiohttp") as baseline:
+                        fast = latency(baseline, route, emu.port, relay_port, count)
+                    said(
+                        "   baseline on the aiohttp transport (the gateway's default)"
+                        f" {fast['gateway_cpu_us']:.0f} us, added latency median"
+                        f" {fast['gateway'][0] - fast['direct'][0]:.2f} ms;"
+                        f" gateway / that baseline CPU {cpu / fast['gateway_cpu_us']:.2f}x"
+                    )
+                if "2" in args.sections:
+                    each = max(5, int(40 * scale))
+                    tput = throughput(gw, route, emu.port, each)
+                    direct_rps, gateway_rps = tput["direct_rps"], tput["gateway_rps"]
+                    said(
+                        f"\n2. 64 concurrent clients ({64 * each} requests a run, two runs"
+                        " each way)\n"
+                        f"   direct  {direct_rps:.0f} req/s   gateway {gateway_rps:.0f} req/s"
+                        f"   ratio {gateway_rps / direct_rps:.0%} (target >= 70%)"
+                        f"   errors {int(tput['direct_errors'])}/{int(tput['gateway_errors'])}"
+                    )
+            if "6" not in args.sections:
+                host.close()
+            else:
+                profile = Path(os.environ.get("BENCH_PROFILE", base / "gateway.prof"))
+                with gateway(home, emu.port, profile=profile) as gw:
+                    latency(gw, route, emu.port, relay_port, count)
+                host.close()
+                idle, rows = where_time_goes(profile, count + 20)
                 said(
-                    f"\n2. 64 concurrent clients ({64 * each} requests a run, two runs each way)\n"
-                    f"   direct  {direct_rps:.0f} req/s   gateway {gateway_rps:.0f} req/s"
-                    f"   ratio {gateway_rps / direct_rps:.0%} (target >= 70%)"
-                    f"   errors {int(tput['direct_errors'])}/{int(tput['gateway_errors'])}"
+                    f"\n6. where the gateway's time goes (cProfile, {count + 20} requests; busy"
+                    f" time only, {idle:.1f} s waiting in epoll left out; profiled times are"
+                    " inflated)"
                 )
-            profile = Path(os.environ.get("BENCH_PROFILE", base / "gateway.prof"))
-            with gateway(home, emu.port, profile=profile) as gw:
-                latency(gw, route, emu.port, relay_port, count)
-            host.close()
-            idle, rows = where_time_goes(profile, count + 20)
-            said(
-                f"\n6. where the gateway's time goes (cProfile, {count + 20} requests; busy"
-                f" time only, {idle:.1f} s waiting in epoll left out; profiled times are"
-                " inflated)"
-            )
-            for label, share, per in rows:
-                said(f"   {share:5.1f}%  {per:7.0f} us/request  {label}")
+                for label, share, per in rows:
+                    said(f"   {share:5.1f}%  {per:7.0f} us/request  {label}")
 
         # 3: streams of 1,000 text events, 1 ms apart, through a tap (and one more hop).
-        with (
-            emulator(stream_events=1000, stream_pause=0.001) as emu,
-            tap(emu.port) as (tap_child, tap_port),
-            tap(tap_port) as (_hop_child, hop_port),
-        ):
-            home = base / "home-3"
-            login(home, emu.port)
-            host, route = direct_route(home, emu.port)
-            with gateway(home, emu.port, upstream=tap_port) as gw:
-                runs = max(2, int(5 * scale))
-                sse = stream_delay(gw, route, tap_child, tap_port, hop_port, runs)
-                said(f"\n3. {runs} streams of {sse['events']} events (1 ms apart) each way")
-                for kind in ("direct", "relay", "gateway"):
-                    median, p99 = sse[kind]
-                    said(f"   {kind:8} tap to client: median {median:.3f} ms   p99 {p99:.3f} ms")
-                for kind in ("relay", "gateway"):
+        if "3" in args.sections:
+            with (
+                emulator(stream_events=1000, stream_pause=0.001) as emu,
+                tap(emu.port) as (tap_child, tap_port),
+                tap(tap_port) as (_hop_child, hop_port),
+            ):
+                home = base / "home-3"
+                login(home, emu.port)
+                host, route = direct_route(home, emu.port)
+                with gateway(home, emu.port, upstream=tap_port) as gw:
+                    runs = max(2, int(5 * scale))
+                    sse = stream_delay(gw, route, tap_child, tap_port, hop_port, runs)
+                    said(f"\n3. {runs} streams of {sse['events']} events (1 ms apart) each way")
+                    for kind in ("direct", "relay", "gateway"):
+                        median, p99 = sse[kind]
+                        said(
+                            f"   {kind:8} tap to client: median {median:.3f} ms   p99 {p99:.3f} ms"
+                        )
+                    for kind in ("relay", "gateway"):
+                        said(
+                            f"   added per event by the {kind:7}: median "
+                            f"{sse[kind][0] - sse['direct'][0]:.3f} ms"
+                        )
+                    said("   (target for the gateway: <= 0.1 ms)")
+                    gw_cpu = stream_cpu(gw)
                     said(
-                        f"   added per event by the {kind:7}: median "
-                        f"{sse[kind][0] - sse['direct'][0]:.3f} ms"
+                        f"   gateway CPU per relayed event: {gw_cpu:.0f} us (kernel time of its"
+                        " loopback writes included)"
                     )
-                said("   (target for the gateway: <= 0.1 ms)")
-                gw_cpu = stream_cpu(gw)
-                said(
-                    f"   gateway CPU per relayed event: {gw_cpu:.0f} us (kernel time of its"
-                    " loopback writes included)"
-                )
-            host.close()
+                host.close()
 
         # 4: streams that stay open for about 2 s each.
-        with emulator(stream_events=20, stream_pause=0.1) as emu:
-            home = base / "home-4"
-            login(home, emu.port)
-            with gateway(home, emu.port) as gw:
-                many = many_streams(gw, 256)
-                said(
-                    f"\n4. {many['streams']} concurrent streams through the gateway "
-                    f"({many['events']} events in {many['seconds']:.1f} s)\n"
-                    f"   errors {len(many['errors'])} {sorted(set(many['errors']))}"
-                    f"   gateway RSS idle {many['rss_idle_mb']:.0f} MB,"
-                    f" peak {many['rss_peak_mb']:.0f} MB (high-water {many['hwm_mb']:.0f} MB;"
-                    " target < 150)"
-                )
+        if "4" in args.sections:
+            with emulator(stream_events=20, stream_pause=0.1) as emu:
+                home = base / "home-4"
+                login(home, emu.port)
+                with gateway(home, emu.port) as gw:
+                    many = many_streams(gw, 256)
+                    said(
+                        f"\n4. {many['streams']} concurrent streams through the gateway "
+                        f"({many['events']} events in {many['seconds']:.1f} s)\n"
+                        f"   errors {len(many['errors'])} {sorted(set(many['errors']))}"
+                        f"   gateway RSS idle {many['rss_idle_mb']:.0f} MB,"
+                        f" peak {many['rss_peak_mb']:.0f} MB (high-water {many['hwm_mb']:.0f} MB;"
+                        " target < 150)"
+                    )
 
         # 5: sessions that live 10 s.
-        with emulator(session_lifetime=10, refresh_in=None) as emu:
-            home = base / "home-5"
-            login(home, emu.port)
-            with gateway(home, emu.port) as gw:
-                ex = exchanges(gw, emu, 256)
-                said(
-                    f"\n5. session exchanges ({ex['burst']} concurrent requests)\n"
-                    f"   first requests to a fresh gateway: {ex['cold_exchanges']} exchange,"
-                    f" {ex['cold_discoveries']} discovery ({ex['cold_ok']} answered 200)\n"
-                    f"   when its session is due: {ex['due_exchanges']} exchange"
-                    f" ({ex['due_ok']} answered 200)   (target: exactly 1)"
-                )
+        if "5" in args.sections:
+            with emulator(session_lifetime=10, refresh_in=None) as emu:
+                home = base / "home-5"
+                login(home, emu.port)
+                with gateway(home, emu.port) as gw:
+                    ex = exchanges(gw, emu, 256)
+                    said(
+                        f"\n5. session exchanges ({ex['burst']} concurrent requests)\n"
+                        f"   first requests to a fresh gateway: {ex['cold_exchanges']} exchange,"
+                        f" {ex['cold_discoveries']} discovery ({ex['cold_ok']} answered 200)\n"
+                        f"   when its session is due: {ex['due_exchanges']} exchange"
+                        f" ({ex['due_ok']} answered 200)   (target: exactly 1)"
+                    )
     return None
 
 

@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from .. import _speedups
+from .. import _accel
 from .._catalog._specs import ApiProtocol
 
 __all__ = [
@@ -71,12 +71,12 @@ def read_json_body(body: bytes) -> Any:
     The one reading of a request body, shared by ``route.auth`` and the gateway so that
     both see the same document: ``json.loads`` given bytes would also take UTF-16, UTF-32
     and a BOM, which the service does not. orjson reads it when installed (see
-    :mod:`copilot_host._speedups`); what orjson refuses is read again by ``json``, so the
+    :mod:`copilot_host._accel`); what orjson refuses is read again by ``json``, so the
     documents accepted are the same either way. The one difference in what is read: an
     integer beyond 64 bits is a float under orjson (the body is relayed as sent, so only
     what the facts read could see it, and none of them is a number).
     """
-    fast = _speedups.orjson
+    fast = _accel.orjson
     if fast is not None:
         try:
             return fast.loads(body)

@@ -65,6 +65,17 @@ UPSTREAM_TIMEOUT = httpx2.Timeout(connect=10.0, read=600.0, write=60.0, pool=Non
 UPSTREAM_LIMITS = httpx2.Limits(max_connections=512, max_keepalive_connections=64)
 
 _log = logging.getLogger("copilot_host.gateway")
+
+
+def _fast_upstream() -> httpx2.AsyncBaseTransport | None:
+    """aiohttp under the client (copilot_host/_aiotransport.py), unless a proxy is set in
+    the environment (httpx2's own transport applies it, as before) or
+    ``COPILOT_HOST_PURE_PYTHON`` rules it out. None: httpx2's own transport."""
+    from .._accel import fast_transport, proxy_configured
+
+    return None if proxy_configured() else fast_transport(UPSTREAM_LIMITS)
+
+
 _access = logging.getLogger(ACCESS_LOGGER)
 
 _MODELS = "/v1/models"
@@ -214,7 +225,7 @@ class GatewayApp:
         if client is None:
             try:
                 client = self._client = httpx2.AsyncClient(
-                    transport=self._transport,
+                    transport=self._transport or _fast_upstream(),
                     timeout=UPSTREAM_TIMEOUT,
                     limits=UPSTREAM_LIMITS,
                     follow_redirects=False,

@@ -11,6 +11,8 @@ from collections.abc import Callable
 
 import httpx2
 
+from .._accel import fast_transport
+
 __all__ = [
     "AsyncLoopbackTransport",
     "LoopbackTransport",
@@ -66,7 +68,9 @@ class AsyncLoopbackTransport(httpx2.AsyncBaseTransport):
         self._port = port
         self._routed = routed
         self._refuse = refuse
-        self._inner = (
+        # The transport the gateway itself runs on (aiohttp when installed), so that the
+        # tests and the benchmark exercise the path users run.
+        self._inner = fast_transport(limits) or (
             httpx2.AsyncHTTPTransport()
             if limits is None
             else httpx2.AsyncHTTPTransport(limits=limits)
@@ -97,7 +101,8 @@ def async_loopback_transport(
     port: int, *, limits: httpx2.Limits | None = None
 ) -> httpx2.AsyncBaseTransport:
     """The asyncio twin of :func:`loopback_transport`; ``limits`` bounds its connection
-    pool (httpx2's default otherwise: 100 connections)."""
+    pool (httpx2's default otherwise: 100 connections). It sends over aiohttp when that is
+    installed, as the gateway does, unless ``COPILOT_HOST_PURE_PYTHON`` is set."""
     from ._server import ROUTED_HOSTS
 
     return AsyncLoopbackTransport(port, ROUTED_HOSTS, _not_noted, limits)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-HEAVY = ("httpx2", "cryptography", "keyring")
+HEAVY = ("httpx2", "cryptography", "keyring", "aiohttp")
 
 
 def _run(args: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:

@@ -8,9 +8,23 @@ from pathlib import Path
 
 import pytest
 
+from copilot_host._accel import PURE_PYTHON_ENV
 from copilot_host.testing import GitHubEmulator, Scenario
 from tests.gateway._support import Gateway, running_gateway
 from tests.security._support import TOKEN_SHAPES
+
+
+@pytest.fixture(params=["aiohttp", "pure"])
+def upstream_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each upstream transport the gateway may run on: aiohttp (the default when installed)
+    and httpx2's own (``COPILOT_HOST_PURE_PYTHON=1``). Modules that prove the relay's
+    behaviour on both name it first (``pytestmark = pytest.mark.usefixtures(...)``), so
+    it is set before their emulator's transports are made."""
+    if request.param == "pure":
+        monkeypatch.setenv(PURE_PYTHON_ENV, "1")
+    else:
+        monkeypatch.delenv(PURE_PYTHON_ENV, raising=False)
+    return str(request.param)
 
 
 @pytest.fixture

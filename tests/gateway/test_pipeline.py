@@ -389,9 +389,9 @@ def test_one_gateway_request_parses_once_and_reads_the_login_once(
             parses.append(len(data))
             return self._fast.loads(data)
 
-    from copilot_host import _speedups
+    from copilot_host import _accel
 
-    fast = _speedups.orjson
+    fast = _accel.orjson
 
     async def go() -> list[int]:
         statuses = []
@@ -406,10 +406,10 @@ def test_one_gateway_request_parses_once_and_reads_the_login_once(
             before = inner.availability_calls
             monkeypatch.setattr(json, "loads", counting_loads)
             if fast is not None:
-                monkeypatch.setattr(_speedups, "orjson", CountingFast(fast))
+                monkeypatch.setattr(_accel, "orjson", CountingFast(fast))
             answer = await client.post("/v1/chat/completions", content=body, headers=headers)
             monkeypatch.setattr(json, "loads", real_loads)
-            monkeypatch.setattr(_speedups, "orjson", fast)
+            monkeypatch.setattr(_accel, "orjson", fast)
             statuses.append(answer.status_code)
             statuses.append(inner.availability_calls - before)
         await app.aclose()

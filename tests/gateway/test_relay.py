@@ -25,6 +25,9 @@ from tests._clock import FakeClock
 from tests.gateway._support import Gateway, running_gateway
 from tests.gateway.conftest import assert_no_leaks
 
+# Each test on both upstream transports: aiohttp's and httpx2's own.
+pytestmark = pytest.mark.usefixtures("upstream_path")
+
 CHAT = {"model": "gpt-4.1", "messages": [{"role": "user", "content": "hi"}]}
 STREAM = {**CHAT, "stream": True}
 

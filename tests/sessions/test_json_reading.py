@@ -15,17 +15,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from copilot_host import _speedups, read_json_body
-from copilot_host._speedups import PURE_PYTHON_VARIABLE
+from copilot_host import _accel, read_json_body
+from copilot_host._accel import PURE_PYTHON_ENV
 
 
 def _read_with(parser: Any, body: bytes) -> Any:
-    kept = _speedups.orjson
-    _speedups.orjson = parser
+    kept = _accel.orjson
+    _accel.orjson = parser
     try:
         return read_json_body(body)
     finally:
-        _speedups.orjson = kept
+        _accel.orjson = kept
 
 
 def pure(body: bytes) -> Any:
@@ -49,9 +49,9 @@ def outcome(read: Any, body: bytes) -> tuple[str, str]:
 
 
 def test_orjson_reads_bodies_unless_the_pure_python_variable_is_set() -> None:
-    script = "from copilot_host import _speedups; print(_speedups.orjson is None)"
+    script = "from copilot_host import _accel; print(_accel.orjson is None)"
     for value, off in (("1", "True"), ("0", "False"), ("", "False")):
-        env = {**os.environ, PURE_PYTHON_VARIABLE: value}
+        env = {**os.environ, PURE_PYTHON_ENV: value}
         done = subprocess.run(
             [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
         )
