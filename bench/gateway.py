@@ -11,6 +11,9 @@ runs in another process, and the clients in this one. Measured in one run:
    Added latency = gateway minus direct, at the median and at p99 (targets: <= 1 ms,
    <= 3 ms). Also the gateway's CPU time per request (target <= 1.5 ms), beside a
    baseline run the same way: a bare uvicorn app that relays with one httpx2 request.
+   Both on the default server stack (httptools on uvloop, when installed) and on the
+   pure-Python one (h11 on asyncio, ``COPILOT_HOST_PURE_PYTHON=1`` in the children),
+   taken alternately ``--rounds`` times (default 2), medians side by side.
 2. **64 concurrent clients**: requests per second through the gateway as a share of the
    same load sent direct (target >= 70%).
 3. **A 1,000-event stream**: a tap between the emulator and its clients (direct, or the
@@ -28,7 +31,7 @@ runs in another process, and the clients in this one. Measured in one run:
    code, route.auth and the session check, the access log and masking, the event loop.
 
 Figures are printed, not asserted; this machine is shared and small. ``--quick`` cuts
-the counts (for a smoke run).
+the counts (for a smoke run); ``--only-cpu`` stops after section 1.
 """
 
 from __future__ import annotations
@@ -139,7 +142,8 @@ def role_gateway(upstream: int, emulator: int) -> None:
 
 
 def role_bare(upstream: int, emulator: int) -> None:
-    """The baseline: a bare uvicorn app (h11, no access log) that sends each request body
+    """The baseline: a bare uvicorn app (no access log; on the server stack serve would
+    use in this environment, unhardened) that sends each request body
     upstream with one ``httpx2.AsyncClient`` request (headers fixed once, as route.auth set
     them for a first request) and answers with what came back. Prints its port."""
     import socket
@@ -193,8 +197,16 @@ def role_bare(upstream: int, emulator: int) -> None:
     listener.bind(("127.0.0.1", 0))
     listener.listen(128)
     print(listener.getsockname()[1], flush=True)
+    from copilot_host_cli._server_stack import server_stack
+
+    stack = server_stack()
     config = uvicorn.Config(
-        app, lifespan="off", access_log=False, log_level="warning", http="h11", loop="asyncio"
+        app,
+        lifespan="off",
+        access_log=False,
+        log_level="warning",
+        http=stack.http,
+        loop=stack.loop,
     )
     uvicorn.Server(config).run(sockets=[listener])
 
@@ -299,12 +311,27 @@ def login(home: Path, emulator_port: int) -> None:
         person.login(sleep=lambda _seconds: None)
 
 
+# The server stacks section 1 compares: the default one, and the pure-Python one.
+STACKS = ("default", "pure-python")
+
+
+def _stack_env(stack: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "COPILOT_HOST_PURE_PYTHON"}
+    if stack == "pure-python":
+        env["COPILOT_HOST_PURE_PYTHON"] = "1"
+    return env
+
+
 @contextmanager
 def gateway(
-    home: Path, emulator_port: int, upstream: int | None = None, profile: Path | None = None
+    home: Path,
+    emulator_port: int,
+    upstream: int | None = None,
+    profile: Path | None = None,
+    stack: str = "default",
 ) -> Iterator[Gateway]:
     env = {
-        **os.environ,
+        **_stack_env(stack),
         "COPILOT_HOST_HOME": str(home),
         "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring",
         "PYTHONPATH": str(ROOT),
@@ -321,9 +348,9 @@ def gateway(
 
 
 @contextmanager
-def bare(home: Path, emulator_port: int) -> Iterator[Gateway]:
+def bare(home: Path, emulator_port: int, stack: str = "default") -> Iterator[Gateway]:
     """The baseline server (role_bare), with the same handle as a gateway's."""
-    env = {**os.environ, "COPILOT_HOST_HOME": str(home), "PYTHONPATH": str(ROOT)}
+    env = {**_stack_env(stack), "COPILOT_HOST_HOME": str(home), "PYTHONPATH": str(ROOT)}
     child = Child(_me("--role", "bare", str(emulator_port), str(emulator_port)), env)
     try:
         port = int(child.line())
@@ -670,6 +697,10 @@ def where_time_goes(profile: Path, requests: int) -> tuple[float, list[tuple[str
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="fewer requests (a smoke run)")
+    parser.add_argument(
+        "--rounds", type=int, default=2, help="alternate runs per stack in section 1"
+    )
+    parser.add_argument("--only-cpu", action="store_true", help="section 1 only")
     parser.add_argument("--role", help=argparse.SUPPRESS)
     parser.add_argument("role_args", nargs="*", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -694,27 +725,48 @@ def main() -> None:
             login(home, emu.port)
             host, route = direct_route(home, emu.port)
             count = max(200, int(2000 * scale))
-            with gateway(home, emu.port) as gw:
-                lat = latency(gw, route, emu.port, relay_port, count)
-                said(f"\n1. latency at 1 client ({count} non-streaming Chat requests each way)")
-                for kind in ("direct", "relay", "gateway"):
-                    median, p99 = lat[kind]
-                    said(f"   {kind:8} median {median:6.2f} ms   p99 {p99:6.2f} ms")
-                for kind in ("relay", "gateway"):
-                    median = lat[kind][0] - lat["direct"][0]
-                    p99 = lat[kind][1] - lat["direct"][1]
-                    said(f"   added by the {kind:7}: median {median:.2f} ms, p99 {p99:.2f} ms")
-                with bare(home, emu.port) as baseline:
-                    floor = latency(baseline, route, emu.port, relay_port, count)
-                cpu, floor_cpu = lat["gateway_cpu_us"], floor["gateway_cpu_us"]
+            cpu: dict[str, list[float]] = {stack: [] for stack in STACKS}
+            floor_cpu: dict[str, list[float]] = {stack: [] for stack in STACKS}
+            added: dict[str, list[float]] = {stack: [] for stack in STACKS}
+            lat: dict[str, Any] = {}
+            for _round in range(args.rounds):
+                for stack in STACKS:
+                    with gateway(home, emu.port, stack=stack) as gw:
+                        found = latency(gw, route, emu.port, relay_port, count)
+                    with bare(home, emu.port, stack=stack) as baseline:
+                        floor = latency(baseline, route, emu.port, relay_port, count)
+                    cpu[stack].append(found["gateway_cpu_us"])
+                    floor_cpu[stack].append(floor["gateway_cpu_us"])
+                    added[stack].append(found["gateway"][0] - found["direct"][0])
+                    if stack == "default":
+                        lat = found  # the latency figures: the last default run
+            said(f"\n1. latency at 1 client ({count} non-streaming Chat requests each way)")
+            for kind in ("direct", "relay", "gateway"):
+                median, p99 = lat[kind]
+                said(f"   {kind:8} median {median:6.2f} ms   p99 {p99:6.2f} ms")
+            for kind in ("relay", "gateway"):
+                median = lat[kind][0] - lat["direct"][0]
+                p99 = lat[kind][1] - lat["direct"][1]
+                said(f"   added by the {kind:7}: median {median:.2f} ms, p99 {p99:.2f} ms")
+            said(
+                "   (targets for the gateway: <= 1 ms, <= 3 ms; the relay is a bare asyncio\n"
+                "   byte relay process: what any extra hop costs here)\n"
+                f"   CPU per request, medians of {args.rounds} alternate runs (target for the"
+                " gateway <= 1500 us):"
+            )
+            for stack in STACKS:
+                mine, floor_us = statistics.median(cpu[stack]), statistics.median(floor_cpu[stack])
+                taken = " ".join(f"{value:.0f}" for value in cpu[stack])
                 said(
-                    "   (targets for the gateway: <= 1 ms, <= 3 ms; the relay is a bare asyncio\n"
-                    "   byte relay process: what any extra hop costs here)\n"
-                    f"   gateway CPU per request {cpu:.0f} us (target <= 1500)\n"
-                    f"   baseline (bare uvicorn app + one httpx2 request) {floor_cpu:.0f} us,"
-                    f" added latency median {floor['gateway'][0] - floor['direct'][0]:.2f} ms;"
-                    f" gateway / baseline CPU {cpu / floor_cpu:.2f}x"
+                    f"   {stack:11} gateway {mine:5.0f} us ({taken}); baseline (bare uvicorn app"
+                    f" + one httpx2 request) {floor_us:5.0f} us; gateway / baseline"
+                    f" {mine / floor_us:.2f}x; added latency median"
+                    f" {statistics.median(added[stack]):.2f} ms"
                 )
+            if args.only_cpu:
+                host.close()
+                return None
+            with gateway(home, emu.port) as gw:
                 each = max(5, int(40 * scale))
                 tput = throughput(gw, route, emu.port, each)
                 direct_rps, gateway_rps = tput["direct_rps"], tput["gateway_rps"]
