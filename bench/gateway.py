@@ -311,15 +311,48 @@ def login(home: Path, emulator_port: int) -> None:
         person.login(sleep=lambda _seconds: None)
 
 
-# The server stacks section 1 compares: the default one, and the pure-Python one.
+# The server stacks section 1 compares by default: the default one and the pure-Python
+# one. ``--stacks`` may add mixed ones (``httptools-asyncio``, ``h11-uvloop``), which only
+# the bench's children can be put on (BENCH_SERVER_STACK), to split the gain between the two,
+# and ``+unhardened`` ones (``httptools-uvloop+unhardened``: uvicorn's own protocol, to see
+# what serve's connection bounds cost).
 STACKS = ("default", "pure-python")
 
 
 def _stack_env(stack: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "COPILOT_HOST_PURE_PYTHON"}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("COPILOT_HOST_PURE_PYTHON", "BENCH_SERVER_STACK")
+    }
     if stack == "pure-python":
         env["COPILOT_HOST_PURE_PYTHON"] = "1"
+    elif stack != "default":
+        env["BENCH_SERVER_STACK"] = stack
     return env
+
+
+def _forced_stack() -> None:
+    """In a child: put serve (and the baseline) on BENCH_SERVER_STACK when set."""
+    wanted = os.environ.get("BENCH_SERVER_STACK")
+    if not wanted:
+        return
+    from copilot_host_cli import _gateway_hardening, _server_stack
+
+    if wanted.endswith("+unhardened"):
+        # What serve's connection bounds cost: uvicorn's own protocol instead.
+        wanted = wanted.removesuffix("+unhardened")
+
+        def plain(_book: object, *, http: str = "h11", **_bounds: object) -> Any:
+            from uvicorn.protocols.http.h11_impl import H11Protocol
+            from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+            return HttpToolsProtocol if http == "httptools" else H11Protocol
+
+        _gateway_hardening.hardened_protocol = plain  # type: ignore[assignment]
+    http, loop = wanted.split("-")
+    stack = _server_stack.ServerStack(http=http, loop=loop)  # type: ignore[arg-type]
+    _server_stack.server_stack = lambda environ=None: stack
 
 
 @contextmanager
@@ -701,6 +734,11 @@ def main() -> None:
         "--rounds", type=int, default=2, help="alternate runs per stack in section 1"
     )
     parser.add_argument("--only-cpu", action="store_true", help="section 1 only")
+    parser.add_argument(
+        "--stacks",
+        default=",".join(STACKS),
+        help="server stacks section 1 compares (default, pure-python, httptools-asyncio, ...)",
+    )
     parser.add_argument("--role", help=argparse.SUPPRESS)
     parser.add_argument("role_args", nargs="*", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -708,6 +746,7 @@ def main() -> None:
         return role_emulator(json.loads(args.role_args[0]))
     if args.role == "tap":
         return role_tap(int(args.role_args[0]))
+    _forced_stack()
     if args.role == "gateway":
         return role_gateway(int(args.role_args[0]), int(args.role_args[1]))
     if args.role == "bare":
@@ -725,12 +764,13 @@ def main() -> None:
             login(home, emu.port)
             host, route = direct_route(home, emu.port)
             count = max(200, int(2000 * scale))
-            cpu: dict[str, list[float]] = {stack: [] for stack in STACKS}
-            floor_cpu: dict[str, list[float]] = {stack: [] for stack in STACKS}
-            added: dict[str, list[float]] = {stack: [] for stack in STACKS}
+            stacks = args.stacks.split(",")
+            cpu: dict[str, list[float]] = {stack: [] for stack in stacks}
+            floor_cpu: dict[str, list[float]] = {stack: [] for stack in stacks}
+            added: dict[str, list[float]] = {stack: [] for stack in stacks}
             lat: dict[str, Any] = {}
             for _round in range(args.rounds):
-                for stack in STACKS:
+                for stack in stacks:
                     with gateway(home, emu.port, stack=stack) as gw:
                         found = latency(gw, route, emu.port, relay_port, count)
                     with bare(home, emu.port, stack=stack) as baseline:
@@ -738,8 +778,8 @@ def main() -> None:
                     cpu[stack].append(found["gateway_cpu_us"])
                     floor_cpu[stack].append(floor["gateway_cpu_us"])
                     added[stack].append(found["gateway"][0] - found["direct"][0])
-                    if stack == "default":
-                        lat = found  # the latency figures: the last default run
+                    if stack == stacks[0]:
+                        lat = found  # the latency figures: the first stack's last run
             said(f"\n1. latency at 1 client ({count} non-streaming Chat requests each way)")
             for kind in ("direct", "relay", "gateway"):
                 median, p99 = lat[kind]
@@ -754,11 +794,11 @@ def main() -> None:
                 f"   CPU per request, medians of {args.rounds} alternate runs (target for the"
                 " gateway <= 1500 us):"
             )
-            for stack in STACKS:
+            for stack in stacks:
                 mine, floor_us = statistics.median(cpu[stack]), statistics.median(floor_cpu[stack])
                 taken = " ".join(f"{value:.0f}" for value in cpu[stack])
                 said(
-                    f"   {stack:11} gateway {mine:5.0f} us ({taken}); baseline (bare uvicorn app"
+                    f"   {stack:17} gateway {mine:5.0f} us ({taken}); baseline (bare uvicorn app"
                     f" + one httpx2 request) {floor_us:5.0f} us; gateway / baseline"
                     f" {mine / floor_us:.2f}x; added latency median"
                     f" {statistics.median(added[stack]):.2f} ms"

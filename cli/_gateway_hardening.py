@@ -154,6 +154,12 @@ def hardened_protocol(
             self._protocol = protocol
             self._transport = transport
             self.lingering = False
+            # What uvicorn calls for every request, bound once rather than looked up
+            # through __getattr__ each time.
+            self.write = transport.write
+            self.get_extra_info = transport.get_extra_info
+            self.pause_reading = transport.pause_reading
+            self.resume_reading = transport.resume_reading
 
         def __getattr__(self, name: str) -> Any:
             return getattr(self._transport, name)
