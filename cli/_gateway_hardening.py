@@ -8,7 +8,7 @@ This module bounds all of that:
 
 * :func:`raise_open_file_limit`: the soft ``RLIMIT_NOFILE`` goes up to the hard limit at
   start, so the bounds below are as generous as the account allows.
-* :func:`hardened_protocol`: uvicorn's h11 protocol with
+* :func:`hardened_protocol`: uvicorn's h11 or httptools protocol with
 
   - a deadline for the request head: a connection that has not sent a complete request
     head within :data:`HEAD_TIMEOUT` seconds of opening (or of its previous answer) is
@@ -22,11 +22,14 @@ This module bounds all of that:
     not read (a refusal, sent with ``Connection: close``), the write side is shut so the
     client reads the answer, and what the client still sends is discarded for at most
     :data:`LINGER_SECONDS` and :data:`LINGER_BYTES`, then the connection is closed. A
-    client that keeps uploading gigabytes is cut off instead of read to the end.
+    client that keeps uploading gigabytes is cut off instead of read to the end;
+  - on httptools, the bound on a request head that h11 keeps by itself
+    (:data:`MAX_HEAD_BYTES`): llhttp has none.
 
-* :func:`quiet_accept_errors`: an ``accept()`` that fails for want of descriptors is one
-  warning line per episode (until a connection is accepted again), never a traceback per
-  attempt.
+* :func:`quiet_accept_errors`: on asyncio, an ``accept()`` that fails for want of
+  descriptors is one warning line per episode (until a connection is accepted again),
+  never a traceback per attempt. uvloop logs nothing there: libuv accepts and closes at
+  once the connections it has no descriptor for.
 """
 
 from __future__ import annotations
