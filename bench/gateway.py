@@ -10,10 +10,11 @@ runs in another process, and the clients in this one. Measured in one run:
    emulator through ``route.auth`` and through the gateway, over keep-alive connections.
    Added latency = gateway minus direct, at the median and at p99 (targets: <= 1 ms,
    <= 3 ms). Also the gateway's CPU time per request (target <= 1.5 ms), beside a
-   baseline run the same way: a bare uvicorn app that relays with one httpx2 request on
-   httpx2's own transport (the issue's baseline), then the same app on the aiohttp
-   transport the gateway uses by default (``COPILOT_HOST_PURE_PYTHON=1`` in the
-   environment puts the gateway back on httpx2's own, for a before/after).
+   baseline run the same way: a bare uvicorn app that relays with one httpx2 request.
+   Both on the default stack (httptools on uvloop, the aiohttp transport under httpx2,
+   orjson, when installed) and on the pure-Python one (h11 on asyncio, httpx2's own
+   transport, json: ``COPILOT_HOST_PURE_PYTHON=1`` in the children), taken alternately
+   ``--rounds`` times (default 2), medians side by side.
 2. **64 concurrent clients**: requests per second through the gateway as a share of the
    same load sent direct (target >= 70%).
 3. **A 1,000-event stream**: a tap between the emulator and its clients (direct, or the
@@ -26,13 +27,13 @@ runs in another process, and the clients in this one. Measured in one run:
    once its session is due (emulated sessions live 10 s): exchanges seen upstream each time
    (target: exactly one).
 6. **Where the time goes**: the gateway process once more under cProfile for the latency
-   run; its busy time split into socket writes, HTTP parsing (h11, both sides), the
-   server (uvicorn), the upstream client (httpx2 and aiohttp, or httpcore2 and anyio),
-   the gateway's own code, route.auth and the session check, the access log and masking,
-   the event loop.
+   run (on the default stack); its busy time split into socket writes, HTTP parsing (h11
+   or httptools, both sides), the server (uvicorn), the upstream client (httpx2 and its
+   transport: aiohttp, or httpcore2 and anyio), the gateway's own code, route.auth and the
+   session check, the access log and masking, the event loop.
 
 Figures are printed, not asserted; this machine is shared and small. ``--quick`` cuts
-the counts (for a smoke run); ``--sections 12`` runs sections 1 and 2 only.
+the counts (for a smoke run); ``--only-cpu`` stops after section 1.
 """
 
 from __future__ import annotations
@@ -163,12 +164,11 @@ def role_gateway(upstream: int, emulator: int) -> None:
     cli(["serve", "--port", "0", "--json"], obj=seam, prog_name="copilot-host")
 
 
-def role_bare(upstream: int, emulator: int, kind: str) -> None:
-    """The baseline: a bare uvicorn app (h11, no access log) that sends each request body
+def role_bare(upstream: int, emulator: int) -> None:
+    """The baseline: a bare uvicorn app (no access log; on the server stack serve would
+    use in this environment, unhardened) that sends each request body
     upstream with one ``httpx2.AsyncClient`` request (headers fixed once, as route.auth set
-    them for a first request) and answers with what came back. Prints its port. ``kind``:
-    the client's transport, httpx2's own (the issue's baseline) or aiohttp's (the
-    gateway's default)."""
+    them for a first request) and answers with what came back. Prints its port."""
     import socket
 
     import uvicorn
@@ -193,9 +193,9 @@ def role_bare(upstream: int, emulator: int, kind: str) -> None:
     async def app(scope: Any, receive: Any, send: Any) -> None:
         nonlocal client
         if client is None:
-            with upstream_kind(kind):
-                transport = async_loopback_transport(upstream, limits=UPSTREAM_LIMITS)
-            client = httpx2.AsyncClient(transport=transport)
+            client = httpx2.AsyncClient(
+                transport=async_loopback_transport(upstream, limits=UPSTREAM_LIMITS)
+            )
         body = b""
         more = True
         while more:
@@ -220,8 +220,16 @@ def role_bare(upstream: int, emulator: int, kind: str) -> None:
     listener.bind(("127.0.0.1", 0))
     listener.listen(128)
     print(listener.getsockname()[1], flush=True)
+    from copilot_host_cli._server_stack import server_stack
+
+    stack = server_stack()
     config = uvicorn.Config(
-        app, lifespan="off", access_log=False, log_level="warning", http="h11", loop="asyncio"
+        app,
+        lifespan="off",
+        access_log=False,
+        log_level="warning",
+        http=stack.http,
+        loop=stack.loop,
     )
     uvicorn.Server(config).run(sockets=[listener])
 
@@ -326,12 +334,60 @@ def login(home: Path, emulator_port: int) -> None:
         person.login(sleep=lambda _seconds: None)
 
 
+# The server stacks section 1 compares by default: the default one and the pure-Python
+# one. ``--stacks`` may add mixed ones (``httptools-asyncio``, ``h11-uvloop``), which only
+# the bench's children can be put on (BENCH_SERVER_STACK), to split the gain between the two,
+# and ``+unhardened`` ones (``httptools-uvloop+unhardened``: uvicorn's own protocol, to see
+# what serve's connection bounds cost).
+STACKS = ("default", "pure-python")
+
+
+def _stack_env(stack: str) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("COPILOT_HOST_PURE_PYTHON", "BENCH_SERVER_STACK")
+    }
+    if stack == "pure-python":
+        env["COPILOT_HOST_PURE_PYTHON"] = "1"
+    elif stack != "default":
+        env["BENCH_SERVER_STACK"] = stack
+    return env
+
+
+def _forced_stack() -> None:
+    """In a child: put serve (and the baseline) on BENCH_SERVER_STACK when set."""
+    wanted = os.environ.get("BENCH_SERVER_STACK")
+    if not wanted:
+        return
+    from copilot_host_cli import _gateway_hardening, _server_stack
+
+    if wanted.endswith("+unhardened"):
+        # What serve's connection bounds cost: uvicorn's own protocol instead.
+        wanted = wanted.removesuffix("+unhardened")
+
+        def plain(_book: object, *, http: str = "h11", **_bounds: object) -> Any:
+            from uvicorn.protocols.http.h11_impl import H11Protocol
+            from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+            return HttpToolsProtocol if http == "httptools" else H11Protocol
+
+        _gateway_hardening.hardened_protocol = plain  # type: ignore[assignment]
+    http, loop = wanted.split("-")
+    stack = _server_stack.ServerStack(http=http, loop=loop)  # type: ignore[arg-type]
+    _server_stack.server_stack = lambda environ=None: stack
+
+
 @contextmanager
 def gateway(
-    home: Path, emulator_port: int, upstream: int | None = None, profile: Path | None = None
+    home: Path,
+    emulator_port: int,
+    upstream: int | None = None,
+    profile: Path | None = None,
+    stack: str = "default",
 ) -> Iterator[Gateway]:
     env = {
-        **os.environ,
+        **_stack_env(stack),
         "COPILOT_HOST_HOME": str(home),
         "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring",
         "PYTHONPATH": str(ROOT),
@@ -348,10 +404,10 @@ def gateway(
 
 
 @contextmanager
-def bare(home: Path, emulator_port: int, kind: str = "httpx2") -> Iterator[Gateway]:
+def bare(home: Path, emulator_port: int, stack: str = "default") -> Iterator[Gateway]:
     """The baseline server (role_bare), with the same handle as a gateway's."""
-    env = {**os.environ, "COPILOT_HOST_HOME": str(home), "PYTHONPATH": str(ROOT)}
-    child = Child(_me("--role", "bare", str(emulator_port), str(emulator_port), kind), env)
+    env = {**_stack_env(stack), "COPILOT_HOST_HOME": str(home), "PYTHONPATH": str(ROOT)}
+    child = Child(_me("--role", "bare", str(emulator_port), str(emulator_port)), env)
     try:
         port = int(child.line())
         yield Gateway(child, f"http://127.0.0.1:{port}/v1", "bare-baseline-key")
@@ -624,7 +680,7 @@ BUCKETS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "method 'sendall' of",
         ),
     ),
-    ("HTTP parsing and writing, both sides (h11)", ("/h11/",)),
+    ("HTTP parsing and writing, both sides (h11, httptools)", ("/h11/", "httptools")),
     ("server: uvicorn and serve's hardening", ("/uvicorn/", "cli/_gateway_hardening")),
     (
         "upstream client: httpx2 and its transport (aiohttp, or httpcore2 and anyio)",
@@ -664,9 +720,15 @@ BUCKETS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "posix.write",
         ),
     ),
-    ("event loop (asyncio, selectors)", ("/asyncio/", "selectors.py", "_contextvars")),
+    (
+        "event loop (asyncio, selectors, uvloop)",
+        ("/asyncio/", "selectors.py", "_contextvars", "uvloop"),
+    ),
 )
-IDLE = "method 'poll' of 'select.epoll'"
+# Waiting in epoll: asyncio's selector; under uvloop, libuv waits inside the loop's run,
+# which cProfile does not see as a call of its own, so its time lands on the Runner's run
+# that started it (the callbacks it makes are counted on their own).
+IDLE = ("method 'poll' of 'select.epoll'", "asyncio/runners.py:run")
 
 
 def where_time_goes(profile: Path, requests: int) -> tuple[float, list[tuple[str, float, float]]]:
@@ -678,7 +740,7 @@ def where_time_goes(profile: Path, requests: int) -> tuple[float, list[tuple[str
     for (filename, _line, name), row in stats.stats.items():  # type: ignore[attr-defined]
         own = row[2]
         where = f"{filename}:{name}"
-        if IDLE in where:
+        if any(needle in where for needle in IDLE):
             idle += own
             continue
         label = "other (built-ins called from all of the above; start-up imports)"
@@ -702,7 +764,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="fewer requests (a smoke run)")
     parser.add_argument(
-        "--sections", default="123456", help="which sections to run, e.g. 12 (default: all)"
+        "--rounds", type=int, default=2, help="alternate runs per stack in section 1"
+    )
+    parser.add_argument("--only-cpu", action="store_true", help="section 1 only")
+    parser.add_argument(
+        "--stacks",
+        default=",".join(STACKS),
+        help="server stacks section 1 compares (default, pure-python, httptools-asyncio, ...)",
     )
     parser.add_argument("--role", help=argparse.SUPPRESS)
     parser.add_argument("role_args", nargs="*", help=argparse.SUPPRESS)
@@ -711,10 +779,11 @@ def main() -> None:
         return role_emulator(json.loads(args.role_args[0]))
     if args.role == "tap":
         return role_tap(int(args.role_args[0]))
+    _forced_stack()
     if args.role == "gateway":
         return role_gateway(int(args.role_args[0]), int(args.role_args[1]))
     if args.role == "bare":
-        return role_bare(int(args.role_args[0]), int(args.role_args[1]), args.role_args[2])
+        return role_bare(int(args.role_args[0]), int(args.role_args[1]))
 
     scale = 0.1 if args.quick else 1.0
     said: Callable[..., None] = print
@@ -728,127 +797,128 @@ def main() -> None:
             login(home, emu.port)
             host, route = direct_route(home, emu.port)
             count = max(200, int(2000 * scale))
+            stacks = args.stacks.split(",")
+            cpu: dict[str, list[float]] = {stack: [] for stack in stacks}
+            floor_cpu: dict[str, list[float]] = {stack: [] for stack in stacks}
+            added: dict[str, list[float]] = {stack: [] for stack in stacks}
+            lat: dict[str, Any] = {}
+            for _round in range(args.rounds):
+                for stack in stacks:
+                    with gateway(home, emu.port, stack=stack) as gw:
+                        found = latency(gw, route, emu.port, relay_port, count)
+                    with bare(home, emu.port, stack=stack) as baseline:
+                        floor = latency(baseline, route, emu.port, relay_port, count)
+                    cpu[stack].append(found["gateway_cpu_us"])
+                    floor_cpu[stack].append(floor["gateway_cpu_us"])
+                    added[stack].append(found["gateway"][0] - found["direct"][0])
+                    if stack == stacks[0]:
+                        lat = found  # the latency figures: the first stack's last run
+            said(f"\n1. latency at 1 client ({count} non-streaming Chat requests each way)")
+            for kind in ("direct", "relay", "gateway"):
+                median, p99 = lat[kind]
+                said(f"   {kind:8} median {median:6.2f} ms   p99 {p99:6.2f} ms")
+            for kind in ("relay", "gateway"):
+                median = lat[kind][0] - lat["direct"][0]
+                p99 = lat[kind][1] - lat["direct"][1]
+                said(f"   added by the {kind:7}: median {median:.2f} ms, p99 {p99:.2f} ms")
+            said(
+                "   (targets for the gateway: <= 1 ms, <= 3 ms; the relay is a bare asyncio\n"
+                "   byte relay process: what any extra hop costs here)\n"
+                f"   CPU per request, medians of {args.rounds} alternate runs (target for the"
+                " gateway <= 1500 us):"
+            )
+            for stack in stacks:
+                mine, floor_us = statistics.median(cpu[stack]), statistics.median(floor_cpu[stack])
+                taken = " ".join(f"{value:.0f}" for value in cpu[stack])
+                said(
+                    f"   {stack:17} gateway {mine:5.0f} us ({taken}); baseline (bare uvicorn app"
+                    f" + one httpx2 request) {floor_us:5.0f} us; gateway / baseline"
+                    f" {mine / floor_us:.2f}x; added latency median"
+                    f" {statistics.median(added[stack]):.2f} ms"
+                )
+            if args.only_cpu:
+                host.close()
+                return None
             with gateway(home, emu.port) as gw:
-                lat = latency(gw, route, emu.port, relay_port, count)
-                said(f"\n1. latency at 1 client ({count} non-streaming Chat requests each way)")
-                for kind in ("direct", "relay", "gateway"):
-                    median, p99 = lat[kind]
-                    said(f"   {kind:8} median {median:6.2f} ms   p99 {p99:6.2f} ms")
-                for kind in ("relay", "gateway"):
-                    median = lat[kind][0] - lat["direct"][0]
-                    p99 = lat[kind][1] - lat["direct"][1]
-                    said(f"   added by the {kind:7}: median {median:.2f} ms, p99 {p99:.2f} ms")
-                with bare(home, emu.port) as baseline:
-                    floor = latency(baseline, route, emu.port, relay_port, count)
-                cpu, floor_cpu = lat["gateway_cpu_us"], floor["gateway_cpu_us"]
+                each = max(5, int(40 * scale))
+                tput = throughput(gw, route, emu.port, each)
+                direct_rps, gateway_rps = tput["direct_rps"], tput["gateway_rps"]
                 said(
-                    "   (targets for the gateway: <= 1 ms, <= 3 ms; the relay is a bare asyncio\n"
-                    "   byte relay process: what any extra hop costs here)\n"
-                    f"   gateway CPU per request {cpu:.0f} us (target <= 1500)\n"
-                    f"   baseline (bare uvicorn app + one httpx2 request) {floor_cpu:.0f} us,"
-                    f" added latency median {floor['gateway'][0] - floor['direct'][0]:.2f} ms;"
-                    f" gateway / baseline CPU {cpu / floor_cpu:.2f}x"
+                    f"\n2. 64 concurrent clients ({64 * each} requests a run, two runs each way)\n"
+                    f"   direct  {direct_rps:.0f} req/s   gateway {gateway_rps:.0f} req/s"
+                    f"   ratio {gateway_rps / direct_rps:.0%} (target >= 70%)"
+                    f"   errors {int(tput['direct_errors'])}/{int(tput['gateway_errors'])}"
                 )
-                from copilot_host._accel import aiohttp_usable
-
-                if aiohttp_usable():
-                    with bare(home, emu.port, "aiohttp") as baseline:
-                        fast = latency(baseline, route, emu.port, relay_port, count)
-                    said(
-                        "   baseline on the aiohttp transport (the gateway's default)"
-                        f" {fast['gateway_cpu_us']:.0f} us, added latency median"
-                        f" {fast['gateway'][0] - fast['direct'][0]:.2f} ms;"
-                        f" gateway / that baseline CPU {cpu / fast['gateway_cpu_us']:.2f}x"
-                    )
-                if "2" in args.sections:
-                    each = max(5, int(40 * scale))
-                    tput = throughput(gw, route, emu.port, each)
-                    direct_rps, gateway_rps = tput["direct_rps"], tput["gateway_rps"]
-                    said(
-                        f"\n2. 64 concurrent clients ({64 * each} requests a run, two runs"
-                        " each way)\n"
-                        f"   direct  {direct_rps:.0f} req/s   gateway {gateway_rps:.0f} req/s"
-                        f"   ratio {gateway_rps / direct_rps:.0%} (target >= 70%)"
-                        f"   errors {int(tput['direct_errors'])}/{int(tput['gateway_errors'])}"
-                    )
-            if "6" not in args.sections:
-                host.close()
-            else:
-                profile = Path(os.environ.get("BENCH_PROFILE", base / "gateway.prof"))
-                with gateway(home, emu.port, profile=profile) as gw:
-                    latency(gw, route, emu.port, relay_port, count)
-                host.close()
-                idle, rows = where_time_goes(profile, count + 20)
-                said(
-                    f"\n6. where the gateway's time goes (cProfile, {count + 20} requests; busy"
-                    f" time only, {idle:.1f} s waiting in epoll left out; profiled times are"
-                    " inflated)"
-                )
-                for label, share, per in rows:
-                    said(f"   {share:5.1f}%  {per:7.0f} us/request  {label}")
+            profile = Path(os.environ.get("BENCH_PROFILE", base / "gateway.prof"))
+            with gateway(home, emu.port, profile=profile) as gw:
+                latency(gw, route, emu.port, relay_port, count)
+            host.close()
+            idle, rows = where_time_goes(profile, count + 20)
+            said(
+                f"\n6. where the gateway's time goes (cProfile, {count + 20} requests; busy"
+                f" time only, {idle:.1f} s waiting in epoll left out; profiled times are"
+                " inflated)"
+            )
+            for label, share, per in rows:
+                said(f"   {share:5.1f}%  {per:7.0f} us/request  {label}")
 
         # 3: streams of 1,000 text events, 1 ms apart, through a tap (and one more hop).
-        if "3" in args.sections:
-            with (
-                emulator(stream_events=1000, stream_pause=0.001) as emu,
-                tap(emu.port) as (tap_child, tap_port),
-                tap(tap_port) as (_hop_child, hop_port),
-            ):
-                home = base / "home-3"
-                login(home, emu.port)
-                host, route = direct_route(home, emu.port)
-                with gateway(home, emu.port, upstream=tap_port) as gw:
-                    runs = max(2, int(5 * scale))
-                    sse = stream_delay(gw, route, tap_child, tap_port, hop_port, runs)
-                    said(f"\n3. {runs} streams of {sse['events']} events (1 ms apart) each way")
-                    for kind in ("direct", "relay", "gateway"):
-                        median, p99 = sse[kind]
-                        said(
-                            f"   {kind:8} tap to client: median {median:.3f} ms   p99 {p99:.3f} ms"
-                        )
-                    for kind in ("relay", "gateway"):
-                        said(
-                            f"   added per event by the {kind:7}: median "
-                            f"{sse[kind][0] - sse['direct'][0]:.3f} ms"
-                        )
-                    said("   (target for the gateway: <= 0.1 ms)")
-                    gw_cpu = stream_cpu(gw)
+        with (
+            emulator(stream_events=1000, stream_pause=0.001) as emu,
+            tap(emu.port) as (tap_child, tap_port),
+            tap(tap_port) as (_hop_child, hop_port),
+        ):
+            home = base / "home-3"
+            login(home, emu.port)
+            host, route = direct_route(home, emu.port)
+            with gateway(home, emu.port, upstream=tap_port) as gw:
+                runs = max(2, int(5 * scale))
+                sse = stream_delay(gw, route, tap_child, tap_port, hop_port, runs)
+                said(f"\n3. {runs} streams of {sse['events']} events (1 ms apart) each way")
+                for kind in ("direct", "relay", "gateway"):
+                    median, p99 = sse[kind]
+                    said(f"   {kind:8} tap to client: median {median:.3f} ms   p99 {p99:.3f} ms")
+                for kind in ("relay", "gateway"):
                     said(
-                        f"   gateway CPU per relayed event: {gw_cpu:.0f} us (kernel time of its"
-                        " loopback writes included)"
+                        f"   added per event by the {kind:7}: median "
+                        f"{sse[kind][0] - sse['direct'][0]:.3f} ms"
                     )
-                host.close()
+                said("   (target for the gateway: <= 0.1 ms)")
+                gw_cpu = stream_cpu(gw)
+                said(
+                    f"   gateway CPU per relayed event: {gw_cpu:.0f} us (kernel time of its"
+                    " loopback writes included)"
+                )
+            host.close()
 
         # 4: streams that stay open for about 2 s each.
-        if "4" in args.sections:
-            with emulator(stream_events=20, stream_pause=0.1) as emu:
-                home = base / "home-4"
-                login(home, emu.port)
-                with gateway(home, emu.port) as gw:
-                    many = many_streams(gw, 256)
-                    said(
-                        f"\n4. {many['streams']} concurrent streams through the gateway "
-                        f"({many['events']} events in {many['seconds']:.1f} s)\n"
-                        f"   errors {len(many['errors'])} {sorted(set(many['errors']))}"
-                        f"   gateway RSS idle {many['rss_idle_mb']:.0f} MB,"
-                        f" peak {many['rss_peak_mb']:.0f} MB (high-water {many['hwm_mb']:.0f} MB;"
-                        " target < 150)"
-                    )
+        with emulator(stream_events=20, stream_pause=0.1) as emu:
+            home = base / "home-4"
+            login(home, emu.port)
+            with gateway(home, emu.port) as gw:
+                many = many_streams(gw, 256)
+                said(
+                    f"\n4. {many['streams']} concurrent streams through the gateway "
+                    f"({many['events']} events in {many['seconds']:.1f} s)\n"
+                    f"   errors {len(many['errors'])} {sorted(set(many['errors']))}"
+                    f"   gateway RSS idle {many['rss_idle_mb']:.0f} MB,"
+                    f" peak {many['rss_peak_mb']:.0f} MB (high-water {many['hwm_mb']:.0f} MB;"
+                    " target < 150)"
+                )
 
         # 5: sessions that live 10 s.
-        if "5" in args.sections:
-            with emulator(session_lifetime=10, refresh_in=None) as emu:
-                home = base / "home-5"
-                login(home, emu.port)
-                with gateway(home, emu.port) as gw:
-                    ex = exchanges(gw, emu, 256)
-                    said(
-                        f"\n5. session exchanges ({ex['burst']} concurrent requests)\n"
-                        f"   first requests to a fresh gateway: {ex['cold_exchanges']} exchange,"
-                        f" {ex['cold_discoveries']} discovery ({ex['cold_ok']} answered 200)\n"
-                        f"   when its session is due: {ex['due_exchanges']} exchange"
-                        f" ({ex['due_ok']} answered 200)   (target: exactly 1)"
-                    )
+        with emulator(session_lifetime=10, refresh_in=None) as emu:
+            home = base / "home-5"
+            login(home, emu.port)
+            with gateway(home, emu.port) as gw:
+                ex = exchanges(gw, emu, 256)
+                said(
+                    f"\n5. session exchanges ({ex['burst']} concurrent requests)\n"
+                    f"   first requests to a fresh gateway: {ex['cold_exchanges']} exchange,"
+                    f" {ex['cold_discoveries']} discovery ({ex['cold_ok']} answered 200)\n"
+                    f"   when its session is due: {ex['due_exchanges']} exchange"
+                    f" ({ex['due_ok']} answered 200)   (target: exactly 1)"
+                )
     return None
 
 

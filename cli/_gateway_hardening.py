@@ -8,7 +8,7 @@ This module bounds all of that:
 
 * :func:`raise_open_file_limit`: the soft ``RLIMIT_NOFILE`` goes up to the hard limit at
   start, so the bounds below are as generous as the account allows.
-* :func:`hardened_protocol`: uvicorn's h11 protocol with
+* :func:`hardened_protocol`: uvicorn's h11 or httptools protocol with
 
   - a deadline for the request head: a connection that has not sent a complete request
     head within :data:`HEAD_TIMEOUT` seconds of opening (or of its previous answer) is
@@ -22,11 +22,14 @@ This module bounds all of that:
     not read (a refusal, sent with ``Connection: close``), the write side is shut so the
     client reads the answer, and what the client still sends is discarded for at most
     :data:`LINGER_SECONDS` and :data:`LINGER_BYTES`, then the connection is closed. A
-    client that keeps uploading gigabytes is cut off instead of read to the end.
+    client that keeps uploading gigabytes is cut off instead of read to the end;
+  - on httptools, the bound on a request head that h11 keeps by itself
+    (:data:`MAX_HEAD_BYTES`): llhttp has none.
 
-* :func:`quiet_accept_errors`: an ``accept()`` that fails for want of descriptors is one
-  warning line per episode (until a connection is accepted again), never a traceback per
-  attempt.
+* :func:`quiet_accept_errors`: on asyncio, an ``accept()`` that fails for want of
+  descriptors is one warning line per episode (until a connection is accepted again),
+  never a traceback per attempt. uvloop logs nothing there: libuv accepts and closes at
+  once the connections it has no descriptor for.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ __all__ = [
     "HEAD_TIMEOUT",
     "LINGER_BYTES",
     "LINGER_SECONDS",
+    "MAX_HEAD_BYTES",
     "STOP_SIGNALS",
     "ConnectionBook",
     "HardenedServer",
@@ -76,6 +80,9 @@ UPSTREAM_CONNECTIONS = 512
 # refusal), for at most this long.
 LINGER_BYTES = 32 * 1024 * 1024
 LINGER_SECONDS = 2.0
+# The largest request head taken (request line and headers): h11's own default, which
+# httptools lacks. The clients' heads are a few KiB.
+MAX_HEAD_BYTES = 16 * 1024
 # A connection set up this long after the last failed accept() was accepted by a retry
 # that worked: the episode is over (asyncio retries a failed accept a second later).
 _EPISODE_GAP = 0.5
@@ -128,13 +135,17 @@ class ConnectionBook:
 def hardened_protocol(
     book: ConnectionBook,
     *,
+    http: str = "h11",
     head_timeout: float = HEAD_TIMEOUT,
     linger_seconds: float = LINGER_SECONDS,
     linger_bytes: int = LINGER_BYTES,
+    max_head_bytes: int = MAX_HEAD_BYTES,
 ) -> type[asyncio.Protocol]:
-    """uvicorn's h11 protocol with the deadline, bound and lingering close above."""
-    import h11
-    from uvicorn.protocols.http.h11_impl import H11Protocol
+    """uvicorn's HTTP protocol ``http`` (``"h11"`` or ``"httptools"``) with the deadline,
+    bound and lingering close above. The two differ only in how they answer two
+    questions, "is a request body still unread?" and "is the connection waiting for a
+    request head?", and httptools gets the bound on a request head that h11 keeps by
+    itself (``max_head_bytes``, given to h11 as its largest incomplete event)."""
 
     class _Linger:
         """The transport uvicorn holds, whose ``close()`` lingers while a request body is
@@ -142,10 +153,16 @@ def hardened_protocol(
 
         lingering: bool
 
-        def __init__(self, protocol: HardenedH11Protocol, transport: asyncio.Transport) -> None:
+        def __init__(self, protocol: _Hardened, transport: asyncio.Transport) -> None:
             self._protocol = protocol
             self._transport = transport
             self.lingering = False
+            # What uvicorn calls for every request, bound once rather than looked up
+            # through __getattr__ each time.
+            self.write = transport.write
+            self.get_extra_info = transport.get_extra_info
+            self.pause_reading = transport.pause_reading
+            self.resume_reading = transport.resume_reading
 
         def __getattr__(self, name: str) -> Any:
             return getattr(self._transport, name)
@@ -157,8 +174,7 @@ def hardened_protocol(
             transport = self._transport
             if self.lingering or transport.is_closing():
                 return
-            unread = self._protocol.conn.their_state is h11.SEND_BODY
-            if not unread or not transport.can_write_eof():
+            if not self._protocol.body_unread() or not transport.can_write_eof():
                 transport.close()
                 return
             # The answer is written (or queued); the client is told nothing more comes,
@@ -168,9 +184,14 @@ def hardened_protocol(
             transport.resume_reading()
             self._protocol.start_linger(linger_seconds)
 
-    class HardenedH11Protocol(H11Protocol):
+    class _Hardened(asyncio.Protocol):
+        """What both protocols add; mixed in before uvicorn's class, whose ``loop``,
+        ``transport`` and callbacks it uses."""
+
         # Where the server finds the book (to end an out-of-descriptors episode).
         connections_book = book
+        loop: asyncio.AbstractEventLoop
+        transport: asyncio.Transport
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
@@ -179,9 +200,22 @@ def hardened_protocol(
             self._linger_timer: asyncio.TimerHandle | None = None
             self._discarded = 0
 
-        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        # The two questions each protocol answers.
+        def body_unread(self) -> bool:
+            """Whether the request being answered has body bytes the server never read."""
+            raise NotImplementedError
+
+        def waiting_for_head(self) -> bool:
+            """Whether no request is being served (a head may be arriving, or nothing)."""
+            raise NotImplementedError
+
+        def feed(self, data: bytes) -> None:
+            """uvicorn's own ``data_received``."""
+            super().data_received(data)
+
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
             book.accepted()
-            self._linger = _Linger(self, transport)
+            self._linger = _Linger(self, cast(asyncio.Transport, transport))
             super().connection_made(cast(asyncio.Transport, self._linger))
             book.held.add(self)
             if len(book.held) > book.bound and not self._make_room():
@@ -218,11 +252,13 @@ def hardened_protocol(
                 if self._discarded > linger_bytes:
                     self._linger._transport.abort()
                 return
-            super().data_received(data)
+            if self.transport.is_closing():
+                return  # refused (a 400): nothing more is parsed
+            self.feed(data)
             self._sync()
 
         def on_response_complete(self) -> None:
-            super().on_response_complete()
+            super().on_response_complete()  # type: ignore[misc]
             self._sync()
 
         def _sync(self) -> None:
@@ -230,11 +266,7 @@ def hardened_protocol(
             book follow."""
             if self._linger is None or self.transport.is_closing():
                 return
-            cycle = self.cycle
-            waiting = self.conn.their_state is h11.IDLE and (
-                cycle is None or cycle.response_complete
-            )
-            if waiting:
+            if self.waiting_for_head():
                 if self not in book.waiting:
                     book.waiting[self] = None
                 if self._head_timer is None:
@@ -258,7 +290,81 @@ def hardened_protocol(
             transport = self._linger._transport
             self._linger_timer = self.loop.call_later(seconds, transport.close)
 
-    return HardenedH11Protocol
+    if http == "h11":
+        return _h11_protocol(_Hardened)
+    if http == "httptools":
+        return _httptools_protocol(_Hardened, max_head_bytes)
+    raise ValueError(f"unknown HTTP protocol {http!r}")
+
+
+def _h11_protocol(hardened: type[Any]) -> type[asyncio.Protocol]:
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class HardenedH11Protocol(hardened, H11Protocol):  # type: ignore[misc]
+        """h11 keeps the connection's state: a body is unread while the client may still
+        send one; a head is awaited while the client is idle and no answer is due. h11
+        bounds the head itself (the config's ``h11_max_incomplete_event_size``)."""
+
+        def body_unread(self) -> bool:
+            return bool(self.conn.their_state is h11.SEND_BODY)
+
+        def waiting_for_head(self) -> bool:
+            cycle = self.cycle
+            return bool(
+                self.conn.their_state is h11.IDLE and (cycle is None or cycle.response_complete)
+            )
+
+    return cast(type[asyncio.Protocol], HardenedH11Protocol)
+
+
+def _httptools_protocol(hardened: type[Any], max_head_bytes: int) -> type[asyncio.Protocol]:
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    class HardenedHttpToolsProtocol(hardened, HttpToolsProtocol):  # type: ignore[misc]
+        """httptools (llhttp) keeps no state to ask, so the parser's callbacks tell: a
+        body is open from a head's end to its message's end. A head is awaited while no
+        request is being answered or queued behind one (pipelined): a head being dripped
+        in does not count as a request until it is complete, and neither does a body
+        still arriving for a request already answered. llhttp puts no bound on a head
+        (httptools buffers a header until it ends): the bytes received while a head is
+        incomplete are counted, and past ``max_head_bytes`` the request is refused as h11
+        refuses it (400, then the connection is closed)."""
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._body_open = False
+            self._head_bytes = 0
+
+        def body_unread(self) -> bool:
+            return self._body_open
+
+        def waiting_for_head(self) -> bool:
+            cycle = self.cycle
+            return (cycle is None or cycle.response_complete) and not self.pipeline
+
+        def on_headers_complete(self) -> None:
+            self._body_open = True
+            self._head_bytes = 0
+            super().on_headers_complete()
+
+        def on_message_complete(self) -> None:
+            self._body_open = False
+            super().on_message_complete()
+
+        def feed(self, data: bytes) -> None:
+            # Bytes that arrive while no head is complete count toward the head; a head
+            # completed in this chunk starts the count again. What follows a completed
+            # message in the same chunk is not counted: at most one read (256 KiB) more.
+            if not self._body_open:
+                self._head_bytes += len(data)
+            super().feed(data)
+            if self._head_bytes > max_head_bytes and not self.transport.is_closing():
+                message = "Invalid HTTP request received."
+                self.logger.warning(message)
+                self.send_400_response(message)
+
+    return cast(type[asyncio.Protocol], HardenedHttpToolsProtocol)
 
 
 def quiet_accept_errors(loop: asyncio.AbstractEventLoop) -> Callable[[], None]:

@@ -287,10 +287,10 @@ class _Gateway:
             )
 
         def target() -> None:
-            import asyncio
+            from ._server_stack import run_on_loop
 
             try:
-                asyncio.run(main())
+                run_on_loop(main())
             except BaseException as exc:
                 self.error = exc
             finally:

@@ -39,6 +39,8 @@ if TYPE_CHECKING:
     from copilot_host.gateway import GatewayApp
     from copilot_host.store import CredentialStore, GatewayKey
 
+    from ._server_stack import ServerStack
+
 __all__ = ["DEFAULT_PORT", "GRACE", "host_option", "serve", "server_config"]
 
 # The fixed default port: the same base URL every day, for tools configured once.
@@ -367,15 +369,25 @@ def _raise_descriptor_limit() -> None:
     raise_open_file_limit()
 
 
-def server_config(app: Any, *, grace: int = GRACE) -> uvicorn.Config:
+def server_config(
+    app: Any, *, grace: int = GRACE, stack: ServerStack | None = None
+) -> uvicorn.Config:
     """How serve runs the gateway under uvicorn (the gateway tests run it the same way):
+    on the HTTP protocol of ``stack`` (:func:`._server_stack.server_stack` by default),
     with the connection bounds of :mod:`._gateway_hardening`."""
     import resource
 
     import uvicorn  # only serve needs it
 
-    from ._gateway_hardening import ConnectionBook, connection_bound, hardened_protocol
+    from ._gateway_hardening import (
+        MAX_HEAD_BYTES,
+        ConnectionBook,
+        connection_bound,
+        hardened_protocol,
+    )
+    from ._server_stack import server_stack
 
+    chosen = server_stack() if stack is None else stack
     open_files = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
     book = ConnectionBook(connection_bound(open_files))
     return uvicorn.Config(
@@ -385,8 +397,10 @@ def server_config(app: Any, *, grace: int = GRACE) -> uvicorn.Config:
         log_config=None,
         access_log=False,
         ws="none",
-        http=hardened_protocol(book),
-        loop="asyncio",
+        http=hardened_protocol(book, http=chosen.http),
+        # Informative: the loop is made by run_on_loop before uvicorn is reached.
+        loop=chosen.loop,
+        h11_max_incomplete_event_size=MAX_HEAD_BYTES,
         # No forwarding headers are trusted: every client is on this machine.
         proxy_headers=False,
         server_header=False,
@@ -404,9 +418,9 @@ def _run(
     max_credits: float | None = None,
     on_app: Callable[[GatewayApp], None] | None = None,
 ) -> None:
-    import asyncio
+    from ._server_stack import run_on_loop
 
-    asyncio.run(
+    run_on_loop(
         serve_gateway(
             listener,
             gateway,

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from copilot_host_cli._context import CliSeam
+from copilot_host_cli._server_stack import PURE_PYTHON_ENV
 
 from copilot_host.github import AsyncGitHubCopilotHost
 from tests.cli.conftest import Cli
@@ -28,9 +29,20 @@ def _look(capfd: pytest.CaptureFixture[str]) -> dict[str, Any]:
 
 
 @pytest.mark.usefixtures("copilot_home")
+@pytest.mark.parametrize("pure", [False, True], ids=["default", "pure-python"])
 def test_this_logins_account_through_the_seam(
-    cli: Cli, emulate: Any, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+    cli: Cli,
+    emulate: Any,
+    tmp_path: Path,
+    capfd: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    pure: bool,
 ) -> None:
+    # The gateway's thread on either server stack.
+    if pure:
+        monkeypatch.setenv(PURE_PYTHON_ENV, "1")
+    else:
+        monkeypatch.delenv(PURE_PYTHON_ENV, raising=False)
     env = emulate()
     assert cli("login", "--headless", seam=env.seam).exit_code == 0
     capfd.readouterr()

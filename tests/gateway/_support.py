@@ -24,6 +24,7 @@ import httpx2
 import uvicorn
 from copilot_host_cli._gateway_hardening import HardenedServer
 from copilot_host_cli._serve import server_config
+from copilot_host_cli._server_stack import ServerStack, run_on_loop
 
 import copilot_host as ch
 from copilot_host.gateway import ACCESS_LOGGER, GatewayApp, GatewayHooks, create_app
@@ -209,8 +210,10 @@ def running_gateway(
     max_credits: float | None = None,
     model_aliases: dict[str, str] | None = None,
     default_model: str | None = None,
+    stack: ServerStack | None = None,
 ) -> Iterator[Gateway]:
-    """Serve a gateway for the account in ``home`` until the block ends."""
+    """Serve a gateway for the account in ``home`` until the block ends, on the server
+    stack serve would use (or ``stack``)."""
     home.mkdir(mode=0o700, exist_ok=True)
     person = GitHubCopilotHost(
         store=CredentialStore(home, key_file=True), transport=emulator.transport()
@@ -249,14 +252,14 @@ def running_gateway(
                 default_model=default_model,
                 **extra,
             )
-            config = server_config(app)
+            config = server_config(app, stack=stack)
             server = _Server(config, ready)
             made.update(app=app, server=server, loop=asyncio.get_running_loop())
             await server.serve(sockets=[sock])
 
     def run() -> None:
         try:
-            asyncio.run(serve())
+            run_on_loop(serve(), stack)
         except BaseException as exc:
             failed.append(exc)
             ready.set()

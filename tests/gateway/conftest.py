@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from copilot_host_cli._server_stack import PURE_PYTHON
 
 from copilot_host._accel import PURE_PYTHON_ENV
 from copilot_host.testing import GitHubEmulator, Scenario
@@ -51,6 +52,26 @@ def shared_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway
     home = tmp_path_factory.mktemp("gateway") / "home"
     with GitHubEmulator() as emulator, running_gateway(emulator, home) as running:
         yield running
+
+
+@pytest.fixture(scope="module")
+def pure_shared_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
+    """``shared_gateway`` on the pure-Python stack (h11 on asyncio), for the tests that
+    must hold on both stacks serve may use."""
+    home = tmp_path_factory.mktemp("gateway") / "home"
+    with (
+        GitHubEmulator() as emulator,
+        running_gateway(emulator, home, stack=PURE_PYTHON) as running,
+    ):
+        yield running
+
+
+@pytest.fixture(params=["default", "pure-python"])
+def either_stack_gateway(request: pytest.FixtureRequest) -> Iterator[Gateway]:
+    """The module's shared gateway on the default stack, then on the pure-Python one."""
+    name = "shared_gateway" if request.param == "default" else "pure_shared_gateway"
+    shared: Gateway = request.getfixturevalue(name)
+    yield from fresh_view(shared)
 
 
 def fresh_view(shared: Gateway) -> Iterator[Gateway]:

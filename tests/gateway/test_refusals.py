@@ -400,11 +400,12 @@ def _upload_refused(gateway: Gateway, head: bytes, budget: int) -> tuple[bytes, 
     ids=["wrong key", "origin", "too large"],
 )
 def test_a_refusal_closes_the_connection_and_stops_reading_the_upload(
-    gateway: Gateway, head: bytes, status: bytes
+    either_stack_gateway: Gateway, head: bytes, status: bytes
 ) -> None:
     """A client that goes on uploading after its request was refused (gigabytes, say) is
     not read to the end: the refusal says ``Connection: close`` and the gateway stops
     taking the body within a bounded amount (what a lingering close discards)."""
+    gateway = either_stack_gateway
     key = b"" if b"Authorization" in head else f"Authorization: Bearer {gateway.key}\r\n".encode()
     length = b"" if b"Content-Length" in head else b"Content-Length: 4294967296\r\n"
     request = (
@@ -426,7 +427,10 @@ def test_a_refusal_closes_the_connection_and_stops_reading_the_upload(
     assert gateway.emulator.requests == ()
 
 
-def test_a_refusal_after_the_body_was_read_keeps_the_connection(gateway: Gateway) -> None:
+def test_a_refusal_after_the_body_was_read_keeps_the_connection(
+    either_stack_gateway: Gateway,
+) -> None:
+    gateway = either_stack_gateway
     connection = http.client.HTTPConnection("127.0.0.1", gateway.port, timeout=30)
     try:
         for _ in range(2):  # the same connection serves both

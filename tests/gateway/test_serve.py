@@ -26,6 +26,7 @@ import pytest
 from click.testing import CliRunner
 from copilot_host_cli import main
 from copilot_host_cli._context import CliSeam
+from copilot_host_cli._server_stack import PURE_PYTHON_ENV
 
 from copilot_host.github import AsyncGitHubCopilotHost, GitHubCopilotHost
 from copilot_host.store import CredentialStore
@@ -116,8 +117,12 @@ def _login(emulator: GitHubEmulator, home: Path) -> None:
         person.login(sleep=lambda _seconds: None)
 
 
-def _env(home: Path) -> dict[str, str]:
+def _env(home: Path, *, pure_python: bool = False) -> dict[str, str]:
+    """The child's environment: on the default server stack, or on the pure-Python one."""
     env = dict(os.environ)
+    env.pop(PURE_PYTHON_ENV, None)
+    if pure_python:
+        env[PURE_PYTHON_ENV] = "1"
     env["COPILOT_HOST_HOME"] = str(home)
     # The child cannot see the suite's in-memory keyring; make sure it finds no real one.
     env["PYTHON_KEYRING_BACKEND"] = "keyring.backends.fail.Keyring"
@@ -129,7 +134,8 @@ def serve(tmp_path: Path) -> Iterator[Any]:
     """``serve(*options, scenario=, logged_in=, home=, open_files=, read_stderr=)`` starts
     ``copilot-host serve`` in a child process on an emulator of its own (under the open-file
     limits ``(soft, hard)`` when given; its stderr a pipe nobody reads with
-    ``read_stderr=False``); the child is killed if the test left it."""
+    ``read_stderr=False``; on the pure-Python server stack with ``pure_python=True``); the
+    child is killed if the test left it."""
     started: list[Served] = []
     emulators: list[GitHubEmulator] = []
 
@@ -140,6 +146,7 @@ def serve(tmp_path: Path) -> Iterator[Any]:
         home: Path | None = None,
         open_files: tuple[int, int] | None = None,
         read_stderr: bool = True,
+        pure_python: bool = False,
     ) -> Served:
         emulator = GitHubEmulator(scenario).start()
         emulators.append(emulator)
@@ -152,7 +159,7 @@ def serve(tmp_path: Path) -> Iterator[Any]:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            env=_env(home),
+            env=_env(home, pure_python=pure_python),
         )
         assert child.stdout is not None and child.stderr is not None
         # Unread, the child's stderr is a pipe nobody reads until the test starts reading.
@@ -209,8 +216,11 @@ def _port(served: Served) -> int:
 # -- in a child process ------------------------------------------------------------------------
 
 
-def test_json_mode_one_listening_line_a_0600_key_file_and_sigterm_143(serve: Any) -> None:
-    served = serve("--port", "0", "--json")
+@pytest.mark.parametrize("pure", [False, True], ids=["default", "pure-python"])
+def test_json_mode_one_listening_line_a_0600_key_file_and_sigterm_143(
+    serve: Any, pure: bool
+) -> None:
+    served = serve("--port", "0", "--json", pure_python=pure)
     _listening(served)
     key_file = served.home / f"gateway-{_port(served)}.key"
     assert (key_file.stat().st_mode & 0o777) == 0o600
@@ -240,8 +250,9 @@ def test_json_mode_one_listening_line_a_0600_key_file_and_sigterm_143(serve: Any
     assert served.leaks(stdout, stderr) == []
 
 
-def test_sigint_lets_a_request_in_flight_finish_then_exits_130(serve: Any) -> None:
-    served = serve("--port", "0", "--json", scenario=Scenario(slow={"chat": 1.0}))
+@pytest.mark.parametrize("pure", [False, True], ids=["default", "pure-python"])
+def test_sigint_lets_a_request_in_flight_finish_then_exits_130(serve: Any, pure: bool) -> None:
+    served = serve("--port", "0", "--json", scenario=Scenario(slow={"chat": 1.0}), pure_python=pure)
     _listening(served)
     results: list[int] = []
 
@@ -270,10 +281,11 @@ def test_sigint_lets_a_request_in_flight_finish_then_exits_130(serve: Any) -> No
     assert served.leaks(stdout, stderr) == []
 
 
-def test_a_stream_cut_upstream_is_one_warning_line_and_no_traceback(serve: Any) -> None:
+@pytest.mark.parametrize("pure", [False, True], ids=["default", "pure-python"])
+def test_a_stream_cut_upstream_is_one_warning_line_and_no_traceback(serve: Any, pure: bool) -> None:
     """GitHub (or a proxy) drops a stream mid-answer: the client's connection is cut, and
     stderr says so in one line; uvicorn's traceback for the error that cuts it is left out."""
-    served = serve("--port", "0", "--json", scenario=Scenario(stream_cut=1))
+    served = serve("--port", "0", "--json", scenario=Scenario(stream_cut=1), pure_python=pure)
     _listening(served)
     with (
         httpx2.Client(timeout=BOUND) as client,
