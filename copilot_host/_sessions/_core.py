@@ -133,14 +133,19 @@ class SessionCore:
     def hot(self, identity: LoginIdentity | None) -> CopilotSession | None:
         """The current session if it is FRESH for ``identity``; lock-free, the common path."""
         hot = self._hot
-        if (
-            hot is not None
-            and (hot[1] is identity or hot[1] == identity)
-            and self.monotonic() < hot[2]
-            and self._time() < hot[3]
-        ):
+        if hot is None or not (self.monotonic() < hot[2] and self._time() < hot[3]):
+            return None
+        if hot[1] is identity:
             return hot[0]
-        return None
+        if hot[1] != identity:
+            return None
+        # The same login in another object (the host read its record again): keep this one,
+        # so the next calls decide with ``is``. Only if no other thread replaced the session
+        # meanwhile.
+        with self._lock:
+            if self._hot is hot:
+                self._hot = (hot[0], identity, hot[2], hot[3])
+        return hot[0]
 
     def describe(self) -> str:
         """A secret-free word on the state, for reprs."""
@@ -336,7 +341,7 @@ class SessionCore:
             _check_token(result)
         except ResponseError as exc:
             return Landing(LandingKind.FAILED, error=exc)
-        self._install(result)
+        self._install(result, flight.key)
         # The policy in force says when: the host's times are only what the server asked.
         fresh_until, _ = self._policy.fresh_until(result)
         expires, _ = self._policy.expiry(result)
@@ -355,13 +360,16 @@ class SessionCore:
         self._hot = None
         self._flights.forget()
 
-    def _install(self, session: CopilotSession) -> None:
+    def _install(self, session: CopilotSession, identity: LoginIdentity) -> None:
         register_secret(session.token)
         self.installs += 1
         self._session = session
         self._flights.forget()
         fresh_mono, fresh_wall = self._policy.fresh_until(session)
-        self._hot = (session, session.identity, fresh_mono, fresh_wall)
+        # The login as the host gave it when the exchange began (equal to the session's):
+        # the host hands the same object back while the login is unchanged, so the hot
+        # path's identity check is one ``is``, not a dataclass comparison.
+        self._hot = (session, identity, fresh_mono, fresh_wall)
 
 
 def _check_token(session: CopilotSession) -> None:

@@ -51,6 +51,7 @@ __all__ = [
     "NEED_SESSION",
     "VISION",
     "HeaderList",
+    "Identity",
     "Pipeline",
     "Rejections",
     "Send",
@@ -123,7 +124,7 @@ Step = _Need | Send
 
 
 @dataclass(frozen=True, slots=True)
-class _Identity:
+class Identity:
     """The host's headers as given, checked, and encoded once."""
 
     given: Mapping[str, str]
@@ -153,7 +154,7 @@ class Pipeline:
         self._switcher = switcher
         self._listed = frozenset(listed)
         # What the last session adds to a request, built once per session and identity.
-        self._prepared: tuple[CopilotSession, _Identity, tuple[tuple[bytes, bytes], ...]] | None
+        self._prepared: tuple[CopilotSession, Identity, tuple[tuple[bytes, bytes], ...]] | None
         self._prepared = None
 
     @property
@@ -165,18 +166,59 @@ class Pipeline:
     ) -> Generator[Step, object, None]:
         """One request: ``facts`` read from its body, ``client`` its headers as the client
         set them (name, value) in bytes, not changed while the flow runs (httpx2's
-        ``Headers.raw`` is a fresh list). See the module docstring for the steps."""
-        resolver = self._resolver
-        asked = resolver.installs
+        ``Headers.raw`` is a fresh list). See the module docstring for the steps.
+
+        The first two steps are also offered one by one, for drivers on a hot path that
+        would rather not start a generator for the common request, answered at the first
+        send: read ``installs`` from the resolver, get the session, send :meth:`first`'s
+        headers; when :meth:`settled` says the answer does not stand alone, drive
+        :meth:`after`, the rest of this flow."""
+        asked = self._resolver.installs
         session = yield NEED_SESSION
         assert isinstance(session, CopilotSession)
+        headers, identity = self.first(facts, client, session)
+        status = yield Send(headers)
+        assert isinstance(status, int)
+        if not self.settled(status, facts):
+            yield from self.after(
+                facts, client, session=session, identity=identity, asked=asked, status=status
+            )
+
+    def first(
+        self, facts: RequestFacts, client: Sequence[tuple[bytes, bytes]], session: CopilotSession
+    ) -> tuple[HeaderList, Identity]:
+        """The headers of a request's first send with ``session``, and the identity they
+        present (for :meth:`after`)."""
         identity = self._identity
-        status = yield Send(self._compose(client, session, identity, facts))
+        return self._compose(client, session, identity, facts), identity
+
+    def settled(self, status: int, facts: RequestFacts) -> bool:
+        """Whether the answer to a first send stands with no further step: anything but a
+        refusal of the session (401, 403) or, from a host that can switch identities, a
+        400 for a model the inventory listed."""
+        if status in (401, 403):
+            return False
+        return status != 400 or self._switcher is None or facts.model not in self._listed
+
+    def after(
+        self,
+        facts: RequestFacts,
+        client: Sequence[tuple[bytes, bytes]],
+        *,
+        session: CopilotSession,
+        identity: Identity,
+        asked: int,
+        status: int,
+    ) -> Generator[Step, object, None]:
+        """The steps after a first send with ``session`` and ``identity`` (from
+        :meth:`first`) was answered with ``status``, ``asked`` being the resolver's
+        ``installs`` read before that session was got."""
+        resolver = self._resolver
         if status in (401, 403):
             if resolver.rejected(session, asked, forbidden=status == 403):
-                session = yield NEED_SESSION
-                assert isinstance(session, CopilotSession)
-                yield Send(self._compose(client, session, self._identity, facts))
+                renewed = yield NEED_SESSION
+                assert isinstance(renewed, CopilotSession)
+                yield Send(self._compose(client, renewed, self._identity, facts))
             return
         switcher = self._switcher
         if status != 400 or switcher is None or facts.model not in self._listed:
@@ -188,8 +230,8 @@ class Pipeline:
         if other is None:
             return
         switched = self._adopt(other)
-        status = yield Send(self._compose(client, session, switched, facts))
-        if isinstance(status, int) and 200 <= status < 300:
+        resent = yield Send(self._compose(client, session, switched, facts))
+        if isinstance(resent, int) and 200 <= resent < 300:
             return
         # The other identity fared no better (refused too, or the organisation refuses it
         # outright): keeping it would send every later request, for every model, as a
@@ -200,7 +242,7 @@ class Pipeline:
         elif back is not None:
             self._adopt(back)
 
-    def _adopt(self, headers: Mapping[str, str]) -> _Identity:
+    def _adopt(self, headers: Mapping[str, str]) -> Identity:
         """Make ``headers`` (from the host's switch) the identity later requests present."""
         current = self._identity
         if headers is not current.given:
@@ -213,7 +255,7 @@ class Pipeline:
         self,
         client: Sequence[tuple[bytes, bytes]],
         session: CopilotSession,
-        identity: _Identity,
+        identity: Identity,
         facts: RequestFacts,
     ) -> HeaderList:
         prepared = self._prepared
@@ -243,7 +285,7 @@ class Pipeline:
         return sent
 
     def _prepare(
-        self, session: CopilotSession, identity: _Identity
+        self, session: CopilotSession, identity: Identity
     ) -> tuple[tuple[bytes, bytes], ...]:
         """What ``session`` and ``identity`` add to every request, kept for the next."""
         if session.endpoint != self._endpoint:
@@ -305,11 +347,11 @@ def check_headers(headers: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
     return tuple(checked.values())
 
 
-def _identity_of(headers: Mapping[str, str]) -> _Identity:
+def _identity_of(headers: Mapping[str, str]) -> Identity:
     checked = check_headers(headers)
     entries = tuple((name.encode("ascii"), value.encode("ascii")) for name, value in checked)
     dropped = frozenset(
         {b"authorization", VISION.lower().encode("ascii"), _INITIATOR_KEY}
         | {name.lower() for name, _ in entries}
     )
-    return _Identity(headers, entries, dropped)
+    return Identity(headers, entries, dropped)

@@ -73,6 +73,24 @@ def test_first_get_exchanges_once_then_serves_the_same_session() -> None:
     assert host.availability_calls == before + 2  # asked before every reuse
 
 
+def test_the_same_login_in_a_new_object_keeps_the_session() -> None:
+    # A host that reads its record again hands back an equal identity in a new object:
+    # the session is the same, and it is the new object the next look compares with.
+    from dataclasses import replace
+
+    host = CountingHost()
+    r = resolver_for(host)
+    first = r.get()
+    assert host.who is not None
+    host.who = replace(host.who)
+    assert r.get() is first
+    assert host.exchanges == 1
+    hot = r._core._hot
+    assert hot is not None and hot[1] is host.who  # later looks decide with `is`
+    assert r._core.hot(host.who) is first
+    assert r._core.hot(replace(host.who, account="someone-else")) is None
+
+
 def test_64_threads_on_an_expired_session_cause_exactly_one_exchange() -> None:
     host = CountingHost(gate=threading.Event())
     old = make_session(host.clock, host.who)  # type: ignore[arg-type]
