@@ -305,3 +305,17 @@ def test_facts_are_reused_but_the_models_of_many_bodies_do_not_grow_memory() -> 
     assert len(_inspect._MADE) <= _inspect._MADE_MAX
     again = request_facts(ApiProtocol.OPENAI_CHAT, {"model": "m0", "messages": []})
     assert again is made[0]
+
+
+@pytest.mark.parametrize(
+    "path", ["/chat/completions", "/chat/completions?x=1", "/chat/%63ompletions"]
+)
+def test_an_inference_path_however_spelled_is_inspected(path: str) -> None:
+    host = CountingHost()
+    auth = CopilotAuth(SessionResolver(host, clock=host.clock), ENDPOINT, host.request_headers())
+    seen: list[httpx2.Request] = []
+    transport = httpx2.MockTransport(_answering_200(seen))
+    body = {"model": "m", "messages": [{"role": "tool", "content": "done"}]}
+    with httpx2.Client(auth=auth, transport=transport) as client:
+        client.post(ORIGIN + path, json=body)
+    assert seen[0].headers["x-initiator"] == "agent"
