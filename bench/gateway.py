@@ -11,8 +11,8 @@ runs in another process, and the clients in this one. Measured in one run:
    Added latency = gateway minus direct, at the median and at p99 (targets: <= 1 ms,
    <= 3 ms). Also the gateway's CPU time per request (target <= 1.5 ms), beside a
    baseline run the same way: a bare uvicorn app that relays with one httpx2 request.
-   Both on the default stack (httptools on uvloop, the aiohttp transport under httpx2,
-   orjson, when installed) and on the pure-Python one (h11 on asyncio, httpx2's own
+   Both on the default stack (httptools, the aiohttp transport under httpx2, orjson,
+   when installed) and on the pure-Python one (h11 on asyncio, httpx2's own
    transport, json: ``COPILOT_HOST_PURE_PYTHON=1`` in the children), taken alternately
    ``--rounds`` times (default 2), medians side by side.
 2. **64 concurrent clients**: requests per second through the gateway as a share of the
@@ -229,7 +229,7 @@ def role_bare(upstream: int, emulator: int) -> None:
         access_log=False,
         log_level="warning",
         http=stack.http,
-        loop=stack.loop,
+        loop="asyncio",
     )
     uvicorn.Server(config).run(sockets=[listener])
 
@@ -334,11 +334,12 @@ def login(home: Path, emulator_port: int) -> None:
         person.login(sleep=lambda _seconds: None)
 
 
-# The server stacks section 1 compares by default: the default one and the pure-Python
-# one. ``--stacks`` may add mixed ones (``httptools-asyncio``, ``h11-uvloop``), which only
-# the bench's children can be put on (BENCH_SERVER_STACK), to split the gain between the two,
-# and ``+unhardened`` ones (``httptools-uvloop+unhardened``: uvicorn's own protocol, to see
-# what serve's connection bounds cost).
+# The stacks section 1 compares by default: the default one and the pure-Python one.
+# ``--stacks`` may add ones only the bench's children can be put on (BENCH_SERVER_STACK):
+# ``h11`` (the pure-Python parser with the other accelerations: what httptools gives),
+# ``uvloop`` (the default on libuv's event loop, when installed: what uvloop would give),
+# and ``+unhardened`` ones (``httptools+unhardened``: uvicorn's own protocol, to see what
+# serve's connection bounds cost).
 STACKS = ("default", "pure-python")
 
 
@@ -373,8 +374,12 @@ def _forced_stack() -> None:
             return HttpToolsProtocol if http == "httptools" else H11Protocol
 
         _gateway_hardening.hardened_protocol = plain  # type: ignore[assignment]
-    http, loop = wanted.split("-")
-    stack = _server_stack.ServerStack(http=http, loop=loop)  # type: ignore[arg-type]
+    if wanted == "uvloop":
+        import uvloop
+
+        uvloop.install()  # the children start their loops with asyncio.run
+        return
+    stack = _server_stack.ServerStack(http=wanted)  # type: ignore[arg-type]
     _server_stack.server_stack = lambda environ=None: stack
 
 

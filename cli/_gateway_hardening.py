@@ -26,10 +26,10 @@ This module bounds all of that:
   - on httptools, the bound on a request head that h11 keeps by itself
     (:data:`MAX_HEAD_BYTES`): llhttp has none.
 
-* :func:`quiet_accept_errors`: on asyncio, an ``accept()`` that fails for want of
-  descriptors is one warning line per episode (until a connection is accepted again),
-  never a traceback per attempt. uvloop logs nothing there: libuv accepts and closes at
-  once the connections it has no descriptor for.
+* :func:`quiet_accept_errors`: an ``accept()`` that fails for want of descriptors is one
+  warning line per episode (until a connection is accepted again), never a traceback per
+  attempt. (serve runs on asyncio's own loop: uvloop's libuv would instead accept and at
+  once close the connections it has no descriptor for, without a word.)
 """
 
 from __future__ import annotations

@@ -287,10 +287,10 @@ class _Gateway:
             )
 
         def target() -> None:
-            from ._server_stack import run_on_loop
+            import asyncio
 
             try:
-                run_on_loop(main())
+                asyncio.run(main())
             except BaseException as exc:
                 self.error = exc
             finally:

@@ -398,8 +398,7 @@ def server_config(
         access_log=False,
         ws="none",
         http=hardened_protocol(book, http=chosen.http),
-        # Informative: the loop is made by run_on_loop before uvicorn is reached.
-        loop=chosen.loop,
+        loop="asyncio",
         h11_max_incomplete_event_size=MAX_HEAD_BYTES,
         # No forwarding headers are trusted: every client is on this machine.
         proxy_headers=False,
@@ -418,9 +417,9 @@ def _run(
     max_credits: float | None = None,
     on_app: Callable[[GatewayApp], None] | None = None,
 ) -> None:
-    from ._server_stack import run_on_loop
+    import asyncio
 
-    run_on_loop(
+    asyncio.run(
         serve_gateway(
             listener,
             gateway,

@@ -1,7 +1,7 @@
 """Whether the optional accelerations may be used: the one reading of ``COPILOT_HOST_PURE_PYTHON``.
 
 ``COPILOT_HOST_PURE_PYTHON=1`` (any value but empty or ``0``) keeps everything on the
-pure-Python path even when uvloop, httptools, aiohttp or orjson are installed: a way to
+pure-Python path even when httptools, aiohttp or orjson are installed: a way to
 rule them out when something misbehaves, and how the suite exercises that path. Each part
 reads the switch when it starts (the gateway's server and upstream client); the JSON
 reader reads it when this module is first imported.

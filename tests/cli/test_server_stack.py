@@ -1,9 +1,8 @@
-"""Which HTTP parser and event loop serve and run use: httptools and uvloop when they can
-be imported, h11 and asyncio when not or when ``COPILOT_HOST_PURE_PYTHON`` says so."""
+"""Which HTTP parser serve and run use: httptools when it can be imported, h11 when not or
+when ``COPILOT_HOST_PURE_PYTHON`` says so; the event loop is asyncio's either way."""
 
 from __future__ import annotations
 
-import asyncio
 import sys
 
 import pytest
@@ -12,26 +11,25 @@ from copilot_host_cli._server_stack import (
     PURE_PYTHON,
     PURE_PYTHON_ENV,
     ServerStack,
-    run_on_loop,
     server_stack,
 )
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-FAST = ServerStack(http="httptools", loop="uvloop")
+FAST = ServerStack(http="httptools")
 
 
 async def _app(scope: object, receive: object, send: object) -> None:
     raise AssertionError("never called")
 
 
-def test_the_default_is_httptools_on_uvloop_since_both_are_dependencies() -> None:
+def test_the_default_is_httptools_since_it_is_a_dependency() -> None:
     assert server_stack({}) == FAST
 
 
 @pytest.mark.parametrize("value", ["1", "yes", "true"])
-def test_the_environment_variable_forces_h11_on_asyncio(value: str) -> None:
-    assert server_stack({PURE_PYTHON_ENV: value}) == PURE_PYTHON == ServerStack("h11", "asyncio")
+def test_the_environment_variable_forces_h11(value: str) -> None:
+    assert server_stack({PURE_PYTHON_ENV: value}) == PURE_PYTHON == ServerStack("h11")
 
 
 @pytest.mark.parametrize("value", ["", "0", " "])
@@ -39,12 +37,8 @@ def test_an_empty_or_zero_variable_keeps_the_default(value: str) -> None:
     assert server_stack({PURE_PYTHON_ENV: value}) == FAST
 
 
-def test_each_acceleration_that_cannot_be_imported_falls_back_on_its_own(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_without_httptools_importable_h11_is_used(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "httptools", None)  # import fails
-    assert server_stack({}) == ServerStack(http="h11", loop="uvloop")
-    monkeypatch.setitem(sys.modules, "uvloop", None)
     assert server_stack({}) == PURE_PYTHON
 
 
@@ -55,26 +49,12 @@ def test_server_config_puts_the_hardened_protocol_on_the_stack_in_force(
     fast = server_config(_app)
     assert isinstance(fast.http, type) and issubclass(fast.http, HttpToolsProtocol)
     assert hasattr(fast.http, "connections_book")
-    assert fast.loop == "uvloop"
+    assert fast.loop == "asyncio"
     monkeypatch.setenv(PURE_PYTHON_ENV, "1")
     pure = server_config(_app)
     assert isinstance(pure.http, type) and issubclass(pure.http, H11Protocol)
     assert hasattr(pure.http, "connections_book")
     assert pure.loop == "asyncio"
-
-
-def test_run_on_loop_runs_on_the_stacks_loop(monkeypatch: pytest.MonkeyPatch) -> None:
-    import uvloop
-
-    async def which() -> type[asyncio.AbstractEventLoop]:
-        return type(asyncio.get_running_loop())
-
-    monkeypatch.delenv(PURE_PYTHON_ENV, raising=False)
-    assert issubclass(run_on_loop(which()), uvloop.Loop)
-    assert not issubclass(run_on_loop(which(), PURE_PYTHON), uvloop.Loop)
-    monkeypatch.setenv(PURE_PYTHON_ENV, "1")
-    assert issubclass(run_on_loop(which()), asyncio.BaseEventLoop)
-    assert not issubclass(run_on_loop(which()), uvloop.Loop)
 
 
 @pytest.mark.parametrize("value", ["", "0", "1", " 1 ", "yes", " 0 ", "false"])

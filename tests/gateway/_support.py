@@ -24,7 +24,7 @@ import httpx2
 import uvicorn
 from copilot_host_cli._gateway_hardening import HardenedServer
 from copilot_host_cli._serve import server_config
-from copilot_host_cli._server_stack import ServerStack, run_on_loop
+from copilot_host_cli._server_stack import ServerStack
 
 import copilot_host as ch
 from copilot_host.gateway import ACCESS_LOGGER, GatewayApp, GatewayHooks, create_app
@@ -259,7 +259,7 @@ def running_gateway(
 
     def run() -> None:
         try:
-            run_on_loop(serve(), stack)
+            asyncio.run(serve())
         except BaseException as exc:
             failed.append(exc)
             ready.set()

@@ -1,9 +1,7 @@
 """A server that runs out of descriptors: ``HardenedServer`` with a connection bound far
 above its open-file limit, so that accept() fails with EMFILE.
 
-    python tests/gateway/emfile_child.py OPEN_FILES LOOP
-
-LOOP is uvicorn's loop setting (``asyncio`` or ``uvloop``).
+    python tests/gateway/emfile_child.py OPEN_FILES
 
 Prints the port once it listens; logs (WARNING and up) go to stderr as serve's do.
 """
@@ -33,7 +31,6 @@ def main() -> None:
     )
 
     open_files = int(sys.argv[1])
-    loop = sys.argv[2]
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     listener = socket.create_server(("127.0.0.1", 0), backlog=1024)
     config = uvicorn.Config(
@@ -42,7 +39,7 @@ def main() -> None:
         log_config=None,
         access_log=False,
         http=hardened_protocol(ConnectionBook(100_000)),
-        loop=loop,
+        loop="asyncio",  # as serve's: never uvloop, even when installed
     )
 
     class Server(HardenedServer):

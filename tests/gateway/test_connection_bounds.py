@@ -1,7 +1,7 @@
 """The connection bounds serve puts around uvicorn (``copilot_host_cli._gateway_hardening``),
 on a real server in this process with short deadlines: the head deadline, the bound on
 connections held, the bound on a request head, and one warning per out-of-descriptors
-episode; on both server stacks serve may use (httptools on uvloop, h11 on asyncio)."""
+episode; on both HTTP parsers serve may use (httptools, h11)."""
 
 from __future__ import annotations
 
@@ -25,9 +25,9 @@ from copilot_host_cli._gateway_hardening import (
 )
 from copilot_host_cli._server_stack import PURE_PYTHON, ServerStack
 
-# The stack serve uses when the accelerations are installed, and the pure-Python one.
-STACKS = [ServerStack(http="httptools", loop="uvloop"), PURE_PYTHON]
-STACK_IDS = ["httptools-uvloop", "h11-asyncio"]
+# The parser serve uses when httptools is installed, and the pure-Python one.
+STACKS = [ServerStack(http="httptools"), PURE_PYTHON]
+STACK_IDS = ["httptools", "h11"]
 
 HEAD = b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
 BOUND = 10.0
@@ -60,7 +60,7 @@ class _Running:
             log_config=None,
             access_log=False,
             http=hardened_protocol(book, http=stack.http, head_timeout=head_timeout),
-            loop=stack.loop,
+            loop="asyncio",
             h11_max_incomplete_event_size=MAX_HEAD_BYTES,
         )
         self.server = uvicorn.Server(config)
@@ -312,13 +312,11 @@ def test_out_of_descriptors_is_one_warning_per_episode(caplog: pytest.LogCapture
         loop.close()
 
 
-@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
-def test_running_out_of_descriptors_in_a_real_server_is_no_traceback(loop: str) -> None:
+def test_running_out_of_descriptors_in_a_real_server_is_one_warning_not_tracebacks() -> None:
     """A server whose accept() fails for want of descriptors (its connection bound set far
-    above its open-file limit, which serve never does) logs no traceback and answers
-    again once descriptors are free. On asyncio the connections wait in the listen queue
-    and the episode is one warning; libuv (uvloop) instead accepts and closes at once what
-    it cannot hold, with no message (its "EMFILE trick"): nothing for us to log."""
+    above its open-file limit, which serve never does) says so once per episode, logs no
+    traceback, leaves the connections waiting in the listen queue, and answers again once
+    descriptors are free."""
     import signal
     import subprocess
     import sys
@@ -326,7 +324,7 @@ def test_running_out_of_descriptors_in_a_real_server_is_no_traceback(loop: str) 
 
     child_script = Path(__file__).resolve().parent / "emfile_child.py"
     child = subprocess.Popen(
-        [sys.executable, str(child_script), "64", loop],
+        [sys.executable, str(child_script), "64"],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -337,11 +335,8 @@ def test_running_out_of_descriptors_in_a_real_server_is_no_traceback(loop: str) 
         port = int(child.stdout.readline())
         for _ in range(200):  # far more than 64 descriptors: accept() fails over and over
             opened.append(socket.create_connection(("127.0.0.1", port), timeout=BOUND))
-        # asyncio retries a failed accept a second later, twice here; libuv at once.
-        time.sleep(2.5 if loop == "asyncio" else 0.5)
-        closed = sum(_closed_now(sock) for sock in opened)
-        # asyncio leaves them waiting; libuv closes what it could not hold.
-        assert (closed > 0) if loop == "uvloop" else (closed == 0), closed
+        time.sleep(2.5)  # asyncio retries a failed accept a second later, twice here
+        assert sum(_closed_now(sock) for sock in opened) == 0  # they wait, none is cut
         for sock in opened:
             sock.close()
         opened.clear()
@@ -350,8 +345,7 @@ def test_running_out_of_descriptors_in_a_real_server_is_no_traceback(loop: str) 
             assert _asks(again).startswith(b"HTTP/1.1 200")
         # asyncio's retry of a failed accept outlives the server's close (and logs a
         # traceback when it fires on the closed socket): the stop waits for the last one.
-        if loop == "asyncio":
-            time.sleep(1.5)
+        time.sleep(1.5)
     finally:
         for sock in opened:
             sock.close()
@@ -365,11 +359,8 @@ def test_running_out_of_descriptors_in_a_real_server_is_no_traceback(loop: str) 
     text = err.decode()
     assert "Traceback" not in text
     warnings = [line for line in text.splitlines() if "cannot accept connections" in line]
-    if loop == "asyncio":
-        assert len(warnings) == 1, text[:2000]
-        assert "Too many open files" in warnings[0]
-    else:
-        assert warnings == [], text[:2000]
+    assert len(warnings) == 1, text[:2000]
+    assert "Too many open files" in warnings[0]
 
 
 def test_the_bounds_follow_the_gateways_own_limits() -> None:
