@@ -196,6 +196,18 @@ async def _exchange(transport: Transport, request: httpx2.Request) -> tuple[int,
     return response.status_code, raw
 
 
+async def _error_of(transport: Transport, request: httpx2.Request) -> BaseException:
+    """The httpx2 error the exchange of ``request`` over ``transport`` ends in (none is an
+    AssertionError); the transport is closed afterwards."""
+    try:
+        await _exchange(transport, request)
+    except httpx2.HTTPError as exc:
+        return exc
+    finally:
+        await transport.aclose()
+    raise AssertionError("no failure")
+
+
 def _run(test: Callable[[], Awaitable[Any]]) -> Any:
     async def bounded() -> Any:
         return await asyncio.wait_for(test(), BOUND)
@@ -564,20 +576,11 @@ def test_a_pool_wait_past_its_timeout_is_pool_timeout(make: Factory) -> None:
             transport = make(httpx2.Limits(max_connections=1))
             held = await transport.handle_async_request(_request(upstream.url("/endless")))
             try:
-                await _exchange(
-                    transport,
-                    _request(
-                        upstream.url(),
-                        headers=SECRET_HEADERS,
-                        timeout=httpx2.Timeout(5.0, pool=0.2),
-                    ),
-                )
-            except httpx2.HTTPError as exc:
-                return exc
+                timeout = httpx2.Timeout(5.0, pool=0.2)
+                request = _request(upstream.url(), headers=SECRET_HEADERS, timeout=timeout)
+                return await _error_of(transport, request)
             finally:
                 await held.aclose()
-                await transport.aclose()
-            raise AssertionError("no failure")
 
     assert type(_run(test)) is httpx2.PoolTimeout
 
@@ -588,21 +591,11 @@ def test_a_body_the_server_never_takes_is_write_timeout(make: Factory) -> None:
             transport = make()
             # Far more than loopback socket buffers hold.
             body = bytes(64 * 1024 * 1024)
-            try:
-                await _exchange(
-                    transport,
-                    _request(
-                        upstream.url(),
-                        headers=SECRET_HEADERS,
-                        content=body,
-                        timeout=httpx2.Timeout(5.0, write=0.3),
-                    ),
-                )
-            except httpx2.HTTPError as exc:
-                return exc
-            finally:
-                await transport.aclose()
-            raise AssertionError("no failure")
+            timeout = httpx2.Timeout(5.0, write=0.3)
+            request = _request(
+                upstream.url(), headers=SECRET_HEADERS, content=body, timeout=timeout
+            )
+            return await _error_of(transport, request)
 
     assert type(_run(test)) is httpx2.WriteTimeout
 
