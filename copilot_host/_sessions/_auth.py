@@ -144,7 +144,7 @@ class CopilotAuth(httpx2.Auth):
             request.read()  # the retry after a refusal resends the same body
         facts = self._facts(request)
         client = request.headers.raw
-        # The pipeline's first steps, taken inline (see Pipeline.flow): most requests end
+        # The pipeline's first steps, taken inline (see its module docstring): most requests end
         # at their first answer, and a generator per request is a fifth of the cost.
         pipeline = self._pipeline
         asked = resolver.installs

@@ -1,18 +1,25 @@
 """The request pipeline: one request's headers and what to do with its answer, decided once.
 
-A sans-IO state machine in the manner of httpx's ``Auth.auth_flow``: :meth:`Pipeline.flow`
-is a generator that yields *steps* and is sent their results. It never waits and never
-does I/O; its drivers (``route.auth``'s sync and async flows, the gateway) only do what a
-step asks:
+A sans-IO state machine in the manner of httpx's ``Auth.auth_flow``; it never waits and
+never does I/O. Its drivers (``route.auth``'s sync and async flows, which the gateway
+drives too) take one request through it so:
 
-* :data:`NEED_SESSION` — send back the session to use (the resolver's ``get()``, however
-  the driver waits for it);
-* :class:`Send` — send the request with exactly these headers, then send back the answer's
-  status code;
-* :data:`NEED_ERROR_BODY` — read the answer's body (a small error document) and send back
-  its bytes.
+1. read the resolver's ``installs``, get the session (however the driver waits for it),
+   and send the request with the headers of :meth:`Pipeline.first`;
+2. when :meth:`Pipeline.settled` says the answer stands, that is all (most requests);
+3. otherwise drive :meth:`Pipeline.after`, a generator that yields *steps* and is sent
+   their results, doing only what each step asks:
 
-When the generator ends, the last answer stands. A request is sent at most twice:
+   * :data:`NEED_SESSION` — send back the session to use (the resolver's ``get()``);
+   * :class:`Send` — send the request with exactly these headers, then send back the
+     answer's status code;
+   * :data:`NEED_ERROR_BODY` — read the answer's body (a small error document) and send
+     back its bytes.
+
+   When the generator ends, the last answer stands.
+
+The first steps are not a generator of their own because a generator per request was a
+fifth of ``route.auth``'s cost. A request is sent at most twice:
 
 1. A 401, or a 403 on a session from the resolver's cache, asks the resolver whether a new
    exchange is worth it (at most one a second however many requests are refused; never
@@ -161,29 +168,6 @@ class Pipeline:
     def endpoint(self) -> CopilotEndpoint:
         return self._endpoint
 
-    def flow(
-        self, facts: RequestFacts, client: Sequence[tuple[bytes, bytes]]
-    ) -> Generator[Step, object, None]:
-        """One request: ``facts`` read from its body, ``client`` its headers as the client
-        set them (name, value) in bytes, not changed while the flow runs (httpx2's
-        ``Headers.raw`` is a fresh list). See the module docstring for the steps.
-
-        The first two steps are also offered one by one, for drivers on a hot path that
-        would rather not start a generator for the common request, answered at the first
-        send: read ``installs`` from the resolver, get the session, send :meth:`first`'s
-        headers; when :meth:`settled` says the answer does not stand alone, drive
-        :meth:`after`, the rest of this flow."""
-        asked = self._resolver.installs
-        session = yield NEED_SESSION
-        assert isinstance(session, CopilotSession)
-        headers, identity = self.first(facts, client, session)
-        status = yield Send(headers)
-        assert isinstance(status, int)
-        if not self.settled(status, facts):
-            yield from self.after(
-                facts, client, session=session, identity=identity, asked=asked, status=status
-            )
-
     def first(
         self, facts: RequestFacts, client: Sequence[tuple[bytes, bytes]], session: CopilotSession
     ) -> tuple[HeaderList, Identity]:
@@ -212,7 +196,9 @@ class Pipeline:
     ) -> Generator[Step, object, None]:
         """The steps after a first send with ``session`` and ``identity`` (from
         :meth:`first`) was answered with ``status``, ``asked`` being the resolver's
-        ``installs`` read before that session was got."""
+        ``installs`` read before that session was got. ``client`` is the request's headers
+        as the client set them (name, value) in bytes, not changed meanwhile (httpx2's
+        ``Headers.raw`` is a fresh list)."""
         resolver = self._resolver
         if status in (401, 403):
             if resolver.rejected(session, asked, forbidden=status == 403):

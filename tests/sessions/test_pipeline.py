@@ -70,15 +70,22 @@ def run(
     facts: RequestFacts = A_TURN,
     client: Sequence[tuple[bytes, bytes]] = (),
 ) -> list[list[tuple[bytes, bytes]]]:
-    """Drive one flow; return the header lists it sent, in order."""
+    """Drive one request as route.auth does; return the header lists it sent, in order."""
     first, second = sessions()
     given = iter([first, second])
     replies = iter(answers)
-    sent: list[list[tuple[bytes, bytes]]] = []
-    flow = pipeline.flow(facts, client)
-    step = next(flow)
-    body = b""
-    while True:
+    asked = pipeline._resolver.installs
+    session = next(given)
+    headers, identity = pipeline.first(facts, client, session)
+    sent: list[list[tuple[bytes, bytes]]] = [headers]
+    status, body = next(replies)
+    if pipeline.settled(status, facts):
+        return sent
+    flow = pipeline.after(
+        facts, client, session=session, identity=identity, asked=asked, status=status
+    )
+    step = next(flow, None)
+    while step is not None:
         reply: object
         if step is NEED_SESSION:
             reply = next(given)
@@ -92,7 +99,8 @@ def run(
         try:
             step = flow.send(reply)
         except StopIteration:
-            return sent
+            break
+    return sent
 
 
 def header(headers: list[tuple[bytes, bytes]], name: bytes) -> list[bytes]:
