@@ -20,7 +20,6 @@ from typing import NoReturn
 
 import httpx2
 
-from .._catalog._specs import ApiProtocol
 from .._errors import OriginError
 from .._hosts import CopilotSession, LoginIdentity
 from .._origin import CopilotEndpoint
@@ -37,8 +36,6 @@ from ._pipeline import (
     SwitchesIdentity,
 )
 from ._resolver import ASK_HOST, AsyncSessionResolver, SessionResolver
-
-_RAW_PATHS = {protocol.path.encode("ascii"): protocol for protocol in ApiProtocol}
 
 __all__ = ["INITIATOR", "VISION", "CopilotAuth"]
 
@@ -246,8 +243,7 @@ class CopilotAuth(httpx2.Auth):
         self._check_target(url)
         if request.method != "POST":
             return NOT_A_TURN
-        # The path as sent first (no percent-decoding): an inference path is plain ASCII.
-        protocol = _RAW_PATHS.get(url.raw_path) or protocol_of_path(url.path)
+        protocol = protocol_of_path(url.raw_path) or protocol_of_path(url.path)
         if protocol is None:
             return NOT_A_TURN
         return facts_of_body(protocol, request.content)

@@ -59,9 +59,16 @@ _FRAMING = frozenset({"system", "developer"})
 _CONTINUATIONS = frozenset({"assistant", "tool", "function"})
 
 
-def protocol_of_path(path: str) -> ApiProtocol | None:
-    """The protocol a request path speaks on an inference origin, or None."""
+def protocol_of_path(path: str | bytes) -> ApiProtocol | None:
+    """The protocol a request path speaks on an inference origin, or None. Given bytes, the
+    path as sent (percent-escapes and query included), which a caller can look up before
+    paying to decode it: an inference path is plain ASCII."""
+    if isinstance(path, bytes):
+        return _BY_RAW_PATH.get(path)
     return ApiProtocol.of_path(path)
+
+
+_BY_RAW_PATH = {protocol.path.encode("ascii"): protocol for protocol in ApiProtocol}
 
 
 def read_json_body(body: bytes) -> Any:
