@@ -65,17 +65,6 @@ UPSTREAM_TIMEOUT = httpx2.Timeout(connect=10.0, read=600.0, write=60.0, pool=Non
 UPSTREAM_LIMITS = httpx2.Limits(max_connections=512, max_keepalive_connections=64)
 
 _log = logging.getLogger("copilot_host.gateway")
-
-
-def _fast_upstream() -> httpx2.AsyncBaseTransport | None:
-    """aiohttp under the client (copilot_host/_aiotransport.py), unless a proxy is set in
-    the environment (httpx2's own transport applies it, as before) or
-    ``COPILOT_HOST_PURE_PYTHON`` rules it out. None: httpx2's own transport."""
-    from .._accel import fast_transport, proxy_configured
-
-    return None if proxy_configured() else fast_transport(UPSTREAM_LIMITS)
-
-
 _access = logging.getLogger(ACCESS_LOGGER)
 
 _MODELS = "/v1/models"
@@ -87,6 +76,15 @@ _PROBES = frozenset({"/", "/api/hello"})
 # On every answer relayed from a route: the Copilot model that served it.
 MODEL_HEADER = "x-copilot-host-model"
 _MODEL_HEADER = MODEL_HEADER.encode("ascii")
+
+
+def _fast_upstream() -> httpx2.AsyncBaseTransport | None:
+    """aiohttp under the client (copilot_host/_aiotransport.py), unless a proxy is set in
+    the environment (httpx2's own transport applies it, as before) or
+    ``COPILOT_HOST_PURE_PYTHON`` rules it out. None: httpx2's own transport."""
+    from .._accel import fast_transport, proxy_configured
+
+    return None if proxy_configured() else fast_transport(UPSTREAM_LIMITS)
 
 
 def create_app(
