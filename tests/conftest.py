@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import keyring
 import pytest
@@ -64,3 +67,43 @@ def copilot_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
     for name in ("GH_TOKEN", "GITHUB_TOKEN", "HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY"):
         monkeypatch.delenv(name, raising=False)
     return home
+
+
+# -- how long the suite took, as a ratio to a fixed workload timed in the same run ----------
+# These machines differ about 3x in Python speed from one session to the next, so a bare
+# duration says little; the same duration over a fixed pure-Python workload (the
+# interpreter, json and the allocator, as the suite uses them) compares across machines.
+
+_REFERENCE_DOCUMENT = {"model": "gpt-4.1", "messages": [{"role": "user", "content": "x" * 64}] * 32}
+
+
+def _reference_workload() -> float:
+    """Seconds for the fixed workload: the best of three runs."""
+    best = float("inf")
+    for _ in range(3):
+        started = time.perf_counter()
+        for _ in range(2_000):
+            json.loads(json.dumps(_REFERENCE_DOCUMENT))
+        sum(i * i for i in range(200_000))
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if not hasattr(session.config, "workerinput"):  # the controller, not an xdist worker
+        session.config.stash[_STARTED] = (time.perf_counter(), _reference_workload())
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    started = config.stash.get(_STARTED, None)
+    if started is None:
+        return
+    began, reference = started
+    took = time.perf_counter() - began
+    terminalreporter.write_line(
+        f"suite time: {took:.0f} s, {took / reference:,.0f}x the reference workload "
+        f"({reference * 1000:.0f} ms on this machine, timed at the start of this run)"
+    )
+
+
+_STARTED = pytest.StashKey[tuple[float, float]]()

@@ -4,10 +4,15 @@ never see a 0400 file it cannot write).
 
 Run as root, the suite creates a system user once (``copilot-host-test``: no home, no
 login shell) and runs children as that user; run as anyone else, children run as that
-same user. Either way the child imports copilot_host from this checkout through the
-running interpreter, so the checkout and the virtual environment must be readable by that
-user (``.ci/run`` makes its venv so). Anything that prevents a real unprivileged child
-fails the test; it never skips.
+same user. The child imports copilot_host from this checkout and its dependencies from the
+running virtual environment, so both must be readable by that user.
+
+Which interpreter the child runs (:func:`child_interpreter`): the running one when that
+user can run it; otherwise (a pyenv Python under a 0700 ``/root``, the usual layout when
+pyenv is installed for root) a system Python of the same minor version, whose compiled
+extensions' ABI tag matches the venv's, with the venv's site-packages on its path. When
+neither can serve, the mode tests skip with that one-line reason, except under ``CI``,
+where they fail: CI must prove the file modes.
 """
 
 from __future__ import annotations
@@ -48,6 +53,19 @@ print(json.dumps({"euid": os.geteuid(), "enforced": enforced}))
 
 
 @dataclass(frozen=True)
+class Interpreter:
+    """A Python the unprivileged user can run: its path and the folders put first on its
+    import path (the checkout, and for a borrowed interpreter the venv's site-packages)."""
+
+    executable: str
+    path: tuple[str, ...]
+
+    @property
+    def borrowed(self) -> bool:
+        return self.executable != sys.executable
+
+
+@dataclass(frozen=True)
 class Unprivileged:
     """Runs Python children as ``user`` in ``root``, a fresh 0700 folder that user owns."""
 
@@ -55,6 +73,7 @@ class Unprivileged:
     uid: int
     gid: int
     root: Path
+    interpreter: Interpreter = Interpreter(sys.executable, (str(REPO),))
 
     def run(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
         as_user: dict[str, Any] = {}
@@ -64,12 +83,14 @@ class Unprivileged:
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "HOME": str(self.root),
             "LANG": "C.UTF-8",
-            "PYTHONPATH": str(REPO),
+            "PYTHONPATH": os.pathsep.join(self.interpreter.path),
             "PYTHONDONTWRITEBYTECODE": "1",
+            # A borrowed system Python must not add its own user site-packages.
+            "PYTHONNOUSERSITE": "1",
         }
         try:
             return subprocess.run(
-                [sys.executable, *args],
+                [self.interpreter.executable, *args],
                 env=env,
                 cwd=self.root,
                 capture_output=True,
@@ -80,9 +101,8 @@ class Unprivileged:
             )
         except PermissionError as exc:
             pytest.fail(
-                f"{self.user} cannot run {sys.executable} ({exc.strerror}): the interpreter, "
-                "its base installation and the virtual environment must be readable by that "
-                "user (a pyenv Python under /root is not; make the venv from a system Python)"
+                f"{self.user} cannot run {self.interpreter.executable} ({exc.strerror}), "
+                "which it could run when the session began"
             )
 
     def run_json(self, *args: str) -> Any:
@@ -139,26 +159,76 @@ def scratch_for(entry: pwd.struct_passwd) -> Path:
     return root
 
 
-def unprivileged_user() -> pwd.struct_passwd:
-    """Who runs the children, proven able to import copilot_host and bound by modes."""
+def _venv_site_packages() -> tuple[str, ...]:
+    """The running virtual environment's site-packages (none outside a venv)."""
+    import site
+
+    if sys.prefix == sys.base_prefix:
+        return ()
+    return tuple(path for path in site.getsitepackages() if path.startswith(sys.prefix))
+
+
+def _system_pythons() -> list[str]:
+    """System interpreters of the running minor version (an extension module built for
+    3.11 loads only in a 3.11), most specific name first, this interpreter excluded."""
+    minor = f"{sys.version_info.major}.{sys.version_info.minor}"
+    own = os.path.realpath(sys.executable)
+    found: list[str] = []
+    for folder in ("/usr/bin", "/usr/local/bin", "/opt/homebrew/bin"):
+        for name in (f"python{minor}", "python3"):
+            candidate = os.path.join(folder, name)
+            real = os.path.realpath(candidate)
+            if os.access(candidate, os.X_OK) and real != own and real not in found:
+                found.append(real)
+    return found
+
+
+def _candidates() -> list[Interpreter]:
+    own = Interpreter(sys.executable, (str(REPO),))
+    site_packages = _venv_site_packages()
+    if not site_packages:
+        return [own]
+    return [own] + [Interpreter(path, (str(REPO), *site_packages)) for path in _system_pythons()]
+
+
+def _unavailable(reason: str) -> None:
+    """Skip with ``reason`` on a developer's machine; fail under CI, which must run these."""
+    if os.environ.get("CI"):
+        pytest.fail(f"CI must run the file-mode tests as an unprivileged user: {reason}")
+    pytest.skip(reason)
+
+
+def unprivileged_user() -> tuple[pwd.struct_passwd, Interpreter]:
+    """Who runs the children and with which interpreter, proven able to import copilot_host
+    and bound by modes."""
     entry = _test_user() if os.geteuid() == 0 else pwd.getpwuid(os.geteuid())
-    root = scratch_for(entry)
-    try:
-        proof = Unprivileged(entry.pw_name, entry.pw_uid, entry.pw_gid, root)
-        done = proof.run("-c", _PROOF, str(root))
-        if done.returncode != 0:
+    tried: list[str] = []
+    for interpreter in _candidates():
+        root = scratch_for(entry)
+        try:
+            proof = Unprivileged(entry.pw_name, entry.pw_uid, entry.pw_gid, root, interpreter)
+            try:
+                done = proof.run("-c", _PROOF, str(root))
+            except pytest.fail.Exception:
+                tried.append(f"{interpreter.executable}: not runnable by {entry.pw_name}")
+                continue
+            if done.returncode != 0:
+                last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+                tried.append(f"{interpreter.executable}: {last}")
+                continue
+            found = json.loads(done.stdout)
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+        if found["euid"] == 0 or not found["enforced"]:
             pytest.fail(
-                f"a child run as {entry.pw_name} cannot import copilot_host from {REPO} "
-                f"with {sys.executable}; the checkout and the virtual environment must be "
-                f"readable by that user (chmod -R a+rX on the venv and the folders above "
-                f"it):\n{done.stderr[-2000:]}"
+                f"the child runs as uid {found['euid']} and file modes are not enforced for "
+                "it, so a mode test would prove nothing"
             )
-        found = json.loads(done.stdout)
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
-    if found["euid"] == 0 or not found["enforced"]:
-        pytest.fail(
-            f"the child runs as uid {found['euid']} and file modes are not enforced for "
-            "it, so a mode test would prove nothing"
-        )
-    return entry
+        return entry, interpreter
+    _unavailable(
+        f"no Python that {entry.pw_name} can run imports copilot_host and this venv "
+        f"({'; '.join(tried)}); make the venv from a system Python "
+        f"{sys.version_info.major}.{sys.version_info.minor} readable by other users, "
+        "or run .ci/run"
+    )
+    raise AssertionError("unreachable")

@@ -13,7 +13,7 @@ import pytest
 
 from tests.store._keyrings import HangingKeyring, keyring_workers
 from tests.store._secret_service import missing_programs, private_secret_service
-from tests.store._unprivileged import Unprivileged, scratch_for, unprivileged_user
+from tests.store._unprivileged import Interpreter, Unprivileged, scratch_for, unprivileged_user
 
 
 @pytest.fixture(scope="session")
@@ -55,22 +55,21 @@ def secret_service(secret_service_address: str, monkeypatch: pytest.MonkeyPatch)
 
 
 @pytest.fixture(scope="session")
-def unprivileged_account() -> pwd.struct_passwd:
-    """The unprivileged user children run as (created once when the suite runs as root)."""
+def unprivileged_account() -> tuple[pwd.struct_passwd, Interpreter]:
+    """The unprivileged user children run as (created once when the suite runs as root),
+    and the interpreter that user can run."""
     return unprivileged_user()
 
 
 @pytest.fixture
-def unprivileged(unprivileged_account: pwd.struct_passwd) -> Iterator[Unprivileged]:
+def unprivileged(
+    unprivileged_account: tuple[pwd.struct_passwd, Interpreter],
+) -> Iterator[Unprivileged]:
     """Runs Python children as an unprivileged user, in a fresh folder that user owns."""
-    root = scratch_for(unprivileged_account)
+    account, interpreter = unprivileged_account
+    root = scratch_for(account)
     try:
-        yield Unprivileged(
-            unprivileged_account.pw_name,
-            unprivileged_account.pw_uid,
-            unprivileged_account.pw_gid,
-            root,
-        )
+        yield Unprivileged(account.pw_name, account.pw_uid, account.pw_gid, root, interpreter)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

@@ -7,6 +7,8 @@ would pass on exactly the code that locks a real user out of their own logout.
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -61,3 +63,21 @@ def test_children_really_run_unprivileged(unprivileged: Unprivileged) -> None:
     done = unprivileged.run("-c", "import os; print(os.geteuid())")
     assert done.returncode == 0, done.stderr
     assert int(done.stdout) == unprivileged.uid != 0
+
+
+def test_the_child_runs_this_minor_version_with_this_venvs_packages(
+    unprivileged: Unprivileged,
+) -> None:
+    # A borrowed system Python (the running one is out of that user's reach) must load the
+    # same compiled extensions the suite runs with, not its own distribution's copies.
+    done = unprivileged.run(
+        "-c",
+        "import json, sys, cryptography; "
+        "print(json.dumps([list(sys.version_info[:2]), cryptography.__file__]))",
+    )
+    assert done.returncode == 0, done.stderr
+    version, cryptography_file = json.loads(done.stdout)
+    assert tuple(version) == sys.version_info[:2]
+    import cryptography
+
+    assert cryptography_file == cryptography.__file__
