@@ -37,7 +37,7 @@ from tests._clock import FakeClock
 
 
 def test_it_listens_on_a_free_loopback_port() -> None:
-    with _bind(socket.AF_INET, "127.0.0.1", 0) as listener:
+    with _bind("127.0.0.1", 0) as listener:
         address, port = listener.getsockname()
         assert (address, listener.proto) == ("127.0.0.1", socket.IPPROTO_TCP)
         with socket.create_connection(("127.0.0.1", port), timeout=5):
@@ -45,10 +45,10 @@ def test_it_listens_on_a_free_loopback_port() -> None:
 
 
 def test_a_port_in_use_names_the_port_and_the_way_out() -> None:
-    with _bind(socket.AF_INET, "127.0.0.1", 0) as first:
+    with _bind("127.0.0.1", 0) as first:
         port = first.getsockname()[1]
         with pytest.raises(CliFailure) as caught:
-            _bind(socket.AF_INET, "127.0.0.1", port)
+            _bind("127.0.0.1", port)
     assert caught.value.problem.code == "port_in_use"
     assert f"127.0.0.1:{port} is already in use" in caught.value.problem.message
     assert "--port 0" in caught.value.problem.message
@@ -57,7 +57,7 @@ def test_a_port_in_use_names_the_port_and_the_way_out() -> None:
 def test_an_address_this_machine_lacks_is_address_unavailable() -> None:
     # TEST-NET-1 (RFC 5737): on no interface of this machine, so bind() fails at once.
     with pytest.raises(CliFailure) as caught:
-        _bind(socket.AF_INET, "192.0.2.1", 0)
+        _bind("192.0.2.1", 0)
     assert caught.value.problem.code == "address_unavailable"
     assert "192.0.2.1:0" in caught.value.problem.message
 
