@@ -19,20 +19,16 @@ from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from ._account import Account
 from ._budget import max_credits_option
 from ._context import seam
 from ._failure import CliFailure
 
 if TYPE_CHECKING:
-    import httpx2
-
-    from copilot_host import Clock
     from copilot_host.gateway import GatewayApp, GatewayServer
     from copilot_host.github import AsyncGitHubCopilotHost, EditorIdentity
-    from copilot_host.store import CredentialStore
 
 __all__ = [
-    "Account",
     "GatewayNames",
     "LogFile",
     "account",
@@ -116,18 +112,6 @@ class GatewayNames:
 
 
 # -- the account -------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Account:
-    """Whose models the gateway serves: the store to read the login from, a maker of the
-    asynchronous host (called on the gateway's loop) and of the upstream transport."""
-
-    store: CredentialStore
-    make_host: Callable[[], AsyncGitHubCopilotHost]
-    make_transport: Callable[[], httpx2.AsyncBaseTransport] | None
-    emulator: bool = False
-    clock: Clock | None = None
 
 
 @contextmanager

@@ -30,13 +30,14 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ._account import Account
 from ._context import output
 from ._editor import editor_from_environment
 from ._failure import CliFailure
-from ._gateway import Account, GatewayNames, LogFile, account, gateway_options, serve_gateway
+from ._gateway import GatewayNames, LogFile, account, gateway_options, serve_gateway
 from ._output import CopilotHostCommand
 from ._profiles import codex_model, profile_for
-from ._serve import _LOOPBACK, _access_log, _bind, _Count, _new_key, host_option
+from ._serve import LOOPBACK, RequestCount, access_log, host_option, listen, new_key
 
 if TYPE_CHECKING:
     from copilot_host.gateway import GatewayApp
@@ -117,8 +118,8 @@ def run(
         with account(emulator, editor) as gateway:
             if not emulator:
                 _logged_in(gateway)
-            bound, shown = _LOOPBACK[address]
-            listener = _bind(bound, port)
+            bound, shown = LOOPBACK[address]
+            listener = listen(bound, port)
             try:
                 code = _run(
                     listener,
@@ -322,9 +323,9 @@ def _run(
 ) -> int:
     port = listener.getsockname()[1]
     base_url = f"http://{shown}:{port}/v1"
-    key = _new_key()
-    counted = _Count()
-    undo_access_log = _access_log(log, counted, stderr=False)
+    key = new_key()
+    counted = RequestCount()
+    undo_access_log = access_log(log, counted, stderr=False)
     server = _Gateway(
         listener, gateway, key, names, max_credits=max_credits, on_app=counted.serving
     )

@@ -26,24 +26,35 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ._account import Account
 from ._context import output, set_error_sink
 from ._editor import editor_from_environment
 from ._failure import CliFailure, Problem
-from ._gateway import Account, GatewayNames, LogFile, account, gateway_options, serve_gateway
+from ._gateway import GatewayNames, LogFile, account, gateway_options, serve_gateway
 from ._output import CopilotHostCommand, Output, write_stdout
 
 if TYPE_CHECKING:
     from copilot_host.gateway import GatewayApp
     from copilot_host.store import CredentialStore, GatewayKey
 
-__all__ = ["DEFAULT_PORT", "host_option", "serve"]
+__all__ = [
+    "DEFAULT_PORT",
+    "KEY_PREFIX",
+    "LOOPBACK",
+    "RequestCount",
+    "access_log",
+    "host_option",
+    "listen",
+    "new_key",
+    "serve",
+]
 
 # The fixed default port: the same base URL every day, for tools configured once.
 DEFAULT_PORT = 4141
 KEY_PREFIX = "cph_"
 
 # --host value -> (address bound, host as the base URL names it).
-_LOOPBACK = {
+LOOPBACK = {
     "127.0.0.1": ("127.0.0.1", "127.0.0.1"),
     "localhost": ("127.0.0.1", "127.0.0.1"),
     "::1": ("::1", "[::1]"),
@@ -89,7 +100,7 @@ line with the totals when it stops. Ctrl-C, SIGTERM, SIGHUP or SIGQUIT stops it 
 
 def _loopback(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
     chosen = value.strip().lower()
-    if chosen not in _LOOPBACK:
+    if chosen not in LOOPBACK:
         raise click.BadParameter(
             f"{value!r} is not a loopback address. The gateway lends your Copilot account "
             "to whoever reaches it, so it serves this machine only: use 127.0.0.1, ::1 or "
@@ -154,17 +165,17 @@ def serve(
     editor = editor_from_environment()
     log = LogFile(log_path) if log_path is not None else None
     try:
-        bound, shown = _LOOPBACK[address]
+        bound, shown = LOOPBACK[address]
         with account(emulator, editor) as gateway:
             store = gateway.store
-            listener = _bind(bound, port)
+            listener = listen(bound, port)
             try:
                 port = listener.getsockname()[1]
                 base_url = f"http://{shown}:{port}/v1"
-                key = _new_key()
+                key = new_key()
                 with _key_file(store, port, key) as key_file:
-                    counted = _Count()
-                    undo_access_log = _access_log(log, counted)
+                    counted = RequestCount()
+                    undo_access_log = access_log(log, counted)
                     try:
                         _run(
                             listener,
@@ -199,7 +210,9 @@ def serve(
 # -- start-up ---------------------------------------------------------------------------------
 
 
-def _bind(address: str, port: int) -> socket.socket:
+def listen(address: str, port: int) -> socket.socket:
+    """A socket listening on ``address`` (a value of :data:`LOOPBACK`) and ``port``; a
+    usage failure that says what to do instead when it cannot be had."""
     from copilot_host import CopilotHostError
     from copilot_host.gateway import bind
 
@@ -209,7 +222,8 @@ def _bind(address: str, port: int) -> socket.socket:
         raise CliFailure(exc.code, exc.message + _BIND_HINTS.get(exc.code, "")) from None
 
 
-def _new_key() -> str:
+def new_key() -> str:
+    """A fresh gateway key."""
     import secrets
 
     # 256 random bits; the prefix makes a leaked key recognisable for what it is.
@@ -219,7 +233,8 @@ def _new_key() -> str:
 @contextmanager
 def _key_file(store: CredentialStore, port: int, key: str) -> Iterator[GatewayKey]:
     """The store's key file for this gateway; another gateway on the port is port_in_use."""
-    from copilot_host import StoreLockedError, show_path
+    from copilot_host import StoreLockedError
+    from copilot_host._internal import show_path
 
     try:
         with store.gateway_key(port, key) as key_file:
@@ -235,7 +250,7 @@ def _key_file(store: CredentialStore, port: int, key: str) -> Iterator[GatewayKe
         ) from None
 
 
-class _Count:
+class RequestCount:
     """Whether the gateway listened, and how many access lines it wrote: the stop line
     (written only after it listened, and told) says how many requests were served."""
 
@@ -267,15 +282,15 @@ class _Count:
         return True
 
 
-def _stopped(out: Output, log: LogFile | None, counted: _Count, *, emulator: bool) -> None:
+def _stopped(out: Output, log: LogFile | None, counted: RequestCount, *, emulator: bool) -> None:
     line = counted.stop_line(emulator=emulator)
     out.info(line)
     if log is not None:
         log.write(line)
 
 
-def _access_log(
-    log: LogFile | None = None, counted: _Count | None = None, *, stderr: bool = True
+def access_log(
+    log: LogFile | None = None, counted: RequestCount | None = None, *, stderr: bool = True
 ) -> Callable[[], None]:
     """The gateway's access lines on stderr (at INFO; ``stderr=False``: not there) and in
     the log file (with the gateway's warnings), behind the redaction filter; returns the
@@ -392,7 +407,7 @@ def _listening(
         # Nothing follows the listening line on stdout, a failure's report included.
         set_error_sink(lambda _problem: None)
         return
-    from copilot_host import clean
+    from copilot_host._internal import clean
 
     root = base_url.removesuffix("/v1")
     quoted = key_file.quoted

@@ -16,12 +16,9 @@ import asyncio
 import logging
 from collections.abc import Callable
 from contextlib import _GeneratorContextManager
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, Protocol, cast
 
 import uvicorn
-
-if TYPE_CHECKING:
-    from ._hardening import Connection, Guard
 
 __all__ = ["SERVER_LOGGER", "Config", "Server", "config", "not_a_cut", "protocol"]
 
@@ -30,6 +27,21 @@ Config = uvicorn.Config
 
 # uvicorn's own log (start-up, shutdown, an exception in the application).
 SERVER_LOGGER = "uvicorn.error"
+
+
+class Guard(Protocol):
+    """What watches one connection (:class:`._hardening.Guard`), as the protocols call it."""
+
+    def wrap(self, transport: asyncio.BaseTransport) -> asyncio.Transport: ...
+    def opened(self) -> None: ...
+    def received(self, data: bytes) -> None: ...
+    def answered(self) -> None: ...
+    def lost(self) -> None: ...
+
+
+# Makes a connection's guard, given the protocol: its ``body_unread()``,
+# ``waiting_for_head()`` and ``feed(data)`` answer the guard's questions.
+Guards = Callable[[Any], Guard]
 
 
 def config(
@@ -89,9 +101,7 @@ class Server(uvicorn.Server):
         self.should_exit = True
 
 
-def protocol(
-    http: str, guard: Callable[[Connection], Guard], *, max_head_bytes: int
-) -> type[asyncio.Protocol]:
+def protocol(http: str, guard: Guards, *, max_head_bytes: int) -> type[asyncio.Protocol]:
     """uvicorn's protocol ``http`` (``"h11"`` or ``"httptools"``), each connection watched
     by the guard ``guard`` makes for it."""
     if http == "h11":
@@ -101,7 +111,7 @@ def protocol(
     raise ValueError(f"unknown HTTP protocol {http!r}")
 
 
-def _guarded(base: type[Any], guard: Callable[[Connection], Guard]) -> type[Any]:
+def _guarded(base: type[Any], guard: Guards) -> type[Any]:
     """``base`` (one of uvicorn's protocols) with its connection events passed through a
     guard."""
 
@@ -131,7 +141,7 @@ def _guarded(base: type[Any], guard: Callable[[Connection], Guard]) -> type[Any]
     return Guarded
 
 
-def _h11_protocol(guard: Callable[[Connection], Guard]) -> type[asyncio.Protocol]:
+def _h11_protocol(guard: Guards) -> type[asyncio.Protocol]:
     import h11
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
@@ -152,9 +162,7 @@ def _h11_protocol(guard: Callable[[Connection], Guard]) -> type[asyncio.Protocol
     return cast(type[asyncio.Protocol], HardenedH11Protocol)
 
 
-def _httptools_protocol(
-    guard: Callable[[Connection], Guard], max_head_bytes: int
-) -> type[asyncio.Protocol]:
+def _httptools_protocol(guard: Guards, max_head_bytes: int) -> type[asyncio.Protocol]:
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
     class HardenedHttpToolsProtocol(_guarded(HttpToolsProtocol, guard)):  # type: ignore[misc]
