@@ -220,7 +220,7 @@ def role_bare(upstream: int, emulator: int) -> None:
     listener.bind(("127.0.0.1", 0))
     listener.listen(128)
     print(listener.getsockname()[1], flush=True)
-    from copilot_host_cli._server_stack import server_stack
+    from copilot_host.gateway._stack import server_stack
 
     stack = server_stack()
     config = uvicorn.Config(
@@ -361,7 +361,7 @@ def _forced_stack() -> None:
     wanted = os.environ.get("BENCH_SERVER_STACK")
     if not wanted:
         return
-    from copilot_host_cli import _gateway_hardening, _server_stack
+    from copilot_host.gateway import _serving, _stack
 
     if wanted.endswith("+unhardened"):
         # What serve's connection bounds cost: uvicorn's own protocol instead.
@@ -373,14 +373,14 @@ def _forced_stack() -> None:
 
             return HttpToolsProtocol if http == "httptools" else H11Protocol
 
-        _gateway_hardening.hardened_protocol = plain  # type: ignore[assignment]
+        _serving.hardened_protocol = plain  # type: ignore[attr-defined]
     if wanted == "uvloop":
         import uvloop
 
         uvloop.install()  # the children start their loops with asyncio.run
         return
-    stack = _server_stack.ServerStack(http=wanted)  # type: ignore[arg-type]
-    _server_stack.server_stack = lambda environ=None: stack
+    stack = _stack.ServerStack(http=wanted)  # type: ignore[arg-type]
+    _serving.server_stack = lambda environ=None: stack  # type: ignore[attr-defined]
 
 
 @contextmanager
@@ -686,7 +686,10 @@ BUCKETS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     ("HTTP parsing and writing, both sides (h11, httptools)", ("/h11/", "httptools")),
-    ("server: uvicorn and serve's hardening", ("/uvicorn/", "cli/_gateway_hardening")),
+    (
+        "server: uvicorn and the gateway's hardening",
+        ("/uvicorn/", "gateway/_hardening", "gateway/_uvicorn", "gateway/_serving"),
+    ),
     (
         "upstream client: httpx2 and its transport (aiohttp, or httpcore2 and anyio)",
         (
@@ -702,7 +705,6 @@ BUCKETS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     ("the bench's loopback seam (copilot_host.testing; not in production)", ("/testing/",)),
-    ("the gateway app", ("copilot_host/gateway/",)),
     (
         "route.auth and the session check",
         (
@@ -717,7 +719,7 @@ BUCKETS: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "/logging/",
             "copilot_host/_safety/",
-            "cli/_stderr_queue",
+            "gateway/_lines",
             "cli/_logging",
             "/threading.py",
             "method 'acquire' of '_thread",
@@ -725,6 +727,8 @@ BUCKETS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "posix.write",
         ),
     ),
+    # After the access log and the server, whose gateway modules count there.
+    ("the gateway app", ("copilot_host/gateway/",)),
     (
         "event loop (asyncio, selectors, uvloop)",
         ("/asyncio/", "selectors.py", "_contextvars", "uvloop"),

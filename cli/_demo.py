@@ -78,7 +78,7 @@ def _first(routes: tuple[ModelRoute, ...], protocol: Any) -> ModelRoute:
 
 def _reply_text(body: Any) -> str:
     """The assistant's text from a chat or responses answer (shape-tolerant)."""
-    from copilot_host import clean
+    from copilot_host._internal import clean
 
     try:
         if "choices" in body:
@@ -102,7 +102,7 @@ def _post(route: ModelRoute, emulator: Any, body: dict[str, Any]) -> list[str]:
     """One inference request the way an application makes it: route.auth on the client."""
     import httpx2
 
-    from copilot_host import clean
+    from copilot_host._internal import clean
 
     emulator.clear_requests()
     with httpx2.Client(auth=route.auth, transport=emulator.transport()) as client:
@@ -135,7 +135,8 @@ def _finish_login(
     host: GitHubCopilotHost, login: CopilotDeviceLogin, store: CredentialStore, token: str
 ) -> list[str]:
     """Poll once (the person has approved), then show what was stored and how."""
-    from copilot_host import Authorized, clean
+    from copilot_host import Authorized
+    from copilot_host._internal import clean
 
     result = host.poll_device_login(login)
     if isinstance(result, Authorized):
@@ -159,7 +160,8 @@ def _finish_login(
 
 
 def _journey(out: Output, steps: _Steps, home: Path, stack: ExitStack) -> None:
-    from copilot_host import ApiProtocol, Catalog, clean, register_models
+    from copilot_host import ApiProtocol, Catalog, register_models
+    from copilot_host._internal import clean
     from copilot_host.github import GitHubCopilotHost
     from copilot_host.testing import GitHubEmulator, Scenario
 

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from copilot_host.github import AsyncGitHubCopilotHost, EditorIdentity
     from copilot_host.store import CredentialStore
 
-    from ._gateway import Account
+    from ._account import Account
 
 __all__ = ["emulated_account", "throwaway_store"]
 
@@ -39,7 +39,7 @@ def emulated_account(editor: EditorIdentity | None = None) -> Iterator[Account]:
     from copilot_host.github import AsyncGitHubCopilotHost, GitHubCopilotHost
     from copilot_host.testing import GitHubEmulator, Scenario
 
-    from ._gateway import Account
+    from ._account import Account
 
     # Text answers only: an agent would run an emulated tool call, with empty arguments,
     # on this machine.

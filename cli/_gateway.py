@@ -1,8 +1,8 @@
 """What ``serve`` and ``run`` share: their gateway options, the account behind the gateway
 (this login's, or the built-in emulator's), the model names they were given, the log file,
-and the gateway itself under uvicorn on a bound socket.
+and the gateway itself served on a bound socket.
 
-The account and the uvicorn loop are set up here once, so the two commands cannot drift:
+The account and the gateway's loop are set up here once, so the two commands cannot drift:
 ``--host``, the refusals, the access line and the model rules are the same in both.
 """
 
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import errno
 import os
-import socket
 import stat
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -20,22 +19,16 @@ from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from ._account import Account
 from ._budget import max_credits_option
 from ._context import seam
 from ._failure import CliFailure
-from ._output import ReaderGone
 
 if TYPE_CHECKING:
-    import httpx2
-    import uvicorn
-
-    from copilot_host import Clock
-    from copilot_host.gateway import GatewayApp
+    from copilot_host.gateway import GatewayApp, GatewayServer
     from copilot_host.github import AsyncGitHubCopilotHost, EditorIdentity
-    from copilot_host.store import CredentialStore
 
 __all__ = [
-    "Account",
     "GatewayNames",
     "LogFile",
     "account",
@@ -121,18 +114,6 @@ class GatewayNames:
 # -- the account -------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Account:
-    """Whose models the gateway serves: the store to read the login from, a maker of the
-    asynchronous host (called on the gateway's loop) and of the upstream transport."""
-
-    store: CredentialStore
-    make_host: Callable[[], AsyncGitHubCopilotHost]
-    make_transport: Callable[[], httpx2.AsyncBaseTransport] | None
-    emulator: bool = False
-    clock: Clock | None = None
-
-
 @contextmanager
 def account(emulator: bool, editor: EditorIdentity | None = None) -> Iterator[Account]:
     """This login's account (presenting ``editor`` when given); or with ``emulator`` the
@@ -216,46 +197,25 @@ def stop_line(requests: int, *, emulator: bool, spend: str | None = None) -> str
     return f"{line}; {spend}" if spend else line
 
 
-# -- the gateway under uvicorn -----------------------------------------------------------------
+# -- the gateway, served -----------------------------------------------------------------------
 
 
 async def serve_gateway(
-    listener: socket.socket,
+    server: GatewayServer,
     gateway: Account,
     key: str,
     names: GatewayNames,
     *,
-    config: Callable[[Any], uvicorn.Config],
-    on_listening: Callable[[], None],
-    on_server: Callable[[uvicorn.Server], None] | None = None,
     on_app: Callable[[GatewayApp], None] | None = None,
     max_credits: float | None = None,
 ) -> None:
-    """Build the gateway for ``gateway``'s account and serve it on ``listener`` until the
+    """Build the gateway for ``gateway``'s account and serve it with ``server`` until the
     server is told to stop; ``on_app`` is given the app once it is built (its ``spend``
-    makes the stop line, however the server ends). The host
-    is made, used and closed on this loop (an asynchronous host belongs to one); the app
-    never closes it. A :class:`ReaderGone` from ``on_listening`` stops the server the
-    orderly way and is raised once it has stopped."""
+    makes the stop line, however the server ends). The host is made, used and closed on
+    this loop (an asynchronous host belongs to one); the app never closes it. What the
+    server's ``on_started`` raises (a :class:`ReaderGone` from the listening line) stops
+    it the orderly way and is raised once it has stopped."""
     from copilot_host.gateway import create_app
-
-    from ._gateway_hardening import HardenedServer
-
-    class Server(HardenedServer):
-        reader_gone: ReaderGone | None = None
-
-        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-            await super().startup(sockets)
-            if self.started:
-                try:
-                    on_listening()
-                except ReaderGone as exc:
-                    # stdout's reader went away before the listening line: nobody can
-                    # learn the address or key, so stop (uvicorn shuts the app's lifespan
-                    # down; raised from here, the cancelled lifespan task would log a
-                    # traceback), and end as for any reader gone.
-                    self.reader_gone = exc
-                    self.should_exit = True
 
     async with gateway.make_host() as host:
         extra: dict[str, Any] = {}
@@ -276,12 +236,7 @@ async def serve_gateway(
         # Unusable HTTPS settings fail here, as a typed error, before anything listens.
         await app.startup()
         await _check_names(app, host, names, emulator=gateway.emulator)
-        server = Server(config(app))
-        if on_server is not None:
-            on_server(server)
-        await server.serve(sockets=[listener])
-        if server.reader_gone is not None:
-            raise server.reader_gone
+        await server.serve(app)
 
 
 async def _check_names(app: GatewayApp, host: Any, names: GatewayNames, *, emulator: bool) -> None:

@@ -21,19 +21,28 @@ LOGGER_NAME = "copilot_host_cli"
 
 def stderr_handler(level: int, fmt: str, datefmt: str | None = None) -> logging.Handler:
     """A handler writing to whatever ``sys.stderr`` is now (test runners swap it per run;
-    a closed one takes nothing), or to the queue of :mod:`._stderr_queue` while one is in
-    force, behind the redaction filter."""
+    a closed one takes nothing), or to the gateway's writer thread while serve's server
+    queues stderr (:func:`copilot_host.gateway.write_stderr_line`), behind the redaction
+    filter."""
     import logging  # not at import time: --help and --version never log
+    import sys
 
     from copilot_host import RedactingFilter
-
-    from ._stderr_queue import write_stderr_line
 
     class _StderrHandler(logging.Handler):
         def emit(self, record: logging.LogRecord) -> None:
             try:
-                # Through serve's writer thread while it runs (a full pipe never blocks it).
-                write_stderr_line(self.format(record) + "\n")
+                line = self.format(record) + "\n"
+                # Through serve's writer thread while it runs (a full pipe never blocks
+                # it). There is none unless the gateway was imported, and a command that
+                # never serves does not import it for a log line.
+                if "copilot_host.gateway" in sys.modules:
+                    from copilot_host.gateway import write_stderr_line
+
+                    write_stderr_line(line)
+                elif sys.stderr is not None:
+                    sys.stderr.write(line)
+                    sys.stderr.flush()
             except Exception:
                 self.handleError(record)
 

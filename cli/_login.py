@@ -61,7 +61,8 @@ def login(headless: bool, as_json: bool, force: bool, key_file: bool) -> None:
         # First, so that even a signal during the imports below ends with an error event.
         set_error_sink(events.error)
 
-    from copilot_host import SYSTEM_CLOCK, StoreCorruptError, clean
+    from copilot_host import SYSTEM_CLOCK, StoreCorruptError
+    from copilot_host._internal import clean
 
     from ._wait import wait_for_login
 
@@ -135,7 +136,7 @@ def _report_login(
     *,
     as_json: bool,
 ) -> None:
-    from copilot_host import clean, show_path
+    from copilot_host._internal import clean, show_path
 
     from ._status import describe_protection
 

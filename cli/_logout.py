@@ -25,7 +25,7 @@ def logout() -> None:
     Safe to run when already logged out (exit code 0). This is a local logout: the
     authorization stays on your GitHub account until you revoke it there.
     """
-    from copilot_host import clean, show_path
+    from copilot_host._internal import clean, show_path
 
     out = output()
     # An unreadable record is still something to remove: delete() sets it aside (kept, as

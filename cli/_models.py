@@ -86,7 +86,7 @@ def _tokens(n: int | None) -> str:
 
 
 def _print_skipped(out: Output, skipped: Sequence[SkippedModel]) -> None:
-    from copilot_host import clean
+    from copilot_host._internal import clean
 
     if not skipped:
         return
@@ -145,6 +145,7 @@ def models(as_json: bool, show_all: bool) -> None:
         use_json_errors()  # first: a failure at any later point is a JSON document too
 
     import copilot_host as ch
+    from copilot_host._internal import clean
 
     editor = editor_from_environment()
     store = make_store()
@@ -175,8 +176,8 @@ def models(as_json: bool, show_all: bool) -> None:
         return
     rows = [
         (
-            ch.clean(r.route_id),
-            ch.clean(r.spec.display_name),
+            clean(r.route_id),
+            clean(r.spec.display_name),
             r.protocol.value,
             _tokens(r.spec.context_window),
             "shown" if r.spec.picker_enabled else "hidden",

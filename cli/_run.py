@@ -30,18 +30,16 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ._account import Account
 from ._context import output
 from ._editor import editor_from_environment
 from ._failure import CliFailure
-from ._gateway import Account, GatewayNames, LogFile, account, gateway_options, serve_gateway
-from ._gateway_hardening import raise_open_file_limit
+from ._gateway import GatewayNames, LogFile, account, gateway_options, serve_gateway
 from ._output import CopilotHostCommand
 from ._profiles import codex_model, profile_for
-from ._serve import _LOOPBACK, GRACE, _access_log, _bind, _Count, _new_key, host_option
+from ._serve import LOOPBACK, RequestCount, access_log, host_option, listen, new_key
 
 if TYPE_CHECKING:
-    import uvicorn
-
     from copilot_host.gateway import GatewayApp
 
 __all__ = ["CHILD_REMOVED", "run"]
@@ -120,9 +118,8 @@ def run(
         with account(emulator, editor) as gateway:
             if not emulator:
                 _logged_in(gateway)
-            raise_open_file_limit()
-            family, bound, shown = _LOOPBACK[address]
-            listener = _bind(family, bound, port)
+            bound, shown = LOOPBACK[address]
+            listener = listen(bound, port)
             try:
                 code = _run(
                     listener,
@@ -260,30 +257,21 @@ class _Gateway:
         max_credits: float | None = None,
         on_app: Callable[[GatewayApp], None] | None = None,
     ) -> None:
-        from ._serve import server_config
+        from copilot_host.gateway import GatewayServer
 
         self._ready = threading.Event()
-        self._server: uvicorn.Server | None = None
+        # Off the main thread, so no signals; the open-file limit is the process's, which
+        # run is.
+        self._server = GatewayServer(
+            listener=listener, raise_open_files=True, on_started=self._ready.set
+        )
         self.error: BaseException | None = None
         self.stopping = False
         self.on_failure: Callable[[BaseException | None], None] | None = None
 
-        def on_server(server: uvicorn.Server) -> None:
-            self._server = server
-            if self.stopping:  # run was stopped while the gateway was starting
-                server.should_exit = True
-
         async def main() -> None:
             await serve_gateway(
-                listener,
-                gateway,
-                key,
-                names,
-                config=server_config,
-                on_listening=self._ready.set,
-                on_server=on_server,
-                on_app=on_app,
-                max_credits=max_credits,
+                self._server, gateway, key, names, on_app=on_app, max_credits=max_credits
             )
 
         def target() -> None:
@@ -311,16 +299,14 @@ class _Gateway:
             raise CliFailure("gateway_start", "the gateway did not start within a minute")
         if self.error is not None:
             raise self.error.with_traceback(None)
-        if self._server is None or not self._server.started:
+        if not self._server.started:
             raise CliFailure("gateway_start", "the gateway stopped before it listened")
 
     def stop(self) -> None:
         self.stopping = True
-        server = self._server
-        if server is not None:
-            # Polled by uvicorn's loop; requests in flight get GRACE seconds.
-            server.should_exit = True
-        self._thread.join(GRACE + 5)
+        # Requests in flight get the server's grace period.
+        self._server.stop()
+        self._thread.join(self._server.grace + 5)
 
 
 def _run(
@@ -337,9 +323,9 @@ def _run(
 ) -> int:
     port = listener.getsockname()[1]
     base_url = f"http://{shown}:{port}/v1"
-    key = _new_key()
-    counted = _Count()
-    undo_access_log = _access_log(log, counted, stderr=False)
+    key = new_key()
+    counted = RequestCount()
+    undo_access_log = access_log(log, counted, stderr=False)
     server = _Gateway(
         listener, gateway, key, names, max_credits=max_credits, on_app=counted.serving
     )

@@ -1,23 +1,22 @@
-"""``copilot-host serve``: the gateway (:mod:`copilot_host.gateway`) under uvicorn, on a
-loopback address, with a fresh key per run.
+"""``copilot-host serve``: the gateway (:mod:`copilot_host.gateway`) served by
+:class:`copilot_host.gateway.GatewayServer` on a loopback address, with a fresh key per run.
 
 Start-up, in order: the address is checked (loopback only: a usage error otherwise), the
 port is bound (``--port 0``: a free one), the store folder is checked, a new key is made
-and written to the key file, uvicorn starts on the bound socket, and only then is the
+and written to the key file, the server starts on the bound socket, and only then is the
 listening line printed: a program that reads it can connect at once.
 
 Stopping: SIGINT or SIGTERM, and SIGHUP (its terminal closed) or SIGQUIT (Ctrl-\\) alike.
-uvicorn takes them while it serves: it stops accepting, lets requests in flight finish
-for up to :data:`GRACE` seconds, cancels what is left, and raises the signal again once
-it has stopped; the CLI's own handling then ends the command the usual way (exit 128 +
-the signal: 130, 143, 129, 131). A signal ignored at start (``nohup``) stays ignored. The
-key file is removed on every way out but SIGKILL; the next start replaces a key file
-left by a killed gateway.
+The server takes them while it serves: it stops accepting, lets requests in flight finish
+for up to :data:`copilot_host.gateway.GRACE` seconds, cancels what is left, and raises the
+signal again once it has stopped; the CLI's own handling then ends the command the usual
+way (exit 128 + the signal: 130, 143, 129, 131). A signal ignored at start (``nohup``)
+stays ignored. The key file is removed on every way out but SIGKILL; the next start
+replaces a key file left by a killed gateway.
 """
 
 from __future__ import annotations
 
-import errno
 import logging
 import socket
 from collections.abc import Callable, Iterator
@@ -27,34 +26,47 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ._account import Account
 from ._context import output, set_error_sink
 from ._editor import editor_from_environment
 from ._failure import CliFailure, Problem
-from ._gateway import Account, GatewayNames, LogFile, account, gateway_options, serve_gateway
+from ._gateway import GatewayNames, LogFile, account, gateway_options, serve_gateway
 from ._output import CopilotHostCommand, Output, write_stdout
 
 if TYPE_CHECKING:
-    import uvicorn
-
     from copilot_host.gateway import GatewayApp
     from copilot_host.store import CredentialStore, GatewayKey
 
-    from ._server_stack import ServerStack
-
-__all__ = ["DEFAULT_PORT", "GRACE", "host_option", "serve", "server_config"]
+__all__ = [
+    "DEFAULT_PORT",
+    "KEY_PREFIX",
+    "LOOPBACK",
+    "RequestCount",
+    "access_log",
+    "host_option",
+    "listen",
+    "new_key",
+    "serve",
+]
 
 # The fixed default port: the same base URL every day, for tools configured once.
 DEFAULT_PORT = 4141
-# How long requests in flight get to finish once a signal arrived.
-GRACE = 5
 KEY_PREFIX = "cph_"
 
-# --host value -> (address family, address bound, host as the base URL names it).
-_LOOPBACK = {
-    "127.0.0.1": (socket.AF_INET, "127.0.0.1", "127.0.0.1"),
-    "localhost": (socket.AF_INET, "127.0.0.1", "127.0.0.1"),
-    "::1": (socket.AF_INET6, "::1", "[::1]"),
-    "[::1]": (socket.AF_INET6, "::1", "[::1]"),
+# --host value -> (address bound, host as the base URL names it).
+LOOPBACK = {
+    "127.0.0.1": ("127.0.0.1", "127.0.0.1"),
+    "localhost": ("127.0.0.1", "127.0.0.1"),
+    "::1": ("::1", "[::1]"),
+    "[::1]": ("::1", "[::1]"),
+}
+# What serve adds to the library's line when the address cannot be had.
+_BIND_HINTS = {
+    "port_in_use": (
+        " (another copilot-host serve?); choose another port with --port, or --port 0 for a "
+        "free one"
+    ),
+    "address_unavailable": " (try --host 127.0.0.1)",
 }
 
 _EPILOG = """\b
@@ -88,7 +100,7 @@ line with the totals when it stops. Ctrl-C, SIGTERM, SIGHUP or SIGQUIT stops it 
 
 def _loopback(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
     chosen = value.strip().lower()
-    if chosen not in _LOOPBACK:
+    if chosen not in LOOPBACK:
         raise click.BadParameter(
             f"{value!r} is not a loopback address. The gateway lends your Copilot account "
             "to whoever reaches it, so it serves this machine only: use 127.0.0.1, ::1 or "
@@ -153,19 +165,17 @@ def serve(
     editor = editor_from_environment()
     log = LogFile(log_path) if log_path is not None else None
     try:
-        family, bound, shown = _LOOPBACK[address]
+        bound, shown = LOOPBACK[address]
         with account(emulator, editor) as gateway:
             store = gateway.store
-            _raise_descriptor_limit()
-            listener = _bind(family, bound, port)
+            listener = listen(bound, port)
             try:
                 port = listener.getsockname()[1]
                 base_url = f"http://{shown}:{port}/v1"
-                key = _new_key()
+                key = new_key()
                 with _key_file(store, port, key) as key_file:
-                    counted = _Count()
-                    undo_access_log = _access_log(log, counted)
-                    undo_queue = _never_blocking_log()
+                    counted = RequestCount()
+                    undo_access_log = access_log(log, counted)
                     try:
                         _run(
                             listener,
@@ -189,7 +199,6 @@ def serve(
                     finally:
                         if counted.started:
                             _stopped(out, log, counted, emulator=emulator)
-                        undo_queue()
                         undo_access_log()
             finally:
                 listener.close()
@@ -201,40 +210,20 @@ def serve(
 # -- start-up ---------------------------------------------------------------------------------
 
 
-def _bind(family: socket.AddressFamily, address: str, port: int) -> socket.socket:
-    # IPPROTO_TCP named, not left 0: asyncio turns Nagle's algorithm off only on sockets
-    # that say they are TCP, and with it on, every answer (head and body written apart)
-    # waits out the client's delayed ACK, some 40 ms.
-    listener = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+def listen(address: str, port: int) -> socket.socket:
+    """A socket listening on ``address`` (a value of :data:`LOOPBACK`) and ``port``; a
+    usage failure that says what to do instead when it cannot be had."""
+    from copilot_host import CopilotHostError
+    from copilot_host.gateway import bind
+
     try:
-        # A restart may bind the port its predecessor's closed connections still wait on.
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        if family == socket.AF_INET6:
-            listener.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
-        listener.bind((address, port))
-        listener.listen(2048)
-    except OSError as exc:
-        listener.close()
-        where = f"[{address}]:{port}" if family == socket.AF_INET6 else f"{address}:{port}"
-        if exc.errno == errno.EADDRINUSE:
-            raise CliFailure(
-                "port_in_use",
-                f"{where} is already in use (another copilot-host serve?); choose another "
-                "port with --port, or --port 0 for a free one",
-            ) from None
-        if exc.errno == errno.EADDRNOTAVAIL:
-            raise CliFailure(
-                "address_unavailable",
-                f"cannot listen on {where}: this machine has no such loopback address "
-                "(try --host 127.0.0.1)",
-            ) from None
-        raise CliFailure(
-            "listen_failed", f"cannot listen on {where}: {exc.strerror or type(exc).__name__}"
-        ) from None
-    return listener
+        return bind(address, port)
+    except CopilotHostError as exc:
+        raise CliFailure(exc.code, exc.message + _BIND_HINTS.get(exc.code, "")) from None
 
 
-def _new_key() -> str:
+def new_key() -> str:
+    """A fresh gateway key."""
     import secrets
 
     # 256 random bits; the prefix makes a leaked key recognisable for what it is.
@@ -244,7 +233,8 @@ def _new_key() -> str:
 @contextmanager
 def _key_file(store: CredentialStore, port: int, key: str) -> Iterator[GatewayKey]:
     """The store's key file for this gateway; another gateway on the port is port_in_use."""
-    from copilot_host import StoreLockedError, show_path
+    from copilot_host import StoreLockedError
+    from copilot_host._internal import show_path
 
     try:
         with store.gateway_key(port, key) as key_file:
@@ -260,15 +250,7 @@ def _key_file(store: CredentialStore, port: int, key: str) -> Iterator[GatewayKe
         ) from None
 
 
-def _never_blocking_log() -> Callable[[], None]:
-    """Log lines go through a writer thread, dropped (and counted) when stderr takes
-    nothing, so a pipe nobody reads never blocks serving; returns the undo."""
-    from ._stderr_queue import queued_stderr
-
-    return queued_stderr()
-
-
-class _Count:
+class RequestCount:
     """Whether the gateway listened, and how many access lines it wrote: the stop line
     (written only after it listened, and told) says how many requests were served."""
 
@@ -300,35 +282,25 @@ class _Count:
         return True
 
 
-def _stopped(out: Output, log: LogFile | None, counted: _Count, *, emulator: bool) -> None:
+def _stopped(out: Output, log: LogFile | None, counted: RequestCount, *, emulator: bool) -> None:
     line = counted.stop_line(emulator=emulator)
     out.info(line)
     if log is not None:
         log.write(line)
 
 
-def _access_log(
-    log: LogFile | None = None, counted: _Count | None = None, *, stderr: bool = True
+def access_log(
+    log: LogFile | None = None, counted: RequestCount | None = None, *, stderr: bool = True
 ) -> Callable[[], None]:
     """The gateway's access lines on stderr (at INFO; ``stderr=False``: not there) and in
-    the log file (with the gateway's warnings), behind the redaction filter, and uvicorn's
-    log without the tracebacks of cut answers; returns the undo."""
+    the log file (with the gateway's warnings), behind the redaction filter; returns the
+    undo."""
     import logging
 
-    from copilot_host import CopilotHostError
     from copilot_host.gateway import ACCESS_LOGGER
 
     from ._logging import stderr_handler
 
-    def not_a_cut(record: logging.LogRecord) -> bool:
-        # A relay that broke off after its answer started: the app has logged one line
-        # saying so, and raised only so that uvicorn cuts the connection; uvicorn's
-        # "Exception in ASGI application" traceback would add nothing but noise.
-        error = record.exc_info[1] if record.exc_info else None
-        return not (isinstance(error, CopilotHostError) and error.code == "answer_cut")
-
-    server_log = logging.getLogger("uvicorn.error")
-    server_log.addFilter(not_a_cut)
     logger = logging.getLogger(ACCESS_LOGGER)
     fmt, datefmt = "%(asctime)s %(message)s", "%Y-%m-%dT%H:%M:%S"
     handlers = [stderr_handler(logging.INFO, fmt, datefmt)] if stderr else []
@@ -350,7 +322,6 @@ def _access_log(
         gateway_log.addHandler(warnings)
 
     def undo() -> None:
-        server_log.removeFilter(not_a_cut)
         if warnings is not None:
             gateway_log.removeHandler(warnings)
         if counted is not None:
@@ -361,50 +332,6 @@ def _access_log(
         logger.propagate = before[1]
 
     return undo
-
-
-def _raise_descriptor_limit() -> None:
-    from ._gateway_hardening import raise_open_file_limit
-
-    raise_open_file_limit()
-
-
-def server_config(
-    app: Any, *, grace: int = GRACE, stack: ServerStack | None = None
-) -> uvicorn.Config:
-    """How serve runs the gateway under uvicorn (the gateway tests run it the same way):
-    on the HTTP protocol of ``stack`` (:func:`._server_stack.server_stack` by default),
-    with the connection bounds of :mod:`._gateway_hardening`."""
-    import resource
-
-    import uvicorn  # only serve needs it
-
-    from ._gateway_hardening import (
-        MAX_HEAD_BYTES,
-        ConnectionBook,
-        connection_bound,
-        hardened_protocol,
-    )
-    from ._server_stack import server_stack
-
-    chosen = server_stack() if stack is None else stack
-    open_files = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-    book = ConnectionBook(connection_bound(open_files))
-    return uvicorn.Config(
-        app,
-        lifespan="on",
-        # Logging is the CLI's (redacted, on stderr); access lines are the app's.
-        log_config=None,
-        access_log=False,
-        ws="none",
-        http=hardened_protocol(book, http=chosen.http),
-        loop="asyncio",
-        h11_max_incomplete_event_size=MAX_HEAD_BYTES,
-        # No forwarding headers are trusted: every client is on this machine.
-        proxy_headers=False,
-        server_header=False,
-        timeout_graceful_shutdown=grace,
-    )
 
 
 def _run(
@@ -419,23 +346,24 @@ def _run(
 ) -> None:
     import asyncio
 
-    asyncio.run(
-        serve_gateway(
-            listener,
-            gateway,
-            key,
-            names,
-            config=server_config,
-            on_listening=on_listening,
-            on_app=on_app,
-            max_credits=max_credits,
-        )
+    from copilot_host.gateway import GatewayServer
+
+    # The signals, the open-file limit and a stderr nobody reads are the process's: serve
+    # is the whole process, so it takes them all.
+    server = GatewayServer(
+        listener=listener,
+        signals=True,
+        raise_open_files=True,
+        queue_stderr=True,
+        on_started=on_listening,
     )
+    asyncio.run(serve_gateway(server, gateway, key, names, on_app=on_app, max_credits=max_credits))
 
 
 def _take_stop_signals() -> None:
     """From the start, SIGHUP and SIGQUIT end serve as SIGTERM does (exit 129, 131)."""
-    from ._gateway_hardening import STOP_SIGNALS
+    from copilot_host.gateway import STOP_SIGNALS
+
     from ._signals import current_signals
 
     current_signals().install(STOP_SIGNALS)
@@ -479,7 +407,7 @@ def _listening(
         # Nothing follows the listening line on stdout, a failure's report included.
         set_error_sink(lambda _problem: None)
         return
-    from copilot_host import clean
+    from copilot_host._internal import clean
 
     root = base_url.removesuffix("/v1")
     quoted = key_file.quoted

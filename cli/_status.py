@@ -40,7 +40,7 @@ A damaged record: {"v":1,"logged_in":false,"damaged":true,...}; exit code 1.
 
 
 def describe_protection(protection: Protection) -> str:
-    from copilot_host import clean, show_path
+    from copilot_host._internal import clean, show_path
 
     if protection.kind == "keyring":
         return f"OS keyring ({clean(protection.backend)})"
@@ -61,7 +61,8 @@ def status(as_json: bool) -> None:
     if as_json:
         use_json_errors()  # first: a failure at any later point is a JSON document too
 
-    from copilot_host import StoreCorruptError, show_path
+    from copilot_host import StoreCorruptError
+    from copilot_host._internal import show_path
 
     store = make_store()
     damaged: StoreCorruptError | None = None
@@ -100,7 +101,7 @@ def _show(
     *,
     as_json: bool,
 ) -> None:
-    from copilot_host import clean, show_path
+    from copilot_host._internal import clean, show_path
 
     from ._events import iso_utc
 

@@ -84,7 +84,7 @@ def _bar(quota: Quota) -> str:
 
 
 def _row(quota: Quota, unit: str) -> tuple[str, str, str, str]:
-    from copilot_host import clean
+    from copilot_host._internal import clean
 
     name = clean(quota.id)
     if quota.unlimited:
@@ -100,7 +100,7 @@ def _row(quota: Quota, unit: str) -> tuple[str, str, str, str]:
 
 def usage_lines(found: CopilotUsage) -> list[str]:
     """What ``usage`` prints: a header line, then a table of the quotas."""
-    from copilot_host import clean
+    from copilot_host._internal import clean
 
     billing = "AI credits" if found.unit == "credits" else "premium requests"
     head = f"{clean(found.login)}: plan {clean(found.plan or 'unknown')}, billed in {billing}"

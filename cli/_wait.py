@@ -114,7 +114,7 @@ def _show_code(
     headless: bool,
     open_browser: Callable[[str], bool] | None,
 ) -> None:
-    from copilot_host import clean
+    from copilot_host._internal import clean
 
     left = login.deadline - clock.monotonic()
     events.device_code(
@@ -246,7 +246,7 @@ def _after_signal(
     if isinstance(message, _Done):
         # The person authorized in the same instant: the login is complete and stored.
         # Say so rather than claim nothing happened.
-        from copilot_host import clean
+        from copilot_host._internal import clean
 
         raise Interrupted(
             signum,

@@ -15,10 +15,10 @@ from ._errors import __all__ as _ERROR_NAMES  # dependency-free: the tree is che
 from ._version import __version__
 
 if TYPE_CHECKING:
+    from ._api import ApiProtocol
     from ._catalog._catalog import Catalog
     from ._catalog._register import RegistrationResult, aregister_models, register_models
     from ._catalog._specs import (
-        ApiProtocol,
         Inventory,
         ModelBilling,
         ModelRoute,
@@ -55,7 +55,6 @@ if TYPE_CHECKING:
         StoreVersionError,
         TransportError,
     )
-    from ._flight import Flight, SingleFlight
     from ._hosts import (
         AsyncCopilotHost,
         Authorized,
@@ -73,9 +72,8 @@ if TYPE_CHECKING:
         register_secret,
     )
     from ._safety._secret import Secret
-    from ._safety._text import clean, show_path
     from ._sessions._auth import CopilotAuth
-    from ._sessions._inspect import RequestFacts, read_json_body, request_facts
+    from ._sessions._inspect import RequestFacts
     from ._sessions._pipeline import SwitchesIdentity
     from ._sessions._policy import RefreshPolicy, SessionState
     from ._sessions._resolver import AsyncSessionResolver, SessionResolver
@@ -85,13 +83,11 @@ _EXPORTS: dict[str, str] = {
     "CopilotAuth": "_sessions._auth",
     "Catalog": "_catalog._catalog",
     "Clock": "_clock",
-    "Flight": "_flight",
-    "SingleFlight": "_flight",
     "SYSTEM_CLOCK": "_clock",
     "await_device_login": "_device",
     "wait_for_device_login": "_device",
     **dict.fromkeys(_ERROR_NAMES, "_errors"),
-    "ApiProtocol": "_catalog._specs",
+    "ApiProtocol": "_api",
     "Inventory": "_catalog._specs",
     "ModelRoute": "_catalog._specs",
     "ModelSpec": "_catalog._specs",
@@ -104,8 +100,6 @@ _EXPORTS: dict[str, str] = {
     "OriginAllowlist": "_origin",
     "default_allowlist": "_origin",
     "RequestFacts": "_sessions._inspect",
-    "read_json_body": "_sessions._inspect",
-    "request_facts": "_sessions._inspect",
     "SwitchesIdentity": "_sessions._pipeline",
     "RefreshPolicy": "_sessions._policy",
     "SessionState": "_sessions._policy",
@@ -126,8 +120,6 @@ _EXPORTS: dict[str, str] = {
     "LoginIdentity": "_hosts",
     "Pending": "_hosts",
     "Secret": "_safety._secret",
-    "clean": "_safety._text",
-    "show_path": "_safety._text",
 }
 
 # Literal, so type checkers see the exports; a test keeps it equal to _EXPORTS.
@@ -150,7 +142,6 @@ __all__ = [
     "CopilotUsage",
     "DeviceCodeExpiredError",
     "EntitlementError",
-    "Flight",
     "Inventory",
     "KeyringUnavailableError",
     "LoginCancelledError",
@@ -181,7 +172,6 @@ __all__ = [
     "SessionError",
     "SessionResolver",
     "SessionState",
-    "SingleFlight",
     "SkippedModel",
     "StoreCorruptError",
     "StoreError",
@@ -193,28 +183,43 @@ __all__ = [
     "TransportError",
     "aregister_models",
     "await_device_login",
-    "clean",
     "default_allowlist",
     "install_redaction",
     "mask_secrets",
-    "read_json_body",
     "register_models",
     "register_secret",
-    "request_facts",
-    "show_path",
     "wait_for_device_login",
 ]
 
 
-# Names the root exported before 0.3.0 that no application, the gateway or the CLI needs:
-# still resolved, with a DeprecationWarning, until 0.4.0. (name: (module, what to use))
-_DEPRECATED: dict[str, tuple[str, str]] = {
-    "SystemClock": ("_clock", "use copilot_host.SYSTEM_CLOCK, or any copilot_host.Clock"),
+# Names the root no longer exports: still resolved, with a DeprecationWarning, for one
+# minor version. (name: (module, the release that deprecated it, what to use))
+_DEPRECATED: dict[str, tuple[str, str, str]] = {
+    "SystemClock": (
+        "_clock",
+        "0.3.0",
+        "use copilot_host.SYSTEM_CLOCK, or any copilot_host.Clock",
+    ),
     "redact": (
         "_safety._redact",
+        "0.3.0",
         "use copilot_host.mask_secrets, or install_redaction() for logs",
     ),
+    # Plumbing of the gateway and the CLI, which reach it through copilot_host._internal.
+    **{
+        name: (module, "0.4.0", "it is the library's own plumbing, not an API")
+        for name, module in (
+            ("Flight", "_flight"),
+            ("SingleFlight", "_flight"),
+            ("read_json_body", "_sessions._inspect"),
+            ("request_facts", "_sessions._inspect"),
+            ("clean", "_safety._text"),
+            ("show_path", "_safety._text"),
+        )
+    },
 }
+# The release after the one that deprecated a name removes it.
+_REMOVED_IN = {"0.3.0": "0.4.0", "0.4.0": "0.5.0"}
 
 
 def __getattr__(name: str) -> Any:
@@ -225,9 +230,10 @@ def __getattr__(name: str) -> Any:
             raise AttributeError(f"module 'copilot_host' has no attribute {name!r}")
         import warnings
 
-        module_name, instead = deprecated
+        module_name, since, instead = deprecated
         warnings.warn(
-            f"copilot_host.{name} is deprecated (0.3.0) and goes in 0.4.0: {instead}",
+            f"copilot_host.{name} is deprecated ({since}) and goes in {_REMOVED_IN[since]}: "
+            f"{instead}",
             DeprecationWarning,
             stacklevel=2,
         )

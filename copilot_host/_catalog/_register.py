@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .._api import ApiProtocol
 from .._clock import SYSTEM_CLOCK, Clock
 from .._errors import NoEligibleModelsError
 from .._hosts import AsyncCopilotHost, CopilotHost, CopilotSession
@@ -21,7 +22,7 @@ from .._sessions._pipeline import SwitchesIdentity
 from .._sessions._policy import DEFAULT_POLICY, RefreshPolicy
 from .._sessions._resolver import AsyncSessionResolver, SessionResolver
 from ._catalog import Catalog
-from ._specs import ApiProtocol, Inventory, ModelRoute, ModelSpec, SkippedModel
+from ._specs import Inventory, ModelRoute, ModelSpec, SkippedModel
 from ._validate import validate_inventory
 
 __all__ = ["RegistrationResult", "aregister_models", "register_models"]

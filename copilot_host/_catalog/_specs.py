@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+from .._api import ApiProtocol
 
 if TYPE_CHECKING:
     import httpx2
 
 __all__ = [
-    "ApiProtocol",
     "Inventory",
     "ModelBilling",
     "ModelRoute",
@@ -19,43 +19,6 @@ __all__ = [
     "SkippedModel",
     "TokenPrices",
 ]
-
-
-class ApiProtocol(enum.Enum):
-    """The wire protocol a route speaks; always explicit, never guessed from a model name.
-
-    Declared in order of preference: a model that lists several is routed to the first.
-    """
-
-    OPENAI_RESPONSES = "openai-responses"
-    OPENAI_CHAT = "openai-chat"
-    ANTHROPIC_MESSAGES = "anthropic-messages"
-
-    @property
-    def path(self) -> str:
-        """The request path on the inference origin."""
-        return _PATHS[self]
-
-    @classmethod
-    def of_path(cls, path: str) -> ApiProtocol | None:
-        """The protocol whose request path (or ``supported_endpoints`` entry) is ``path``."""
-        return _BY_PATH.get(path)
-
-    @classmethod
-    def preferred(cls, protocols: frozenset[ApiProtocol]) -> ApiProtocol | None:
-        """The first of ``protocols`` in order of preference, or None when empty."""
-        for protocol in cls:
-            if protocol in protocols:
-                return protocol
-        return None
-
-
-_PATHS = {
-    ApiProtocol.OPENAI_RESPONSES: "/responses",
-    ApiProtocol.OPENAI_CHAT: "/chat/completions",
-    ApiProtocol.ANTHROPIC_MESSAGES: "/v1/messages",
-}
-_BY_PATH = {path: protocol for protocol, path in _PATHS.items()}
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,11 +15,12 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
+from .._api import ApiProtocol
 from .._errors import ModelValidationError
 from .._safety._redact import REDACTED, TOKEN_SHAPES, known_values
 from .._safety._secret import Secret
 from .._safety._text import clean, show_visibly
-from ._specs import ApiProtocol, Inventory, ModelBilling, ModelSpec, SkippedModel
+from ._specs import Inventory, ModelBilling, ModelSpec, SkippedModel
 
 __all__ = ["DISPLAY_NAME_LIMIT", "MAX_MODELS", "validate_inventory"]
 

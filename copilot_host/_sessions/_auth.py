@@ -20,11 +20,12 @@ from typing import NoReturn
 
 import httpx2
 
+from .._api import protocol_of_path
 from .._errors import OriginError
 from .._hosts import CopilotSession, LoginIdentity
 from .._origin import CopilotEndpoint
 from .._safety._text import clean
-from ._inspect import NOT_A_TURN, RequestFacts, facts_of_body, protocol_of_path
+from ._inspect import NOT_A_TURN, RequestFacts, facts_of_body
 from ._pipeline import (
     INITIATOR,
     NEED_ERROR_BODY,

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import _accel
-from .._catalog._specs import ApiProtocol
+from .._api import ApiProtocol
 
 __all__ = [
     "AGENT",
@@ -28,7 +28,6 @@ __all__ = [
     "facts_of",
     "facts_of_body",
     "inspect_body",
-    "protocol_of_path",
     "read_json_body",
     "request_facts",
 ]
@@ -57,18 +56,6 @@ _PLAIN_TURN = RequestFacts(False, USER)
 _FRAMING = frozenset({"system", "developer"})
 # Chat roles that continue a turn without the person: a tool's result, the model's own.
 _CONTINUATIONS = frozenset({"assistant", "tool", "function"})
-
-
-def protocol_of_path(path: str | bytes) -> ApiProtocol | None:
-    """The protocol a request path speaks on an inference origin, or None. Given bytes, the
-    path as sent (percent-escapes and query included), which a caller can look up before
-    paying to decode it: an inference path is plain ASCII."""
-    if isinstance(path, bytes):
-        return _BY_RAW_PATH.get(path)
-    return ApiProtocol.of_path(path)
-
-
-_BY_RAW_PATH = {protocol.path.encode("ascii"): protocol for protocol in ApiProtocol}
 
 
 def read_json_body(body: bytes) -> Any:

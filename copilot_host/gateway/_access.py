@@ -21,6 +21,7 @@ from __future__ import annotations
 import hmac
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 __all__ = [
     "FORWARDED_REQUEST_HEADERS",
@@ -44,6 +45,8 @@ FORWARDED_REQUEST_HEADERS: Mapping[str, str] = {
     "x-initiator": "the client's own word on who started the turn (user or agent), "
     "which route.auth keeps instead of reading it from the body",
 }
+# Documentation to read, not a setting: read-only, so changing it cannot look as if it did.
+FORWARDED_REQUEST_HEADERS = MappingProxyType(dict(FORWARDED_REQUEST_HEADERS))
 # What else the gateway reads: the body's declared length, and the headers it may forward.
 _WANTED = (
     _SINGLE | {b"content-length"} | {name.encode("ascii") for name in FORWARDED_REQUEST_HEADERS}

@@ -35,6 +35,7 @@ from typing import Any
 import httpx2
 
 import copilot_host as ch
+from copilot_host._internal import clean
 
 from ._access import Refusal, RequestHeaders, allowed_hosts, check_access, read_headers
 from ._answers import Shape, error_body, failure_of
@@ -82,7 +83,7 @@ def _fast_upstream() -> httpx2.AsyncBaseTransport | None:
     """aiohttp under the client (copilot_host/_aiotransport.py), unless a proxy is set in
     the environment (httpx2's own transport applies it, as before) or
     ``COPILOT_HOST_PURE_PYTHON`` rules it out. None: httpx2's own transport."""
-    from .._accel import fast_transport, proxy_configured
+    from copilot_host._internal import fast_transport, proxy_configured
 
     return None if proxy_configured() else fast_transport(UPSTREAM_LIMITS)
 
@@ -316,7 +317,7 @@ class GatewayApp:
                 Refusal(
                     405,
                     "method_not_allowed",
-                    f"copilot-host gateway: {ch.clean(path, limit=80)} takes {expected} only",
+                    f"copilot-host gateway: {clean(path, limit=80)} takes {expected} only",
                     ((b"allow", expected.encode("ascii")),),
                 )
             )
@@ -490,7 +491,7 @@ class GatewayApp:
                 "%s answered %d (GitHub request id %s)",
                 route.url,
                 outcome.status,
-                ch.clean(outcome.upstream_id, limit=80),
+                clean(outcome.upstream_id, limit=80),
             )
 
 
@@ -608,7 +609,7 @@ def _unknown_model(name: str) -> Refusal:
     return Refusal(
         404,
         "model_not_found",
-        f"copilot-host gateway: the model {ch.clean(name, limit=100)!r} is not one this "
+        f"copilot-host gateway: the model {clean(name, limit=100)!r} is not one this "
         "account can use (GET /v1/models lists them)",
     )
 
@@ -629,4 +630,4 @@ def _shown(text: str, limit: int = 120) -> str:
         # The usual case, without the character-by-character pass: clean() would return
         # such a text as it is (an empty one as "-", below).
         return text or "-"
-    return ch.clean(text, limit=limit) or "-"
+    return clean(text, limit=limit) or "-"

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
+from types import MappingProxyType
 from typing import Any
 
-import copilot_host as ch
+from copilot_host._internal import clean
 
 __all__ = ["SERVED_BETAS", "filter_betas", "system_as_blocks"]
 
@@ -39,6 +40,8 @@ SERVED_BETAS: Mapping[str, str] = {
     "src/extension/agents/claude/node/claudeLanguageModelServer.ts, commit "
     "63a46e73851fa1c91dbdaacb11e05ce062202b05, createRequestBody)",
 }
+# Documentation to read, not a setting: read-only, so changing it cannot look as if it did.
+SERVED_BETAS = MappingProxyType(dict(SERVED_BETAS))
 _SERVED = frozenset(value.encode("ascii") for value in SERVED_BETAS)
 
 
@@ -56,7 +59,7 @@ def filter_betas(values: Iterable[bytes]) -> bytes | None:
             if beta not in target:
                 target.append(beta)
     if dropped and _log.isEnabledFor(logging.DEBUG):
-        shown = ", ".join(ch.clean(beta.decode("latin-1"), limit=80) for beta in dropped)
+        shown = ", ".join(clean(beta.decode("latin-1"), limit=80) for beta in dropped)
         _log.debug("anthropic-beta not served by the Copilot API, dropped: %s", shown)
     return b",".join(kept) if kept else None
 

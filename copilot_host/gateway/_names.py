@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 import copilot_host as ch
+from copilot_host._internal import clean
 
 __all__ = [
     "FAMILY_WORDS",
@@ -76,11 +77,11 @@ class ModelNames:
                 if not isinstance(value, str) or not _NAME.fullmatch(value):
                     raise ValueError(
                         f"a model alias is NAME=MODEL, each letters, digits and . _ : / -, "
-                        f"not {ch.clean(str(value), limit=80)!r}"
+                        f"not {clean(str(value), limit=80)!r}"
                     )
         if self.default is not None and not _NAME.fullmatch(self.default):
             raise ValueError(
-                f"the default model is a model id, not {ch.clean(self.default, limit=80)!r}"
+                f"the default model is a model id, not {clean(self.default, limit=80)!r}"
             )
         object.__setattr__(self, "aliases", MappingProxyType(dict(self.aliases)))
 
@@ -223,7 +224,7 @@ class NameTable:
         if route is None:
             how = "--model-alias" if rule == "alias" else "--default-model"
             return NotFound(
-                f"copilot-host gateway: {ch.clean(name, limit=100)!r} goes to {target!r} "
+                f"copilot-host gateway: {clean(name, limit=100)!r} goes to {target!r} "
                 f"({how}), which this account no longer has (GET /v1/models lists them)"
             )
         return self._checked(route, rule, protocol)
@@ -243,6 +244,6 @@ class NameTable:
         close = difflib.get_close_matches(name, ids, n=SUGGESTIONS, cutoff=0.0)
         hint = f"; closest: {', '.join(close)}" if close else ""
         return (
-            f"copilot-host gateway: the model {ch.clean(name, limit=100)!r} is not one this "
+            f"copilot-host gateway: the model {clean(name, limit=100)!r} is not one this "
             f"account can use{hint} (GET /v1/models lists them)"
         )

@@ -5,7 +5,7 @@ Every request asks :meth:`Registry.current` for the routes. That reads the host'
 ``availability()`` (one cached ``stat()``): no login is ``NotLoggedInError`` (503), the
 same login as the routes' is the routes as they are, and a new login (a logout and login
 again, another account) waits for a registration made for it. Concurrent requests share
-one registration: a :class:`copilot_host.SingleFlight`, the one the session resolver
+one registration: a :class:`copilot_host._internal.SingleFlight`, the one the session resolver
 shares its exchange by, run as its own task so a client that hangs up stops only its own
 wait, never the registration the others wait for. A registration that fails is reported
 to every request for the next second without another attempt, so a burst while GitHub is
@@ -26,6 +26,7 @@ from functools import partial
 from typing import Any
 
 import copilot_host as ch
+from copilot_host._internal import Flight, SingleFlight
 
 from ._names import ModelNames, NameTable
 
@@ -146,7 +147,7 @@ class Registry:
         # The registration in flight, and the one that failed, by login: told again for
         # FAILURE_MEMORY seconds; after a background one failed, the next waits
         # RETRY_AFTER_FAILURE.
-        self._flights: ch.SingleFlight[ch.LoginIdentity, Snapshot] = ch.SingleFlight()
+        self._flights: SingleFlight[ch.LoginIdentity, Snapshot] = SingleFlight()
         self.registrations = 0
 
     @property
@@ -183,7 +184,7 @@ class Registry:
 
     def _start(
         self, identity: ch.LoginIdentity, *, background: bool
-    ) -> ch.Flight[ch.LoginIdentity, Snapshot]:
+    ) -> Flight[ch.LoginIdentity, Snapshot]:
         # One registration at a time: one for another login starts after the one out.
         flight = self._flights.start(identity)
         flight.launch(
@@ -199,7 +200,7 @@ class Registry:
 
     def _registered(
         self,
-        flight: ch.Flight[ch.LoginIdentity, Snapshot],
+        flight: Flight[ch.LoginIdentity, Snapshot],
         result: ch.RegistrationResult | BaseException,
         *,
         background: bool,

@@ -1,9 +1,9 @@
 """A gateway request's body, read once: its JSON (strictly), its model, what its headers need.
 
 The body is parsed once, with the library's one reading of a request body
-(:func:`copilot_host.read_json_body`: UTF-8 JSON without a byte-order mark, the same
+(:func:`copilot_host._internal.read_json_body`: UTF-8 JSON without a byte-order mark, the same
 reading ``route.auth`` applies), and what ``route.auth`` would read from it again (image
-input, initiator) is taken from that parse (:func:`copilot_host.request_facts`) and handed
+input, initiator) is taken from that parse (:func:`copilot_host._internal.request_facts`) and handed
 to it. A large body is parsed in a worker thread, so the event loop keeps answering other
 requests between the parse's steps. The parsed tree is dropped before the request goes
 upstream: only the bytes travel.
@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import copilot_host as ch
+from copilot_host._internal import read_json_body, request_facts
 
 from ._access import Refusal
 from ._messages import system_as_blocks
@@ -55,7 +56,7 @@ class Parsed:
 def parse_request(body: bytes, protocol: ch.ApiProtocol) -> Parsed | Refusal:
     """Read ``body`` once: a Refusal (400) unless it is a JSON object that names a model."""
     try:
-        value = ch.read_json_body(body)
+        value = read_json_body(body)
     except ValueError:
         return Refusal(
             400,
@@ -71,7 +72,7 @@ def parse_request(body: bytes, protocol: ch.ApiProtocol) -> Parsed | Refusal:
             "missing_model",
             'copilot-host gateway: the body names no "model" (GET /v1/models lists them)',
         )
-    return Parsed(value, name, ch.request_facts(protocol, value, body=body))
+    return Parsed(value, name, request_facts(protocol, value, body=body))
 
 
 async def read_request(body: bytes, protocol: ch.ApiProtocol) -> Parsed | Refusal:

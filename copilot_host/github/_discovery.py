@@ -15,8 +15,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import replace
 
+from .._api import ApiProtocol
 from .._catalog._specs import (
-    ApiProtocol,
     Inventory,
     ModelBilling,
     ModelSpec,

@@ -7,7 +7,9 @@ is ever sent there. Deadlines are measured from receipt, against the server's ``
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from .._errors import (
     CopilotHostError,
@@ -60,7 +62,7 @@ _SETTINGS = "https://github.com/settings/copilot"
 # What a person can do about each refusal GitHub explains by id: the ids GitHub's own
 # Copilot client knows (docs/WIRE.md, "Session exchange"); any other id is shown as sent.
 _SUPPORT = "https://support.github.com"
-KNOWN_NOTIFICATIONS: dict[str, str] = {
+KNOWN_NOTIFICATIONS: Mapping[str, str] = {
     "no_copilot_access": (
         f"this GitHub account has no Copilot access; start a plan or ask your organization "
         f"for a seat at {_SETTINGS}, then log in again"
@@ -109,6 +111,8 @@ KNOWN_NOTIFICATIONS: dict[str, str] = {
     ),
     "server_error": "GitHub could not issue a Copilot session (a server error); try again later",
 }
+# Documentation to read, not a setting: read-only, so changing it cannot look as if it did.
+KNOWN_NOTIFICATIONS = MappingProxyType(dict(KNOWN_NOTIFICATIONS))
 
 
 def build_exchange_request(github_token: Secret, editor: EditorIdentity) -> WireRequest:

@@ -20,7 +20,7 @@ from copilot_host_cli._emulated import emulated_account
 from copilot_host_cli._failure import CliFailure
 from copilot_host_cli._gateway import GatewayNames, LogFile, stop_line
 from copilot_host_cli._output import Output
-from copilot_host_cli._serve import _access_log, _Count, _listening
+from copilot_host_cli._serve import RequestCount, _listening, access_log
 
 from copilot_host import Secret, register_secret
 from copilot_host._safety._text import shell_quote
@@ -81,8 +81,8 @@ def test_the_log_file_takes_access_lines_warnings_and_the_stop_line(tmp_path: Pa
     secret = Secret("cph_" + "s" * 43)
     register_secret(secret)
     log = LogFile(path)
-    counted = _Count()
-    undo = _access_log(log, counted, stderr=False)
+    counted = RequestCount()
+    undo = access_log(log, counted, stderr=False)
     try:
         logging.getLogger(ACCESS_LOGGER).info("GET /v1/models model=- status=200")
         logging.getLogger(ACCESS_LOGGER).info("key %s", secret.reveal())

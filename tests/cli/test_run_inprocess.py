@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 from copilot_host_cli._context import CliSeam
-from copilot_host_cli._server_stack import PURE_PYTHON_ENV
 
+from copilot_host.gateway._stack import PURE_PYTHON_ENV
 from copilot_host.github import AsyncGitHubCopilotHost
 from tests.cli.conftest import Cli
 

@@ -21,12 +21,12 @@ from copilot_host_cli._failure import CliFailure, Problem
 from copilot_host_cli._output import Output
 from copilot_host_cli._serve import (
     KEY_PREFIX,
-    _access_log,
-    _bind,
     _error_event,
     _key_file,
     _listening,
-    _new_key,
+    access_log,
+    listen,
+    new_key,
 )
 
 from copilot_host import Secret
@@ -37,7 +37,7 @@ from tests._clock import FakeClock
 
 
 def test_it_listens_on_a_free_loopback_port() -> None:
-    with _bind(socket.AF_INET, "127.0.0.1", 0) as listener:
+    with listen("127.0.0.1", 0) as listener:
         address, port = listener.getsockname()
         assert (address, listener.proto) == ("127.0.0.1", socket.IPPROTO_TCP)
         with socket.create_connection(("127.0.0.1", port), timeout=5):
@@ -45,10 +45,10 @@ def test_it_listens_on_a_free_loopback_port() -> None:
 
 
 def test_a_port_in_use_names_the_port_and_the_way_out() -> None:
-    with _bind(socket.AF_INET, "127.0.0.1", 0) as first:
+    with listen("127.0.0.1", 0) as first:
         port = first.getsockname()[1]
         with pytest.raises(CliFailure) as caught:
-            _bind(socket.AF_INET, "127.0.0.1", port)
+            listen("127.0.0.1", port)
     assert caught.value.problem.code == "port_in_use"
     assert f"127.0.0.1:{port} is already in use" in caught.value.problem.message
     assert "--port 0" in caught.value.problem.message
@@ -57,21 +57,21 @@ def test_a_port_in_use_names_the_port_and_the_way_out() -> None:
 def test_an_address_this_machine_lacks_is_address_unavailable() -> None:
     # TEST-NET-1 (RFC 5737): on no interface of this machine, so bind() fails at once.
     with pytest.raises(CliFailure) as caught:
-        _bind(socket.AF_INET, "192.0.2.1", 0)
+        listen("192.0.2.1", 0)
     assert caught.value.problem.code == "address_unavailable"
     assert "192.0.2.1:0" in caught.value.problem.message
 
 
 def test_keys_are_long_random_and_recognisable() -> None:
-    keys = {_new_key() for _ in range(32)}
+    keys = {new_key() for _ in range(32)}
     assert len(keys) == 32
     assert all(k.startswith(KEY_PREFIX) and len(k) >= len(KEY_PREFIX) + 43 for k in keys)
 
 
 def test_a_second_gateway_on_the_port_is_port_in_use(copilot_home: Path) -> None:
     store = CredentialStore(copilot_home)
-    with _key_file(store, 8765, _new_key()) as key_file:
-        with pytest.raises(CliFailure) as caught, _key_file(store, 8765, _new_key()):
+    with _key_file(store, 8765, new_key()) as key_file:
+        with pytest.raises(CliFailure) as caught, _key_file(store, 8765, new_key()):
             pass
         assert caught.value.problem.code == "port_in_use"
         assert str(key_file.path) in caught.value.problem.message
@@ -147,7 +147,7 @@ def test_access_lines_reach_stderr_redacted_and_the_undo_puts_logging_back() -> 
     token = "gho_" + secrets.token_hex(18)
     err = io.StringIO()
     with redirect_stderr(err):
-        undo = _access_log()
+        undo = access_log()
         try:
             logger.info("POST /v1/chat/completions 200 %s", token)
             logger.debug("not an access line")

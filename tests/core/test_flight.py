@@ -12,12 +12,13 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 import copilot_host as ch
+from copilot_host._flight import Flight, SingleFlight
 
-Flights = ch.SingleFlight[str, int]
+Flights = SingleFlight[str, int]
 
 
 def _finisher(
-    flights: Flights, flight: ch.Flight[str, int]
+    flights: Flights, flight: Flight[str, int]
 ) -> Callable[[int | BaseException], int | BaseException]:
     def finish(result: int | BaseException) -> int | BaseException:
         flights.retire(flight)
@@ -27,7 +28,7 @@ def _finisher(
 
 
 def test_threads_share_one_flight_and_its_result() -> None:
-    flights: Flights = ch.SingleFlight()
+    flights: Flights = SingleFlight()
     lock, gate, calls = threading.Lock(), threading.Event(), []
     # Every caller holds its flight before the work may end: none comes too late to join.
     joined = threading.Barrier(9)
@@ -59,7 +60,7 @@ def test_threads_share_one_flight_and_its_result() -> None:
 
 def test_a_cancelled_or_timed_out_waiter_leaves_the_flight_to_the_others() -> None:
     async def scenario() -> None:
-        flights: Flights = ch.SingleFlight()
+        flights: Flights = SingleFlight()
         gate = asyncio.Event()
 
         async def work() -> int:
@@ -87,7 +88,7 @@ def test_a_cancelled_or_timed_out_waiter_leaves_the_flight_to_the_others() -> No
 
 def test_a_failure_reaches_each_waiter_as_its_own_copy() -> None:
     async def scenario() -> None:
-        flights: Flights = ch.SingleFlight()
+        flights: Flights = SingleFlight()
         failure = ch.ServerError("GitHub answered 503", code="server_error")
 
         async def work() -> int:
@@ -106,7 +107,7 @@ def test_a_failure_reaches_each_waiter_as_its_own_copy() -> None:
 
 
 def test_an_interrupt_is_landed_for_the_waiters_then_raised_on() -> None:
-    flights: Flights = ch.SingleFlight()
+    flights: Flights = SingleFlight()
     flight = flights.start("octocat")
 
     def work() -> int:
@@ -121,7 +122,7 @@ def test_an_interrupt_is_landed_for_the_waiters_then_raised_on() -> None:
 
 def test_a_flight_started_while_another_is_out_runs_after_it() -> None:
     async def scenario() -> None:
-        flights: Flights = ch.SingleFlight()
+        flights: Flights = SingleFlight()
         gate, order = asyncio.Event(), []
 
         async def first() -> int:
@@ -156,7 +157,7 @@ def test_a_flight_started_while_another_is_out_runs_after_it() -> None:
 
 
 def test_the_last_failure_is_told_again_then_held_back_then_forgotten() -> None:
-    flights: Flights = ch.SingleFlight()
+    flights: Flights = SingleFlight()
     failure = ch.ServerError("down", code="server_error")
     flights.remember("octocat", failure, until=11.0, retry_at=70.0)
     told = flights.recall("octocat", 10.0)

@@ -21,13 +21,16 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
-import uvicorn
-from copilot_host_cli._gateway_hardening import HardenedServer
-from copilot_host_cli._serve import server_config
-from copilot_host_cli._server_stack import ServerStack
 
 import copilot_host as ch
-from copilot_host.gateway import ACCESS_LOGGER, GatewayApp, GatewayHooks, create_app
+from copilot_host.gateway import (
+    ACCESS_LOGGER,
+    GatewayApp,
+    GatewayHooks,
+    GatewayServer,
+    ServerStack,
+    create_app,
+)
 from copilot_host.github import AsyncGitHubCopilotHost, GitHubCopilotHost
 from copilot_host.store import CredentialStore
 from copilot_host.testing import GitHubEmulator
@@ -37,19 +40,6 @@ START_TIMEOUT = 15.0
 
 def new_key() -> str:
     return "cph_" + secrets.token_urlsafe(32)
-
-
-class _Server(HardenedServer):
-    """serve's server (as ``cli/_serve.py`` runs it), saying when it accepts connections
-    (no polling for it)."""
-
-    def __init__(self, config: uvicorn.Config, ready: threading.Event) -> None:
-        super().__init__(config)
-        self._ready = ready
-
-    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-        await super().startup(sockets)
-        self._ready.set()
 
 
 class Switch(httpx2.AsyncBaseTransport):
@@ -252,10 +242,11 @@ def running_gateway(
                 default_model=default_model,
                 **extra,
             )
-            config = server_config(app, stack=stack)
-            server = _Server(config, ready)
+            # serve's server (as ``cli/_serve.py`` runs it), saying when it accepts
+            # connections (no polling for it).
+            server = GatewayServer(listener=sock, stack=stack, on_started=ready.set)
             made.update(app=app, server=server, loop=asyncio.get_running_loop())
-            await server.serve(sockets=[sock])
+            await server.serve(app)
 
     def run() -> None:
         try:
@@ -282,7 +273,7 @@ def running_gateway(
     finally:
         server = made.get("server")
         if server is not None:
-            server.should_exit = True
+            server.stop()
         thread.join(START_TIMEOUT)
         sock.close()
         person.close()

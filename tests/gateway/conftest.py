@@ -7,9 +7,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from copilot_host_cli._server_stack import PURE_PYTHON
 
 from copilot_host._accel import PURE_PYTHON_ENV
+from copilot_host.gateway._stack import PURE_PYTHON
 from copilot_host.testing import GitHubEmulator, Scenario
 from tests.gateway._support import Gateway, running_gateway
 from tests.security._support import TOKEN_SHAPES

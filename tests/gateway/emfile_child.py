@@ -1,4 +1,4 @@
-"""A server that runs out of descriptors: ``HardenedServer`` with a connection bound far
+"""A server that runs out of descriptors: the gateway's server with a connection bound far
 above its open-file limit, so that accept() fails with EMFILE.
 
     python tests/gateway/emfile_child.py OPEN_FILES
@@ -8,6 +8,7 @@ Prints the port once it listens; logs (WARNING and up) go to stderr as serve's d
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import resource
 import socket
@@ -23,33 +24,27 @@ async def _app(scope: Any, receive: Any, send: Any) -> None:
 
 
 def main() -> None:
-    import uvicorn
-    from copilot_host_cli._gateway_hardening import (
-        ConnectionBook,
-        HardenedServer,
-        hardened_protocol,
-    )
+    from copilot_host.gateway import GatewayServer, Hardening
+    from copilot_host.gateway._stack import PURE_PYTHON
 
     open_files = int(sys.argv[1])
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     listener = socket.create_server(("127.0.0.1", 0), backlog=1024)
-    config = uvicorn.Config(
-        _app,
-        lifespan="off",
-        log_config=None,
-        access_log=False,
-        http=hardened_protocol(ConnectionBook(100_000)),
-        loop="asyncio",  # as serve's: never uvloop, even when installed
+
+    def started() -> None:
+        hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+        resource.setrlimit(resource.RLIMIT_NOFILE, (open_files, hard))
+        print(listener.getsockname()[1], flush=True)
+
+    server = GatewayServer(
+        listener=listener,
+        stack=PURE_PYTHON,
+        hardening=Hardening(max_connections=100_000),
+        lifespan=False,
+        signals=True,
+        on_started=started,
     )
-
-    class Server(HardenedServer):
-        async def startup(self, sockets: list[Any] | None = None) -> None:
-            await super().startup(sockets)
-            hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
-            resource.setrlimit(resource.RLIMIT_NOFILE, (open_files, hard))
-            print(listener.getsockname()[1], flush=True)
-
-    Server(config).run(sockets=[listener])
+    asyncio.run(server.serve(_app))
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
-"""The connection bounds serve puts around uvicorn (``copilot_host_cli._gateway_hardening``),
-on a real server in this process with short deadlines: the head deadline, the bound on
+"""The connection bounds the gateway's server keeps (``copilot_host.gateway._hardening``),
+on a real :class:`copilot_host.gateway.GatewayServer` in this process with short deadlines: the head deadline, the bound on
 connections held, the bound on a request head, and one warning per out-of-descriptors
 episode; on both HTTP parsers serve may use (httptools, h11)."""
 
@@ -15,15 +15,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import uvicorn
-from copilot_host_cli._gateway_hardening import (
-    MAX_HEAD_BYTES,
-    ConnectionBook,
-    connection_bound,
-    hardened_protocol,
-    quiet_accept_errors,
-)
-from copilot_host_cli._server_stack import PURE_PYTHON, ServerStack
+
+from copilot_host.gateway import GatewayServer, Hardening
+from copilot_host.gateway._hardening import MAX_HEAD_BYTES, connection_bound, quiet_accept_errors
+from copilot_host.gateway._stack import PURE_PYTHON, ServerStack
 
 # The parser serve uses when httptools is installed, and the pure-Python one.
 STACKS = [ServerStack(http="httptools"), PURE_PYTHON]
@@ -50,22 +45,18 @@ class _App:
 
 
 class _Running:
-    def __init__(self, book: ConnectionBook, head_timeout: float, stack: ServerStack) -> None:
+    def __init__(self, bound: int, head_timeout: float, stack: ServerStack) -> None:
         self.app = _App()
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
-        config = uvicorn.Config(
-            self.app,
-            lifespan="off",
-            log_config=None,
-            access_log=False,
-            http=hardened_protocol(book, http=stack.http, head_timeout=head_timeout),
-            loop="asyncio",
-            h11_max_incomplete_event_size=MAX_HEAD_BYTES,
+        self.server = GatewayServer(
+            listener=self.listener,
+            stack=stack,
+            hardening=Hardening(head_timeout=head_timeout, max_connections=bound),
+            lifespan=False,
         )
-        self.server = uvicorn.Server(config)
         self.thread = threading.Thread(
-            target=self.server.run, kwargs={"sockets": [self.listener]}, daemon=True
+            target=asyncio.run, args=(self.server.serve(self.app),), daemon=True
         )
 
     def __enter__(self) -> _Running:
@@ -78,7 +69,7 @@ class _Running:
 
     def __exit__(self, *_exc: object) -> None:
         self.app.hold.set()
-        self.server.should_exit = True
+        self.server.stop()
         self.thread.join(BOUND)
         self.listener.close()
 
@@ -93,7 +84,7 @@ def running(request: pytest.FixtureRequest) -> Iterator[Any]:
     stack: ServerStack = request.param
 
     def start(bound: int = 100, head_timeout: float = 0.5) -> _Running:
-        server = _Running(ConnectionBook(bound), head_timeout, stack).__enter__()
+        server = _Running(bound, head_timeout, stack).__enter__()
         made.append(server)
         return server
 
@@ -364,9 +355,8 @@ def test_running_out_of_descriptors_in_a_real_server_is_one_warning_not_tracebac
 
 
 def test_the_bounds_follow_the_gateways_own_limits() -> None:
-    from copilot_host_cli import _gateway_hardening as hardening
-
     from copilot_host.gateway import MAX_BODY_BYTES
+    from copilot_host.gateway import _hardening as hardening
     from copilot_host.gateway._app import UPSTREAM_LIMITS
 
     # The lingering close discards as much as a body the gateway would accept.
@@ -380,7 +370,7 @@ def test_the_soft_open_file_limit_is_raised_to_the_hard_one(
 ) -> None:
     import resource
 
-    from copilot_host_cli import _gateway_hardening as hardening
+    from copilot_host.gateway import _hardening as hardening
 
     limits = {"now": (1_024, 4_096)}
     monkeypatch.setattr(resource, "getrlimit", lambda _which: limits["now"])

@@ -26,8 +26,8 @@ import pytest
 from click.testing import CliRunner
 from copilot_host_cli import main
 from copilot_host_cli._context import CliSeam
-from copilot_host_cli._server_stack import PURE_PYTHON_ENV
 
+from copilot_host.gateway._stack import PURE_PYTHON_ENV
 from copilot_host.github import AsyncGitHubCopilotHost, GitHubCopilotHost
 from copilot_host.store import CredentialStore
 from copilot_host.testing import GitHubEmulator, Scenario
@@ -524,9 +524,9 @@ def test_the_listening_socket_says_it_is_tcp(family: socket.AddressFamily, addre
     """asyncio turns Nagle's algorithm off only on sockets whose protocol is IPPROTO_TCP;
     a socket made with protocol 0 left it on, and every answer waited ~40 ms for the
     client's delayed ACK."""
-    from copilot_host_cli._serve import _bind
+    from copilot_host.gateway import bind
 
-    listener = _bind(family, address, 0)
+    listener = bind(address, 0)
     try:
         assert listener.proto == socket.IPPROTO_TCP
     finally:

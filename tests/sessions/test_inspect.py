@@ -11,8 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from copilot_host import ApiProtocol, CopilotAuth, SessionResolver, request_facts
-from copilot_host._sessions._inspect import inspect_body, protocol_of_path
+from copilot_host import ApiProtocol, CopilotAuth, SessionResolver
+from copilot_host._api import protocol_of_path
+from copilot_host._sessions._inspect import inspect_body, request_facts
 from tests._json_strategies import json_values
 from tests.sessions._hosts import ENDPOINT, ORIGIN, CountingHost
 

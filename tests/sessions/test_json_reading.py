@@ -15,8 +15,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from copilot_host import _accel, read_json_body
+from copilot_host import _accel
 from copilot_host._accel import PURE_PYTHON_ENV
+from copilot_host._sessions._inspect import read_json_body
 
 
 def _read_with(parser: Any, body: bytes) -> Any:

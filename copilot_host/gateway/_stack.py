@@ -1,4 +1,4 @@
-"""Which HTTP parser serve and run put the gateway on.
+"""Which HTTP parser the gateway is served on.
 
 uvicorn's httptools protocol (llhttp, in C) takes uvicorn's own share of a relayed
 request from about 180 µs of CPU to about 60 (bench/gateway.py); it is used when it can be

@@ -1,4 +1,4 @@
-"""Which HTTP parser serve and run use: httptools when it can be imported, h11 when not or
+"""Which HTTP parser the gateway's server (so serve and run) uses: httptools when it can be imported, h11 when not or
 when ``COPILOT_HOST_PURE_PYTHON`` says so; the event loop is asyncio's either way."""
 
 from __future__ import annotations
@@ -6,15 +6,12 @@ from __future__ import annotations
 import sys
 
 import pytest
-from copilot_host_cli._serve import server_config
-from copilot_host_cli._server_stack import (
-    PURE_PYTHON,
-    PURE_PYTHON_ENV,
-    ServerStack,
-    server_stack,
-)
+import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from copilot_host.gateway import GatewayServer
+from copilot_host.gateway._stack import PURE_PYTHON, PURE_PYTHON_ENV, ServerStack, server_stack
 
 FAST = ServerStack(http="httptools")
 
@@ -42,18 +39,23 @@ def test_without_httptools_importable_h11_is_used(monkeypatch: pytest.MonkeyPatc
     assert server_stack({}) == PURE_PYTHON
 
 
+def server_config(app: object) -> uvicorn.Config:
+    """The configuration a default GatewayServer serves ``app`` with."""
+    return GatewayServer()._config(app)[0]
+
+
 def test_server_config_puts_the_hardened_protocol_on_the_stack_in_force(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.delenv(PURE_PYTHON_ENV, raising=False)
     fast = server_config(_app)
     assert isinstance(fast.http, type) and issubclass(fast.http, HttpToolsProtocol)
-    assert hasattr(fast.http, "connections_book")
+    assert hasattr(fast.http, "waiting_for_head")  # the hardened protocol
     assert fast.loop == "asyncio"
     monkeypatch.setenv(PURE_PYTHON_ENV, "1")
     pure = server_config(_app)
     assert isinstance(pure.http, type) and issubclass(pure.http, H11Protocol)
-    assert hasattr(pure.http, "connections_book")
+    assert hasattr(pure.http, "waiting_for_head")
     assert pure.loop == "asyncio"
 
 

@@ -1,4 +1,4 @@
-"""Log lines that never block the gateway.
+"""Log lines that never block the gateway (``serve(..., stderr_queue=True)``).
 
 A server's log goes to stderr, and stderr may be a pipe that nobody reads (a supervisor
 that only captures stdout, ``2>`` into a FIFO, a parent that forgot). Once the pipe is
@@ -127,7 +127,7 @@ def queued_stderr(capacity: int = CAPACITY) -> Callable[[], None]:
     """Send log lines through a writer thread until the returned undo is called (which
     waits up to :data:`DRAIN_SECONDS` for held lines). Does nothing when stderr has no
     descriptor (a test runner's in-memory stream never blocks)."""
-    global _active  # one serve per process; undo restores it
+    global _active  # one queue per process at a time; undo restores the one before
     try:
         stream = sys.stderr
         if stream is None:

@@ -1,0 +1,63 @@
+"""The wire protocols a route speaks, and the path table that names them: the one core
+module every layer may import (the catalog, the request path, the adapters, the gateway).
+"""
+
+from __future__ import annotations
+
+import enum
+from types import MappingProxyType
+
+__all__ = ["ApiProtocol", "protocol_of_path"]
+
+
+class ApiProtocol(enum.Enum):
+    """The wire protocol a route speaks; always explicit, never guessed from a model name.
+
+    Declared in order of preference: a model that lists several is routed to the first.
+    """
+
+    OPENAI_RESPONSES = "openai-responses"
+    OPENAI_CHAT = "openai-chat"
+    ANTHROPIC_MESSAGES = "anthropic-messages"
+
+    @property
+    def path(self) -> str:
+        """The request path on the inference origin."""
+        return _PATHS[self]
+
+    @classmethod
+    def of_path(cls, path: str) -> ApiProtocol | None:
+        """The protocol whose request path (or ``supported_endpoints`` entry) is ``path``."""
+        return _BY_PATH.get(path)
+
+    @classmethod
+    def preferred(cls, protocols: frozenset[ApiProtocol]) -> ApiProtocol | None:
+        """The first of ``protocols`` in order of preference, or None when empty."""
+        for protocol in cls:
+            if protocol in protocols:
+                return protocol
+        return None
+
+
+_PATHS = MappingProxyType(
+    {
+        ApiProtocol.OPENAI_RESPONSES: "/responses",
+        ApiProtocol.OPENAI_CHAT: "/chat/completions",
+        ApiProtocol.ANTHROPIC_MESSAGES: "/v1/messages",
+    }
+)
+_BY_PATH = MappingProxyType({path: protocol for protocol, path in _PATHS.items()})
+
+
+def protocol_of_path(path: str | bytes) -> ApiProtocol | None:
+    """The protocol a request path speaks on an inference origin, or None. Given bytes, the
+    path as sent (percent-escapes and query included), which a caller can look up before
+    paying to decode it: an inference path is plain ASCII."""
+    if isinstance(path, bytes):
+        return _BY_RAW_PATH.get(path)
+    return ApiProtocol.of_path(path)
+
+
+_BY_RAW_PATH = MappingProxyType(
+    {protocol.path.encode("ascii"): protocol for protocol in ApiProtocol}
+)

@@ -1,0 +1,391 @@
+"""What keeps the gateway answering its own user while other local programs misbehave.
+
+Any local user can open connections to a loopback port, key or no key. Left to uvicorn's
+defaults, connections that send nothing (or drip a request head a byte at a time) are held
+for ever, each costs a descriptor, and once the process has none left the user's own
+requests wait in the listen queue while asyncio logs a traceback per failed ``accept()``.
+This module bounds all of that, on asyncio alone; the server's HTTP protocols reach it
+through :mod:`._uvicorn`, the one module that names uvicorn's classes and attributes:
+
+* :func:`raise_open_file_limit`: the soft ``RLIMIT_NOFILE`` goes up to the hard limit at
+  start, so the bounds below are as generous as the account allows.
+* :func:`hardened_protocol`: uvicorn's h11 or httptools protocol, each connection watched
+  by a :class:`Guard`:
+
+  - a deadline for the request head: a connection that has not sent a complete request
+    head within :data:`HEAD_TIMEOUT` seconds of opening (or of its previous answer) is
+    closed, idle and dripping alike (uvicorn times only the wait between keep-alive
+    requests, and forgets that timer at the first byte);
+  - a bound on connections held at once, below what the descriptors allow
+    (:func:`connection_bound`): past it the connection that has waited longest without
+    sending a request head is closed to make room; when every connection is busy with a
+    request, the new one is closed instead;
+  - a bounded lingering close: when an answer ends a connection whose request body was
+    not read (a refusal, sent with ``Connection: close``), the write side is shut so the
+    client reads the answer, and what the client still sends is discarded for at most
+    :data:`LINGER_SECONDS` and :data:`LINGER_BYTES`, then the connection is closed. A
+    client that keeps uploading gigabytes is cut off instead of read to the end;
+  - on httptools, the bound on a request head that h11 keeps by itself
+    (:data:`MAX_HEAD_BYTES`): llhttp has none.
+
+* :func:`quiet_accept_errors`: an ``accept()`` that fails for want of descriptors is one
+  warning line per episode (until a connection is accepted again), never a traceback per
+  attempt. (The gateway runs on asyncio's own loop: uvloop's libuv would instead accept
+  and at once close the connections it has no descriptor for, without a word.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import resource
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Protocol, cast
+
+__all__ = [
+    "HEAD_TIMEOUT",
+    "LINGER_BYTES",
+    "LINGER_SECONDS",
+    "MAX_HEAD_BYTES",
+    "STOP_SIGNALS",
+    "ConnectionBook",
+    "Guard",
+    "Hardening",
+    "capture_stop_signals",
+    "connection_bound",
+    "hardened_protocol",
+    "quiet_accept_errors",
+    "raise_open_file_limit",
+]
+
+# The signals that stop a gateway the orderly way (requests in flight get the grace
+# period): SIGINT and SIGTERM, SIGHUP (the terminal it runs in was closed) and SIGQUIT
+# (Ctrl-\, whose default would also dump core: a file holding the process's memory,
+# tokens included).
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+
+# Seconds a connection has to send a whole request head, from when it opened or its
+# previous answer ended. Clients send the head at once; only a stalled or hostile peer
+# needs longer.
+HEAD_TIMEOUT = 10.0
+# Descriptors kept out of the connection bound: the listener, the log, the store, the
+# event loop's own, the DNS resolver's and the TLS library's.
+RESERVED_DESCRIPTORS = 64
+# The gateway's upstream pool holds at most this many connections (UPSTREAM_LIMITS).
+UPSTREAM_CONNECTIONS = 512
+# A lingering close discards at most this much of an unread body (as much as a body the
+# gateway accepts, so a client that sends its whole body before reading still reads the
+# refusal), for at most this long.
+LINGER_BYTES = 32 * 1024 * 1024
+LINGER_SECONDS = 2.0
+# The largest request head taken (request line and headers): h11's own default, which
+# httptools lacks. The clients' heads are a few KiB.
+MAX_HEAD_BYTES = 16 * 1024
+# A connection set up this long after the last failed accept() was accepted by a retry
+# that worked: the episode is over (asyncio retries a failed accept a second later).
+_EPISODE_GAP = 0.5
+# How a failed accept() is announced by asyncio (selector_events).
+_ACCEPT_FAILED = "socket.accept() out of system resource"
+
+_log = logging.getLogger("copilot_host.gateway")
+
+
+@dataclass(frozen=True)
+class Hardening:
+    """The bounds a served gateway keeps (the module docstring says what each is for).
+    ``max_connections`` None: :func:`connection_bound` of the open-file limit in force
+    when serving starts."""
+
+    head_timeout: float = HEAD_TIMEOUT
+    max_connections: int | None = None
+    linger_seconds: float = LINGER_SECONDS
+    linger_bytes: int = LINGER_BYTES
+    max_head_bytes: int = MAX_HEAD_BYTES
+
+
+def raise_open_file_limit() -> int:
+    """Raise the soft open-file limit to the hard one; returns the soft limit in force."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = hard
+    if hard == resource.RLIM_INFINITY:
+        # Some systems refuse an unlimited soft limit; a large finite one is enough.
+        target = max(soft, 1 << 20) if soft != resource.RLIM_INFINITY else soft
+    if target != soft:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+        except (ValueError, OSError):
+            pass  # kept as it was: the bound follows what is in force
+    return soft
+
+
+def connection_bound(open_files: int) -> int:
+    """How many client connections may be held at once with ``open_files`` descriptors:
+    each may hold one upstream connection while its request runs (at most the pool's
+    size), and some descriptors are the process's own. An unlimited ``open_files``
+    (``RLIM_INFINITY``) counts as 2**20."""
+    if open_files == resource.RLIM_INFINITY or open_files < 0:
+        open_files = 1 << 20
+    usable = max(open_files - RESERVED_DESCRIPTORS, 2)
+    return max(usable - min(UPSTREAM_CONNECTIONS, usable // 2), 1)
+
+
+class ConnectionBook:
+    """The connections of one server: how many are held, and which wait for a head
+    (oldest first: the first to go when room is needed)."""
+
+    def __init__(self, bound: int) -> None:
+        self.bound = bound
+        self.held: set[Guard] = set()
+        # dict: insertion-ordered, so the first key has waited longest.
+        self.waiting: dict[Guard, None] = {}
+        # Called on every accepted connection (ends an out-of-descriptors episode).
+        self.accepted: Callable[[], None] = lambda: None
+
+
+class Connection(Protocol):
+    """What a guard asks of the HTTP protocol it watches (:mod:`._uvicorn` answers)."""
+
+    def body_unread(self) -> bool:
+        """Whether the request being answered has body bytes the server never read."""
+
+    def waiting_for_head(self) -> bool:
+        """Whether no request is being served (a head may be arriving, or nothing)."""
+
+    def feed(self, data: bytes) -> None:
+        """Parse ``data`` as the protocol does."""
+
+
+class _Linger:
+    """The transport the protocol holds, whose ``close()`` lingers while a request body is
+    still unread (everything else is the real transport's)."""
+
+    def __init__(self, guard: Guard, transport: asyncio.Transport) -> None:
+        self._guard = guard
+        self.real = transport
+        self.lingering = False
+        # What the protocol calls for every request, bound once rather than looked up
+        # through __getattr__ each time.
+        self.write = transport.write
+        self.get_extra_info = transport.get_extra_info
+        self.pause_reading = transport.pause_reading
+        self.resume_reading = transport.resume_reading
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+    def is_closing(self) -> bool:
+        return self.lingering or self.real.is_closing()
+
+    def close(self) -> None:
+        transport = self.real
+        if self.lingering or transport.is_closing():
+            return
+        if not self._guard.connection.body_unread() or not transport.can_write_eof():
+            transport.close()
+            return
+        # The answer is written (or queued); the client is told nothing more comes,
+        # reads it, and what it still sends is thrown away, within bounds.
+        self.lingering = True
+        transport.write_eof()
+        transport.resume_reading()
+        self._guard.start_linger()
+
+
+class Guard:
+    """One connection's head deadline, place in the book and lingering close. The
+    protocol calls :meth:`wrap` and :meth:`opened` when the connection is made,
+    :meth:`received` for each chunk, :meth:`answered` once an answer is complete and
+    :meth:`lost` when the connection goes."""
+
+    def __init__(self, connection: Connection, book: ConnectionBook, limits: Hardening) -> None:
+        self.connection = connection
+        self._book = book
+        self._limits = limits
+        self._loop = asyncio.get_running_loop()
+        self._head_timer: asyncio.TimerHandle | None = None
+        self._linger: _Linger | None = None
+        self._linger_timer: asyncio.TimerHandle | None = None
+        self._discarded = 0
+
+    def wrap(self, transport: asyncio.BaseTransport) -> asyncio.Transport:
+        """The transport to give the protocol in place of ``transport``."""
+        self._book.accepted()
+        self._linger = _Linger(self, cast(asyncio.Transport, transport))
+        return cast(asyncio.Transport, self._linger)
+
+    def opened(self) -> None:
+        book = self._book
+        book.held.add(self)
+        if len(book.held) > book.bound and not self._make_room():
+            self._drop()
+            return
+        self._sync()
+
+    def _make_room(self) -> bool:
+        for oldest in self._book.waiting:
+            if oldest is not self:
+                oldest._drop()
+                return True
+        return False
+
+    def _drop(self) -> None:
+        self._book.held.discard(self)
+        self._book.waiting.pop(self, None)
+        self._cancel_head_timer()
+        if self._linger is not None:
+            self._linger.real.abort()
+
+    def lost(self) -> None:
+        self._book.held.discard(self)
+        self._book.waiting.pop(self, None)
+        self._cancel_head_timer()
+        if self._linger_timer is not None:
+            self._linger_timer.cancel()
+            self._linger_timer = None
+
+    def received(self, data: bytes) -> None:
+        linger = self._linger
+        if linger is not None and linger.lingering:
+            self._discarded += len(data)
+            if self._discarded > self._limits.linger_bytes:
+                linger.real.abort()
+            return
+        if linger is None or linger.is_closing():
+            return  # refused (a 400): nothing more is parsed
+        self.connection.feed(data)
+        self._sync()
+
+    def answered(self) -> None:
+        self._sync()
+
+    def closing(self) -> bool:
+        """Whether the connection is being closed (or lingers)."""
+        return self._linger is None or self._linger.is_closing()
+
+    def _sync(self) -> None:
+        """Waiting for a request head, or busy with a request: the timer and the book
+        follow."""
+        if self.closing():
+            return
+        book = self._book
+        if self.connection.waiting_for_head():
+            if self not in book.waiting:
+                book.waiting[self] = None
+            if self._head_timer is None:
+                self._head_timer = self._loop.call_later(self._limits.head_timeout, self._head_late)
+        else:
+            book.waiting.pop(self, None)
+            self._cancel_head_timer()
+
+    def _cancel_head_timer(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+
+    def _head_late(self) -> None:
+        self._head_timer = None
+        if self in self._book.waiting:
+            self._drop()
+
+    def start_linger(self) -> None:
+        assert self._linger is not None
+        self._linger_timer = self._loop.call_later(
+            self._limits.linger_seconds, self._linger.real.close
+        )
+
+
+def hardened_protocol(
+    book: ConnectionBook,
+    *,
+    http: str = "h11",
+    head_timeout: float = HEAD_TIMEOUT,
+    linger_seconds: float = LINGER_SECONDS,
+    linger_bytes: int = LINGER_BYTES,
+    max_head_bytes: int = MAX_HEAD_BYTES,
+) -> type[asyncio.Protocol]:
+    """uvicorn's HTTP protocol ``http`` (``"h11"`` or ``"httptools"``) with each
+    connection watched by a :class:`Guard` keeping ``book``. The two differ only in how
+    they answer two questions, "is a request body still unread?" and "is the connection
+    waiting for a request head?", and httptools gets the bound on a request head that h11
+    keeps by itself (``max_head_bytes``, given to h11 as its largest incomplete event)."""
+    from . import _uvicorn
+
+    limits = Hardening(
+        head_timeout=head_timeout,
+        max_connections=book.bound,
+        linger_seconds=linger_seconds,
+        linger_bytes=linger_bytes,
+        max_head_bytes=max_head_bytes,
+    )
+
+    def guard(connection: Connection) -> Guard:
+        return Guard(connection, book, limits)
+
+    return _uvicorn.protocol(http, guard, max_head_bytes=max_head_bytes)
+
+
+def quiet_accept_errors(loop: asyncio.AbstractEventLoop) -> Callable[[], None]:
+    """Make a failed ``accept()`` (out of descriptors) one warning per episode on
+    ``loop``; returns the callback that ends an episode (call it when a connection is
+    accepted). Every other exception goes to the handler that was there.
+
+    asyncio accepts in batches and sets each connection up a moment later, so the
+    connections of the batch that ran out are set up after its failure: only one set up
+    :data:`_EPISODE_GAP` seconds or more after the last failure (asyncio retries a second
+    later) ends the episode."""
+    previous = loop.get_exception_handler()
+    last_failure: float | None = None
+
+    def handler(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        nonlocal last_failure
+        if context.get("message") == _ACCEPT_FAILED:
+            if last_failure is None:
+                error = context.get("exception")
+                reason = getattr(error, "strerror", None) or type(error).__name__
+                _log.warning(
+                    "cannot accept connections (%s): too many open; new connections wait "
+                    "until some close",
+                    reason,
+                )
+            last_failure = loop.time()
+            return
+        if previous is not None:
+            previous(loop, context)
+        else:
+            loop.default_exception_handler(context)
+
+    loop.set_exception_handler(handler)
+
+    def accepted() -> None:
+        nonlocal last_failure
+        if last_failure is not None and loop.time() - last_failure >= _EPISODE_GAP:
+            last_failure = None
+
+    return accepted
+
+
+@contextmanager
+def capture_stop_signals(
+    on_signal: Callable[[int, Any], None], captured: list[int]
+) -> Iterator[None]:
+    """:data:`STOP_SIGNALS` taken by ``on_signal`` while the server runs; afterwards each
+    signal in ``captured`` is raised again, for the caller's own handling. Only in the
+    main thread (Python delivers signals nowhere else); a signal ignored at start
+    (``nohup``) stays ignored."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    taken = [s for s in STOP_SIGNALS if signal.getsignal(s) not in (signal.SIG_IGN, None)]
+    previous = {s: signal.signal(s, on_signal) for s in taken}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    for again in reversed(captured):
+        signal.raise_signal(again)

@@ -1,0 +1,223 @@
+"""uvicorn, as the gateway's server uses it: the one module that names its classes and
+attributes.
+
+The hardening (:mod:`._hardening`) needs four things uvicorn has no setting for: to see
+each connection's bytes before the protocol parses them, to answer two questions about a
+connection ("is a request body still unread?", "is it waiting for a request head?"), to
+know when an answer is complete, and to take more signals than SIGINT and SIGTERM. The
+protocol classes below subclass uvicorn's h11 and httptools protocols and read their state
+(``conn``, ``cycle``, ``pipeline``) to answer; :class:`Server` subclasses uvicorn's server
+for its signals and start-up. Nothing else in the package imports uvicorn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from contextlib import _GeneratorContextManager
+from typing import Any, Protocol, cast
+
+import uvicorn
+
+__all__ = ["SERVER_LOGGER", "Config", "Server", "config", "not_a_cut", "protocol"]
+
+# What the serving layer holds between configuring and serving.
+Config = uvicorn.Config
+
+# uvicorn's own log (start-up, shutdown, an exception in the application).
+SERVER_LOGGER = "uvicorn.error"
+
+
+class Guard(Protocol):
+    """What watches one connection (:class:`._hardening.Guard`), as the protocols call it."""
+
+    def wrap(self, transport: asyncio.BaseTransport) -> asyncio.Transport: ...
+    def opened(self) -> None: ...
+    def received(self, data: bytes) -> None: ...
+    def answered(self) -> None: ...
+    def lost(self) -> None: ...
+
+
+# Makes a connection's guard, given the protocol: its ``body_unread()``,
+# ``waiting_for_head()`` and ``feed(data)`` answer the guard's questions.
+Guards = Callable[[Any], Guard]
+
+
+def config(
+    app: Any,
+    *,
+    http: type[asyncio.Protocol],
+    lifespan: bool,
+    grace: int,
+    max_head_bytes: int,
+) -> uvicorn.Config:
+    """uvicorn's configuration for the gateway on protocol ``http``."""
+    return uvicorn.Config(
+        app,
+        lifespan="on" if lifespan else "off",
+        # Logging is the embedding program's (the CLI's: redacted, on stderr); access
+        # lines are the app's.
+        log_config=None,
+        access_log=False,
+        ws="none",
+        http=http,
+        loop="asyncio",
+        h11_max_incomplete_event_size=max_head_bytes,
+        # No forwarding headers are trusted: every client is on this machine.
+        proxy_headers=False,
+        server_header=False,
+        timeout_graceful_shutdown=grace,
+    )
+
+
+class Server(uvicorn.Server):
+    """uvicorn's server with its signals taken by ``signals`` (given uvicorn's exit
+    handler and the list of signals it captured, to raise again afterwards), and
+    ``on_started`` called once it accepts connections."""
+
+    def __init__(
+        self,
+        config: uvicorn.Config,
+        *,
+        signals: Callable[[Callable[[int, Any], None], list[int]], _GeneratorContextManager[None]],
+        on_started: Callable[[], None],
+    ) -> None:
+        super().__init__(config)
+        self._signals = signals
+        self._on_started = on_started
+
+    def capture_signals(self) -> _GeneratorContextManager[None]:
+        return self._signals(self.handle_exit, self._captured_signals)
+
+    async def startup(self, sockets: list[Any] | None = None) -> None:
+        await super().startup(sockets)
+        if self.started:
+            self._on_started()
+
+    def request_exit(self) -> None:
+        """Stop accepting; requests in flight get the grace period (polled by the loop,
+        so any thread may call it)."""
+        self.should_exit = True
+
+
+def protocol(http: str, guard: Guards, *, max_head_bytes: int) -> type[asyncio.Protocol]:
+    """uvicorn's protocol ``http`` (``"h11"`` or ``"httptools"``), each connection watched
+    by the guard ``guard`` makes for it."""
+    if http == "h11":
+        return _h11_protocol(guard)
+    if http == "httptools":
+        return _httptools_protocol(guard, max_head_bytes)
+    raise ValueError(f"unknown HTTP protocol {http!r}")
+
+
+def _guarded(base: type[Any], guard: Guards) -> type[Any]:
+    """``base`` (one of uvicorn's protocols) with its connection events passed through a
+    guard."""
+
+    class Guarded(base):  # type: ignore[misc]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.guard = guard(self)
+
+        def feed(self, data: bytes) -> None:
+            super().data_received(data)
+
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            super().connection_made(self.guard.wrap(transport))
+            self.guard.opened()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self.guard.lost()
+            super().connection_lost(exc)
+
+        def data_received(self, data: bytes) -> None:
+            self.guard.received(data)
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            self.guard.answered()
+
+    return Guarded
+
+
+def _h11_protocol(guard: Guards) -> type[asyncio.Protocol]:
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class HardenedH11Protocol(_guarded(H11Protocol, guard)):  # type: ignore[misc]
+        """h11 keeps the connection's state: a body is unread while the client may still
+        send one; a head is awaited while the client is idle and no answer is due. h11
+        bounds the head itself (the config's ``h11_max_incomplete_event_size``)."""
+
+        def body_unread(self) -> bool:
+            return bool(self.conn.their_state is h11.SEND_BODY)
+
+        def waiting_for_head(self) -> bool:
+            cycle = self.cycle
+            return bool(
+                self.conn.their_state is h11.IDLE and (cycle is None or cycle.response_complete)
+            )
+
+    return cast(type[asyncio.Protocol], HardenedH11Protocol)
+
+
+def _httptools_protocol(guard: Guards, max_head_bytes: int) -> type[asyncio.Protocol]:
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    class HardenedHttpToolsProtocol(_guarded(HttpToolsProtocol, guard)):  # type: ignore[misc]
+        """httptools (llhttp) keeps no state to ask, so the parser's callbacks tell: a
+        body is open from a head's end to its message's end. A head is awaited while no
+        request is being answered or queued behind one (pipelined): a head being dripped
+        in does not count as a request until it is complete, and neither does a body
+        still arriving for a request already answered. llhttp puts no bound on a head
+        (httptools buffers a header until it ends): the bytes received while a head is
+        incomplete are counted, and past ``max_head_bytes`` the request is refused as h11
+        refuses it (400, then the connection is closed)."""
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._body_open = False
+            self._head_bytes = 0
+
+        def body_unread(self) -> bool:
+            return self._body_open
+
+        def waiting_for_head(self) -> bool:
+            cycle = self.cycle
+            return bool((cycle is None or cycle.response_complete) and not self.pipeline)
+
+        def on_headers_complete(self) -> None:
+            self._body_open = True
+            self._head_bytes = 0
+            super().on_headers_complete()
+
+        def on_message_complete(self) -> None:
+            self._body_open = False
+            super().on_message_complete()
+
+        def feed(self, data: bytes) -> None:
+            # Bytes that arrive while no head is complete count toward the head; a head
+            # completed in this chunk starts the count again. What follows a completed
+            # message in the same chunk is not counted: at most one read (256 KiB) more.
+            if not self._body_open:
+                self._head_bytes += len(data)
+            super().feed(data)
+            if self._head_bytes > max_head_bytes and not self.transport.is_closing():
+                message = "Invalid HTTP request received."
+                self.logger.warning(message)
+                self.send_400_response(message)
+
+    return cast(type[asyncio.Protocol], HardenedHttpToolsProtocol)
+
+
+def not_a_cut(is_cut: Callable[[BaseException | None], bool]) -> Callable[[], None]:
+    """Keep uvicorn's log free of the tracebacks of answers ``is_cut`` says were cut on
+    purpose; returns the undo."""
+    server_log = logging.getLogger(SERVER_LOGGER)
+
+    def keep(record: logging.LogRecord) -> bool:
+        return not is_cut(record.exc_info[1] if record.exc_info else None)
+
+    server_log.addFilter(keep)
+    return lambda: server_log.removeFilter(keep)
