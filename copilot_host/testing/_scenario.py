@@ -23,6 +23,7 @@ ENDPOINTS = frozenset(
         "chat",
         "responses",
         "messages",
+        "count_tokens",
     }
 )
 
@@ -35,6 +36,15 @@ ENDPOINTS = frozenset(
 #   copilot_client_id   the exchange for a token of an app not enabled for Copilot (404)
 #   anthropic_beta      a Messages request naming a beta the service does not serve (400)
 #   system_text         a Messages request whose ``system`` is a string, not blocks (400)
+#   billing_header      a Messages ``system`` starting ``x-anthropic-billing-header:`` (400)
+#   beta_fields         a Messages body field whose beta is not served with it (400)
+#   output_limit        an output-token cap above the model's ``max_output_tokens`` (400)
+#   server_tools        a Messages ``web_search_*``/``web_fetch_*``/``code_execution_*`` tool
+#   custom_tools        a Responses ``custom`` tool (400)
+#   namespace_tools     a Responses ``namespace`` tool (400)
+#   web_search_tools    a Responses ``web_search`` tool (400)
+#   additional_tools    a Responses ``additional_tools`` input item (400)
+#   count_tokens        ``POST /v1/messages/count_tokens``, which Copilot does not serve (404)
 CHECKS = frozenset(
     {
         "editor_version",
@@ -44,6 +54,15 @@ CHECKS = frozenset(
         "copilot_client_id",
         "anthropic_beta",
         "system_text",
+        "billing_header",
+        "beta_fields",
+        "output_limit",
+        "server_tools",
+        "custom_tools",
+        "namespace_tools",
+        "web_search_tools",
+        "additional_tools",
+        "count_tokens",
     }
 )
 
@@ -99,14 +118,15 @@ class Scenario:
     of text deltas a streamed answer carries and ``stream_pause`` the seconds between its
     events; with ``stream_cut=N`` a streamed answer breaks off after its first ``N`` events
     (the connection closes without the stream's end, as when the service or a proxy drops
-    it). ``lenient`` names checks of ``CHECKS`` to skip. ``deprecated_below`` is an
-    ``Editor-Version`` under which every ``/models`` entry carries a ``warning_messages``
-    entry with code ``client_version_deprecated``. ``refused_integration_ids`` are
-    ``Copilot-Integration-Id`` values an organisation's policy refuses (403 on every Copilot
-    request that presents one). ``unserved_models`` scripts an organisation whose policy
-    serves a client's discovery but not its inference: it maps a ``Copilot-Integration-Id``
-    to the model ids (``"*"``: every model) that a model request presenting it is answered
-    400 ``model_not_supported`` for, though ``/models`` lists them to that identity too.
+    it). ``lenient`` names checks of ``CHECKS`` to skip (``True``: all of them).
+    ``deprecated_below`` is an ``Editor-Version`` under which every ``/models`` entry
+    carries a ``warning_messages`` entry with code ``client_version_deprecated``.
+    ``refused_integration_ids`` are ``Copilot-Integration-Id`` values an organisation's
+    policy refuses (403 on every Copilot request that presents one). ``unserved_models``
+    scripts an organisation whose policy serves a client's discovery but not its inference:
+    it maps a ``Copilot-Integration-Id`` to the model ids (``"*"``: every model) that a
+    model request presenting it is answered 400 ``model_not_supported`` for, though
+    ``/models`` lists them to that identity too.
 
     Usage and quota (``/copilot_internal/user``, the quota headers, the cost each answer
     reports): ``usage_plan`` is the shape (``"credits"``, ``"requests"`` or ``"free"``);
@@ -166,7 +186,7 @@ class Scenario:
     overage_permitted: bool = True
     request_cost: float = 0.0425
     quota_exceeded_on: frozenset[str] = frozenset()
-    lenient: frozenset[str] = frozenset()
+    lenient: frozenset[str] | bool = frozenset()
     tool_calls: bool = True
     malformed: frozenset[str] = frozenset()
     oversized: frozenset[str] = frozenset()
@@ -185,7 +205,12 @@ class Scenario:
         ):
             if name not in ENDPOINTS:
                 raise ValueError(f"unknown emulated endpoint {name!r}; one of {sorted(ENDPOINTS)}")
-        for check in self.lenient:
+        lenient = self.lenient
+        if isinstance(lenient, bool):
+            # True switches every rule off: a test of a client known not to comply yet.
+            lenient = CHECKS if lenient else frozenset()
+            object.__setattr__(self, "lenient", lenient)
+        for check in lenient:
             if check not in CHECKS:
                 raise ValueError(f"unknown check {check!r}; one of {sorted(CHECKS)}")
         if self.usage_plan not in USAGE_PLANS:
@@ -239,4 +264,5 @@ class Scenario:
 
     def strict(self, check: str) -> bool:
         """Whether the emulated service makes the refusal named ``check`` (see ``CHECKS``)."""
-        return check not in self.lenient
+        lenient = self.lenient
+        return not lenient if isinstance(lenient, bool) else check not in lenient
