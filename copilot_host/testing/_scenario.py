@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from ._inventory import realistic_models
+from ._protocols import ToolCall
 
 __all__ = ["CHECKS", "ENDPOINTS", "USAGE_PLANS", "VSCODE_CLIENT_ID", "RawAnswer", "Scenario"]
 
@@ -23,6 +24,7 @@ ENDPOINTS = frozenset(
         "chat",
         "responses",
         "messages",
+        "count_tokens",
     }
 )
 
@@ -35,6 +37,15 @@ ENDPOINTS = frozenset(
 #   copilot_client_id   the exchange for a token of an app not enabled for Copilot (404)
 #   anthropic_beta      a Messages request naming a beta the service does not serve (400)
 #   system_text         a Messages request whose ``system`` is a string, not blocks (400)
+#   billing_header      a Messages ``system`` starting ``x-anthropic-billing-header:`` (400)
+#   beta_fields         a Messages body field whose beta is not served with it (400)
+#   output_limit        an output-token cap above the model's ``max_output_tokens`` (400)
+#   server_tools        a Messages ``web_search_*``/``web_fetch_*``/``code_execution_*`` tool
+#   custom_tools        a Responses ``custom`` tool (400)
+#   namespace_tools     a Responses ``namespace`` tool (400)
+#   web_search_tools    a Responses ``web_search`` tool (400)
+#   additional_tools    a Responses ``additional_tools`` input item (400)
+#   count_tokens        ``POST /v1/messages/count_tokens``, which Copilot does not serve (404)
 CHECKS = frozenset(
     {
         "editor_version",
@@ -44,6 +55,15 @@ CHECKS = frozenset(
         "copilot_client_id",
         "anthropic_beta",
         "system_text",
+        "billing_header",
+        "beta_fields",
+        "output_limit",
+        "server_tools",
+        "custom_tools",
+        "namespace_tools",
+        "web_search_tools",
+        "additional_tools",
+        "count_tokens",
     }
 )
 
@@ -99,14 +119,15 @@ class Scenario:
     of text deltas a streamed answer carries and ``stream_pause`` the seconds between its
     events; with ``stream_cut=N`` a streamed answer breaks off after its first ``N`` events
     (the connection closes without the stream's end, as when the service or a proxy drops
-    it). ``lenient`` names checks of ``CHECKS`` to skip. ``deprecated_below`` is an
-    ``Editor-Version`` under which every ``/models`` entry carries a ``warning_messages``
-    entry with code ``client_version_deprecated``. ``refused_integration_ids`` are
-    ``Copilot-Integration-Id`` values an organisation's policy refuses (403 on every Copilot
-    request that presents one). ``unserved_models`` scripts an organisation whose policy
-    serves a client's discovery but not its inference: it maps a ``Copilot-Integration-Id``
-    to the model ids (``"*"``: every model) that a model request presenting it is answered
-    400 ``model_not_supported`` for, though ``/models`` lists them to that identity too.
+    it). ``lenient`` names checks of ``CHECKS`` to skip (``True``: all of them).
+    ``deprecated_below`` is an ``Editor-Version`` under which every ``/models`` entry
+    carries a ``warning_messages`` entry with code ``client_version_deprecated``.
+    ``refused_integration_ids`` are ``Copilot-Integration-Id`` values an organisation's
+    policy refuses (403 on every Copilot request that presents one). ``unserved_models``
+    scripts an organisation whose policy serves a client's discovery but not its inference:
+    it maps a ``Copilot-Integration-Id`` to the model ids (``"*"``: every model) that a
+    model request presenting it is answered 400 ``model_not_supported`` for, though
+    ``/models`` lists them to that identity too.
 
     Usage and quota (``/copilot_internal/user``, the quota headers, the cost each answer
     reports): ``usage_plan`` is the shape (``"credits"``, ``"requests"`` or ``"free"``);
@@ -120,7 +141,11 @@ class Scenario:
 
     With ``tool_calls=False`` every answer is text, even when the request offers tools
     (``copilot-host serve --emulator`` sets it: an agent would run the emulator's tool
-    call, with empty arguments, for real).
+    call, with empty arguments, for real). ``tool_script`` scripts the calls instead (and
+    is followed whatever ``tool_calls`` says): while a request carries ``N`` tool results
+    and offers a tool named as ``tool_script[N]``, the answer is that call (a Chat
+    ``tool_calls`` entry, a Responses ``function_call`` item, a Messages ``tool_use``
+    block, whole or streamed); once every scripted call has its result, text.
 
     Hostile answers per endpoint name (see ``ENDPOINTS``): ``malformed`` (not JSON),
     ``oversized`` (a body over the adapter's cap, sent chunked), ``slow`` (seconds to stall
@@ -166,8 +191,9 @@ class Scenario:
     overage_permitted: bool = True
     request_cost: float = 0.0425
     quota_exceeded_on: frozenset[str] = frozenset()
-    lenient: frozenset[str] = frozenset()
+    lenient: frozenset[str] | bool = frozenset()
     tool_calls: bool = True
+    tool_script: tuple[ToolCall, ...] = ()
     malformed: frozenset[str] = frozenset()
     oversized: frozenset[str] = frozenset()
     slow: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
@@ -185,7 +211,12 @@ class Scenario:
         ):
             if name not in ENDPOINTS:
                 raise ValueError(f"unknown emulated endpoint {name!r}; one of {sorted(ENDPOINTS)}")
-        for check in self.lenient:
+        lenient = self.lenient
+        if isinstance(lenient, bool):
+            # True switches every rule off: a test of a client known not to comply yet.
+            lenient = CHECKS if lenient else frozenset()
+            object.__setattr__(self, "lenient", lenient)
+        for check in lenient:
             if check not in CHECKS:
                 raise ValueError(f"unknown check {check!r}; one of {sorted(CHECKS)}")
         if self.usage_plan not in USAGE_PLANS:
@@ -236,7 +267,11 @@ class Scenario:
         ):
             object.__setattr__(self, name, frozenset(getattr(self, name)))
         object.__setattr__(self, "models", tuple(self.models))
+        object.__setattr__(self, "tool_script", tuple(self.tool_script))
+        if not all(isinstance(call, ToolCall) for call in self.tool_script):
+            raise TypeError("tool_script is a sequence of ToolCall")
 
     def strict(self, check: str) -> bool:
         """Whether the emulated service makes the refusal named ``check`` (see ``CHECKS``)."""
-        return check not in self.lenient
+        lenient = self.lenient
+        return not lenient if isinstance(lenient, bool) else check not in lenient

@@ -38,6 +38,13 @@ from ._answers import (
 from ._betas import unserved_betas
 from ._protocols import PROTOCOL_PATHS, has_image, read_request, reply
 from ._record import RecordedRequest
+from ._rules import (
+    UNSERVED_PATHS,
+    Refusal,
+    messages_refusal,
+    output_cap_refusal,
+    responses_refusal,
+)
 from ._scenario import VSCODE_CLIENT_ID, RawAnswer, Scenario
 
 __all__ = ["COPILOT_HOSTS", "EmulatorState", "ROUTED_HOSTS", "make_server"]
@@ -130,6 +137,38 @@ def _served_paths(models: tuple[Mapping[str, object], ...]) -> dict[str, frozens
     return served
 
 
+_LIMITS = ("max_output_tokens", "max_prompt_tokens", "max_context_window_tokens")
+
+
+def _listed_limits(models: tuple[Mapping[str, object], ...]) -> dict[str, dict[str, float]]:
+    """Model id -> the token limits its first inventory entry lists (numbers only)."""
+    listed: dict[str, dict[str, float]] = {}
+    for item in models:
+        model_id = item.get("id")
+        if not isinstance(model_id, str) or model_id in listed:
+            continue
+        capabilities = item.get("capabilities")
+        limits = capabilities.get("limits") if isinstance(capabilities, Mapping) else None
+        listed[model_id] = {
+            name: float(value)
+            for name in _LIMITS
+            if isinstance(limits, Mapping)
+            and isinstance(value := limits.get(name), (int, float))
+            and not isinstance(value, bool)
+        }
+    return listed
+
+
+def refused(check: str, detail: str, answer: Answer) -> Answer:
+    """``answer``, recorded as a refusal by the rule named ``check``."""
+    notes = (*answer.notes, ("refusal", check), ("refusal_detail", detail))
+    return dataclasses.replace(answer, notes=notes)
+
+
+def _enforced(refusal: Refusal) -> Answer:
+    return refused(refusal.check, refusal.detail, refusal.answer)
+
+
 class EmulatorState:
     """Everything the emulated GitHub remembers, behind one lock."""
 
@@ -154,6 +193,7 @@ class EmulatorState:
         self._exchange_failures = list(scenario.exchange_failures)
         self._models_failures = list(scenario.models_failures)
         self._served = _served_paths(scenario.models)
+        self._limits = _listed_limits(scenario.models)
         self._serial = 0
         # What the account has used of its quota, in the plan's unit.
         self._quota_used = scenario.quota_used
@@ -223,11 +263,14 @@ class EmulatorState:
             for name, protocol_path in PROTOCOL_PATHS.items():
                 if (method, path) == ("POST", protocol_path):
                     return name
+            unserved = UNSERVED_PATHS.get((method, path))
+            if unserved is not None:
+                return unserved
         return None
 
     def answer(self, endpoint: str, request: RecordedRequest) -> Answer:
         if endpoint in PROTOCOL_PATHS:
-            return self._inference(request, endpoint)
+            return self._model_request(request, endpoint)
         handler = getattr(self, f"_{endpoint}")
         result: Answer = handler(request)
         return result
@@ -322,7 +365,7 @@ class EmulatorState:
             client = self._token_client
         if s.strict("copilot_client_id") and client not in s.copilot_client_ids:
             # A token of an OAuth app GitHub has not enabled for Copilot (gh's, your own).
-            return github_json(404, "Not Found")
+            return refused("copilot_client_id", client, github_json(404, "Not Found"))
         if "copilot_token" in s.quota_exceeded_on:
             return self._quota_exceeded()
         with self.lock:
@@ -516,9 +559,17 @@ class EmulatorState:
                 return copilot_text(403, "forbidden")
             return copilot_text(401, "unauthorized: token expired")
         if s.strict("editor_version") and not headers.get("editor-version"):
-            return copilot_text(400, "bad request: missing Editor-Version header for IDE auth")
+            return refused(
+                "editor_version",
+                "no Editor-Version",
+                copilot_text(400, "bad request: missing Editor-Version header for IDE auth"),
+            )
         if s.strict("integration_id") and not headers.get("copilot-integration-id"):
-            return copilot_text(400, "bad request: missing required Copilot-Integration-Id header")
+            return refused(
+                "integration_id",
+                "no Copilot-Integration-Id",
+                copilot_text(400, "bad request: missing required Copilot-Integration-Id header"),
+            )
         if headers.get("copilot-integration-id", "").strip() in s.refused_integration_ids:
             # An organisation's policy that allows one Copilot client and not another.
             return copilot_text(403, "unauthorized: not authorized to use this Copilot feature")
@@ -562,6 +613,30 @@ class EmulatorState:
                 model["warning_messages"] = [*notes, dict(_DEPRECATED_NOTICE)]
         return json_answer(200, {"data": models, "object": "list"})
 
+    def _count_tokens(self, request: RecordedRequest) -> Answer:
+        """Copilot does not serve Anthropic's token count (its router answers 404); lenient,
+        an estimate in the API's shape, for tests of a client that needs one."""
+        if self.scenario.strict("count_tokens"):
+            return refused("count_tokens", request.path, copilot_text(404, "404 page not found"))
+        gate = self._copilot_gate(request)
+        if gate is not None:
+            return gate
+        return json_answer(200, {"input_tokens": max(1, len(request.body) // 4)})
+
+    def _model_request(self, request: RecordedRequest, protocol: str) -> Answer:
+        """A model request's answer, noting the model it named and that model's limits."""
+        answer = self._inference(request, protocol)
+        try:
+            model = json.loads(request.body or b"{}").get("model")
+        except (ValueError, RecursionError, AttributeError):
+            model = None
+        if not isinstance(model, str):
+            return answer
+        limits = self._limits.get(model, {})
+        return dataclasses.replace(
+            answer, notes=(("model", model), ("limits", MappingProxyType(limits)), *answer.notes)
+        )
+
     def _inference(self, request: RecordedRequest, protocol: str) -> Answer:
         s = self.scenario
         refusal = self._copilot_gate(request)
@@ -578,12 +653,12 @@ class EmulatorState:
         model = payload.get("model")
         paths = self._served.get(model) if isinstance(model, str) else None
         if not isinstance(model, str) or paths is None:
-            return _model_not_supported()
+            return refused("model", f"{model!r} not served", _model_not_supported())
         unserved = s.unserved_models.get(request.headers.get("copilot-integration-id", "").strip())
         if unserved is not None and (model in unserved or "*" in unserved):
             # An organisation whose policy lists a model to this client but does not serve
             # it to it: the same answer as for a model the account does not have.
-            return _model_not_supported()
+            return refused("model", f"{model} not served to this client", _model_not_supported())
         floor = s.min_editor_version.get(model)
         if floor is not None and _version(request.headers.get("editor-version", "")) < _version(
             floor
@@ -597,25 +672,32 @@ class EmulatorState:
             )
         path = PROTOCOL_PATHS[protocol]
         if s.strict("model_endpoint") and path not in paths:
-            return copilot_error(400, _wrong_endpoint(model, protocol), "unsupported_api_for_model")
+            return refused(
+                "model_endpoint",
+                f"{model} on {path}",
+                copilot_error(400, _wrong_endpoint(model, protocol), "unsupported_api_for_model"),
+            )
         if s.strict("vision_header") and has_image(payload, protocol) and not request.vision:
-            return copilot_error(
-                400, "missing required Copilot-Vision-Request header for vision requests", ""
+            return refused(
+                "vision_header",
+                "image input without Copilot-Vision-Request",
+                copilot_error(
+                    400, "missing required Copilot-Vision-Request header for vision requests", ""
+                ),
             )
         if protocol in s.quota_exceeded_on or self._exhausted():
             return self._quota_exceeded()
-        if protocol == "messages":
-            refusal = self._messages_gate(request, payload)
-            if refusal is not None:
-                return refusal
+        refusal = self._body_gate(request, payload, protocol, model)
+        if refusal is not None:
+            return refusal
         with self.lock:
             self._serial += 1
             serial = self._serial
             # Credits are used by what each answer costs; request quotas by one a request.
             self._quota_used += s.request_cost if s.usage_plan == "credits" else 1
-        exchange = read_request(payload, protocol, model, serial)
-        if not s.tool_calls:
-            exchange = dataclasses.replace(exchange, tool=None)
+        exchange = read_request(
+            payload, protocol, model, serial, s.tool_script, default_calls=s.tool_calls
+        )
         cost = round(s.request_cost * 1e9)
         whole, events = reply(exchange, s.stream_events, int(self.now()), cost)
         quota = self._quota_headers()
@@ -624,26 +706,47 @@ class EmulatorState:
             return Answer(200, (*headers, *quota), events=events)
         return json_answer(200, whole, *quota)
 
-    def _messages_gate(self, request: RecordedRequest, payload: Mapping[str, Any]) -> Answer | None:
-        """What the Messages layer refuses before answering: betas it does not serve and a
-        ``system`` that is a string (docs/EMULATOR.md has the evidence for both)."""
+    def _body_gate(
+        self, request: RecordedRequest, payload: Mapping[str, Any], protocol: str, model: str
+    ) -> Answer | None:
+        """What the API layer refuses of a body before answering (docs/EMULATOR.md has the
+        evidence for each rule): on Messages, betas it does not serve, a string ``system``
+        and the rules of ``_rules``; on Responses, the tool shapes it does not take; on every
+        protocol, an output cap above the model's limit."""
         s = self.scenario
-        unserved = unserved_betas(request.headers.get("anthropic-beta", ""))
-        if s.strict("anthropic_beta") and unserved:
-            return copilot_error(
-                400,
-                f"unsupported beta header(s): {', '.join(unserved)}",
-                "invalid_request_error",
-                type="invalid_request_error",
-            )
-        if s.strict("system_text") and isinstance(payload.get("system"), str):
-            return copilot_error(
-                400,
-                "system: Input should be a valid list",
-                "invalid_request_error",
-                type="invalid_request_error",
-            )
-        return None
+        if protocol == "messages":
+            unserved = unserved_betas(request.headers.get("anthropic-beta", ""))
+            if s.strict("anthropic_beta") and unserved:
+                return refused(
+                    "anthropic_beta",
+                    ", ".join(unserved),
+                    copilot_error(
+                        400,
+                        f"unsupported beta header(s): {', '.join(unserved)}",
+                        "invalid_request_error",
+                        type="invalid_request_error",
+                    ),
+                )
+            if s.strict("system_text") and isinstance(payload.get("system"), str):
+                return refused(
+                    "system_text",
+                    "system is a string",
+                    copilot_error(
+                        400,
+                        "system: Input should be a valid list",
+                        "invalid_request_error",
+                        type="invalid_request_error",
+                    ),
+                )
+            rule = messages_refusal(payload, request.headers, s.strict)
+        elif protocol == "responses":
+            rule = responses_refusal(payload, s.strict)
+        else:
+            rule = None
+        if rule is None and s.strict("output_limit"):
+            limit = self._limits.get(model, {}).get("max_output_tokens")
+            rule = output_cap_refusal(payload, protocol, model, limit)
+        return None if rule is None else _enforced(rule)
 
 
 def _model_not_supported() -> Answer:
@@ -758,7 +861,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._answer(state.answer(endpoint, record), record, drip)
 
     def _start(
-        self, status: int, headers: tuple[tuple[str, str], ...], record: RecordedRequest
+        self,
+        status: int,
+        headers: tuple[tuple[str, str], ...],
+        record: RecordedRequest,
+        notes: tuple[tuple[str, object], ...] = (),
     ) -> None:
         self.send_response(status)
         named = {name.lower() for name, _ in headers}
@@ -771,10 +878,10 @@ class _Handler(BaseHTTPRequestHandler):
         if record.host in COPILOT_HOSTS and "x-request-id" not in named:
             self.send_header("X-Request-Id", copilot_request_id())
         if self._where is not None:
-            self.server.state.update(self._where, status=status)
+            self.server.state.update(self._where, status=status, **dict(notes))
 
     def _answer(self, answer: Answer, record: RecordedRequest, drip: float | None = None) -> None:
-        self._start(answer.status, answer.headers, record)
+        self._start(answer.status, answer.headers, record, answer.notes)
         if answer.events is None:
             self.send_header("Content-Length", str(len(answer.body)))
             self.end_headers()
