@@ -44,26 +44,27 @@ SERVED_BETAS: Mapping[str, str] = {
 SERVED_BETAS = MappingProxyType(dict(SERVED_BETAS))
 _SERVED = frozenset(value.encode("ascii") for value in SERVED_BETAS)
 
-# Body field -> the beta that governs it, with where the pairing is seen. A field goes
-# upstream only when its beta is among those forwarded with the request (:mod:`._rewrites`
-# removes it otherwise): a field sent without its beta is what ericc-ch/copilot-api #217
-# records the service refusing ("Extra inputs are not permitted"; reported). The emulator
-# keeps its own copy (copilot_host.testing).
-FIELD_BETAS: Mapping[str, tuple[str, str]] = MappingProxyType(
+# Body field -> the betas that govern it, with where the pairing is seen
+# (``system_message``: a ``role: "system"`` message inside ``messages``). A field goes
+# upstream only when one of its betas is among those forwarded with the request
+# (:mod:`._rewrites` removes or folds it otherwise): a field sent without its beta is what
+# ericc-ch/copilot-api #217 records the service refusing ("Extra inputs are not
+# permitted"; reported). The emulator keeps its own copy (copilot_host.testing).
+FIELD_BETAS: Mapping[str, tuple[frozenset[str], str]] = MappingProxyType(
     {
         "thinking.display": (
-            "thinking-display-updates-2026-08-18",
-            "Claude Code 2.1.332 sends the field with this beta (captured at the gateway, "
-            "issue 24); the beta is not served, so the field never goes upstream",
+            frozenset({"thinking-display-updates-2026-08-18", "thinking-token-count-2026-05-13"}),
+            "Claude Code 2.1.332 sends the field with these betas (captured at the gateway, "
+            "issue 24); neither is served, so the field never goes upstream",
         ),
         "context_management": (
-            "context-management-2025-06-27",
+            frozenset({"context-management-2025-06-27"}),
             _CHAT_ENDPOINT + ": VS Code sends context_management with this beta "
             "(src/platform/endpoint/node/messagesApi.ts, commit "
             "31acd00a86424e2ee6e980e54919cf31fbf88030, createMessagesRequestBody)",
         ),
-        'messages[].role "system"': (
-            "per-turn-control-2026-07-01",
+        "system_message": (
+            frozenset({"per-turn-control-2026-07-01"}),
             "Claude Code 2.1.332 sends an '# Environment' system message inside messages "
             "with this beta (captured, issue 24); not served, so the message is folded "
             "into a user turn instead (._rewrites)",

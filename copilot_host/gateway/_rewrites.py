@@ -11,9 +11,9 @@ Every rewrite can be turned off: ``create_app(rewrites=...)`` takes the names to
 ``COPILOT_HOST_REWRITES=-name,-name`` (read by ``serve`` and ``run``) removes names from
 the full set (:func:`rewrites_from_environment`).
 
-Messages (:func:`rewrite_messages`): a leading ``x-anthropic-billing-header:`` system block
-is removed; fields whose beta is not forwarded are removed (:data:`._messages.FIELD_BETAS`);
-a ``role: "system"`` message inside ``messages`` is folded into a user turn; ``max_tokens``
+Messages: a ``system`` text block starting ``x-anthropic-billing-header:`` is removed;
+fields whose beta is not forwarded are removed (:data:`._messages.FIELD_BETAS`); a
+``role: "system"`` message inside ``messages`` is folded into a user turn; ``max_tokens``
 is capped at the model's output limit (and a thinking budget kept below it); server tools
 are removed, with a ``tool_choice`` naming one. A request that offered only server tools is
 answered by the gateway itself (:func:`server_tools_answer`). Chat Completions: the output
@@ -54,7 +54,7 @@ REWRITES_VARIABLE = "COPILOT_HOST_REWRITES"
 REWRITES: Mapping[str, str] = MappingProxyType(
     {
         "billing-header": "Messages: a system text block starting x-anthropic-billing-header: "
-        "is removed (a string system loses that first line)",
+        "is removed (a string system starting so loses that first line)",
         "beta-fields": "Messages: a body field whose beta is not forwarded is removed "
         "(thinking.display, context_management)",
         "system-message": 'Messages: a role "system" message inside messages is folded into '
@@ -204,7 +204,7 @@ def _messages(
     if "beta-fields" in enabled:
         _beta_fields(value, result, betas)
     if "system-message" in enabled:
-        _system_messages(value, result)
+        _system_messages(result.value or value, result, betas)
     doc = result.value or value
     if _cap(doc, "max_tokens", max_output, result, enabled) and "thinking-budget" in enabled:
         _thinking_budget(_edit(doc, result), result)
@@ -226,19 +226,24 @@ def _billing_header(value: dict[str, Any], result: Rewritten) -> None:
         return
     if not isinstance(system, list) or not system:
         return
-    first = system[0]
-    if (
-        isinstance(first, dict)
-        and first.get("type") == "text"
-        and isinstance(first.get("text"), str)
-        and first["text"].startswith(_BILLING_PREFIX)
-    ):
-        doc = _edit(value, result)
-        if len(system) > 1:
-            doc["system"] = system[1:]
-        else:
-            del doc["system"]
-        result.names.append("billing-header")
+    kept = [block for block in system if not _is_billing(block)]
+    if len(kept) == len(system):
+        return
+    doc = _edit(value, result)
+    if kept:
+        doc["system"] = kept
+    else:
+        del doc["system"]
+    result.names.append("billing-header")
+
+
+def _is_billing(block: object) -> bool:
+    return (
+        isinstance(block, dict)
+        and block.get("type") == "text"
+        and isinstance(block.get("text"), str)
+        and block["text"].startswith(_BILLING_PREFIX)
+    )
 
 
 def _beta_fields(value: dict[str, Any], result: Rewritten, betas: frozenset[str]) -> None:
@@ -247,12 +252,12 @@ def _beta_fields(value: dict[str, Any], result: Rewritten, betas: frozenset[str]
     if (
         isinstance(thinking, dict)
         and "display" in thinking
-        and FIELD_BETAS["thinking.display"][0] not in betas
+        and not FIELD_BETAS["thinking.display"][0] & betas
     ):
         kept = {key: item for key, item in thinking.items() if key != "display"}
         _edit(value, result)["thinking"] = kept
         removed = True
-    if "context_management" in value and FIELD_BETAS["context_management"][0] not in betas:
+    if "context_management" in value and not FIELD_BETAS["context_management"][0] & betas:
         del _edit(value, result)["context_management"]
         removed = True
     if removed:
@@ -279,10 +284,12 @@ def _as_blocks(content: object) -> list[Any]:
     return list(content) if isinstance(content, list) else []
 
 
-def _system_messages(value: dict[str, Any], result: Rewritten) -> None:
+def _system_messages(value: dict[str, Any], result: Rewritten, betas: frozenset[str]) -> None:
     """Each ``role: "system"`` message joins the nearest user message before it as trailing
     text blocks (the nearest after it, as leading blocks, when none comes before)."""
     messages = value.get("messages")
+    if FIELD_BETAS["system_message"][0] & betas:
+        return  # a served beta that allows it (none is today)
     if not isinstance(messages, list) or not any(
         isinstance(message, dict) and message.get("role") == "system" for message in messages
     ):

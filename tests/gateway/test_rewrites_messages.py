@@ -16,7 +16,7 @@ from copilot_host.gateway._rewrites import (
     check_rewrites,
     rewrites_from_environment,
 )
-from copilot_host.testing import GitHubEmulator
+from copilot_host.testing import GitHubEmulator, Scenario
 from tests.gateway._support import Gateway, running_gateway
 from tests.gateway.conftest import assert_no_leaks
 
@@ -57,6 +57,8 @@ def gw(started: Gateway) -> Iterator[Gateway]:
     started.access.lines.clear()
     yield started
     assert_no_leaks(started)
+    # What the gateway sent passed every refusal rule of the emulator (none is lenient).
+    started.emulator.assert_no_refusals()
 
 
 def sent(gateway: Gateway, endpoint: str = "messages") -> dict[str, Any]:
@@ -109,11 +111,12 @@ def test_a_string_system_loses_its_billing_line(gw: Gateway) -> None:
     assert rewrote(gw) == ["billing-header"]
 
 
-def test_a_billing_header_later_in_system_is_left_alone(gw: Gateway) -> None:
+def test_a_billing_header_anywhere_in_system_is_removed(gw: Gateway) -> None:
     system = [{"type": "text", "text": "You are Claude."}, {"type": "text", "text": BILLING}]
-    post(gw, messages_body(system=system))
-    assert sent(gw)["system"] == system
-    assert rewrote(gw) == []
+    status, _, _ = post(gw, messages_body(system=system))
+    assert status == 200
+    assert sent(gw)["system"] == [{"type": "text", "text": "You are Claude."}]
+    assert rewrote(gw) == ["billing-header"]
 
 
 # -- fields and betas --------------------------------------------------------------------
@@ -415,3 +418,37 @@ def test_with_count_tokens_off_it_is_404(tmp_path: Any) -> None:
         body = {"model": "claude-opus-5", "messages": [{"role": "user", "content": "hi"}]}
         status, _, _ = gateway.post("/v1/messages/count_tokens", body, headers=_ANTHROPIC)
         assert status == 404
+
+
+# -- the emulator refuses what these rewrites remove ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("body", "check"),
+    [
+        (messages_body(system=[{"type": "text", "text": BILLING}]), "billing_header"),
+        (messages_body(max_tokens=128000), "output_limit"),
+        (messages_body(tools=[WEB_SEARCH]), "server_tools"),
+        (
+            messages_body(
+                messages=[{"role": "user", "content": "hi"}, {"role": "system", "content": "x"}]
+            ),
+            "beta_fields",
+        ),
+    ],
+)
+def test_without_the_rewrites_the_emulator_refuses_and_lenient_takes_it(
+    tmp_path: Any, body: dict[str, Any], check: str
+) -> None:
+    """The shapes 0.3.0 forwarded: refused by the emulator (lenient off), taken with it on."""
+    for lenient, expected in ((False, 400), (True, 200)):
+        with (
+            GitHubEmulator(Scenario(lenient=lenient)) as emulator,
+            running_gateway(
+                emulator, tmp_path / f"home-{lenient}", rewrites=frozenset()
+            ) as gateway,
+        ):
+            status, _, _ = post(gateway, body)
+            assert status == expected
+            refused = [record.refusal for record in emulator.refusals]
+            assert refused == ([] if lenient else [check])
