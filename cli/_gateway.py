@@ -215,8 +215,13 @@ async def serve_gateway(
     this loop (an asynchronous host belongs to one); the app never closes it. What the
     server's ``on_started`` raises (a :class:`ReaderGone` from the listening line) stops
     it the orderly way and is raised once it has stopped."""
-    from copilot_host.gateway import create_app
+    from copilot_host.gateway import create_app, rewrites_from_environment
 
+    try:
+        # COPILOT_HOST_REWRITES=-name,-name turns rewrites off (docs/WIRE.md).
+        rewrites = rewrites_from_environment()
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
     async with gateway.make_host() as host:
         extra: dict[str, Any] = {}
         if gateway.make_transport is not None:
@@ -229,6 +234,7 @@ async def serve_gateway(
             model_aliases=names.aliases,
             default_model=names.default,
             max_credits=max_credits,
+            rewrites=rewrites,
             **extra,
         )
         if on_app is not None:

@@ -19,6 +19,7 @@ from ._inventory import (
     realistic_models,
     token_billing,
 )
+from ._protocols import ToolCall
 from ._record import RecordedRequest
 from ._scenario import CHECKS, ENDPOINTS, USAGE_PLANS, VSCODE_CLIENT_ID, RawAnswer, Scenario
 from ._transport import async_loopback_transport, loopback_transport
@@ -32,6 +33,7 @@ __all__ = [
     "RawAnswer",
     "RecordedRequest",
     "Scenario",
+    "ToolCall",
     "async_loopback_transport",
     "chat_model",
     "inventory_of",

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from ._inventory import realistic_models
+from ._protocols import ToolCall
 
 __all__ = ["CHECKS", "ENDPOINTS", "USAGE_PLANS", "VSCODE_CLIENT_ID", "RawAnswer", "Scenario"]
 
@@ -140,7 +141,11 @@ class Scenario:
 
     With ``tool_calls=False`` every answer is text, even when the request offers tools
     (``copilot-host serve --emulator`` sets it: an agent would run the emulator's tool
-    call, with empty arguments, for real).
+    call, with empty arguments, for real). ``tool_script`` scripts the calls instead (and
+    is followed whatever ``tool_calls`` says): while a request carries ``N`` tool results
+    and offers a tool named as ``tool_script[N]``, the answer is that call (a Chat
+    ``tool_calls`` entry, a Responses ``function_call`` item, a Messages ``tool_use``
+    block, whole or streamed); once every scripted call has its result, text.
 
     Hostile answers per endpoint name (see ``ENDPOINTS``): ``malformed`` (not JSON),
     ``oversized`` (a body over the adapter's cap, sent chunked), ``slow`` (seconds to stall
@@ -188,6 +193,7 @@ class Scenario:
     quota_exceeded_on: frozenset[str] = frozenset()
     lenient: frozenset[str] | bool = frozenset()
     tool_calls: bool = True
+    tool_script: tuple[ToolCall, ...] = ()
     malformed: frozenset[str] = frozenset()
     oversized: frozenset[str] = frozenset()
     slow: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
@@ -261,6 +267,9 @@ class Scenario:
         ):
             object.__setattr__(self, name, frozenset(getattr(self, name)))
         object.__setattr__(self, "models", tuple(self.models))
+        object.__setattr__(self, "tool_script", tuple(self.tool_script))
+        if not all(isinstance(call, ToolCall) for call in self.tool_script):
+            raise TypeError("tool_script is a sequence of ToolCall")
 
     def strict(self, check: str) -> bool:
         """Whether the emulated service makes the refusal named ``check`` (see ``CHECKS``)."""

@@ -695,9 +695,9 @@ class EmulatorState:
             serial = self._serial
             # Credits are used by what each answer costs; request quotas by one a request.
             self._quota_used += s.request_cost if s.usage_plan == "credits" else 1
-        exchange = read_request(payload, protocol, model, serial)
-        if not s.tool_calls:
-            exchange = dataclasses.replace(exchange, tool=None)
+        exchange = read_request(
+            payload, protocol, model, serial, s.tool_script, default_calls=s.tool_calls
+        )
         cost = round(s.request_cost * 1e9)
         whole, events = reply(exchange, s.stream_events, int(self.now()), cost)
         quota = self._quota_headers()

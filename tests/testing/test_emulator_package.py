@@ -70,6 +70,7 @@ def test_the_public_names_are_curated() -> None:
         "RawAnswer",
         "RecordedRequest",
         "Scenario",
+        "ToolCall",
         "USAGE_PLANS",
         "VSCODE_CLIENT_ID",
         "async_loopback_transport",
