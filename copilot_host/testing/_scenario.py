@@ -10,6 +10,7 @@ from types import MappingProxyType
 from ._costs import COST_MODELS
 from ._inventory import realistic_models
 from ._protocols import ToolCall
+from ._routes import ENDPOINTS
 
 __all__ = [
     "AUTO_ONLY_PLANS",
@@ -23,21 +24,6 @@ __all__ = [
     "Scenario",
 ]
 
-# Names of the emulated endpoints, used by Scenario's per-endpoint knobs.
-ENDPOINTS = frozenset(
-    {
-        "device_code",
-        "access_token",
-        "copilot_token",
-        "user",
-        "copilot_user",
-        "models",
-        "chat",
-        "responses",
-        "messages",
-        "count_tokens",
-    }
-)
 
 # The refusals the real service makes that a scenario may switch off (``Scenario(lenient=)``),
 # for a client that is known not to comply yet. Each name is one check:

@@ -23,7 +23,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import MappingProxyType
 from typing import Any
 
-from .._origin import default_allowlist
 from ._answers import (
     DEVICE_CODE_GRANT_TYPE,
     Answer,
@@ -39,8 +38,8 @@ from ._betas import unserved_betas
 from ._costs import estimate_tokens, price_cost
 from ._protocols import PROTOCOL_PATHS, has_image, read_request, reply
 from ._record import RecordedRequest
+from ._routes import COPILOT_HOSTS, GITHUB_HOST, ROUTED_HOSTS, route_of
 from ._rules import (
-    UNSERVED_PATHS,
     Refusal,
     messages_refusal,
     output_cap_refusal,
@@ -50,10 +49,6 @@ from ._scenario import VSCODE_CLIENT_ID, RawAnswer, Scenario
 
 __all__ = ["COPILOT_HOSTS", "EmulatorState", "ROUTED_HOSTS", "make_server"]
 
-GITHUB_HOST = "github.com"
-API_HOST = "api.github.com"
-COPILOT_HOSTS = frozenset(origin.partition("://")[2] for origin in default_allowlist().origins)
-ROUTED_HOSTS = frozenset({GITHUB_HOST, API_HOST, *COPILOT_HOSTS})
 # The one Copilot host seen answering a stale session with a bare 403 instead of 401.
 ENTERPRISE_HOST = "api.enterprise.githubcopilot.com"
 
@@ -260,31 +255,13 @@ class EmulatorState:
 
     @staticmethod
     def endpoint_of(method: str, host: str, path: str) -> str | None:
-        route = (method, host, path)
-        if route == ("POST", GITHUB_HOST, "/login/device/code"):
-            return "device_code"
-        if route == ("POST", GITHUB_HOST, "/login/oauth/access_token"):
-            return "access_token"
-        if route == ("GET", API_HOST, "/copilot_internal/v2/token"):
-            return "copilot_token"
-        if route == ("GET", API_HOST, "/user"):
-            return "user"
-        if route == ("GET", API_HOST, "/copilot_internal/user"):
-            return "copilot_user"
-        if host in COPILOT_HOSTS:
-            if (method, path) == ("GET", "/models"):
-                return "models"
-            for name, protocol_path in PROTOCOL_PATHS.items():
-                if (method, path) == ("POST", protocol_path):
-                    return name
-            unserved = UNSERVED_PATHS.get((method, path))
-            if unserved is not None:
-                return unserved
-        return None
+        route = route_of(method, host, path)
+        return None if route is None else route.endpoint
 
     def answer(self, endpoint: str, request: RecordedRequest) -> Answer:
-        if endpoint in PROTOCOL_PATHS:
-            return self._model_request(request, endpoint)
+        route = route_of(request.method, request.host, request.path)
+        if route is not None and route.protocol is not None:
+            return self._model_request(request, route.protocol)
         handler = getattr(self, f"_{endpoint}")
         result: Answer = handler(request)
         return result
