@@ -23,7 +23,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import MappingProxyType
 from typing import Any
 
-from .._origin import default_allowlist
 from ._answers import (
     DEVICE_CODE_GRANT_TYPE,
     Answer,
@@ -36,10 +35,11 @@ from ._answers import (
     oauth_answer,
 )
 from ._betas import unserved_betas
+from ._costs import estimate_tokens, price_cost
 from ._protocols import PROTOCOL_PATHS, has_image, read_request, reply
 from ._record import RecordedRequest
+from ._routes import COPILOT_HOSTS, GITHUB_HOST, ROUTED_HOSTS, route_of
 from ._rules import (
-    UNSERVED_PATHS,
     Refusal,
     messages_refusal,
     output_cap_refusal,
@@ -49,10 +49,6 @@ from ._scenario import VSCODE_CLIENT_ID, RawAnswer, Scenario
 
 __all__ = ["COPILOT_HOSTS", "EmulatorState", "ROUTED_HOSTS", "make_server"]
 
-GITHUB_HOST = "github.com"
-API_HOST = "api.github.com"
-COPILOT_HOSTS = frozenset(origin.partition("://")[2] for origin in default_allowlist().origins)
-ROUTED_HOSTS = frozenset({GITHUB_HOST, API_HOST, *COPILOT_HOSTS})
 # The one Copilot host seen answering a stale session with a bare 403 instead of 401.
 ENTERPRISE_HOST = "api.enterprise.githubcopilot.com"
 
@@ -194,9 +190,22 @@ class EmulatorState:
         self._models_failures = list(scenario.models_failures)
         self._served = _served_paths(scenario.models)
         self._limits = _listed_limits(scenario.models)
+        self._billing: dict[str, object] = {}
+        for item in scenario.models:
+            model_id = item.get("id")
+            if isinstance(model_id, str):
+                self._billing.setdefault(model_id, item.get("billing"))
         self._serial = 0
         # What the account has used of its quota, in the plan's unit.
         self._quota_used = scenario.quota_used
+        # Rate-limit windows: percentage left, and when each resets (epoch seconds).
+        started = self.now()
+        self._window_left = {name: w.remaining for name, w in scenario.rate_windows.items()}
+        self._window_reset = {
+            name: started + w.resets_in
+            for name, w in scenario.rate_windows.items()
+            if w.resets_in is not None
+        }
 
     # -- controls used by GitHubEmulator ---------------------------------------------------
 
@@ -246,31 +255,13 @@ class EmulatorState:
 
     @staticmethod
     def endpoint_of(method: str, host: str, path: str) -> str | None:
-        route = (method, host, path)
-        if route == ("POST", GITHUB_HOST, "/login/device/code"):
-            return "device_code"
-        if route == ("POST", GITHUB_HOST, "/login/oauth/access_token"):
-            return "access_token"
-        if route == ("GET", API_HOST, "/copilot_internal/v2/token"):
-            return "copilot_token"
-        if route == ("GET", API_HOST, "/user"):
-            return "user"
-        if route == ("GET", API_HOST, "/copilot_internal/user"):
-            return "copilot_user"
-        if host in COPILOT_HOSTS:
-            if (method, path) == ("GET", "/models"):
-                return "models"
-            for name, protocol_path in PROTOCOL_PATHS.items():
-                if (method, path) == ("POST", protocol_path):
-                    return name
-            unserved = UNSERVED_PATHS.get((method, path))
-            if unserved is not None:
-                return unserved
-        return None
+        route = route_of(method, host, path)
+        return None if route is None else route.endpoint
 
     def answer(self, endpoint: str, request: RecordedRequest) -> Answer:
-        if endpoint in PROTOCOL_PATHS:
-            return self._model_request(request, endpoint)
+        route = route_of(request.method, request.host, request.path)
+        if route is not None and route.protocol is not None:
+            return self._model_request(request, route.protocol)
         handler = getattr(self, f"_{endpoint}")
         result: Answer = handler(request)
         return result
@@ -448,11 +439,52 @@ class EmulatorState:
             }
         )
         name = "chat" if s.usage_plan == "free" else "premium_interactions"
-        session = urllib.parse.urlencode({"ent": "50", "rem": "100.0", "rst": reset})
-        return (
-            (f"x-quota-snapshot-{name}", snapshot),
-            ("x-usage-ratelimit-session", session),
-        )
+        headers = [(f"x-quota-snapshot-{name}", snapshot)]
+        with self.lock:
+            left = dict(self._window_left)
+        for window, spec in s.rate_windows.items():
+            value = urllib.parse.urlencode(
+                {
+                    "ent": f"{spec.entitlement:g}",
+                    "rem": f"{max(0.0, left[window]):.1f}",
+                    "rst": self._window_resets(window).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                }
+            )
+            headers.append((f"x-usage-ratelimit-{window}", value))
+        return tuple(headers)
+
+    def _window_resets(self, window: str) -> datetime.datetime:
+        at = self._window_reset.get(window)
+        if at is None:
+            return self._reset()
+        return datetime.datetime.fromtimestamp(at, datetime.UTC)
+
+    def _rate_limited(self) -> Answer | None:
+        """429 when a scripted rate-limit window is spent (the weekly one first)."""
+        with self.lock:
+            left = dict(self._window_left)
+        for window in ("weekly", "session"):
+            if window not in left or left[window] > 0:
+                continue
+            wait = max(1, int(self._window_resets(window).timestamp() - self.now()))
+            if window == "weekly":
+                # github/copilot-cli #2769 and microsoft/vscode #311205 quote this answer.
+                message = "Sorry, you've exceeded your weekly rate limit."
+                code = "user_weekly_rate_limited"
+            else:
+                message = (
+                    "Sorry, you've hit a rate limit that restricts the number of Copilot "
+                    "model requests you can make within a specific time period. Please try "
+                    f"again in {max(1, round(wait / 3600))} hours."
+                )
+                code = "user_global_rate_limited"
+            answer = copilot_error(429, message, code)
+            answer = dataclasses.replace(
+                answer,
+                headers=(*answer.headers, ("Retry-After", str(wait)), *self._quota_headers()),
+            )
+            return refused(f"{window}_window", f"{window} window spent", answer)
+        return None
 
     def _quota_exceeded(self) -> Answer:
         return json_answer(
@@ -475,6 +507,7 @@ class EmulatorState:
         entitlement, remaining, percent = self._quota_state()
         reset = self._reset()
         if s.usage_plan == "free":
+            # Copilot Free's own shape (its SKU is ``free_limited_copilot``).
             return json_answer(
                 200,
                 {
@@ -523,7 +556,12 @@ class EmulatorState:
                 ),
             },
         }
-        if s.usage_plan == "credits":
+        if s.usage_plan == "student":
+            # Copilot Student: an individual plan under the educational SKU (reports quoting
+            # the answer: OmniRoute #12000 and the peers' fixtures, docs/EMULATOR.md).
+            value["access_type_sku"] = "free_educational_quota"
+            value["copilot_plan"] = "individual"
+        if s.usage_plan in ("credits", "student"):
             value["token_based_billing"] = True
         return json_answer(200, value)
 
@@ -541,6 +579,14 @@ class EmulatorState:
         scheme, _, value = request.headers.get("authorization", "").partition(" ")
         if scheme.lower() != "bearer":
             return False
+        if secrets.compare_digest(value.encode(), self.github_token.encode()):
+            # The Copilot CLI sends its app's GitHub token to the API itself, with no
+            # exchange (issue 27): served when that app is enabled for Copilot.
+            s = self.scenario
+            with self.lock:
+                client, revoked = self._token_client, self._revoked_login
+            enabled = client in s.copilot_client_ids or not s.strict("copilot_client_id")
+            return enabled and not revoked
         with self.lock:
             expires_at = self._valid_sessions.get(value)
         return expires_at is not None and self.now() < expires_at
@@ -602,6 +648,11 @@ class EmulatorState:
         if failure is not None:
             return self._failure(failure)
         models = [dict(m) for m in self.scenario.models]
+        if self.scenario.auto_only_plan:
+            # Auto-only plans get the whole catalogue, none of it in the picker (opencode
+            # pull request #47261, editor-code-assistant/eca #601).
+            for model in models:
+                model["model_picker_enabled"] = False
         floor = self.scenario.deprecated_below
         if floor is not None and _version(request.headers.get("editor-version", "")) < _version(
             floor
@@ -651,6 +702,11 @@ class EmulatorState:
                 400, "the request body is not a JSON object", "invalid_request_body"
             )
         model = payload.get("model")
+        picked = self._auto_only(model, protocol) if s.auto_only_plan else None
+        if isinstance(picked, Answer):
+            return picked
+        if picked is not None:
+            model = picked
         paths = self._served.get(model) if isinstance(model, str) else None
         if not isinstance(model, str) or paths is None:
             return refused("model", f"{model!r} not served", _model_not_supported())
@@ -687,24 +743,61 @@ class EmulatorState:
             )
         if protocol in s.quota_exceeded_on or self._exhausted():
             return self._quota_exceeded()
+        limited = self._rate_limited()
+        if limited is not None:
+            return limited
         refusal = self._body_gate(request, payload, protocol, model)
         if refusal is not None:
             return refusal
+        input_tokens, spent = self._cost(request, model)
         with self.lock:
             self._serial += 1
             serial = self._serial
             # Credits are used by what each answer costs; request quotas by one a request.
-            self._quota_used += s.request_cost if s.usage_plan == "credits" else 1
+            credits = s.usage_plan in ("credits", "student")
+            self._quota_used += spent if credits else 1
+            for window, spec in s.rate_windows.items():
+                self._window_left[window] -= spec.per_request
         exchange = read_request(
             payload, protocol, model, serial, s.tool_script, default_calls=s.tool_calls
         )
-        cost = round(s.request_cost * 1e9)
+        exchange = dataclasses.replace(exchange, input_tokens=input_tokens)
+        cost = round(spent * 1e9)
         whole, events = reply(exchange, s.stream_events, int(self.now()), cost)
         quota = self._quota_headers()
         if exchange.stream:
             headers = (("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"))
-            return Answer(200, (*headers, *quota), events=events)
-        return json_answer(200, whole, *quota)
+            answer = Answer(200, (*headers, *quota), events=events)
+        else:
+            answer = json_answer(200, whole, *quota)
+        if picked is not None:
+            # The record names the model Auto picked, as the answer does.
+            limits = MappingProxyType(self._limits.get(picked, {}))
+            answer = dataclasses.replace(answer, notes=(("model", picked), ("limits", limits)))
+        return answer
+
+    def _cost(self, request: RecordedRequest, model: str) -> tuple[int, float]:
+        """(the prompt's tokens as the answer reports them, the answer's cost in credits)."""
+        s = self.scenario
+        if s.cost_model != "prices":
+            return 1, s.request_cost
+        # Tokens x the inventory's prices; a model listing none costs the flat amount.
+        tokens = estimate_tokens(request.body)
+        priced = price_cost(self._billing.get(model), tokens, s.stream_events, self.now())
+        return tokens, s.request_cost if priced is None else priced
+
+    def _auto_only(self, model: object, protocol: str) -> Answer | str | None:
+        """On an Auto-only plan: the refusal of a named model, or the model Auto serves a
+        Chat request without one (the chat default when it serves Chat Completions, else the
+        first model that does; diegosouzapw/OmniRoute #12000: 200, naming it)."""
+        if model is not None or protocol != "chat":
+            detail = "a named model on an Auto-only plan" if model else "no model"
+            return refused("auto_only", detail, _model_not_supported())
+        chat = [m for m, paths in self._served.items() if "/chat/completions" in paths]
+        for item in self.scenario.models:
+            if item.get("is_chat_default") is True and item.get("id") in chat:
+                return str(item["id"])
+        return chat[0] if chat else None
 
     def _body_gate(
         self, request: RecordedRequest, payload: Mapping[str, Any], protocol: str, model: str
