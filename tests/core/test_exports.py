@@ -139,6 +139,7 @@ PUBLIC = {
         "RawAnswer",
         "RecordedRequest",
         "Scenario",
+        "ToolCall",
         "async_loopback_transport",
         "chat_model",
         "inventory_of",
