@@ -43,6 +43,8 @@ _NAME_OK = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _NAME_BAD_CHAR = re.compile(r"[^A-Za-z0-9_-]")
 _MAX_NAME = 64
 _HASH = 8
+# In every event or answer that holds something to map (an item's type, an event's name).
+_CALL = b"function_call"
 
 
 @dataclass(frozen=True, slots=True)
@@ -290,6 +292,8 @@ class AnswerMapper:
         return response
 
     def whole(self, body: bytes) -> bytes:
+        if _CALL not in body:
+            return body  # nothing to map: not parsed
         try:
             document = json.loads(body)
         except ValueError:
@@ -336,6 +340,11 @@ class AnswerMapper:
         changed = False
         for event in re.split(rb"(?<=\n\n)|(?<=\r\n\r\n)", block):
             if not event:
+                continue
+            if _CALL not in event:
+                # Only a function call (its item, its argument events, an envelope holding
+                # it) is mapped: text deltas go on unparsed.
+                out.append(event)
                 continue
             lines = event.splitlines(keepends=True)
             data_at = next((i for i, line in enumerate(lines) if line.startswith(b"data:")), None)

@@ -5,6 +5,7 @@ streamed), and the access line's ``rewrote=`` field."""
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,7 +17,7 @@ from copilot_host.gateway._rewrites import (
     check_rewrites,
     rewrites_from_environment,
 )
-from copilot_host.testing import GitHubEmulator, Scenario
+from copilot_host.testing import GitHubEmulator, Scenario, realistic_models
 from tests.gateway._support import Gateway, running_gateway
 from tests.gateway.conftest import assert_no_leaks
 
@@ -452,3 +453,46 @@ def test_without_the_rewrites_the_emulator_refuses_and_lenient_takes_it(
             assert status == expected
             refused = [record.refusal for record in emulator.refusals]
             assert refused == ([] if lenient else [check])
+
+
+def test_each_rewrite_is_named_once_at_debug(gw: Gateway, caplog: pytest.LogCaptureFixture) -> None:
+    system = [{"type": "text", "text": BILLING}, {"type": "text", "text": "x"}]
+    with caplog.at_level(logging.DEBUG, logger="copilot_host.gateway"):
+        post(gw, messages_body(system=system, max_tokens=128000))
+    named = [r.getMessage() for r in caplog.records if r.getMessage().startswith("rewrote ")]
+    assert [line.split(":")[0] for line in named] == [
+        "rewrote billing-header",
+        "rewrote max_tokens",
+    ]
+    assert all("cc_version" not in line for line in named)
+
+
+def _small_opus(limit: int) -> Scenario:
+    models = [dict(model) for model in realistic_models()]
+    for model in models:
+        if model["id"] == "claude-opus-5":
+            capabilities = dict(model["capabilities"])  # type: ignore[call-overload]
+            capabilities["limits"] = {**capabilities["limits"], "max_output_tokens": limit}
+            model["capabilities"] = capabilities
+    return Scenario(models=tuple(models))
+
+
+@pytest.mark.parametrize(("limit", "thinking"), [(1500, 1499), (1000, None)])
+def test_a_thinking_budget_is_lowered_or_dropped_under_a_small_cap(
+    tmp_path: Any, limit: int, thinking: int | None
+) -> None:
+    with (
+        GitHubEmulator(_small_opus(limit)) as emulator,
+        running_gateway(emulator, tmp_path / "home") as gateway,
+    ):
+        body = messages_body(max_tokens=4000, thinking={"type": "enabled", "budget_tokens": 2000})
+        status, _, _ = post(gateway, body)
+        assert status == 200
+        upstream = sent(gateway)
+        assert upstream["max_tokens"] == limit
+        if thinking is None:
+            assert "thinking" not in upstream
+        else:
+            assert upstream["thinking"]["budget_tokens"] == thinking
+        assert rewrote(gateway) == ["max_tokens", "thinking-budget"]
+        emulator.assert_no_refusals()

@@ -302,3 +302,43 @@ def test_without_the_rewrites_the_emulator_refuses_each_shape(tmp_path: Path) ->
             )
             assert status == 400
             assert emulator.refusals[-1].refusal == check
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_custom_tool_inside_a_namespace_comes_back_custom_and_namespaced(
+    plain: Gateway, stream: bool
+) -> None:
+    exec_tool = {**APPLY_PATCH, "name": "exec", "description": "run code"}
+    tool = {"type": "namespace", "name": "code_mode", "description": "code", "tools": [exec_tool]}
+    body = {"model": "gpt-5.5", "input": [USER], "tools": [tool], "stream": stream}
+    status, _, answer = plain.post("/v1/responses", body)
+    assert status == 200
+    (sent_tool,) = sent(plain)["tools"]
+    assert (sent_tool["type"], sent_tool["name"]) == ("function", "exec")
+    if stream:
+        events = events_of(answer)
+        kinds = [event["type"] for event in events]
+        assert "response.custom_tool_call_input.done" in kinds
+        (item,) = next(e for e in events if e["type"] == "response.completed")["response"]["output"]
+    else:
+        (item,) = answer["output"]
+    # The emulator called it with {}: an empty input.
+    assert (item["type"], item["name"], item["namespace"], item["input"]) == (
+        "custom_tool_call",
+        "exec",
+        "code_mode",
+        "",
+    )
+
+
+def test_a_tool_choice_for_a_custom_or_namespaced_tool_names_the_flat_function(
+    gw: Gateway,
+) -> None:
+    choice = {"type": "function", "name": "exec_command", "namespace": "multi_agent_v1"}
+    status, _, _ = gw.post("/v1/responses", responses_body(tool_choice=choice))
+    assert status == 200
+    assert sent(gw)["tool_choice"] == {"type": "function", "name": "multi_agent_v1__exec_command"}
+    gw.emulator.clear_requests()
+    gw.access.lines.clear()
+    gw.post("/v1/responses", responses_body(tool_choice={"type": "custom", "name": "apply_patch"}))
+    assert sent(gw)["tool_choice"] == {"type": "function", "name": "apply_patch"}
