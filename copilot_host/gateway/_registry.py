@@ -92,6 +92,8 @@ def openai_entry(route: ch.ModelRoute, owner: str) -> dict[str, Any]:
         "endpoints": endpoints_of(route),
         "context_window": spec.context_window,
         "max_output_tokens": spec.max_output_tokens,
+        "max_prompt_tokens": spec.max_prompt_tokens,
+        "chat_default": spec.chat_default,
         "input_modalities": list(spec.input_modalities),
         "supports_reasoning": spec.supports_reasoning,
         "picker_enabled": spec.picker_enabled,

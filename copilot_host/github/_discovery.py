@@ -264,6 +264,8 @@ def _entry(item: object) -> ModelSpec | SkippedModel:
         warnings=warnings,
         warning_codes=codes,
         billing=_billing(item),
+        max_prompt_tokens=_limit(limits, "max_prompt_tokens"),
+        chat_default=item.get("is_chat_default") is True,
     )
 
 

@@ -32,12 +32,15 @@ def chat_model(
     context_window: float | None = 128_000,
     max_output_tokens: float | None = 16_384,
     billing: Mapping[str, object] | None = None,
+    max_prompt_tokens: float | None = None,
+    chat_default: bool | None = None,
 ) -> dict[str, object]:
     """One inventory entry shaped like the Copilot API's ``GET /models`` items.
 
     ``endpoints=None`` leaves ``supported_endpoints`` out, as the service does for older
     models (it then serves them on ``/chat/completions`` only). ``billing`` is the entry's
-    ``billing`` object as given (see :func:`token_billing`).
+    ``billing`` object as given (see :func:`token_billing`). ``max_prompt_tokens`` and
+    ``chat_default`` (``is_chat_default``) are listed only when given.
     """
     supports: dict[str, object] = {"streaming": True, "tool_calls": True}
     if vision:
@@ -49,6 +52,8 @@ def chat_model(
         limits["max_context_window_tokens"] = context_window
     if max_output_tokens is not None:
         limits["max_output_tokens"] = max_output_tokens
+    if max_prompt_tokens is not None:
+        limits["max_prompt_tokens"] = max_prompt_tokens
     item: dict[str, object] = {
         "id": model_id,
         "name": name if name is not None else model_id,
@@ -65,6 +70,8 @@ def chat_model(
             "supports": supports,
         },
     }
+    if chat_default is not None:
+        item["is_chat_default"] = chat_default
     if policy is not None:
         item["policy"] = {"state": policy, "terms": "emulated terms"}
     if endpoints is not None:
