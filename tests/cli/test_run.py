@@ -222,6 +222,11 @@ def test_codex_gets_a_provider_at_the_gateway_and_a_model(proc: Proc, home: Path
         'model_provider="copilot-host"',
         "-c",
         'model="gpt-5.3-codex"',  # the emulator's only codex model that speaks Responses
+        # Its window, and compaction at 90% of its prompt limit (272k of 400k).
+        "-c",
+        "model_context_window=400000",
+        "-c",
+        "model_auto_compact_token_limit=244800",
         "exec",
         "hi",
     ]
