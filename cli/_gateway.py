@@ -23,13 +23,13 @@ from ._account import Account
 from ._budget import max_credits_option
 from ._context import seam
 from ._failure import CliFailure
+from ._plan import PLAN_CHECK_SECONDS
 
 if TYPE_CHECKING:
     from copilot_host.gateway import GatewayApp, GatewayServer
     from copilot_host.github import AsyncGitHubCopilotHost, EditorIdentity
 
 __all__ = [
-    "PLAN_CHECK_SECONDS",
     "GatewayNames",
     "LogFile",
     "account",
@@ -246,10 +246,6 @@ async def serve_gateway(
             if line is not None:
                 on_plan(line)
         await server.serve(app)
-
-
-# How long the start waits to learn the plan: it is best effort and never fails the start.
-PLAN_CHECK_SECONDS = 2.0
 
 
 async def plan_line(host: Any, timeout: float = PLAN_CHECK_SECONDS) -> str | None:

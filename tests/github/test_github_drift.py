@@ -61,7 +61,8 @@ def _check(result: ch.RegistrationResult) -> None:
     # The service's billing note rides on every route it was given for.
     assert all(r.spec.warnings for r in result.routes)
     policy = next(s for s in result.skipped if s.model_id == "gemini-3.1-pro-preview")
-    assert "https://github.com/settings/copilot/features" in policy.message
+    assert "(plan and settings: https://github.com/settings/copilot)" in policy.message
+    assert "settings/copilot/features" not in policy.message
 
 
 def test_a_real_inventory_registers_every_usable_model(store: CredentialStore) -> None:

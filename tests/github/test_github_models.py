@@ -103,9 +103,10 @@ def test_eligibility(kind: str, policy: str | None, reason: str | None) -> None:
     assert _skipped(item) == ({} if reason is None else {"m1": reason})
 
 
-def test_a_policy_pending_model_says_how_to_enable_it() -> None:
+def test_a_policy_pending_model_says_what_the_plan_allows_and_where_its_settings_are() -> None:
     (entry,) = _inventory(chat_model("m1", policy="unconfigured")).skipped
-    assert "https://github.com/settings/copilot/features" in entry.message
+    assert "(plan and settings: https://github.com/settings/copilot)" in entry.message
+    assert "no per-model switch since 2026-02-03" in entry.message
     (entry,) = _inventory(chat_model("m1", policy="disabled")).skipped
     assert "administrator" in entry.message
 
