@@ -23,6 +23,7 @@ from ._account import Account
 from ._budget import max_credits_option
 from ._context import seam
 from ._failure import CliFailure
+from ._plan import PLAN_CHECK_SECONDS
 
 if TYPE_CHECKING:
     from copilot_host.gateway import GatewayApp, GatewayServer
@@ -33,6 +34,7 @@ __all__ = [
     "LogFile",
     "account",
     "gateway_options",
+    "plan_line",
     "serve_gateway",
 ]
 
@@ -208,13 +210,16 @@ async def serve_gateway(
     *,
     on_app: Callable[[GatewayApp], None] | None = None,
     max_credits: float | None = None,
+    on_plan: Callable[[str], None] | None = None,
 ) -> None:
     """Build the gateway for ``gateway``'s account and serve it with ``server`` until the
     server is told to stop; ``on_app`` is given the app once it is built (its ``spend``
     makes the stop line, however the server ends). The host is made, used and closed on
     this loop (an asynchronous host belongs to one); the app never closes it. What the
     server's ``on_started`` raises (a :class:`ReaderGone` from the listening line) stops
-    it the orderly way and is raised once it has stopped."""
+    it the orderly way and is raised once it has stopped. ``on_plan`` is given the one
+    line that says the account's plan can use only Auto model selection, when it can
+    (:func:`plan_line`), before the gateway listens."""
     from copilot_host.gateway import create_app, rewrites_from_environment
 
     try:
@@ -242,7 +247,27 @@ async def serve_gateway(
         # Unusable HTTPS settings fail here, as a typed error, before anything listens.
         await app.startup()
         await _check_names(app, host, names, emulator=gateway.emulator)
+        if on_plan is not None:
+            line = await plan_line(host)
+            if line is not None:
+                on_plan(line)
         await server.serve(app)
+
+
+async def plan_line(host: Any, timeout: float = PLAN_CHECK_SECONDS) -> str | None:
+    """The Auto-only line for the login's plan (``CopilotUsage.auto_only_line``); None
+    when the plan is another, there is no login, or the plan could not be read within
+    ``timeout`` seconds."""
+    import asyncio
+
+    if host.availability() is None:
+        return None
+    try:
+        usage = await asyncio.wait_for(host.usage(), timeout)
+    except Exception:  # best effort: any failure means "not known"
+        return None
+    line = usage.auto_only_line()
+    return line if isinstance(line, str) else None
 
 
 async def _check_names(app: GatewayApp, host: Any, names: GatewayNames, *, emulator: bool) -> None:

@@ -101,8 +101,13 @@ def login(headless: bool, as_json: bool, force: bool, key_file: bool) -> None:
         )
         # What the store wrote and set aside, as it said: nothing is read back.
         saved = host.last_saved
+        from ._plan import plan_line_now
+
+        auto_only = plan_line_now(host)
     try:
         _report_login(out, events, saved, identity, as_json=as_json)
+        if auto_only is not None:
+            out.warn(auto_only)
     except Stop as stop:
         # The login is stored: a signal now must not read as "nothing happened".
         raise Interrupted(

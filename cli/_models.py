@@ -29,13 +29,14 @@ Examples:
    "models":[{"route_id":"github-copilot/<id>","model_id":"<id>",
      "display_name":"…","protocol":"openai-responses"|"openai-chat"|"anthropic-messages",
      "protocols":["…"],"url":"…","context_window":128000,"max_output_tokens":16384,
-     "input_modalities":["text"],"supports_reasoning":false,
+     "max_prompt_tokens":128000|null,"chat_default":false,"input_modalities":["text"],"supports_reasoning":false,
      "picker_enabled":true,"warnings":[],"warning_codes":[],
      "billing":{"premium":true,"multiplier":1.0,"prices":{"batch_size":1000000,
        "input":500.0,"output":2500.0,"cache":50.0,"context_max":null,
        "input_per_million":500.0,"output_per_million":2500.0,
        "cache_per_million":50.0,"long_context":null}}|null}],
-   "skipped":[{"model_id":"<id>","reason":"policy_not_enabled","message":"…"}]}
+   "skipped":[{"model_id":"<id>","reason":"policy_not_enabled","message":"…"}],
+   "auto_only":null|"this plan (free) can use only Auto model selection; …"}
 With no usable model: {"v":1,"error":{"code":"no_models",...},"skipped":[...]}; exit 1.
 """
 
@@ -51,6 +52,8 @@ def route_document(route: ModelRoute) -> dict[str, Any]:
         "url": route.url,
         "context_window": spec.context_window,
         "max_output_tokens": spec.max_output_tokens,
+        "max_prompt_tokens": spec.max_prompt_tokens,
+        "chat_default": spec.chat_default,
         "input_modalities": list(spec.input_modalities),
         "supports_reasoning": spec.supports_reasoning,
         "picker_enabled": spec.picker_enabled,
@@ -151,9 +154,13 @@ def models(as_json: bool, show_all: bool) -> None:
     store = make_store()
     if out.err_is_tty:
         out.live("Asking GitHub Copilot for this account's models...")
+    from ._plan import plan_line_now
+
+    auto_only: str | None = None
     try:
         with make_host(store, editor) as host:
             result = ch.register_models(ch.Catalog(), host)
+            auto_only = plan_line_now(host)
     except ch.NoEligibleModelsError as exc:
         # Nothing usable, but the person (or program) still learns what there was.
         if as_json:
@@ -171,6 +178,7 @@ def models(as_json: bool, show_all: bool) -> None:
                 "origin": result.origin,
                 "models": [route_document(r) for r in routes],
                 "skipped": [skipped_document(s) for s in result.skipped],
+                "auto_only": auto_only,
             }
         )
         return
@@ -191,5 +199,7 @@ def models(as_json: bool, show_all: bool) -> None:
     if show_all:
         _print_skipped(out, result.skipped)
     _print_notes(out, routes)
+    if auto_only is not None:
+        out.warn(auto_only)
     hidden = "" if show_all or not result.skipped else f"; {len(result.skipped)} skipped (--all)"
     out.hint(f"{len(routes)} models at {result.origin}{hidden}")

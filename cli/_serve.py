@@ -357,7 +357,16 @@ def _run(
         queue_stderr=True,
         on_started=on_listening,
     )
-    asyncio.run(serve_gateway(server, gateway, key, names, on_app=on_app, max_credits=max_credits))
+    from copilot_host.gateway import write_stderr_line
+
+    def on_plan(line: str) -> None:
+        write_stderr_line(f"copilot-host serve: {line}\n")
+
+    asyncio.run(
+        serve_gateway(
+            server, gateway, key, names, on_app=on_app, max_credits=max_credits, on_plan=on_plan
+        )
+    )
 
 
 def _take_stop_signals() -> None:

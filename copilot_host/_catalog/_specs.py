@@ -88,7 +88,10 @@ class ModelSpec:
     inert for a terminal when the model is registered; ``warning_codes`` holds each note's
     machine-readable code (``client_version_deprecated``, say), None where it had none,
     always as long as ``warnings``. ``billing`` is what the model costs, None when the
-    inventory does not say.
+    inventory does not say. ``max_prompt_tokens`` is the largest prompt the service takes
+    (the inventory's ``capabilities.limits.max_prompt_tokens``; often below
+    ``context_window``), None when not listed. ``chat_default`` is the inventory's
+    ``is_chat_default``: the model the service's own clients pick when none is named.
     """
 
     model_id: str
@@ -103,6 +106,8 @@ class ModelSpec:
     warnings: tuple[str, ...] = ()
     warning_codes: tuple[str | None, ...] = ()
     billing: ModelBilling | None = None
+    max_prompt_tokens: int | None = None
+    chat_default: bool = False
 
     def __post_init__(self) -> None:
         warnings, codes = self.warnings, self.warning_codes

@@ -226,6 +226,24 @@ class GatewayApp:
             return None
         return snapshot.names.missing_targets()
 
+    async def served_routes(self) -> tuple[ch.ModelRoute, ...]:
+        """The routes the gateway serves now, in the inventory's order, registering first
+        when it has none; raises what a client would be told (``NotLoggedInError``, a
+        failed registration)."""
+        return (await self._registry.current()).names.routes
+
+    def route_for(self, name: str, protocol: ch.ApiProtocol | None) -> ch.ModelRoute | None:
+        """The route a request for ``name`` on ``protocol``'s endpoint is served with now
+        (the gateway's naming rules), None when none would be or nothing is registered."""
+        snapshot = self._registry.snapshot
+        found = snapshot.names.resolve(name, protocol) if snapshot is not None else None
+        return found.route if isinstance(found, Served) else None
+
+    def add_model_aliases(self, aliases: Mapping[str, str]) -> None:
+        """Serve ``aliases`` (name -> model id) besides those given at creation, which win
+        (``run``'s agent profiles add the names an agent sends that no account has)."""
+        self._registry.add_aliases(ModelNames(dict(aliases)).aliases)
+
     async def aclose(self) -> None:
         """Stop registrations in flight and close the upstream connections (the lifespan
         shutdown does this; call it yourself when the server runs the app without one)."""

@@ -35,7 +35,11 @@ __all__ = ["SETTINGS_URL", "build_models_request", "parse_models"]
 
 WHAT = "Copilot model discovery"
 # Where a person enables the models their plan offers but a policy has not switched on.
-SETTINGS_URL = "https://github.com/settings/copilot/features"
+# The account's Copilot plan and settings. Individual plans have had no per-model switches
+# since 2026-02-03 (GitHub's changelog "Simplified Copilot model enablement experience for
+# individual users", cited by anomalyco/opencode #12739 and #13313): every model the plan
+# includes is enabled; organizations' administrators still set model policies.
+SETTINGS_URL = "https://github.com/settings/copilot"
 # The endpoints copilot-host speaks, by the names the inventory uses. Anything else listed
 # (e.g. "ws:/responses", a WebSocket transport) is another client's, and ignored.
 _MAX_ENDPOINTS = 32
@@ -210,12 +214,14 @@ def _billing(item: Mapping[str, object]) -> ModelBilling | None:
 def _policy_message(state: str) -> str:
     if state == "disabled":
         return (
-            "disabled by a Copilot policy; if you manage your own plan, enable it at "
-            f"{SETTINGS_URL}, otherwise ask your organization's administrator"
+            "disabled by a Copilot policy: an organization's plan has the models its "
+            "administrator enables (ask them), an individual plan those it includes "
+            f"(plan and settings: {SETTINGS_URL})"
         )
     return (
-        f"not enabled for this account yet (policy {state!r}); enable it at {SETTINGS_URL} "
-        "(or accept its terms in a Copilot chat client), then list the models again"
+        f"not enabled (policy {state!r}): individual plans get every model they include "
+        "(no per-model switch since 2026-02-03), so it is not in the plan or awaits its "
+        f"terms in a Copilot chat client (plan and settings: {SETTINGS_URL})"
     )
 
 
@@ -264,6 +270,8 @@ def _entry(item: object) -> ModelSpec | SkippedModel:
         warnings=warnings,
         warning_codes=codes,
         billing=_billing(item),
+        max_prompt_tokens=_limit(limits, "max_prompt_tokens"),
+        chat_default=item.get("is_chat_default") is True,
     )
 
 

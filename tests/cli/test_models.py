@@ -118,6 +118,8 @@ def test_models_json_document(cli: Cli, emulate: Any) -> None:
         "url": "https://api.individual.githubcopilot.com/responses",
         "context_window": 128000,
         "max_output_tokens": 16384,
+        "max_prompt_tokens": None,
+        "chat_default": False,
         "input_modalities": ["text"],
         "supports_reasoning": True,
         "picker_enabled": True,
