@@ -26,6 +26,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -371,3 +372,87 @@ def test_codex_runs_exec_command_with_gpt_5_5(home: Path) -> None:
     assert "listing.txt" in made.read_text().split()
     assert {body["model"] for body in session.bodies("responses")} == {"gpt-5.5"}
     session.check_upstream()
+
+
+# -- Claude Code full-screen: /context -------------------------------------------------------
+
+
+def _prompt_limit(model_id: str) -> int:
+    for model in realistic_models():
+        if model["id"] == model_id:
+            limits = _limits(model)
+            return int(limits.get("max_prompt_tokens") or limits["max_context_window_tokens"])
+    raise AssertionError(f"{model_id} is not in the emulator's inventory")
+
+
+def test_claude_context_shows_the_accounts_window_and_count_tokens_is_served(home: Path) -> None:
+    """``/context`` in Claude Code's full-screen interface (in tmux), through ``run
+    --emulator`` with no configuration: the auto-compact window is the prompt limit of the
+    model serving Claude Code's default name (``run``'s Claude profile sets
+    ``CLAUDE_CODE_AUTO_COMPACT_WINDOW``), and the ``count_tokens`` calls ``/context`` makes
+    are answered by the gateway, never 404."""
+    claude = _agent("claude")
+    tmux = _agent("tmux")
+    work = home / "work"
+    # As after Claude Code's first-run questions (theme, trusting the folder).
+    (home / ".claude.json").write_text(
+        json.dumps(
+            {
+                "hasCompletedOnboarding": True,
+                "theme": "dark",
+                "projects": {
+                    str(work): {
+                        "hasTrustDialogAccepted": True,
+                        "hasCompletedProjectOnboarding": True,
+                    }
+                },
+            }
+        )
+    )
+    log = home / "gateway.log"
+    socket = str(home / "tmux.sock")
+    inner = f"{SCRIPT} run --emulator --log {log} -- {claude}; sleep 60"
+    subprocess.run(
+        [tmux, "-S", socket, "new-session", "-d", "-x", "160", "-y", "50", "-c", str(work), inner],
+        env=_env(home),
+        check=True,
+        timeout=30,
+    )
+
+    def screen() -> str:
+        shown = subprocess.run(
+            [tmux, "-S", socket, "capture-pane", "-p"],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=30,
+        )
+        return shown.stdout
+
+    def wait_for(pattern: str) -> re.Match[str]:
+        deadline = time.monotonic() + BOUND
+        while time.monotonic() < deadline:
+            found = re.search(pattern, screen())
+            if found:
+                return found
+            time.sleep(0.2)
+        raise AssertionError(f"{pattern!r} never appeared:\n{screen()}")
+
+    window = _prompt_limit("claude-opus-5")  # serves Claude Code's default claude-opus-5-5
+    try:
+        wait_for("❯")
+        subprocess.run([tmux, "-S", socket, "send-keys", "-l", "/context"], check=True)
+        time.sleep(0.3)
+        subprocess.run([tmux, "-S", socket, "send-keys", "Enter"], check=True)
+        shown = wait_for(r"Auto-compact window:\s+(\S+) tokens")
+        # /context fires its count_tokens calls before it draws: wait for their lines.
+        deadline = time.monotonic() + BOUND
+        while "count_tokens" not in log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.2)
+    finally:
+        subprocess.run([tmux, "-S", socket, "kill-server"], check=False, timeout=30)
+    counted = [m.groups() for m in REQUEST.finditer(log.read_text()) if "count_tokens" in m[1]]
+    assert counted, log.read_text()
+    assert all(status == "200" for *_, status in counted), counted
+    assert " status=404 " not in log.read_text()
+    assert shown.group(1) == f"{window // 1000}k", shown.group(0)
