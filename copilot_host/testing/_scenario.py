@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 import warnings
 from collections.abc import Iterable, Mapping
@@ -315,7 +316,7 @@ class Scenario:
             group = getattr(self, name)
             if not isinstance(group, kind):
                 raise TypeError(f"{name}= takes a {kind.__name__}")
-            if group == kind():
+            if group == _default_groups()[name]:
                 group = None  # not given: the flat fields say what runs
             values: dict[str, object] = {}
             for member in dataclasses.fields(kind):
@@ -357,6 +358,13 @@ class Scenario:
         return not lenient if isinstance(lenient, bool) else check not in lenient
 
 
+@functools.cache
+def _default_groups() -> dict[str, object]:
+    """Each group as it is when not given (built once: only ever compared against)."""
+    return {name: kind() for name, kind in GROUPS}
+
+
+@functools.cache
 def _flat_defaults() -> dict[str, object]:
     """Each grouped field's default, as the group declares it."""
     values: dict[str, object] = {}
