@@ -6,9 +6,11 @@ over :data:`MAX_BODY_BYTES` (413); a body that is not a JSON object with a ``mod
 (400); no login (503); a model the account does not have (404), or one that does not
 list the endpoint called (400): the name is read by the rules of :mod:`._names` (aliases,
 the names coding agents send, a default model). Otherwise it is relayed (:mod:`._relay`)
-through the route's own ``route.auth``, with the served model's id in the body and, on
-Messages, the edits of :mod:`._messages`; every relayed answer carries
-``x-copilot-host-model``. ``HEAD``/``GET`` on ``/`` and ``/api/hello`` (agents' probes)
+through the route's own ``route.auth``, with the served model's id in the body, on
+Messages the edits of :mod:`._messages`, and the rewrites of :mod:`._rewrites` (a request
+that offered only server tools is answered by the gateway); every relayed answer carries
+``x-copilot-host-model``. ``POST /v1/messages/count_tokens`` is answered by the gateway
+(:mod:`._count_tokens`) once the key and the model pass, whatever the budget. ``HEAD``/``GET`` on ``/`` and ``/api/hello`` (agents' probes)
 answer 200 once Host, Origin and key pass. Errors take the shape of the API the path belongs to
 (:mod:`._answers`).
 
