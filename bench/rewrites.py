@@ -6,13 +6,15 @@ The real gateway app, called in-process over ASGI (no sockets, so the gateway's 
 what is timed), with its upstream an in-process transport that answers at once. Each
 request shape is sent alternately, in batches, through two apps over the same host: one
 with every rewrite on (this round's path) and one with ``rewrites=frozenset()`` (the check
-skipped: the path before this round). The figure is the ratio of their medians (the CPU time
-of this process per request, in alternating batches), measured in the same run; a ratio near 1.00 means the check costs a request that needs no rewrite
-next to nothing. The shapes: a small Chat request, a small Messages request, a 100 KB
-Messages conversation (Claude Code-like: system blocks, tools, many turns; nothing to
-rewrite), and a Codex-like Responses request with function tools only. Also printed: the
-cost of the one rewrite most requests from Claude Code get (``billing-header``, which
-re-encodes the body), as a ratio to the same body without the block.
+skipped: the path before this round). The figure is the ratio of their medians (the CPU
+time of this process per request, in alternating batches), measured in the same run; a
+ratio near 1.00 means the check costs a request that needs no rewrite next to nothing.
+
+The shapes: a small Chat request, a small Messages request, a 100 KB Messages conversation
+(Claude Code-like: system blocks, tools, many turns; nothing to rewrite), and a Codex-like
+Responses request with function tools only. Also printed: the cost of the rewrite Claude
+Code's requests get under ``serve`` (``billing-header``, which re-encodes the body), as a
+ratio to the same body without the block.
 
 Figures are printed, not asserted.
 """

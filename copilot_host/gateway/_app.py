@@ -10,8 +10,9 @@ through the route's own ``route.auth``, with the served model's id in the body, 
 Messages the edits of :mod:`._messages`, and the rewrites of :mod:`._rewrites` (a request
 that offered only server tools is answered by the gateway); every relayed answer carries
 ``x-copilot-host-model``. ``POST /v1/messages/count_tokens`` is answered by the gateway
-(:mod:`._count_tokens`) once the key and the model pass, whatever the budget. ``HEAD``/``GET`` on ``/`` and ``/api/hello`` (agents' probes)
-answer 200 once Host, Origin and key pass. Errors take the shape of the API the path belongs to
+(:mod:`._count_tokens`) once the key and the model pass, whatever the budget.
+``HEAD``/``GET`` on ``/`` and ``/api/hello`` (agents' probes) answer 200 once Host, Origin
+and key pass. Errors take the shape of the API the path belongs to
 (:mod:`._answers`).
 
 While a request is relayed, a watcher waits for the client to hang up (ASGI's
