@@ -48,7 +48,13 @@ from ._messages import forwarded_betas, system_as_blocks
 from ._names import ModelNames, NotFound, Served
 from ._registry import PROTOCOL_OF_PATH, Registry, anthropic_entry, endpoints_of, openai_entry
 from ._relay import AnswerTooLarge, Outcome, relay
-from ._request import encode_body, read_request, rewrite_model, system_blocks
+from ._request import (
+    PARSE_IN_THREAD_ABOVE,
+    encode_body,
+    read_request,
+    rewrite_model,
+    system_blocks,
+)
 from ._responses_tools import AnswerMapper
 from ._rewrites import check_rewrites, rewrite_request, server_tools_answer
 from ._spend import CostReader, Spend, format_credits
@@ -454,7 +460,12 @@ class GatewayApp:
             value["model"] = route.model_id
             if protocol is ch.ApiProtocol.ANTHROPIC_MESSAGES:
                 system_as_blocks(value)
-            body = encode_body(value)
+            # A large body is encoded in a worker thread, as it was parsed (._request).
+            body = (
+                await asyncio.to_thread(encode_body, value)
+                if len(body) > PARSE_IN_THREAD_ABOVE
+                else encode_body(value)
+            )
         elif protocol is ch.ApiProtocol.ANTHROPIC_MESSAGES and isinstance(
             parsed.value.get("system"), str
         ):

@@ -496,3 +496,16 @@ def test_a_thinking_budget_is_lowered_or_dropped_under_a_small_cap(
             assert upstream["thinking"]["budget_tokens"] == thinking
         assert rewrote(gateway) == ["max_tokens", "thinking-budget"]
         emulator.assert_no_refusals()
+
+
+def test_a_large_body_is_rewritten_too(gw: Gateway) -> None:
+    # Over the size parsed (and so encoded again) in a worker thread.
+    big = "x" * (2 * 1024 * 1024)
+    body = messages_body(system=[{"type": "text", "text": BILLING}], max_tokens=128000)
+    body["messages"] = [{"role": "user", "content": big}]
+    status, _, _ = post(gw, body)
+    assert status == 200
+    upstream = sent(gw)
+    assert "system" not in upstream
+    assert upstream["max_tokens"] == 64000
+    assert upstream["messages"][0]["content"] == big
