@@ -123,11 +123,12 @@ def test_a_billing_header_anywhere_in_system_is_removed(gw: Gateway) -> None:
 # -- fields and betas --------------------------------------------------------------------
 
 
-def test_thinking_display_goes_when_its_beta_is_dropped(gw: Gateway) -> None:
+@pytest.mark.parametrize("stream", [False, True])
+def test_thinking_display_goes_when_its_beta_is_dropped(gw: Gateway, stream: bool) -> None:
     thinking = {"type": "enabled", "budget_tokens": 2000, "display": "omitted"}
     status, _, _ = post(
         gw,
-        messages_body(max_tokens=4000, thinking=thinking),
+        messages_body(max_tokens=4000, thinking=thinking, stream=stream),
         **{"anthropic-beta": "thinking-display-updates-2026-08-18,interleaved-thinking-2025-05-14"},
     )
     assert status == 200
