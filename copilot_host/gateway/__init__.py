@@ -24,7 +24,7 @@ from ._names import ModelNames
 from ._registry import REREGISTER_AFTER
 from ._relay import MAX_ANSWER_BYTES, RELAYED_RESPONSE_HEADERS
 from ._serving import GRACE, GatewayServer, ServeOptions, bind, serve
-from ._stack import ServerStack
+from ._stack import ServerStack, upstream_transport
 
 __all__ = [
     "ACCESS_LOGGER",
@@ -48,5 +48,6 @@ __all__ = [
     "bind",
     "create_app",
     "serve",
+    "upstream_transport",
     "write_stderr_line",
 ]

@@ -125,6 +125,7 @@ PUBLIC = {
         "bind",
         "create_app",
         "serve",
+        "upstream_transport",
         "write_stderr_line",
     ],
     "copilot_host.testing": [
@@ -168,8 +169,8 @@ INTERNAL = [
     "show_path",
     "read_json_body",
     "request_facts",
-    "fast_transport",
-    "proxy_configured",
+    "Accelerations",
+    "accelerations",
 ]
 
 
