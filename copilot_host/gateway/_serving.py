@@ -186,6 +186,8 @@ class GatewayServer:
         from . import _uvicorn
         from ._lines import queued_stderr
 
+        # What the adapter relies on is there, before anything is bound or changed.
+        _uvicorn.check(self.stack.http)
         if self._raise_open_files:
             raise_open_file_limit()
         self.adopt(app)

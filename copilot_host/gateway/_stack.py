@@ -1,7 +1,7 @@
-"""Which stack the gateway is served on: uvicorn's HTTP parser and the upstream transport.
+"""Which stack the gateway is served on: the server's HTTP parser and the upstream transport.
 
-On the base install both are pure Python: uvicorn's h11 protocol, and httpx2's own
-transport under the gateway's client. With ``copilot-host[fast]`` installed, uvicorn's
+On the base install both are pure Python: the server's h11 protocol, and httpx2's own
+transport under the gateway's client. With ``copilot-host[fast]`` installed, the
 httptools protocol (llhttp, in C) and the aiohttp transport (:mod:`._aiotransport`) are
 used instead, unless ``COPILOT_HOST_PURE_PYTHON=1`` rules them out, and (for the
 transport) unless a proxy variable is set, which httpx2's own transport applies.
@@ -28,7 +28,7 @@ PURE_PYTHON_ENV = "COPILOT_HOST_PURE_PYTHON"
 
 @dataclass(frozen=True)
 class ServerStack:
-    """uvicorn's ``http`` protocol for the gateway, and the transport under the gateway's
+    """The server's ``http`` protocol for the gateway, and the transport under the gateway's
     upstream client when its app was given none (``"httpx2"``: httpx2's own)."""
 
     http: Literal["httptools", "h11"]
