@@ -55,7 +55,7 @@ _RELIED_ON: dict[str, tuple[tuple[str, str, tuple[str, ...], tuple[str, ...]], .
         (
             "uvicorn",
             "Server",
-            ("capture_signals", "handle_exit", "startup", "serve"),
+            ("capture_signals", "handle_exit", "startup", "serve", "main_loop", "on_tick"),
             ("started", "should_exit", "_captured_signals"),
         ),
     ),
@@ -204,6 +204,7 @@ class Server(uvicorn.Server):
         super().__init__(config)
         self._signals = signals
         self._on_started = on_started
+        self._exit_requested = False
 
     def capture_signals(self) -> _GeneratorContextManager[None]:
         return self._signals(self.handle_exit, self._captured_signals)
@@ -216,7 +217,13 @@ class Server(uvicorn.Server):
     def request_exit(self) -> None:
         """Stop accepting; requests in flight get the grace period (polled by the loop,
         so any thread may call it)."""
-        self.should_exit = True
+        # Not should_exit: set during start-up, uvicorn before 0.46 returns without its
+        # shutdown (the app's lifespan is then cancelled, with a traceback). The main
+        # loop's first tick sees this instead, and the shutdown is the orderly one.
+        self._exit_requested = True
+
+    async def on_tick(self, counter: int) -> bool:
+        return self._exit_requested or await super().on_tick(counter)
 
 
 def protocol(http: str, guard: Guards, *, max_head_bytes: int) -> type[asyncio.Protocol]:
