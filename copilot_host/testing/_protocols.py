@@ -73,6 +73,7 @@ class Exchange:
     prompt: str  # the last user text, for the echo
     tool: ToolCall | None  # the call to make, when the answer is a tool call
     serial: int
+    input_tokens: int = 1  # what the answer's usage reports as the prompt's tokens
 
 
 def _parts(content: object) -> list[Mapping[str, Any]]:
@@ -281,8 +282,12 @@ def _argument_deltas(call: ToolCall) -> list[str]:
     return _cut(text, 2) if len(text) > 1 else [text]
 
 
-def _usage_chat(output: int) -> dict[str, int]:
-    return {"prompt_tokens": 1, "completion_tokens": output, "total_tokens": 1 + output}
+def _usage_chat(prompt: int, output: int) -> dict[str, int]:
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": output,
+        "total_tokens": prompt + output,
+    }
 
 
 def _chat(
@@ -323,7 +328,7 @@ def _chat(
         "created": created,
         "model": ex.model,
         "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-        "usage": _usage_chat(len(deltas)),
+        "usage": _usage_chat(ex.input_tokens, len(deltas)),
     }
     billed: dict[str, Any] = {} if cost is None else {"copilot_usage": dict(cost)}
     whole.update(billed)
@@ -336,7 +341,7 @@ def _chat(
     # prompt's content-filter results (Azure's); clients must skip it.
     events = [_sse(_PROMPT_FILTER), chunk(first, None)]
     events += [chunk(body, None) for body in bodies]
-    events.append(chunk({}, finish, usage=_usage_chat(len(deltas)), **billed))
+    events.append(chunk({}, finish, usage=_usage_chat(ex.input_tokens, len(deltas)), **billed))
     events.append(b"data: [DONE]\n\n")
     return whole, tuple(events)
 
@@ -346,11 +351,11 @@ def _responses(
 ) -> tuple[Any, tuple[bytes, ...]]:
     ident = f"resp_emu_{ex.serial}"
     usage = {
-        "input_tokens": 1,
+        "input_tokens": ex.input_tokens,
         "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
         "output_tokens": len(deltas),
         "output_tokens_details": {"reasoning_tokens": 0},
-        "total_tokens": 1 + len(deltas),
+        "total_tokens": ex.input_tokens + len(deltas),
     }
 
     def envelope(status: str, output: list[Any], with_usage: bool) -> dict[str, Any]:
@@ -468,7 +473,7 @@ def _messages(
         **head,
         "content": [block],
         "stop_reason": stop,
-        "usage": {"input_tokens": 1, "output_tokens": len(deltas), **billed},
+        "usage": {"input_tokens": ex.input_tokens, "output_tokens": len(deltas), **billed},
     }
     events = [
         _sse(
@@ -478,7 +483,7 @@ def _messages(
                     **head,
                     "content": [],
                     "stop_reason": None,
-                    "usage": {"input_tokens": 1, "output_tokens": 1},
+                    "usage": {"input_tokens": ex.input_tokens, "output_tokens": 1},
                 },
             },
             "message_start",
