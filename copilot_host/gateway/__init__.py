@@ -6,8 +6,8 @@ Anthropic Messages API (``POST /v1/messages``) for any :class:`copilot_host.Asyn
 holding every token itself: its clients present only the gateway's own key. What it
 changes in a request so that Copilot gets the shapes its own clients send is named in
 :data:`REWRITES` (docs/WIRE.md, "Agents through the gateway").
-:func:`serve` (or a :class:`GatewayServer`, the same with a handle) runs it under uvicorn
-with the bounds that keep it answering its own user while other local programs misbehave
+:func:`serve` (or a :class:`GatewayServer`, the same with a handle) runs it on its ASGI
+server with the bounds that keep it answering its own user while other local programs misbehave
 (:mod:`._hardening`): ``copilot-host serve`` and ``run`` serve it so. Any other ASGI
 server can run the app too, without those bounds.
 
@@ -27,7 +27,7 @@ from ._registry import REREGISTER_AFTER
 from ._relay import MAX_ANSWER_BYTES, RELAYED_RESPONSE_HEADERS
 from ._rewrites import REWRITES, REWRITES_VARIABLE, rewrites_from_environment
 from ._serving import GRACE, GatewayServer, ServeOptions, bind, serve
-from ._stack import ServerStack
+from ._stack import ServerStack, upstream_transport
 
 __all__ = [
     "ACCESS_LOGGER",
@@ -54,5 +54,6 @@ __all__ = [
     "create_app",
     "rewrites_from_environment",
     "serve",
+    "upstream_transport",
     "write_stderr_line",
 ]

@@ -6,10 +6,13 @@ over :data:`MAX_BODY_BYTES` (413); a body that is not a JSON object with a ``mod
 (400); no login (503); a model the account does not have (404), or one that does not
 list the endpoint called (400): the name is read by the rules of :mod:`._names` (aliases,
 the names coding agents send, a default model). Otherwise it is relayed (:mod:`._relay`)
-through the route's own ``route.auth``, with the served model's id in the body and, on
-Messages, the edits of :mod:`._messages`; every relayed answer carries
-``x-copilot-host-model``. ``HEAD``/``GET`` on ``/`` and ``/api/hello`` (agents' probes)
-answer 200 once Host, Origin and key pass. Errors take the shape of the API the path belongs to
+through the route's own ``route.auth``, with the served model's id in the body, on
+Messages the edits of :mod:`._messages`, and the rewrites of :mod:`._rewrites` (a request
+that offered only server tools is answered by the gateway); every relayed answer carries
+``x-copilot-host-model``. ``POST /v1/messages/count_tokens`` is answered by the gateway
+(:mod:`._count_tokens`) once the key and the model pass, whatever the budget.
+``HEAD``/``GET`` on ``/`` and ``/api/hello`` (agents' probes) answer 200 once Host, Origin
+and key pass. Errors take the shape of the API the path belongs to
 (:mod:`._answers`).
 
 While a request is relayed, a watcher waits for the client to hang up (ASGI's
@@ -45,7 +48,13 @@ from ._messages import forwarded_betas, system_as_blocks
 from ._names import ModelNames, NotFound, Served
 from ._registry import PROTOCOL_OF_PATH, Registry, anthropic_entry, endpoints_of, openai_entry
 from ._relay import AnswerTooLarge, Outcome, relay
-from ._request import encode_body, read_request, rewrite_model, system_blocks
+from ._request import (
+    PARSE_IN_THREAD_ABOVE,
+    encode_body,
+    read_request,
+    rewrite_model,
+    system_blocks,
+)
 from ._responses_tools import AnswerMapper
 from ._rewrites import check_rewrites, rewrite_request, server_tools_answer
 from ._spend import CostReader, Spend, format_credits
@@ -86,15 +95,6 @@ MODEL_HEADER = "x-copilot-host-model"
 _MODEL_HEADER = MODEL_HEADER.encode("ascii")
 
 
-def _fast_upstream() -> httpx2.AsyncBaseTransport | None:
-    """aiohttp under the client (copilot_host/_aiotransport.py), unless a proxy is set in
-    the environment (httpx2's own transport applies it, as before) or
-    ``COPILOT_HOST_PURE_PYTHON`` rules it out. None: httpx2's own transport."""
-    from copilot_host._internal import fast_transport, proxy_configured
-
-    return None if proxy_configured() else fast_transport(UPSTREAM_LIMITS)
-
-
 def create_app(
     host: ch.AsyncCopilotHost,
     *,
@@ -111,7 +111,9 @@ def create_app(
 
     ``api_key`` is what clients must present (at least 16 printable ASCII characters; the
     app registers it with the redaction filter). ``transport`` carries the upstream
-    requests (None: the normal network stack; tests pass
+    requests (None: httpx2's own, with the proxy settings it reads, so a test suite that
+    mocks httpx2 intercepts them; :func:`~copilot_host.gateway.serve` puts an app made
+    without one on the aiohttp transport when ``[fast]`` is installed; tests pass
     ``GitHubEmulator().async_transport()``). ``clock`` times re-registration and the
     routes' sessions (give the host the same one). The app does not own ``host``: close it
     after the server has stopped. Use the app on one event loop (an asynchronous host
@@ -169,6 +171,8 @@ class GatewayApp:
         ch.register_secret(self._secret)
         self._registry = Registry(host, clock, names)
         self._transport = transport
+        # What the serving layer offers when no transport was given (:meth:`_offer`).
+        self._offered: Callable[[], httpx2.AsyncBaseTransport | None] | None = None
         self._hooks = hooks or GatewayHooks()
         self._client: httpx2.AsyncClient | None = None
         self._hosts: dict[int, frozenset[bytes]] = {}
@@ -252,12 +256,21 @@ class GatewayApp:
         if client is not None:
             await client.aclose()
 
+    def _offer(self, transport: Callable[[], httpx2.AsyncBaseTransport | None]) -> None:
+        """The serving layer's transport (made by ``transport`` when the client opens),
+        taken only when the app was given none and has not opened its client yet."""
+        if self._transport is None and self._client is None:
+            self._offered = transport
+
     def _upstream(self) -> httpx2.AsyncClient:
         client = self._client
         if client is None:
             try:
+                transport = self._transport
+                if transport is None and self._offered is not None:
+                    transport = self._offered()
                 client = self._client = httpx2.AsyncClient(
-                    transport=self._transport or _fast_upstream(),
+                    transport=transport,
                     timeout=UPSTREAM_TIMEOUT,
                     limits=UPSTREAM_LIMITS,
                     follow_redirects=False,
@@ -469,7 +482,12 @@ class GatewayApp:
             value["model"] = route.model_id
             if protocol is ch.ApiProtocol.ANTHROPIC_MESSAGES:
                 system_as_blocks(value)
-            body = encode_body(value)
+            # A large body is encoded in a worker thread, as it was parsed (._request).
+            body = (
+                await asyncio.to_thread(encode_body, value)
+                if len(body) > PARSE_IN_THREAD_ABOVE
+                else encode_body(value)
+            )
         elif protocol is ch.ApiProtocol.ANTHROPIC_MESSAGES and isinstance(
             parsed.value.get("system"), str
         ):

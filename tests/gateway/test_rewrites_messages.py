@@ -123,11 +123,12 @@ def test_a_billing_header_anywhere_in_system_is_removed(gw: Gateway) -> None:
 # -- fields and betas --------------------------------------------------------------------
 
 
-def test_thinking_display_goes_when_its_beta_is_dropped(gw: Gateway) -> None:
+@pytest.mark.parametrize("stream", [False, True])
+def test_thinking_display_goes_when_its_beta_is_dropped(gw: Gateway, stream: bool) -> None:
     thinking = {"type": "enabled", "budget_tokens": 2000, "display": "omitted"}
     status, _, _ = post(
         gw,
-        messages_body(max_tokens=4000, thinking=thinking),
+        messages_body(max_tokens=4000, thinking=thinking, stream=stream),
         **{"anthropic-beta": "thinking-display-updates-2026-08-18,interleaved-thinking-2025-05-14"},
     )
     assert status == 200
@@ -496,3 +497,16 @@ def test_a_thinking_budget_is_lowered_or_dropped_under_a_small_cap(
             assert upstream["thinking"]["budget_tokens"] == thinking
         assert rewrote(gateway) == ["max_tokens", "thinking-budget"]
         emulator.assert_no_refusals()
+
+
+def test_a_large_body_is_rewritten_too(gw: Gateway) -> None:
+    # Over the size parsed (and so encoded again) in a worker thread.
+    big = "x" * (2 * 1024 * 1024)
+    body = messages_body(system=[{"type": "text", "text": BILLING}], max_tokens=128000)
+    body["messages"] = [{"role": "user", "content": big}]
+    status, _, _ = post(gw, body)
+    assert status == 200
+    upstream = sent(gw)
+    assert "system" not in upstream
+    assert upstream["max_tokens"] == 64000
+    assert upstream["messages"][0]["content"] == big

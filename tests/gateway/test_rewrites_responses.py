@@ -224,9 +224,10 @@ def test_namespaced_calls_come_back_with_their_namespace(gw: Gateway, stream: bo
     assert (item["name"], item["namespace"]) == ("exec_command", "multi_agent_v1")
 
 
-def test_additional_tools_join_tools(gw: Gateway) -> None:
+@pytest.mark.parametrize("stream", [False, True])
+def test_additional_tools_join_tools(gw: Gateway, stream: bool) -> None:
     extra = {"type": "additional_tools", "role": "developer", "tools": [NAMESPACE, APPLY_PATCH]}
-    body = {"model": "gpt-5.5", "input": [extra, USER], "tools": [EXEC]}
+    body = {"model": "gpt-5.5", "input": [extra, USER], "tools": [EXEC], "stream": stream}
     status, _, answer = gw.post("/v1/responses", body)
     assert status == 200, answer
     upstream = sent(gw)
@@ -238,7 +239,11 @@ def test_additional_tools_join_tools(gw: Gateway) -> None:
         "apply_patch",
     ]
     assert rewrote(gw) == ["additional-tools", "namespaces", "custom-tools"]
-    (item,) = answer["output"]
+    if stream:
+        completed = next(e for e in events_of(answer) if e["type"] == "response.completed")
+        (item,) = completed["response"]["output"]
+    else:
+        (item,) = answer["output"]
     assert item["type"] == "custom_tool_call"
 
 
