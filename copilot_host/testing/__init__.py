@@ -19,19 +19,34 @@ from ._inventory import (
     realistic_models,
     token_billing,
 )
+from ._protocols import ToolCall
 from ._record import RecordedRequest
-from ._scenario import CHECKS, ENDPOINTS, USAGE_PLANS, VSCODE_CLIENT_ID, RawAnswer, Scenario
+from ._scenario import (
+    AUTO_ONLY_PLANS,
+    CHECKS,
+    COPILOT_CLI_CLIENT_ID,
+    ENDPOINTS,
+    USAGE_PLANS,
+    VSCODE_CLIENT_ID,
+    RateWindow,
+    RawAnswer,
+    Scenario,
+)
 from ._transport import async_loopback_transport, loopback_transport
 
 __all__ = [
+    "AUTO_ONLY_PLANS",
     "CHECKS",
+    "COPILOT_CLI_CLIENT_ID",
     "ENDPOINTS",
     "USAGE_PLANS",
     "VSCODE_CLIENT_ID",
     "GitHubEmulator",
+    "RateWindow",
     "RawAnswer",
     "RecordedRequest",
     "Scenario",
+    "ToolCall",
     "async_loopback_transport",
     "chat_model",
     "inventory_of",

@@ -34,12 +34,17 @@ _REST_DOCS = "https://docs.github.com/rest"
 
 @dataclass(frozen=True, slots=True)
 class Answer:
-    """One answer: a whole body, or (``events`` set) a stream flushed event by event."""
+    """One answer: a whole body, or (``events`` set) a stream flushed event by event.
+
+    ``notes`` are fields of the request's :class:`RecordedRequest` to set with the status
+    (the model and limits a model request used, the rule a refusal enforced).
+    """
 
     status: int
     headers: tuple[tuple[str, str], ...]
     body: bytes = b""
     events: tuple[bytes, ...] | None = None
+    notes: tuple[tuple[str, object], ...] = ()
 
 
 def github_request_id() -> str:

@@ -23,7 +23,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import MappingProxyType
 from typing import Any
 
-from .._origin import default_allowlist
 from ._answers import (
     DEVICE_CODE_GRANT_TYPE,
     Answer,
@@ -36,16 +35,20 @@ from ._answers import (
     oauth_answer,
 )
 from ._betas import unserved_betas
+from ._costs import estimate_tokens, price_cost
 from ._protocols import PROTOCOL_PATHS, has_image, read_request, reply
 from ._record import RecordedRequest
+from ._routes import COPILOT_HOSTS, GITHUB_HOST, ROUTED_HOSTS, route_of
+from ._rules import (
+    Refusal,
+    messages_refusal,
+    output_cap_refusal,
+    responses_refusal,
+)
 from ._scenario import VSCODE_CLIENT_ID, RawAnswer, Scenario
 
 __all__ = ["COPILOT_HOSTS", "EmulatorState", "ROUTED_HOSTS", "make_server"]
 
-GITHUB_HOST = "github.com"
-API_HOST = "api.github.com"
-COPILOT_HOSTS = frozenset(origin.partition("://")[2] for origin in default_allowlist().origins)
-ROUTED_HOSTS = frozenset({GITHUB_HOST, API_HOST, *COPILOT_HOSTS})
 # The one Copilot host seen answering a stale session with a bare 403 instead of 401.
 ENTERPRISE_HOST = "api.enterprise.githubcopilot.com"
 
@@ -130,6 +133,38 @@ def _served_paths(models: tuple[Mapping[str, object], ...]) -> dict[str, frozens
     return served
 
 
+_LIMITS = ("max_output_tokens", "max_prompt_tokens", "max_context_window_tokens")
+
+
+def _listed_limits(models: tuple[Mapping[str, object], ...]) -> dict[str, dict[str, float]]:
+    """Model id -> the token limits its first inventory entry lists (numbers only)."""
+    listed: dict[str, dict[str, float]] = {}
+    for item in models:
+        model_id = item.get("id")
+        if not isinstance(model_id, str) or model_id in listed:
+            continue
+        capabilities = item.get("capabilities")
+        limits = capabilities.get("limits") if isinstance(capabilities, Mapping) else None
+        listed[model_id] = {
+            name: float(value)
+            for name in _LIMITS
+            if isinstance(limits, Mapping)
+            and isinstance(value := limits.get(name), (int, float))
+            and not isinstance(value, bool)
+        }
+    return listed
+
+
+def refused(check: str, detail: str, answer: Answer) -> Answer:
+    """``answer``, recorded as a refusal by the rule named ``check``."""
+    notes = (*answer.notes, ("refusal", check), ("refusal_detail", detail))
+    return dataclasses.replace(answer, notes=notes)
+
+
+def _enforced(refusal: Refusal) -> Answer:
+    return refused(refusal.check, refusal.detail, refusal.answer)
+
+
 class EmulatorState:
     """Everything the emulated GitHub remembers, behind one lock."""
 
@@ -154,9 +189,23 @@ class EmulatorState:
         self._exchange_failures = list(scenario.exchange_failures)
         self._models_failures = list(scenario.models_failures)
         self._served = _served_paths(scenario.models)
+        self._limits = _listed_limits(scenario.models)
+        self._billing: dict[str, object] = {}
+        for item in scenario.models:
+            model_id = item.get("id")
+            if isinstance(model_id, str):
+                self._billing.setdefault(model_id, item.get("billing"))
         self._serial = 0
         # What the account has used of its quota, in the plan's unit.
         self._quota_used = scenario.quota_used
+        # Rate-limit windows: percentage left, and when each resets (epoch seconds).
+        started = self.now()
+        self._window_left = {name: w.remaining for name, w in scenario.rate_windows.items()}
+        self._window_reset = {
+            name: started + w.resets_in
+            for name, w in scenario.rate_windows.items()
+            if w.resets_in is not None
+        }
 
     # -- controls used by GitHubEmulator ---------------------------------------------------
 
@@ -206,28 +255,13 @@ class EmulatorState:
 
     @staticmethod
     def endpoint_of(method: str, host: str, path: str) -> str | None:
-        route = (method, host, path)
-        if route == ("POST", GITHUB_HOST, "/login/device/code"):
-            return "device_code"
-        if route == ("POST", GITHUB_HOST, "/login/oauth/access_token"):
-            return "access_token"
-        if route == ("GET", API_HOST, "/copilot_internal/v2/token"):
-            return "copilot_token"
-        if route == ("GET", API_HOST, "/user"):
-            return "user"
-        if route == ("GET", API_HOST, "/copilot_internal/user"):
-            return "copilot_user"
-        if host in COPILOT_HOSTS:
-            if (method, path) == ("GET", "/models"):
-                return "models"
-            for name, protocol_path in PROTOCOL_PATHS.items():
-                if (method, path) == ("POST", protocol_path):
-                    return name
-        return None
+        route = route_of(method, host, path)
+        return None if route is None else route.endpoint
 
     def answer(self, endpoint: str, request: RecordedRequest) -> Answer:
-        if endpoint in PROTOCOL_PATHS:
-            return self._inference(request, endpoint)
+        route = route_of(request.method, request.host, request.path)
+        if route is not None and route.protocol is not None:
+            return self._model_request(request, route.protocol)
         handler = getattr(self, f"_{endpoint}")
         result: Answer = handler(request)
         return result
@@ -322,7 +356,7 @@ class EmulatorState:
             client = self._token_client
         if s.strict("copilot_client_id") and client not in s.copilot_client_ids:
             # A token of an OAuth app GitHub has not enabled for Copilot (gh's, your own).
-            return github_json(404, "Not Found")
+            return refused("copilot_client_id", client, github_json(404, "Not Found"))
         if "copilot_token" in s.quota_exceeded_on:
             return self._quota_exceeded()
         with self.lock:
@@ -405,11 +439,52 @@ class EmulatorState:
             }
         )
         name = "chat" if s.usage_plan == "free" else "premium_interactions"
-        session = urllib.parse.urlencode({"ent": "50", "rem": "100.0", "rst": reset})
-        return (
-            (f"x-quota-snapshot-{name}", snapshot),
-            ("x-usage-ratelimit-session", session),
-        )
+        headers = [(f"x-quota-snapshot-{name}", snapshot)]
+        with self.lock:
+            left = dict(self._window_left)
+        for window, spec in s.rate_windows.items():
+            value = urllib.parse.urlencode(
+                {
+                    "ent": f"{spec.entitlement:g}",
+                    "rem": f"{max(0.0, left[window]):.1f}",
+                    "rst": self._window_resets(window).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                }
+            )
+            headers.append((f"x-usage-ratelimit-{window}", value))
+        return tuple(headers)
+
+    def _window_resets(self, window: str) -> datetime.datetime:
+        at = self._window_reset.get(window)
+        if at is None:
+            return self._reset()
+        return datetime.datetime.fromtimestamp(at, datetime.UTC)
+
+    def _rate_limited(self) -> Answer | None:
+        """429 when a scripted rate-limit window is spent (the weekly one first)."""
+        with self.lock:
+            left = dict(self._window_left)
+        for window in ("weekly", "session"):
+            if window not in left or left[window] > 0:
+                continue
+            wait = max(1, int(self._window_resets(window).timestamp() - self.now()))
+            if window == "weekly":
+                # github/copilot-cli #2769 and microsoft/vscode #311205 quote this answer.
+                message = "Sorry, you've exceeded your weekly rate limit."
+                code = "user_weekly_rate_limited"
+            else:
+                message = (
+                    "Sorry, you've hit a rate limit that restricts the number of Copilot "
+                    "model requests you can make within a specific time period. Please try "
+                    f"again in {max(1, round(wait / 3600))} hours."
+                )
+                code = "user_global_rate_limited"
+            answer = copilot_error(429, message, code)
+            answer = dataclasses.replace(
+                answer,
+                headers=(*answer.headers, ("Retry-After", str(wait)), *self._quota_headers()),
+            )
+            return refused(f"{window}_window", f"{window} window spent", answer)
+        return None
 
     def _quota_exceeded(self) -> Answer:
         return json_answer(
@@ -432,6 +507,7 @@ class EmulatorState:
         entitlement, remaining, percent = self._quota_state()
         reset = self._reset()
         if s.usage_plan == "free":
+            # Copilot Free's own shape (its SKU is ``free_limited_copilot``).
             return json_answer(
                 200,
                 {
@@ -480,7 +556,12 @@ class EmulatorState:
                 ),
             },
         }
-        if s.usage_plan == "credits":
+        if s.usage_plan == "student":
+            # Copilot Student: an individual plan under the educational SKU (reports quoting
+            # the answer: OmniRoute #12000 and the peers' fixtures, docs/EMULATOR.md).
+            value["access_type_sku"] = "free_educational_quota"
+            value["copilot_plan"] = "individual"
+        if s.usage_plan in ("credits", "student"):
             value["token_based_billing"] = True
         return json_answer(200, value)
 
@@ -498,6 +579,14 @@ class EmulatorState:
         scheme, _, value = request.headers.get("authorization", "").partition(" ")
         if scheme.lower() != "bearer":
             return False
+        if secrets.compare_digest(value.encode(), self.github_token.encode()):
+            # The Copilot CLI sends its app's GitHub token to the API itself, with no
+            # exchange (issue 27): served when that app is enabled for Copilot.
+            s = self.scenario
+            with self.lock:
+                client, revoked = self._token_client, self._revoked_login
+            enabled = client in s.copilot_client_ids or not s.strict("copilot_client_id")
+            return enabled and not revoked
         with self.lock:
             expires_at = self._valid_sessions.get(value)
         return expires_at is not None and self.now() < expires_at
@@ -516,9 +605,17 @@ class EmulatorState:
                 return copilot_text(403, "forbidden")
             return copilot_text(401, "unauthorized: token expired")
         if s.strict("editor_version") and not headers.get("editor-version"):
-            return copilot_text(400, "bad request: missing Editor-Version header for IDE auth")
+            return refused(
+                "editor_version",
+                "no Editor-Version",
+                copilot_text(400, "bad request: missing Editor-Version header for IDE auth"),
+            )
         if s.strict("integration_id") and not headers.get("copilot-integration-id"):
-            return copilot_text(400, "bad request: missing required Copilot-Integration-Id header")
+            return refused(
+                "integration_id",
+                "no Copilot-Integration-Id",
+                copilot_text(400, "bad request: missing required Copilot-Integration-Id header"),
+            )
         if headers.get("copilot-integration-id", "").strip() in s.refused_integration_ids:
             # An organisation's policy that allows one Copilot client and not another.
             return copilot_text(403, "unauthorized: not authorized to use this Copilot feature")
@@ -551,6 +648,11 @@ class EmulatorState:
         if failure is not None:
             return self._failure(failure)
         models = [dict(m) for m in self.scenario.models]
+        if self.scenario.auto_only_plan:
+            # Auto-only plans get the whole catalogue, none of it in the picker (opencode
+            # pull request #47261, editor-code-assistant/eca #601).
+            for model in models:
+                model["model_picker_enabled"] = False
         floor = self.scenario.deprecated_below
         if floor is not None and _version(request.headers.get("editor-version", "")) < _version(
             floor
@@ -561,6 +663,30 @@ class EmulatorState:
                 notes = list(listed) if isinstance(listed, list) else []
                 model["warning_messages"] = [*notes, dict(_DEPRECATED_NOTICE)]
         return json_answer(200, {"data": models, "object": "list"})
+
+    def _count_tokens(self, request: RecordedRequest) -> Answer:
+        """Copilot does not serve Anthropic's token count (its router answers 404); lenient,
+        an estimate in the API's shape, for tests of a client that needs one."""
+        if self.scenario.strict("count_tokens"):
+            return refused("count_tokens", request.path, copilot_text(404, "404 page not found"))
+        gate = self._copilot_gate(request)
+        if gate is not None:
+            return gate
+        return json_answer(200, {"input_tokens": max(1, len(request.body) // 4)})
+
+    def _model_request(self, request: RecordedRequest, protocol: str) -> Answer:
+        """A model request's answer, noting the model it named and that model's limits."""
+        answer = self._inference(request, protocol)
+        try:
+            model = json.loads(request.body or b"{}").get("model")
+        except (ValueError, RecursionError, AttributeError):
+            model = None
+        if not isinstance(model, str):
+            return answer
+        limits = self._limits.get(model, {})
+        return dataclasses.replace(
+            answer, notes=(("model", model), ("limits", MappingProxyType(limits)), *answer.notes)
+        )
 
     def _inference(self, request: RecordedRequest, protocol: str) -> Answer:
         s = self.scenario
@@ -576,14 +702,19 @@ class EmulatorState:
                 400, "the request body is not a JSON object", "invalid_request_body"
             )
         model = payload.get("model")
+        picked = self._auto_only(model, protocol) if s.auto_only_plan else None
+        if isinstance(picked, Answer):
+            return picked
+        if picked is not None:
+            model = picked
         paths = self._served.get(model) if isinstance(model, str) else None
         if not isinstance(model, str) or paths is None:
-            return _model_not_supported()
+            return refused("model", f"{model!r} not served", _model_not_supported())
         unserved = s.unserved_models.get(request.headers.get("copilot-integration-id", "").strip())
         if unserved is not None and (model in unserved or "*" in unserved):
             # An organisation whose policy lists a model to this client but does not serve
             # it to it: the same answer as for a model the account does not have.
-            return _model_not_supported()
+            return refused("model", f"{model} not served to this client", _model_not_supported())
         floor = s.min_editor_version.get(model)
         if floor is not None and _version(request.headers.get("editor-version", "")) < _version(
             floor
@@ -597,53 +728,118 @@ class EmulatorState:
             )
         path = PROTOCOL_PATHS[protocol]
         if s.strict("model_endpoint") and path not in paths:
-            return copilot_error(400, _wrong_endpoint(model, protocol), "unsupported_api_for_model")
+            return refused(
+                "model_endpoint",
+                f"{model} on {path}",
+                copilot_error(400, _wrong_endpoint(model, protocol), "unsupported_api_for_model"),
+            )
         if s.strict("vision_header") and has_image(payload, protocol) and not request.vision:
-            return copilot_error(
-                400, "missing required Copilot-Vision-Request header for vision requests", ""
+            return refused(
+                "vision_header",
+                "image input without Copilot-Vision-Request",
+                copilot_error(
+                    400, "missing required Copilot-Vision-Request header for vision requests", ""
+                ),
             )
         if protocol in s.quota_exceeded_on or self._exhausted():
             return self._quota_exceeded()
-        if protocol == "messages":
-            refusal = self._messages_gate(request, payload)
-            if refusal is not None:
-                return refusal
+        limited = self._rate_limited()
+        if limited is not None:
+            return limited
+        refusal = self._body_gate(request, payload, protocol, model)
+        if refusal is not None:
+            return refusal
+        input_tokens, spent = self._cost(request, model)
         with self.lock:
             self._serial += 1
             serial = self._serial
             # Credits are used by what each answer costs; request quotas by one a request.
-            self._quota_used += s.request_cost if s.usage_plan == "credits" else 1
-        exchange = read_request(payload, protocol, model, serial)
-        if not s.tool_calls:
-            exchange = dataclasses.replace(exchange, tool=None)
-        cost = round(s.request_cost * 1e9)
+            credits = s.usage_plan in ("credits", "student")
+            self._quota_used += spent if credits else 1
+            for window, spec in s.rate_windows.items():
+                self._window_left[window] -= spec.per_request
+        exchange = read_request(
+            payload, protocol, model, serial, s.tool_script, default_calls=s.tool_calls
+        )
+        exchange = dataclasses.replace(exchange, input_tokens=input_tokens)
+        cost = round(spent * 1e9)
         whole, events = reply(exchange, s.stream_events, int(self.now()), cost)
         quota = self._quota_headers()
         if exchange.stream:
             headers = (("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"))
-            return Answer(200, (*headers, *quota), events=events)
-        return json_answer(200, whole, *quota)
+            answer = Answer(200, (*headers, *quota), events=events)
+        else:
+            answer = json_answer(200, whole, *quota)
+        if picked is not None:
+            # The record names the model Auto picked, as the answer does.
+            limits = MappingProxyType(self._limits.get(picked, {}))
+            answer = dataclasses.replace(answer, notes=(("model", picked), ("limits", limits)))
+        return answer
 
-    def _messages_gate(self, request: RecordedRequest, payload: Mapping[str, Any]) -> Answer | None:
-        """What the Messages layer refuses before answering: betas it does not serve and a
-        ``system`` that is a string (docs/EMULATOR.md has the evidence for both)."""
+    def _cost(self, request: RecordedRequest, model: str) -> tuple[int, float]:
+        """(the prompt's tokens as the answer reports them, the answer's cost in credits)."""
         s = self.scenario
-        unserved = unserved_betas(request.headers.get("anthropic-beta", ""))
-        if s.strict("anthropic_beta") and unserved:
-            return copilot_error(
-                400,
-                f"unsupported beta header(s): {', '.join(unserved)}",
-                "invalid_request_error",
-                type="invalid_request_error",
-            )
-        if s.strict("system_text") and isinstance(payload.get("system"), str):
-            return copilot_error(
-                400,
-                "system: Input should be a valid list",
-                "invalid_request_error",
-                type="invalid_request_error",
-            )
-        return None
+        if s.cost_model != "prices":
+            return 1, s.request_cost
+        # Tokens x the inventory's prices; a model listing none costs the flat amount.
+        tokens = estimate_tokens(request.body)
+        priced = price_cost(self._billing.get(model), tokens, s.stream_events, self.now())
+        return tokens, s.request_cost if priced is None else priced
+
+    def _auto_only(self, model: object, protocol: str) -> Answer | str | None:
+        """On an Auto-only plan: the refusal of a named model, or the model Auto serves a
+        Chat request without one (the chat default when it serves Chat Completions, else the
+        first model that does; diegosouzapw/OmniRoute #12000: 200, naming it)."""
+        if model is not None or protocol != "chat":
+            detail = "a named model on an Auto-only plan" if model else "no model"
+            return refused("auto_only", detail, _model_not_supported())
+        chat = [m for m, paths in self._served.items() if "/chat/completions" in paths]
+        for item in self.scenario.models:
+            if item.get("is_chat_default") is True and item.get("id") in chat:
+                return str(item["id"])
+        return chat[0] if chat else None
+
+    def _body_gate(
+        self, request: RecordedRequest, payload: Mapping[str, Any], protocol: str, model: str
+    ) -> Answer | None:
+        """What the API layer refuses of a body before answering (docs/EMULATOR.md has the
+        evidence for each rule): on Messages, betas it does not serve, a string ``system``
+        and the rules of ``_rules``; on Responses, the tool shapes it does not take; on every
+        protocol, an output cap above the model's limit."""
+        s = self.scenario
+        if protocol == "messages":
+            unserved = unserved_betas(request.headers.get("anthropic-beta", ""))
+            if s.strict("anthropic_beta") and unserved:
+                return refused(
+                    "anthropic_beta",
+                    ", ".join(unserved),
+                    copilot_error(
+                        400,
+                        f"unsupported beta header(s): {', '.join(unserved)}",
+                        "invalid_request_error",
+                        type="invalid_request_error",
+                    ),
+                )
+            if s.strict("system_text") and isinstance(payload.get("system"), str):
+                return refused(
+                    "system_text",
+                    "system is a string",
+                    copilot_error(
+                        400,
+                        "system: Input should be a valid list",
+                        "invalid_request_error",
+                        type="invalid_request_error",
+                    ),
+                )
+            rule = messages_refusal(payload, request.headers, s.strict)
+        elif protocol == "responses":
+            rule = responses_refusal(payload, s.strict)
+        else:
+            rule = None
+        if rule is None and s.strict("output_limit"):
+            limit = self._limits.get(model, {}).get("max_output_tokens")
+            rule = output_cap_refusal(payload, protocol, model, limit)
+        return None if rule is None else _enforced(rule)
 
 
 def _model_not_supported() -> Answer:
@@ -758,7 +954,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._answer(state.answer(endpoint, record), record, drip)
 
     def _start(
-        self, status: int, headers: tuple[tuple[str, str], ...], record: RecordedRequest
+        self,
+        status: int,
+        headers: tuple[tuple[str, str], ...],
+        record: RecordedRequest,
+        notes: tuple[tuple[str, object], ...] = (),
     ) -> None:
         self.send_response(status)
         named = {name.lower() for name, _ in headers}
@@ -771,10 +971,10 @@ class _Handler(BaseHTTPRequestHandler):
         if record.host in COPILOT_HOSTS and "x-request-id" not in named:
             self.send_header("X-Request-Id", copilot_request_id())
         if self._where is not None:
-            self.server.state.update(self._where, status=status)
+            self.server.state.update(self._where, status=status, **dict(notes))
 
     def _answer(self, answer: Answer, record: RecordedRequest, drip: float | None = None) -> None:
-        self._start(answer.status, answer.headers, record)
+        self._start(answer.status, answer.headers, record, answer.notes)
         if answer.events is None:
             self.send_header("Content-Length", str(len(answer.body)))
             self.end_headers()

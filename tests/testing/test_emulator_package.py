@@ -64,12 +64,16 @@ def test_the_package_needs_no_test_dependency_and_prints_nothing() -> None:
 
 def test_the_public_names_are_curated() -> None:
     assert sorted(testing.__all__) == [
+        "AUTO_ONLY_PLANS",
         "CHECKS",
+        "COPILOT_CLI_CLIENT_ID",
         "ENDPOINTS",
         "GitHubEmulator",
+        "RateWindow",
         "RawAnswer",
         "RecordedRequest",
         "Scenario",
+        "ToolCall",
         "USAGE_PLANS",
         "VSCODE_CLIENT_ID",
         "async_loopback_transport",
