@@ -84,10 +84,11 @@ def test_opencode_run_with_no_opencode_json(home: Path) -> None:
     assert (done.returncode, records["returncode"]) == (0, 0), done.stderr
     assert 'echo: "Say hello"' in done.stdout or "echo: Say hello" in done.stdout
     requests = _served(records)
-    # The profile's default chat model, on Chat Completions, asked for no more output than
-    # the model's limit (opencode caps it at 32000 of gpt-5.4's 128000).
-    assert {(r["endpoint"], r["model"]) for r in requests} == {("chat", "gpt-5.4")}
-    assert all(0 < r["max_tokens"] <= 128_000 for r in requests), requests
+    # The profile's default chat model (the inventory's chat default), on Chat Completions,
+    # asked for no more output than the model's limit (opencode caps it at 32000 of
+    # gpt-5-mini's 64000).
+    assert {(r["endpoint"], r["model"]) for r in requests} == {("chat", "gpt-5-mini")}
+    assert all(0 < r["max_tokens"] <= 64_000 for r in requests), requests
 
 
 def test_opencode_run_with_the_users_own_opencode_json(home: Path) -> None:
@@ -136,8 +137,8 @@ def test_aider_message_with_no_model(home: Path) -> None:
     requests = _served(records)
     # The default chat model answered the message; nothing asked for a model the account
     # lacks (aider's own weak model, openai/gpt-4.1-mini, would get 404).
-    assert ("chat", "gpt-5.4") in {(r["endpoint"], r["model"]) for r in requests}
-    assert {r["model"] for r in requests} <= {"gpt-5.4", "gpt-5-mini"}
+    assert ("chat", "gpt-5-mini") in {(r["endpoint"], r["model"]) for r in requests}
+    assert {r["model"] for r in requests} <= {"gpt-5-mini", "gemini-3.5-flash"}
 
 
 # -- Copilot CLI -----------------------------------------------------------------------------
@@ -150,4 +151,4 @@ def test_copilot_cli_prompt_with_no_variables_set_by_hand(home: Path) -> None:
     assert "echo:" in done.stdout and "Say hello" in done.stdout
     requests = _served(records)
     # Its own bring-your-own-key mode on the gateway's /v1: the default chat model.
-    assert {(r["endpoint"], r["model"]) for r in requests} == {("chat", "gpt-5.4")}
+    assert {(r["endpoint"], r["model"]) for r in requests} == {("chat", "gpt-5-mini")}

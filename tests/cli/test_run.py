@@ -409,7 +409,7 @@ def test_no_profile_puts_the_key_on_a_command_line_or_in_a_file(
     elif agent == "opencode":
         assert "copilot-host" in json.loads(env["OPENCODE_CONFIG_CONTENT"])["provider"]
     elif agent == "aider":
-        assert argv[:2] == ["--model", "openai/gpt-5.4"]
+        assert argv[:2] == ["--model", "openai/gpt-5-mini"]  # the inventory's chat default
     else:
         assert env["COPILOT_PROVIDER_API_KEY"] == key
 
