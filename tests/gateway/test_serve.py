@@ -618,3 +618,17 @@ def test_other_plans_start_without_it(serve: Any) -> None:
     served.err.wait_for("Ctrl-C")
     _code, _stdout, stderr = served.stop(signal.SIGINT)
     assert "Auto model selection" not in stderr
+
+
+def test_started_logged_out_it_says_so_at_the_first_registration(serve: Any) -> None:
+    served = serve("--port", "0", "--json", logged_in=False, scenario=Scenario(usage_plan="free"))
+    _listening(served)
+    _login(served.emulator, served.home)
+    with httpx2.Client(timeout=BOUND) as client:
+        answer = client.get(
+            f"{served.base_url}/models", headers={"Authorization": f"Bearer {served.key}"}
+        )
+    assert answer.status_code == 200
+    served.err.wait_for("can use only Auto model selection")
+    _code, _stdout, stderr = served.stop(signal.SIGTERM)
+    assert stderr.count("copilot-host serve: this plan (free) can use only Auto") == 1
