@@ -249,11 +249,34 @@ async def serve_gateway(
         # Unusable HTTPS settings fail here, as a typed error, before anything listens.
         await app.startup()
         await _check_names(app, host, names, emulator=gateway.emulator)
-        if on_plan is not None:
+        if on_plan is None:
+            await server.serve(app)
+        elif host.availability() is not None:
             line = await plan_line(host)
             if line is not None:
                 on_plan(line)
+            await server.serve(app)
+        else:
+            # Logged out at start: the plan is told at the first registration.
+            await _serve_then_tell(server, app, host, on_plan)
+
+
+async def _serve_then_tell(
+    server: GatewayServer, app: GatewayApp, host: Any, on_plan: Callable[[str], None]
+) -> None:
+    import asyncio
+
+    async def tell() -> None:
+        await app.first_registration()
+        line = await plan_line(host)
+        if line is not None:
+            on_plan(line)
+
+    teller = asyncio.create_task(tell())
+    try:
         await server.serve(app)
+    finally:
+        teller.cancel()
 
 
 async def plan_line(host: Any, timeout: float = PLAN_CHECK_SECONDS) -> str | None:

@@ -441,16 +441,13 @@ def _opencode(request: Request) -> Setup:
     if chat:
         models: dict[str, Any] = {}
         for model in chat:
-            limit: dict[str, int] = {}
-            if prompt_limit(model) is not None:
-                # opencode compacts when a prompt nears limit.context (less the output).
-                limit["context"] = prompt_limit(model) or 0
-            if model.max_output_tokens is not None:
-                limit["output"] = model.max_output_tokens
-            models[model.model_id] = {
-                "name": model.display_name,
-                **({"limit": limit} if limit else {}),
-            }
+            entry: dict[str, Any] = {"name": model.display_name}
+            context, output = prompt_limit(model), model.max_output_tokens
+            # opencode's schema needs both; it compacts when a prompt nears limit.context
+            # (less the output) and asks for at most limit.output.
+            if context is not None and output is not None:
+                entry["limit"] = {"context": context, "output": output}
+            models[model.model_id] = entry
         ours["provider"] = {
             PROVIDER: {
                 "npm": "@ai-sdk/openai-compatible",

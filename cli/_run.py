@@ -60,14 +60,17 @@ Examples:
   copilot-host run -- claude                      Claude Code on your Copilot models
   copilot-host run -- claude -p "Explain this repository"
   copilot-host run -- codex                       Codex CLI (run adds its provider)
-  copilot-host run -- aider --model openai/gpt-4.1
+  copilot-host run -- opencode                    (and aider, copilot: README, "Profiles")
   copilot-host run --emulator -- claude           check the setup before logging in
+  copilot-host run --print-profile -- aider       what run adds, to give it by hand
 
 \b
 The command's environment gains OPENAI_BASE_URL, OPENAI_API_BASE, OPENAI_API_KEY,
 ANTHROPIC_BASE_URL, ANTHROPIC_AUTH_TOKEN, COPILOT_HOST_BASE_URL and COPILOT_HOST_API_KEY
 (the key is made anew each run and is in no file and on no command line), and loses
-ANTHROPIC_API_KEY, CLAUDE_CODE_USE_BEDROCK and CLAUDE_CODE_USE_VERTEX. Every program
+ANTHROPIC_API_KEY, CLAUDE_CODE_USE_BEDROCK and CLAUDE_CODE_USE_VERTEX. claude, codex,
+opencode, aider and copilot also get the model and its limits from this account (what
+you set yourself wins). Every program
 the command starts inherits the key and can use your Copilot account through the gateway.
 Exit status: the command's (128+N when signal N ended it); 127 when COMMAND is not found,
 126 when it cannot be run.

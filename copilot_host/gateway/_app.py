@@ -243,6 +243,11 @@ class GatewayApp:
         found = snapshot.names.resolve(name, protocol) if snapshot is not None else None
         return found.route if isinstance(found, Served) else None
 
+    async def first_registration(self) -> None:
+        """Return once the gateway has registered the account's models (at once when it
+        has): what a start that found no login waits for before it tells the plan."""
+        await self._registry.registered.wait()
+
     def add_model_aliases(self, aliases: Mapping[str, str]) -> None:
         """Serve ``aliases`` (name -> model id) besides those given at creation, which win
         (``run``'s agent profiles add the names an agent sends that no account has)."""

@@ -151,6 +151,8 @@ class Registry:
         # RETRY_AFTER_FAILURE.
         self._flights: SingleFlight[ch.LoginIdentity, Snapshot] = SingleFlight()
         self.registrations = 0
+        # Set by the first registration that succeeds.
+        self.registered = asyncio.Event()
 
     @property
     def catalog(self) -> ch.Catalog:
@@ -259,6 +261,7 @@ class Registry:
         )
         if self._host.availability() == identity:
             self._snapshot = snapshot
+        self.registered.set()
         return snapshot
 
     async def aclose(self) -> None:

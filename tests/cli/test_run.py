@@ -247,10 +247,10 @@ def test_readmes_run_commands_work_as_written(proc: Proc, home: Path) -> None:
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     section = readme.split("## Use it with coding agents\n", 1)[1].split("\n## ", 1)[0]
     lines = [line for line in section.splitlines() if line.startswith("copilot-host run ")]
-    assert len(lines) == 5
+    assert len(lines) == 6
     bin_dir = home / "bin"
     bin_dir.mkdir()
-    for name in ("claude", "codex", "aider", "opencode"):
+    for name in ("claude", "codex", "aider", "opencode", "copilot"):
         stand_in = bin_dir / name
         stand_in.write_text(
             f"#!{sys.executable}\nimport json, os, sys, urllib.request\n"

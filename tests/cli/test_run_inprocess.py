@@ -223,3 +223,28 @@ def test_codex_gets_the_first_of_equally_new_models_in_the_inventorys_order(
         "exec",
         "hi",
     ]
+
+
+def test_run_says_in_its_one_line_that_the_plan_can_use_only_auto(
+    cli: Cli, emulate: Any, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    from copilot_host.testing import Scenario
+
+    env = emulate(Scenario(usage_plan="free"))
+    assert cli("login", "--headless", seam=env.seam).exit_code == 0
+    capfd.readouterr()
+    emulator = env.emulator
+    seam = CliSeam(
+        async_host_factory=lambda *, store, clock: AsyncGitHubCopilotHost(
+            store=store, transport=emulator.async_transport()
+        ),
+        upstream_transport=emulator.async_transport,
+    )
+    result = cli("run", "--", sys.executable, "-c", "pass", seam=seam)
+    assert result.exit_code == 0, result.stderr
+    err = capfd.readouterr()[1] + result.stderr
+    lines = [line for line in err.splitlines() if line.startswith("copilot-host run:")]
+    assert lines == [
+        "copilot-host run: this plan (free) can use only Auto model selection; requests that "
+        "name a model will be refused"
+    ]
