@@ -39,6 +39,7 @@ from copilot_host.store import CredentialStore
 from copilot_host.testing import (
     GitHubEmulator,
     RecordedRequest,
+    Replies,
     Scenario,
     ToolCall,
     realistic_models,
@@ -162,7 +163,8 @@ def home(tmp_path: Path) -> Path:
 def _tool_script(*calls: tuple[str, Mapping[str, object]]) -> Scenario:
     """A scenario whose model answers call ``calls`` in turn (each after the person's
     turn), then text; every rule the service enforces stays on (no ``lenient``)."""
-    return Scenario(tool_script=tuple(ToolCall(name, arguments) for name, arguments in calls))
+    script = tuple(ToolCall(name, arguments) for name, arguments in calls)
+    return Scenario(replies=Replies(tool_script=script))
 
 
 @dataclass(frozen=True)
