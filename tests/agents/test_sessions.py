@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -34,20 +35,14 @@ from typing import Any
 
 import pytest
 
-from copilot_host.github import GitHubCopilotHost
-from copilot_host.store import CredentialStore
 from copilot_host.testing import (
-    GitHubEmulator,
     RecordedRequest,
-    Replies,
-    Scenario,
-    ToolCall,
     realistic_models,
 )
 
 pytestmark = [pytest.mark.agents, pytest.mark.slow]
 
-RUN_CHILD = Path(__file__).resolve().parent / "run_child.py"
+SESSION_CHILD = Path(__file__).resolve().parent / "session_child.py"
 SCRIPT = Path(sys.executable).parent / "copilot-host"
 # One agent turn with a tool call is three or four model requests to a loopback emulator;
 # each agent starts in a few seconds. A hung agent fails the test instead of the CI run.
@@ -160,11 +155,26 @@ def home(tmp_path: Path) -> Path:
     return folder
 
 
-def _tool_script(*calls: tuple[str, Mapping[str, object]]) -> Scenario:
-    """A scenario whose model answers call ``calls`` in turn (each after the person's
-    turn), then text; every rule the service enforces stays on (no ``lenient``)."""
-    script = tuple(ToolCall(name, arguments) for name, arguments in calls)
-    return Scenario(replies=Replies(tool_script=script))
+def _tool_script(*calls: tuple[str, Mapping[str, object]]) -> list[list[object]]:
+    """The emulated model's script (tests/agents/session_child.py makes it a
+    ``Scenario(replies=Replies(tool_script=...))``): each call in turn, each after the
+    person's turn, then text; every rule the service enforces stays on (no ``lenient``)."""
+    return [[name, dict(arguments)] for name, arguments in calls]
+
+
+def _isolated() -> list[str]:
+    """The prefix that gives the session a network namespace with only loopback."""
+    unshare = shutil.which("unshare")
+    probe = (
+        subprocess.run([unshare, "-n", "true"], capture_output=True, check=False, timeout=30)
+        if unshare
+        else None
+    )
+    if unshare is None or probe is None or probe.returncode != 0:
+        if os.environ.get("CI"):
+            pytest.fail("unshare -n is not available: the agents run with loopback only in CI")
+        pytest.skip("unshare -n is not available here (CI runs these tests)")
+    return [unshare, "-n", "sh", "-c", 'ip link set lo up && exec "$0" "$@"']
 
 
 @dataclass(frozen=True)
@@ -194,41 +204,47 @@ class Session:
 
 
 def _session(
-    home: Path, scenario: Scenario, command: Sequence[str], *, bound: float = BOUND
+    home: Path, script: list[list[object]], command: Sequence[str], *, bound: float = BOUND
 ) -> Session:
-    log = home / "gateway.log"
-    with GitHubEmulator(scenario) as emulator:
-        with GitHubCopilotHost(
-            store=CredentialStore(home / "copilot-host", key_file=True),
-            transport=emulator.transport(),
-        ) as person:
-            person.login(sleep=lambda _seconds: None)
-        emulator.clear_requests()
-        try:
-            done = subprocess.run(
-                [
-                    sys.executable,
-                    str(RUN_CHILD),
-                    str(emulator.port),
-                    "--log",
-                    str(log),
-                    "--",
-                    *command,
-                ],
-                capture_output=True,
-                text=True,
-                env=_env(home),
-                cwd=home / "work",
-                stdin=subprocess.DEVNULL,
-                timeout=bound,
-                check=False,
-            )
-        except subprocess.TimeoutExpired as expired:
-            shown = log.read_text() if log.exists() else ""
-            raise AssertionError(
-                f"{command[0]} ran past {bound} s; gateway log:\n{shown}"
-            ) from expired
-        return Session(done, emulator.requests, emulator.refusals, log.read_text())
+    """The emulator, the login and ``run`` of ``command`` in a child inside ``unshare -n``
+    (tests/agents/session_child.py), and what the emulator recorded."""
+    log, out, scripted = home / "gateway.log", home / "records.json", home / "script.json"
+    scripted.write_text(json.dumps(script))
+    try:
+        child = [sys.executable, str(SESSION_CHILD), str(out), str(scripted), str(log)]
+        ran = subprocess.run(
+            [*_isolated(), *child, "--", *command],
+            env=_env(home),
+            cwd=home / "work",
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=bound,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as expired:
+        shown = log.read_text() if log.exists() else ""
+        raise AssertionError(f"{command[0]} ran past {bound} s; gateway log:\n{shown}") from expired
+    assert out.exists(), ran.stderr
+    found = json.loads(out.read_text())
+    done = subprocess.CompletedProcess(command, found["status"], found["stdout"], found["stderr"])
+    requests = tuple(
+        RecordedRequest(
+            r["method"],
+            "",
+            r["path"],
+            r["endpoint"],
+            {},
+            None,
+            r["body"].encode(),
+            status=r["status"],
+            model=r["model"],
+            refusal=r["refusal"],
+            refusal_detail=r["refusal_detail"],
+        )
+        for r in found["requests"]
+    )
+    refusals = tuple(r for r in requests if r.refusal is not None)
+    return Session(done, requests, refusals, log.read_text())
 
 
 def _tool_results(bodies: list[dict[str, Any]]) -> Iterator[str]:
@@ -320,7 +336,7 @@ def test_claude_web_search_is_answered_with_the_gateways_explanation(home: Path)
 CODEX_SANDBOX = "--sandbox=workspace-write"
 
 
-def _codex(home: Path, scenario: Scenario, *args: str) -> Session:
+def _codex(home: Path, scenario: list[list[object]], *args: str) -> Session:
     codex = _agent("codex")
     return _session(home, scenario, [codex, "exec", "--skip-git-repo-check", CODEX_SANDBOX, *args])
 
@@ -413,7 +429,9 @@ def test_claude_context_shows_the_accounts_window_and_count_tokens_is_served(hom
     )
     log = home / "gateway.log"
     socket = str(home / "tmux.sock")
-    inner = f"{SCRIPT} run --emulator --log {log} -- {claude}; sleep 60"
+    # run, its emulator and Claude Code in a network namespace with only loopback.
+    isolated = " ".join(shlex.quote(part) for part in _isolated())
+    inner = f"{isolated} {SCRIPT} run --emulator --log {log} -- {claude}; sleep 60"
     subprocess.run(
         [tmux, "-S", socket, "new-session", "-d", "-x", "160", "-y", "50", "-c", str(work), inner],
         env=_env(home),
