@@ -6,6 +6,7 @@ for the list and where each was observed); the server module decides *when* to s
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import secrets
 import urllib.parse
@@ -22,6 +23,7 @@ __all__ = [
     "github_request_id",
     "json_answer",
     "oauth_answer",
+    "refused",
     "wants_json",
 ]
 
@@ -110,3 +112,9 @@ def oauth_answer(headers: Mapping[str, str], value: Mapping[str, object]) -> Ans
     return Answer(
         200, (("Content-Type", "application/x-www-form-urlencoded; charset=utf-8"),), body
     )
+
+
+def refused(check: str, detail: str, answer: Answer) -> Answer:
+    """``answer``, recorded as a refusal by the rule named ``check``."""
+    notes = (*answer.notes, ("refusal", check), ("refusal_detail", detail))
+    return dataclasses.replace(answer, notes=notes)

@@ -2,12 +2,28 @@
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import re
+import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from ._costs import COST_MODELS
+from ._groups import (
+    COPILOT_CLI_CLIENT_ID,
+    GROUPS,
+    VSCODE_CLIENT_ID,
+    DeviceFlow,
+    Faults,
+    Inventory,
+    RateWindow,
+    RawAnswer,
+    Replies,
+    Session,
+    Usage,
+)
 from ._inventory import realistic_models
 from ._protocols import ToolCall
 from ._routes import ENDPOINTS
@@ -19,9 +35,15 @@ __all__ = [
     "ENDPOINTS",
     "USAGE_PLANS",
     "VSCODE_CLIENT_ID",
+    "DeviceFlow",
+    "Faults",
+    "Inventory",
     "RateWindow",
     "RawAnswer",
+    "Replies",
     "Scenario",
+    "Session",
+    "Usage",
 ]
 
 
@@ -64,13 +86,6 @@ CHECKS = frozenset(
     }
 )
 
-# The OAuth app GitHub's own Copilot editors (VS Code) log in with: the exchange accepts its
-# tokens. Tokens of other OAuth apps (gh's, an application's own) get 404.
-VSCODE_CLIENT_ID = "Iv1.b507a08c87ecfe98"
-# The OAuth app GitHub's own Copilot CLI (npm ``@github/copilot`` 1.0.102) logs in with; it
-# sends that app's GitHub token to the Copilot API itself (issue 27, from the package).
-COPILOT_CLI_CLIENT_ID = "Ov23ctDVkRmgkPke0Mmm"
-
 _VERSION = re.compile(r"\d+(?:\.\d+)*")
 # The shapes of ``/copilot_internal/user``: a credit-billed plan (usage-based billing since
 # 2026-06-01), a plan still billed by premium request, Copilot Free, and Copilot Student.
@@ -78,39 +93,6 @@ USAGE_PLANS = frozenset({"credits", "requests", "free", "student"})
 # The plans GitHub limited to Auto model selection on 2026-06-24.
 AUTO_ONLY_PLANS = frozenset({"free", "student"})
 _API_VERSION = re.compile(r"\d{4}-\d{2}-\d{2}")
-
-
-@dataclass(frozen=True, slots=True)
-class RawAnswer:
-    """An exact answer to serve instead of the emulated one (hostile-response tests).
-
-    The emulator still adds its ``x-github-request-id`` (and ``x-request-id`` on a Copilot
-    host) unless ``headers`` names them.
-    """
-
-    status: int = 200
-    body: bytes = b"{}"
-    headers: tuple[tuple[str, str], ...] = (("Content-Type", "application/json"),)
-
-
-@dataclass(frozen=True, slots=True)
-class RateWindow:
-    """A usage rate-limit window (the session or the weekly one) as the service reports it
-    in ``x-usage-ratelimit-<window>``: ``entitlement``, the percentage ``remaining``, and
-    when it resets (``resets_in`` seconds after the emulator starts; ``None``: with the
-    monthly quota). Each model request served uses ``per_request`` percentage points; at 0
-    left, model requests are refused with 429 until the emulator is made again."""
-
-    entitlement: float = 50
-    remaining: float = 100.0
-    per_request: float = 0.0
-    resets_in: float | None = None
-
-    def __post_init__(self) -> None:
-        if self.entitlement < 0 or not 0 <= self.remaining <= 100 or self.per_request < 0:
-            raise ValueError("a window has an entitlement, 0-100 % remaining, a use of 0 or more")
-        if self.resets_in is not None and self.resets_in <= 0:
-            raise ValueError("a window resets a positive number of seconds from now")
 
 
 @dataclass(frozen=True)
@@ -237,8 +219,15 @@ class Scenario:
     slow: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     drip: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     answers: Mapping[str, RawAnswer] = field(default_factory=lambda: MappingProxyType({}))
+    login: DeviceFlow = field(default_factory=DeviceFlow)
+    session: Session = field(default_factory=Session)
+    inventory: Inventory = field(default_factory=Inventory)
+    replies: Replies = field(default_factory=Replies)
+    usage: Usage = field(default_factory=Usage)
+    faults: Faults = field(default_factory=Faults)
 
     def __post_init__(self) -> None:
+        self._take_groups()
         for name in (
             *self.malformed,
             *self.oversized,
@@ -310,6 +299,44 @@ class Scenario:
         object.__setattr__(self, "tool_script", tuple(self.tool_script))
         if not all(isinstance(call, ToolCall) for call in self.tool_script):
             raise TypeError("tool_script is a sequence of ToolCall")
+        # The groups show the checked, frozen values the emulator runs with.
+        for name, kind in GROUPS:
+            values = {m.name: getattr(self, m.name) for m in dataclasses.fields(kind)}
+            object.__setattr__(self, name, kind(**values))
+
+    def _take_groups(self) -> None:
+        """Apply the groups given and fill in the others from the flat fields, so
+        ``scenario.usage.usage_plan`` always reads what runs; warn once for flat keywords.
+
+        A flat value that differs from both its default and its group's value wins: that
+        is ``dataclasses.replace(scenario, slow=...)`` changing one field of a scenario."""
+        defaults = _flat_defaults()
+        flat: list[str] = []
+        for name, kind in GROUPS:
+            group = getattr(self, name)
+            if not isinstance(group, kind):
+                raise TypeError(f"{name}= takes a {kind.__name__}")
+            if group == _default_groups()[name]:
+                group = None  # not given: the flat fields say what runs
+            values: dict[str, object] = {}
+            for member in dataclasses.fields(kind):
+                given = getattr(self, member.name)
+                changed = given != defaults[member.name]
+                if group is None or (changed and given != getattr(group, member.name)):
+                    values[member.name] = given
+                    if changed:
+                        flat.append(member.name)
+                else:
+                    values[member.name] = getattr(group, member.name)
+                object.__setattr__(self, member.name, values[member.name])
+        if flat:
+            warnings.warn(
+                "Scenario's flat keywords are deprecated and go in 0.5.0; give "
+                f"{', '.join(flat)} in the groups (login=, session=, inventory=, replies=, "
+                "usage=, faults=)",
+                DeprecationWarning,
+                stacklevel=4,
+            )
 
     @property
     def auto_only_plan(self) -> bool:
@@ -329,3 +356,22 @@ class Scenario:
         """Whether the emulated service makes the refusal named ``check`` (see ``CHECKS``)."""
         lenient = self.lenient
         return not lenient if isinstance(lenient, bool) else check not in lenient
+
+
+@functools.cache
+def _default_groups() -> dict[str, object]:
+    """Each group as it is when not given (built once: only ever compared against)."""
+    return {name: kind() for name, kind in GROUPS}
+
+
+@functools.cache
+def _flat_defaults() -> dict[str, object]:
+    """Each grouped field's default, as the group declares it."""
+    values: dict[str, object] = {}
+    for _, kind in GROUPS:
+        for member in dataclasses.fields(kind):
+            if member.default is not dataclasses.MISSING:
+                values[member.name] = member.default
+            elif member.default_factory is not dataclasses.MISSING:
+                values[member.name] = member.default_factory()
+    return values
