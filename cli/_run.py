@@ -237,7 +237,12 @@ def _set_up(
             app.add_model_aliases(setup.aliases)
         return setup
 
-    return asyncio.run_coroutine_threadsafe(build(), loop).result(FACTS_TIMEOUT)
+    pending = asyncio.run_coroutine_threadsafe(build(), loop)
+    try:
+        return pending.result(FACTS_TIMEOUT)
+    except TimeoutError:
+        pending.cancel()
+        return Setup(args=args, notes=("the account's models were not known within a minute",))
 
 
 async def _facts(app: GatewayApp, names: GatewayNames) -> Facts:
@@ -413,13 +418,13 @@ def _run(
         env.update(setup.env)
         env.update(dict.fromkeys(setup.key_env, key))
         argv = [program, *setup.args]
-        if print_profile:
-            _print_profile(base, env, argv, key)
-            return 0
         notes = [*server.plan, *setup.notes]
         if notes:
             # run's one line before the command starts.
             os.write(2, f"copilot-host run: {'; '.join(notes)}\n".encode())
+        if print_profile:
+            _print_profile(base, env, argv, key)
+            return 0
         with _quiet_terminal():
             return _foreground(argv, env, server)
     finally:
