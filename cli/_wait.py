@@ -117,6 +117,8 @@ def _show_code(
     from copilot_host._internal import clean
 
     left = login.deadline - clock.monotonic()
+    if events.app_line is not None:
+        out.info(events.app_line)
     events.device_code(
         user_code=login.user_code,
         verification_uri=DEVICE_URL,
