@@ -25,9 +25,13 @@ from ._answers import error_body
 __all__ = ["RATE_LIMIT_CODES", "RateLimited", "rate_limited"]
 
 # The refusal codes of the two windows (x-usage-ratelimit-session / -weekly).
+# ``user_global_rate_limited`` is the session window's refusal as reported in
+# github/copilot-cli #2769 ("a rate limit that restricts the number of Copilot model
+# requests you can make within a specific time period").
 RATE_LIMIT_CODES = {
     "user_weekly_rate_limited": "weekly",
     "user_session_rate_limited": "session",
+    "user_global_rate_limited": "session",
 }
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from copilot_host.testing import GitHubEmulator, RawAnswer, Scenario
+from copilot_host.testing import GitHubEmulator, RateWindow, RawAnswer, Scenario, Usage
 from tests.gateway._support import running_gateway
 
 pytestmark = pytest.mark.usefixtures("upstream_path")
@@ -77,3 +77,19 @@ def test_a_session_refusal_on_messages_is_in_anthropic_shape(tmp_path: Path) -> 
     assert body["error"]["type"] == "rate_limit_error"
     assert "session rate limit" in body["error"]["message"]
     assert headers["content-length"] == str(len(json.dumps(body, ensure_ascii=False).encode()))
+
+
+def test_the_emulators_spent_weekly_window_reaches_the_client_as_429(tmp_path: Path) -> None:
+    usage = Usage(weekly_window=RateWindow(remaining=0.0, resets_in=7200))
+    with (
+        GitHubEmulator(Scenario(usage=usage)) as emulator,
+        running_gateway(emulator, tmp_path / "home") as gateway,
+    ):
+        status, headers, body = gateway.post("/v1/messages", MESSAGES)
+        (record,) = emulator.requests_to("messages")
+    assert (record.status, status) == (429, 429)
+    assert 7000 <= int(headers["retry-after"]) <= 7200
+    assert (body["type"], body["error"]["type"]) == ("error", "rate_limit_error")
+    assert "weekly rate limit" in body["error"]["message"]
+    # The window's own header still reaches the client.
+    assert "x-usage-ratelimit-weekly" in headers
