@@ -34,12 +34,13 @@ CLIENT_ID_VARIABLE = "COPILOT_HOST_CLIENT_ID"
 
 def check_client_id_text(value: str, source: str) -> str:
     """``value`` as an OAuth client id, or a usage error (exit 2) naming ``source``."""
-    from copilot_host.github._headers import check_client_id
+    import re
 
-    try:
-        return check_client_id(value.strip())
-    except ValueError as exc:
-        raise click.UsageError(f"{source}: {exc}") from None
+    # The shape GitHubCopilotHost(client_id=...) accepts: it goes into a form body.
+    value = value.strip()
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}", value):
+        raise click.UsageError(f"{source}: client_id must be 1-100 letters, digits and . _ -")
+    return value
 
 
 def client_id_from_environment(environ: Mapping[str, str] | None = None) -> str | None:

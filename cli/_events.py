@@ -77,7 +77,7 @@ class LoginEvents:
             expires_in=max(0, int(expires_in)),
             deadline=iso_utc(deadline_wall),
             interval=max(1, round(interval)),
-            client_id=self.client_id,
+            **({} if self.client_id is None else {"client_id": self.client_id}),
         )
 
     def authorized(self, *, account: str, login_id: str, protection: str | None) -> None:

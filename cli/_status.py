@@ -41,10 +41,10 @@ A damaged record: {"v":1,"logged_in":false,"damaged":true,...}; exit code 1.
 
 
 def _client_id(header: RecordHeader) -> str:
-    """The OAuth app the stored token was minted for (a record without one: the default)."""
-    from copilot_host.github import DEFAULT_CLIENT_ID
-
-    return header.client_id if header.client_id is not None else DEFAULT_CLIENT_ID
+    """The OAuth app the stored token was minted for (a record without one: the default,
+    copilot_host.github.DEFAULT_CLIENT_ID, spelled here because status must not import
+    the HTTP stack)."""
+    return header.client_id if header.client_id is not None else "Iv1.b507a08c87ecfe98"
 
 
 def describe_protection(protection: Protection) -> str:

@@ -117,8 +117,6 @@ def _show_code(
     from copilot_host._internal import clean
 
     left = login.deadline - clock.monotonic()
-    if events.app_line is not None:
-        out.info(events.app_line)
     events.device_code(
         user_code=login.user_code,
         verification_uri=DEVICE_URL,
@@ -126,6 +124,10 @@ def _show_code(
         deadline_wall=clock.time() + left,
         interval=login.interval,
     )
+    # After the event (a stdout that cannot be written fails on it with one line), before
+    # the code on stderr.
+    if events.app_line is not None:
+        out.info(events.app_line)
     out.info()
     out.info(f"  First copy your one-time code:  {out.strong(clean(login.user_code))}")
     out.info(f"  Then open:                      {out.strong(DEVICE_URL)}")

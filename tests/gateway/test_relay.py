@@ -581,4 +581,4 @@ def test_v1_models_carries_the_prompt_limit_and_the_chat_default(gateway: Gatewa
     entries = {entry["id"]: entry for entry in body["data"]}
     opus = entries["claude-opus-4.8"]
     assert (opus["context_window"], opus["max_prompt_tokens"]) == (1_000_000, 936_000)
-    assert [name for name, entry in entries.items() if entry["chat_default"]] == ["gpt-5.3-codex"]
+    assert [name for name, entry in entries.items() if entry["chat_default"]] == ["gpt-5-mini"]

@@ -57,7 +57,7 @@ def _check(result: ch.RegistrationResult) -> None:
     # The prompt limit is kept beside the window, and the service's chat default is marked.
     assert routes["claude-opus-4.8"].spec.max_prompt_tokens == 936_000
     assert routes["claude-opus-4.8"].spec.context_window == 1_000_000
-    assert [r.model_id for r in result.routes if r.spec.chat_default] == ["gpt-5.3-codex"]
+    assert [r.model_id for r in result.routes if r.spec.chat_default] == ["gpt-5-mini"]
     # The service's billing note rides on every route it was given for.
     assert all(r.spec.warnings for r in result.routes)
     policy = next(s for s in result.skipped if s.model_id == "gemini-3.1-pro-preview")
