@@ -26,12 +26,14 @@ Examples:
   copilot-host login --headless             over SSH: shows the code, opens nothing
   copilot-host login --headless --key-file  a server without an OS keyring
   copilot-host login --json --headless      drive the login from another program
+  copilot-host login --client-id Ov23li...  log in with another Copilot-enabled app
 
 \b
 --json prints one event per line on stdout (people's text stays on stderr):
   {"v":1,"event":"device_code","user_code":"ABCD-1234",
    "verification_uri":"https://github.com/login/device",
-   "expires_in":899,"deadline":"2025-01-01T12:15:00Z","interval":5}
+   "expires_in":899,"deadline":"2025-01-01T12:15:00Z","interval":5,
+   "client_id":"Iv1.b507a08c87ecfe98"}
   {"v":1,"event":"authorized","account":"octocat","login_id":"…",
    "protection":"keyring"}
   {"v":1,"event":"error","code":"access_denied","message":"…","retryable":false}
