@@ -71,17 +71,55 @@ def _number(value: float | None, suffix: str = "") -> str:
     return "-" if value is None else f"{value:,.2f}".rstrip("0").rstrip(".") + suffix
 
 
-def _cost_cells(billing: ModelBilling | None) -> tuple[str, str, str]:
-    """The multiplier (legacy request-billed plans) and AI credits per million input and
-    output tokens (usage-billed plans), "-" where the inventory lists none."""
+def _cost_cells(billing: ModelBilling | None) -> tuple[str, str, str, str]:
+    """The multiplier (legacy request-billed plans) and AI credits per million input,
+    output and cached input tokens (usage-billed plans; a price in nano-AIU converted),
+    "-" where the inventory lists none."""
     if billing is None:
-        return ("-", "-", "-")
+        return ("-", "-", "-", "-")
     prices = billing.prices
+    cached = None
+    if prices is not None:
+        cached = prices.cache_read if prices.cache_read is not None else prices.cache
     return (
         _number(billing.multiplier, "x"),
         _number(prices.per_million(prices.input)) if prices else "-",
         _number(prices.per_million(prices.output)) if prices else "-",
+        _number(prices.per_million(cached)) if prices else "-",
     )
+
+
+def _print_billing_notes(out: Output, routes: Iterable[ModelRoute]) -> None:
+    """Promotions, cache-write prices and prices in a unit copilot-host cannot convert:
+    one line each, beside the table."""
+    for route in routes:
+        billing = route.spec.billing
+        if billing is None:
+            continue
+        if billing.promo_discount_percent is not None:
+            until = f" until {billing.promo_ends_at}" if billing.promo_ends_at else ""
+            out.info(
+                f"promotion ({route.model_id}): "
+                f"{_number(billing.promo_discount_percent)}% off{until}"
+            )
+        prices = billing.prices
+        if prices is None:
+            continue
+        if prices.unit is not None and prices.per_million(0.0) is None:
+            out.info(
+                f"prices of {route.model_id} are listed in {prices.unit}, a unit copilot-host "
+                "does not convert: --json shows them as listed"
+            )
+            continue
+        writes = [
+            f"{label} {_number(prices.per_million(price))}"
+            for label, price in (("write", prices.cache_write), ("1h write", prices.cache_write_1h))
+            if price is not None
+        ]
+        if writes:
+            out.info(
+                f"cache prices ({route.model_id}, AI credits per 1M tokens): {', '.join(writes)}"
+            )
 
 
 def _tokens(n: int | None) -> str:
@@ -193,9 +231,20 @@ def models(as_json: bool, show_all: bool) -> None:
         )
         for r in routes
     ]
-    titles = ("ROUTE", "NAME", "PROTOCOL", "CONTEXT", "PICKER", "MULT", "IN/1M", "OUT/1M")
+    titles = (
+        "ROUTE",
+        "NAME",
+        "PROTOCOL",
+        "CONTEXT",
+        "PICKER",
+        "MULT",
+        "IN/1M",
+        "OUT/1M",
+        "CACHE/1M",
+    )
     for line in table(titles, rows):
         out.result(line)
+    _print_billing_notes(out, routes)
     if show_all:
         _print_skipped(out, result.skipped)
     _print_notes(out, routes)

@@ -19,6 +19,7 @@ event longer than that cuts the answer. Of the response headers only
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +31,7 @@ import copilot_host as ch
 from ._access import FORWARDED_REQUEST_HEADERS, RequestHeaders
 from ._hooks import AnswerObserver, HeaderFilter
 from ._messages import filter_betas
+from ._ratelimit import rate_limited
 from ._responses_tools import AnswerMapper
 from ._spend import QUOTA_HEADER_PREFIXES
 
@@ -41,6 +43,8 @@ __all__ = [
     "relay",
     "sse_cut",
 ]
+
+_log = logging.getLogger("copilot_host.gateway")
 
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
@@ -227,7 +231,9 @@ async def relay(
         if _is_event_stream(response):
             await _relay_events(response, start, send, outcome, observer, mapper=mapper)
         else:
-            await _relay_whole(response, start, send, outcome, observer, mapper=mapper)
+            await _relay_whole(
+                response, start, send, outcome, observer, mapper=mapper, protocol=protocol
+            )
     finally:
         await response.aclose()
 
@@ -240,6 +246,7 @@ async def _relay_whole(
     observer: AnswerObserver | None,
     *,
     mapper: AnswerMapper | None = None,
+    protocol: ch.ApiProtocol | None = None,
 ) -> None:
     """A JSON answer: held whole (to mask it), then sent with its length."""
     whole = bytearray()
@@ -248,6 +255,19 @@ async def _relay_whole(
         if len(whole) > MAX_ANSWER_BYTES:
             raise AnswerTooLarge
     answer = ch.mask_secrets(mapper.whole(bytes(whole)) if mapper else bytes(whole))
+    if response.status_code == 429:
+        shape = "anthropic" if protocol is ch.ApiProtocol.ANTHROPIC_MESSAGES else "openai"
+        refused = rate_limited(answer, response.headers, shape)
+        if refused is not None:
+            # The one reshaped upstream answer (gateway/_ratelimit.py says why).
+            _log.warning("%s", refused.line)
+            answer = refused.body
+            kept = [(k, v) for k, v in start["headers"] if k.lower() != b"retry-after"]
+            kept = [(k, v) for k, v in kept if k.lower() != b"content-type"]
+            kept.append((b"content-type", b"application/json"))
+            if refused.retry_after is not None:
+                kept.append((b"retry-after", str(refused.retry_after).encode("ascii")))
+            start["headers"] = kept
     if observer is not None:
         observer.whole(answer)
         observer.end()

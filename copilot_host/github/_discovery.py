@@ -149,20 +149,61 @@ def _price(tier: Mapping[str, object], key: str) -> float | None:
         isinstance(value, bool)
         or not isinstance(value, int | float)
         or not math.isfinite(value)
-        or not 0 <= value <= 1e9
+        or not 0 <= value <= 1e15  # room for a price in nano-AIU
     ):
         raise _Malformed(key)
     return float(value)
 
 
-def _tier(value: Mapping[str, object], batch_size: int) -> TokenPrices:
+def _tier(value: Mapping[str, object], batch_size: int, unit: str | None) -> TokenPrices:
+    # github/copilot-sdk python/copilot/generated/rpc.py, ModelBillingTokenPrices: the
+    # cache read/write and 1-hour cache-write prices and max_prompt_tokens beside the
+    # older cache_price and context_max.
+    write_1h = _price(value, "cache_write_1h_price")
     return TokenPrices(
         batch_size=batch_size,
         input=_price(value, "input_price"),
         output=_price(value, "output_price"),
         cache=_price(value, "cache_price"),
         context_max=_limit(value, "context_max"),
+        cache_read=_price(value, "cache_read_price"),
+        cache_write=_price(value, "cache_write_price"),
+        cache_write_1h=write_1h if write_1h is not None else _price(value, "cache_write1h_price"),
+        max_prompt_tokens=_limit(value, "max_prompt_tokens"),
+        unit=unit,
     )
+
+
+_UNIT = re.compile(r"[a-z][a-z0-9_]{0,31}")
+_PROMO_END = re.compile(r"\d{4}-\d{2}-\d{2}T[0-9:.]{2,18}(?:Z|[+-]\d{2}:\d{2})")
+
+
+def _unit(listed: Mapping[str, object]) -> str | None:
+    """The price unit the inventory names (``unit``, or ``price_unit``), None if none."""
+    for key in ("unit", "price_unit"):
+        value = listed.get(key)
+        if value is not None:
+            if not isinstance(value, str) or not _UNIT.fullmatch(value):
+                raise _Malformed(key)
+            return value
+    return None
+
+
+def _promo(billing: Mapping[str, object]) -> tuple[float | None, str | None]:
+    """``promo {discount_percent, ends_at}``; a malformed one is no promotion."""
+    promo = billing.get("promo")
+    if not isinstance(promo, dict):
+        return None, None
+    discount = promo.get("discount_percent")
+    ends = promo.get("ends_at")
+    if (
+        isinstance(discount, bool)
+        or not isinstance(discount, int | float)
+        or not 0 <= discount <= 100
+        or (ends is not None and not (isinstance(ends, str) and _PROMO_END.fullmatch(ends)))
+    ):
+        return None, None
+    return float(discount), ends
 
 
 def _billing(item: Mapping[str, object]) -> ModelBilling | None:
@@ -196,18 +237,24 @@ def _billing(item: Mapping[str, object]) -> ModelBilling | None:
         if long_context is not None and not isinstance(long_context, dict):
             return None
         try:
+            unit = _unit(listed)
             prices = replace(
-                _tier(default, batch_size),
-                long_context=None if long_context is None else _tier(long_context, batch_size),
+                _tier(default, batch_size, unit),
+                long_context=None
+                if long_context is None
+                else _tier(long_context, batch_size, unit),
             )
         except _Malformed:
             return None
-    if premium is None and multiplier is None and prices is None:
+    discount, ends = _promo(billing)
+    if premium is None and multiplier is None and prices is None and discount is None:
         return None
     return ModelBilling(
         premium=premium,
         multiplier=float(multiplier) if multiplier is not None else None,
         prices=prices,
+        promo_discount_percent=discount,
+        promo_ends_at=ends,
     )
 
 
