@@ -51,10 +51,17 @@ def config(
     lifespan: bool,
     grace: int,
     max_head_bytes: int,
+    accept_batch: int,
 ) -> uvicorn.Config:
-    """uvicorn's configuration for the gateway on protocol ``http``."""
+    """uvicorn's configuration for the gateway on protocol ``http``, accepting at most
+    ``accept_batch`` connections at a time (:class:`Server` keeps the listen queue)."""
     return uvicorn.Config(
         app,
+        # asyncio accepts as many connections in one go as the backlog it is given, and
+        # sets them all up before it reads a byte from any: a batch larger than the
+        # connections the bound lets in unanswered would have them push each other out
+        # before their heads are read (a key holder's among a flood of keyless ones).
+        backlog=accept_batch,
         lifespan="on" if lifespan else "off",
         # Logging is the embedding program's (the CLI's: redacted, on stderr); access
         # lines are the app's.
@@ -82,16 +89,22 @@ class Server(uvicorn.Server):
         *,
         signals: Callable[[Callable[[int, Any], None], list[int]], _GeneratorContextManager[None]],
         on_started: Callable[[], None],
+        listen_queue: int,
     ) -> None:
         super().__init__(config)
         self._signals = signals
         self._on_started = on_started
+        self._listen_queue = listen_queue
 
     def capture_signals(self) -> _GeneratorContextManager[None]:
         return self._signals(self.handle_exit, self._captured_signals)
 
     async def startup(self, sockets: list[Any] | None = None) -> None:
         await super().startup(sockets)
+        # asyncio made the config's backlog (the accept batch) the listen queue too: the
+        # kernel keeps queueing as many as before.
+        for sock in sockets or ():
+            sock.listen(self._listen_queue)
         if self.started:
             self._on_started()
 
@@ -122,6 +135,11 @@ def _guarded(base: type[Any], guard: Guards) -> type[Any]:
 
         def feed(self, data: bytes) -> None:
             super().data_received(data)
+
+        def body_buffered(self) -> bool:
+            # Both protocols gather the body the app has not taken yet in cycle.body.
+            cycle = self.cycle
+            return cycle is not None and bool(cycle.body)
 
         def connection_made(self, transport: asyncio.BaseTransport) -> None:
             super().connection_made(self.guard.wrap(transport))
