@@ -2,7 +2,8 @@
 
 A request is refused, with nothing sent upstream, at the first of: its Host, its Origin,
 its key (:mod:`._access`); a path or method the gateway does not serve (404, 405); a body
-over :data:`MAX_BODY_BYTES` (413); a body that is not a JSON object with a ``model``
+over :data:`MAX_BODY_BYTES` (413), or one that does not arrive within
+:func:`body_deadline` (408); a body that is not a JSON object with a ``model``
 (400); no login (503); a model the account does not have (404), or one that does not
 list the endpoint called (400): the name is read by the rules of :mod:`._names` (aliases,
 the names coding agents send, a default model). Otherwise it is relayed (:mod:`._relay`)
@@ -11,6 +12,13 @@ Messages, the edits of :mod:`._messages`; every relayed answer carries
 ``x-copilot-host-model``. ``HEAD``/``GET`` on ``/`` and ``/api/hello`` (agents' probes)
 answer 200 once Host, Origin and key pass. Errors take the shape of the API the path belongs to
 (:mod:`._answers`).
+
+Framing is checked here as well as in the server's parser (the two parsers serve may use
+differ on malformed framing, docs/ARCHITECTURE.md): a request that carries both
+``Content-Length`` and ``Transfer-Encoding`` is refused (400) and its connection closed,
+and every answer to a request that carried ``Transfer-Encoding`` closes the connection
+(RFC 9112 §6.1), so no two readings of one request's end can disagree on where the next
+one starts.
 
 While a request is relayed, a watcher waits for the client to hang up (ASGI's
 ``http.disconnect``) and then cancels the relay at once, which closes the upstream
@@ -46,7 +54,16 @@ from ._relay import AnswerTooLarge, Outcome, relay
 from ._request import read_request, rewrite_model, system_blocks
 from ._spend import CostReader, Spend, format_credits
 
-__all__ = ["ACCESS_LOGGER", "MAX_BODY_BYTES", "MODEL_HEADER", "GatewayApp", "create_app"]
+__all__ = [
+    "ACCESS_LOGGER",
+    "BODY_SECONDS",
+    "BODY_SECONDS_PER_MIB",
+    "MAX_BODY_BYTES",
+    "MODEL_HEADER",
+    "GatewayApp",
+    "body_deadline",
+    "create_app",
+]
 
 Message = MutableMapping[str, Any]
 Scope = MutableMapping[str, Any]
@@ -56,6 +73,13 @@ Send = Callable[[Message], Awaitable[None]]
 # The largest request body accepted; past it the answer is 413. Large enough for a long
 # conversation with several images inlined as base64.
 MAX_BODY_BYTES = 32 * 1024 * 1024
+# A request body must have arrived within BODY_SECONDS of the head, plus
+# BODY_SECONDS_PER_MIB for each MiB of the larger of its declared and received sizes
+# (some 8.7 KiB/s: far below any real client, far above one byte every few seconds);
+# past it the answer is 408 and the connection is closed. Without it a key holder could
+# hold a connection (and a descriptor) for ever by dripping a body.
+BODY_SECONDS = 60.0
+BODY_SECONDS_PER_MIB = 120.0
 ACCESS_LOGGER = "copilot_host.gateway.access"
 
 # Inference has no total deadline (a long answer streams for minutes); a read waiting
@@ -77,6 +101,13 @@ _PROBES = frozenset({"/", "/api/hello"})
 # On every answer relayed from a route: the Copilot model that served it.
 MODEL_HEADER = "x-copilot-host-model"
 _MODEL_HEADER = MODEL_HEADER.encode("ascii")
+_CLOSE = (b"connection", b"close")
+
+
+def body_deadline(declared: int, received: int) -> float:
+    """Seconds a request body has, from its head, to arrive whole: see
+    :data:`BODY_SECONDS`."""
+    return BODY_SECONDS + BODY_SECONDS_PER_MIB * max(declared, received) / (1024 * 1024)
 
 
 def _fast_upstream() -> httpx2.AsyncBaseTransport | None:
@@ -291,7 +322,21 @@ class GatewayApp:
             log()
 
     async def _serve(self, call: _Call, scope: Scope) -> None:
-        refusal = check_access(call.headers, self._allowed(scope), self._key)
+        headers = call.headers
+        if headers.get(b"transfer-encoding") is not None:
+            # Whatever the parser made of it, the connection ends with this answer.
+            call.close = True
+            if headers.get(b"content-length") is not None:
+                await call.refuse(
+                    Refusal(
+                        400,
+                        "invalid_request",
+                        "copilot-host gateway: a request may not carry both Content-Length "
+                        "and Transfer-Encoding",
+                    )
+                )
+                return
+        refusal = check_access(headers, self._allowed(scope), self._key)
         if refusal is not None:
             await call.refuse(refusal)
             return
@@ -464,7 +509,10 @@ class GatewayApp:
                 auth=auth,
                 header_filter=hooks.request_headers,
                 observer=both(CostReader(outcome), hooks.observe(route) if hooks.observe else None),
-                extra_headers=((_MODEL_HEADER, route.model_id.encode("ascii")),),
+                extra_headers=(
+                    (_MODEL_HEADER, route.model_id.encode("ascii")),
+                    *((_CLOSE,) if call.close else ()),
+                ),
             )
         except asyncio.CancelledError:
             if gone and task.uncancel() == 0:
@@ -502,6 +550,7 @@ class _Call:
     __slots__ = (
         "asked",
         "body_read",
+        "close",
         "headers",
         "method",
         "model",
@@ -535,6 +584,8 @@ class _Call:
         self.outcome = Outcome()
         # Whether the request body has been read to its end (see refuse).
         self.body_read = False
+        # Whether the answer ends the connection whatever it is (see GatewayApp._serve).
+        self.close = False
 
     async def answer(
         self, status: int, body: bytes, headers: tuple[tuple[bytes, bytes], ...] = ()
@@ -542,6 +593,8 @@ class _Call:
         outcome = self.outcome
         outcome.status = status
         outcome.sent = len(body)
+        if self.close and _CLOSE not in headers:
+            headers = (*headers, _CLOSE)
         await self.send(
             {
                 "type": "http.response.start",
@@ -565,7 +618,7 @@ class _Call:
             # served, a body too large): the connection ends with the answer, so the
             # server stops reading what the client still uploads instead of reading it
             # to the end.
-            headers = (*headers, (b"connection", b"close"))
+            headers = (*headers, _CLOSE)
         await self.answer(refusal.status, body, headers)
 
 
@@ -573,28 +626,42 @@ class _Call:
 
 
 async def _read_body(receive: Receive, headers: RequestHeaders) -> bytes | Refusal | None:
-    """The whole request body; a Refusal when it is too large or its length malformed;
-    None when the client hung up."""
+    """The whole request body; a Refusal when it is too large, its length malformed or it
+    does not arrive in time (:func:`body_deadline`); None when the client hung up."""
     declared = headers.get(b"content-length")
+    expected = 0
     if declared is not None:
         if not declared.strip().isdigit():
             return Refusal(400, "invalid_request", "copilot-host gateway: bad Content-Length")
-        if int(declared) > MAX_BODY_BYTES:
+        expected = int(declared)
+        if expected > MAX_BODY_BYTES:
             return _too_large()
     # Chunks joined once at the end: one copy of a large body, not a growing buffer's.
     chunks: list[bytes] = []
     size = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            return None
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            return _too_large()
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    began = asyncio.get_running_loop().time()
+    try:
+        async with asyncio.timeout_at(began + body_deadline(expected, 0)) as window:
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    return None
+                chunk = message.get("body", b"")
+                size += len(chunk)
+                if size > MAX_BODY_BYTES:
+                    return _too_large()
+                chunks.append(chunk)
+                if not message.get("more_body", False):
+                    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+                if size > expected:
+                    window.reschedule(began + body_deadline(expected, size))
+    except TimeoutError:
+        seconds = body_deadline(expected, size)
+        return Refusal(
+            408,
+            "request_timeout",
+            f"copilot-host gateway: the request body did not arrive within {seconds:.0f} s",
+        )
 
 
 def _too_large() -> Refusal:

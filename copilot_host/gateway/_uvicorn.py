@@ -221,10 +221,24 @@ def _httptools_protocol(guard: Guards, max_head_bytes: int) -> type[asyncio.Prot
             if not self._body_open:
                 self._head_bytes += len(data)
             super().feed(data)
+            if self.parser.should_upgrade():
+                self._no_upgrade()
             if self._head_bytes > max_head_bytes and not self.transport.is_closing():
                 message = "Invalid HTTP request received."
                 self.logger.warning(message)
                 self.send_400_response(message)
+
+        def _no_upgrade(self) -> None:
+            # A request that asks to switch protocols: llhttp parses nothing after it (it
+            # waits for the switch, which the gateway never makes), so a request
+            # pipelined behind it would wait, unanswered, for the head deadline. The
+            # connection ends with this request's answer instead, as h11's would not
+            # need to: the client learns at once to send the next one elsewhere.
+            cycle = self.cycle
+            if cycle is not None and not cycle.response_complete:
+                cycle.keep_alive = False
+            elif not self.transport.is_closing():
+                self.transport.close()
 
     return cast(type[asyncio.Protocol], HardenedHttpToolsProtocol)
 
