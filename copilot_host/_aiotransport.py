@@ -358,6 +358,7 @@ class AiohttpTransport(httpx2.AsyncBaseTransport):
             # cancelled) must not cancel this task, whatever it does next.
             if watch is not None:
                 watch.sending = False
+        _check_final(response, free, request)
         version = response.version or aiohttp.HttpVersion11
         return httpx2.Response(
             response.status,
@@ -382,6 +383,24 @@ class AiohttpTransport(httpx2.AsyncBaseTransport):
             await session.close()
         if fallback is not None:
             await fallback.aclose()
+
+
+def _check_final(
+    response: aiohttp.ClientResponse, free: Callable[[], None] | None, request: httpx2.Request
+) -> None:
+    """Raise for a final answer below 200 (aiohttp hands an upstream 101 up as one, and
+    its connection then speaks the other protocol): a protocol error, as httpx2's own
+    transport has it; the connection is not used again."""
+    if response.status >= 200:
+        return
+    response.close()
+    if free is not None:
+        free()
+    raise httpx2.RemoteProtocolError(
+        f"{_where(request)} answered with status {response.status}, which is not a final "
+        "HTTP answer",
+        request=request,
+    ) from None
 
 
 def _write(given: Any) -> float | None:

@@ -282,8 +282,14 @@ class _Linger:
             return
         # The answer is written (or queued); the client is told nothing more comes,
         # reads it, and what it still sends is thrown away, within bounds.
+        try:
+            transport.write_eof()
+        except OSError:
+            # The client is gone already (ENOTCONN once its reset has arrived): nothing
+            # to linger for.
+            transport.abort()
+            return
         self.lingering = True
-        transport.write_eof()
         transport.resume_reading()
         self._guard.start_linger()
 
