@@ -75,8 +75,12 @@ class GitHubEmulator:
         """A new blocking transport routing GitHub's hosts here (the caller closes it)."""
         return LoopbackTransport(self.port, ROUTED_HOSTS, self._refused)
 
-    def async_transport(self) -> httpx2.AsyncBaseTransport:
-        return AsyncLoopbackTransport(self.port, ROUTED_HOSTS, self._refused)
+    def async_transport(
+        self, *, inner: httpx2.AsyncBaseTransport | None = None
+    ) -> httpx2.AsyncBaseTransport:
+        """The asyncio twin of :meth:`transport`: over httpx2's own transport, or over
+        ``inner`` when given (closing this transport closes ``inner``)."""
+        return AsyncLoopbackTransport(self.port, ROUTED_HOSTS, self._refused, inner=inner)
 
     def _refused(self, url: str) -> None:
         with self._state.lock:
