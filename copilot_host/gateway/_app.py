@@ -88,6 +88,13 @@ ACCESS_LOGGER = "copilot_host.gateway.access"
 UPSTREAM_TIMEOUT = httpx2.Timeout(connect=10.0, read=600.0, write=60.0, pool=None)
 # Many streams may be open at once; each holds one upstream connection for its length.
 UPSTREAM_LIMITS = httpx2.Limits(max_connections=512, max_keepalive_connections=64)
+# On httpx2's own transport (create_app's default, and serve's with a proxy set or on the
+# pure-Python path) no upstream connection is used twice: httpcore2 2.16 hands bytes an
+# answer left unread on a kept-alive connection to the next request, which may be another
+# client's (docs/upstream/httpcore2-leftover-bytes.md). Each request then pays a new
+# connection (bench/upstream_reuse.py). The aiohttp transport discards such bytes and
+# keeps its pool.
+NO_REUSE_LIMITS = httpx2.Limits(max_connections=512, max_keepalive_connections=0)
 
 _log = logging.getLogger("copilot_host.gateway")
 _access = logging.getLogger(ACCESS_LOGGER)
@@ -261,7 +268,8 @@ class GatewayApp:
                 client = self._client = httpx2.AsyncClient(
                     transport=transport,
                     timeout=UPSTREAM_TIMEOUT,
-                    limits=UPSTREAM_LIMITS,
+                    # Only for the transport the client makes itself: httpx2's own.
+                    limits=UPSTREAM_LIMITS if transport is not None else NO_REUSE_LIMITS,
                     follow_redirects=False,
                 )
             except (OSError, ValueError, ImportError) as exc:  # ssl.SSLError is an OSError
