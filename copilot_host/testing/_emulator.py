@@ -137,6 +137,22 @@ class GitHubEmulator:
         return tuple(r for r in self.requests if r.endpoint == endpoint)
 
     @property
+    def refusals(self) -> tuple[RecordedRequest, ...]:
+        """Requests the emulator refused by one of its rules (``refusal`` names the rule:
+        a check of ``CHECKS``, or ``"model"``), oldest first: a test of a real client
+        asserts this is empty."""
+        return tuple(r for r in self.requests if r.refusal is not None)
+
+    def assert_no_refusals(self) -> None:
+        """Raise ``AssertionError`` naming each refusal (rule, path, model, what broke it)."""
+        found = self.refusals
+        if found:
+            lines = (
+                f"{r.refusal} {r.method} {r.path} model={r.model} {r.refusal_detail}" for r in found
+            )
+            raise AssertionError(f"the emulator refused {len(found)}: " + "; ".join(lines))
+
+    @property
     def refused(self) -> tuple[str, ...]:
         """URLs a transport refused to route (hosts that are not GitHub's), without their
         query, fragment or user information."""
