@@ -7,10 +7,13 @@ over :data:`MAX_BODY_BYTES` (413), or one that does not arrive within
 (400); no login (503); a model the account does not have (404), or one that does not
 list the endpoint called (400): the name is read by the rules of :mod:`._names` (aliases,
 the names coding agents send, a default model). Otherwise it is relayed (:mod:`._relay`)
-through the route's own ``route.auth``, with the served model's id in the body and, on
-Messages, the edits of :mod:`._messages`; every relayed answer carries
-``x-copilot-host-model``. ``HEAD``/``GET`` on ``/`` and ``/api/hello`` (agents' probes)
-answer 200 once Host, Origin and key pass. Errors take the shape of the API the path belongs to
+through the route's own ``route.auth``, with the served model's id in the body, on
+Messages the edits of :mod:`._messages`, and the rewrites of :mod:`._rewrites` (a request
+that offered only server tools is answered by the gateway); every relayed answer carries
+``x-copilot-host-model``. ``POST /v1/messages/count_tokens`` is answered by the gateway
+(:mod:`._count_tokens`) once the key and the model pass, whatever the budget.
+``HEAD``/``GET`` on ``/`` and ``/api/hello`` (agents' probes) answer 200 once Host, Origin
+and key pass. Errors take the shape of the API the path belongs to
 (:mod:`._answers`).
 
 Framing is checked here as well as in the server's parser (the two parsers serve may use
@@ -36,7 +39,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from collections.abc import Awaitable, Callable, Collection, Mapping, MutableMapping
 from dataclasses import replace
 from typing import Any
 
@@ -47,11 +50,21 @@ from copilot_host._internal import clean
 
 from ._access import Refusal, RequestHeaders, allowed_hosts, check_access, read_headers
 from ._answers import Shape, error_body, failure_of
+from ._count_tokens import estimate_input_tokens
 from ._hooks import GatewayHooks, both
+from ._messages import forwarded_betas, system_as_blocks
 from ._names import ModelNames, NotFound, Served
 from ._registry import PROTOCOL_OF_PATH, Registry, anthropic_entry, endpoints_of, openai_entry
 from ._relay import AnswerTooLarge, Outcome, relay
-from ._request import read_request, rewrite_model, system_blocks
+from ._request import (
+    PARSE_IN_THREAD_ABOVE,
+    encode_body,
+    read_request,
+    rewrite_model,
+    system_blocks,
+)
+from ._responses_tools import AnswerMapper
+from ._rewrites import check_rewrites, rewrite_request, server_tools_answer
 from ._spend import CostReader, Spend, format_credits
 
 __all__ = [
@@ -101,7 +114,10 @@ _access = logging.getLogger(ACCESS_LOGGER)
 
 _MODELS = "/v1/models"
 _MODEL_PREFIX = "/v1/models/"
-_METHODS = {_MODELS: "GET", **dict.fromkeys(PROTOCOL_OF_PATH, "POST")}
+# Answered by the gateway itself (._count_tokens): Copilot does not serve it.
+COUNT_TOKENS = "/v1/messages/count_tokens"
+_METHODS = {_MODELS: "GET", COUNT_TOKENS: "POST", **dict.fromkeys(PROTOCOL_OF_PATH, "POST")}
+_EVENT_STREAM = b"text/event-stream"
 _JSON = b"application/json"
 # Paths agents probe to see whether a server is there (Claude Code sends HEAD /api/hello).
 _PROBES = frozenset({"/", "/api/hello"})
@@ -127,6 +143,7 @@ def create_app(
     max_credits: float | None = None,
     model_aliases: Mapping[str, str] | None = None,
     default_model: str | None = None,
+    rewrites: Collection[str] | None = None,
 ) -> GatewayApp:
     """The gateway for ``host``'s account, as an ASGI 3 application with lifespan support.
 
@@ -143,8 +160,11 @@ def create_app(
     start reach it, model requests get 429 ``budget_exhausted``. ``model_aliases`` (name ->
     model id) and ``default_model`` take part in how a request's model name is read
     (:mod:`copilot_host.gateway._names`); a bad spelling is a ``ValueError``.
+    ``rewrites`` names the request rewrites to apply (:data:`._rewrites.REWRITES`; None: all
+    of them; an unknown name is a ``ValueError``).
     """
     names = ModelNames(dict(model_aliases or {}), default_model)
+    enabled = check_rewrites(rewrites)
     return GatewayApp(
         host,
         api_key=api_key,
@@ -153,6 +173,7 @@ def create_app(
         hooks=hooks,
         max_credits=max_credits,
         names=names,
+        rewrites=enabled,
     )
 
 
@@ -169,6 +190,7 @@ class GatewayApp:
         hooks: GatewayHooks | None = None,
         max_credits: float | None = None,
         names: ModelNames | None = None,
+        rewrites: frozenset[str] | None = None,
     ) -> None:
         # First: a bad budget fails before anything is registered.
         self.spend = Spend(max_credits, warn=_access.warning)
@@ -192,6 +214,8 @@ class GatewayApp:
         self._hooks = hooks or GatewayHooks()
         self._client: httpx2.AsyncClient | None = None
         self._hosts: dict[int, frozenset[bytes]] = {}
+        self._rewrites = check_rewrites(None) if rewrites is None else rewrites
+        self._served_locally = 0
 
     def __repr__(self) -> str:
         return f"GatewayApp({len(self._registry.catalog)} routes)"
@@ -243,6 +267,29 @@ class GatewayApp:
         except ch.CopilotHostError:
             return None
         return snapshot.names.missing_targets()
+
+    async def served_routes(self) -> tuple[ch.ModelRoute, ...]:
+        """The routes the gateway serves now, in the inventory's order, registering first
+        when it has none; raises what a client would be told (``NotLoggedInError``, a
+        failed registration)."""
+        return (await self._registry.current()).names.routes
+
+    def route_for(self, name: str, protocol: ch.ApiProtocol | None) -> ch.ModelRoute | None:
+        """The route a request for ``name`` on ``protocol``'s endpoint is served with now
+        (the gateway's naming rules), None when none would be or nothing is registered."""
+        snapshot = self._registry.snapshot
+        found = snapshot.names.resolve(name, protocol) if snapshot is not None else None
+        return found.route if isinstance(found, Served) else None
+
+    async def first_registration(self) -> None:
+        """Return once the gateway has registered the account's models (at once when it
+        has): what a start that found no login waits for before it tells the plan."""
+        await self._registry.registered.wait()
+
+    def add_model_aliases(self, aliases: Mapping[str, str]) -> None:
+        """Serve ``aliases`` (name -> model id) besides those given at creation, which win
+        (``run``'s agent profiles add the names an agent sends that no account has)."""
+        self._registry.add_aliases(ModelNames(dict(aliases)).aliases)
 
     async def aclose(self) -> None:
         """Stop registrations in flight and close the upstream connections (the lifespan
@@ -300,7 +347,7 @@ class GatewayApp:
         path: str = scope["path"]
         shape = (
             Shape.ANTHROPIC
-            if path == "/v1/messages"
+            if path in ("/v1/messages", COUNT_TOKENS)
             or (path.startswith(_MODELS) and headers.get(b"anthropic-version") is not None)
             else Shape.OPENAI
         )
@@ -315,7 +362,7 @@ class GatewayApp:
             credits = call.outcome.credits
             asked = call.asked
             _access.info(
-                "%s %s model=%s status=%d bytes=%d %.1fms%s",
+                "%s %s model=%s status=%d bytes=%d %.1fms%s%s",
                 call.method,
                 _shown(path),
                 call.model if not asked or asked == call.model else f"{asked}->{call.model}",
@@ -323,6 +370,7 @@ class GatewayApp:
                 call.outcome.sent,
                 (time.perf_counter() - started) * 1000.0,
                 "" if credits is None else f" credits={format_credits(credits)}",
+                " rewrote=" + ",".join(call.rewrote) if call.rewrote else "",
             )
 
         # Written just before the last piece of the answer goes out, so a client that
@@ -359,13 +407,14 @@ class GatewayApp:
         expected = _METHODS.get(path)
         if expected is None and path.startswith(_MODEL_PREFIX):
             expected = "GET"
-        if expected is None:
+        if expected is None or (path == COUNT_TOKENS and "count-tokens" not in self._rewrites):
             await call.refuse(
                 Refusal(
                     404,
                     "not_found",
                     "copilot-host gateway: no such endpoint; it serves GET /v1/models, "
-                    "POST /v1/chat/completions, POST /v1/responses and POST /v1/messages",
+                    "POST /v1/chat/completions, POST /v1/responses, POST /v1/messages and "
+                    "POST /v1/messages/count_tokens",
                 )
             )
             return
@@ -441,7 +490,8 @@ class GatewayApp:
         if body is None:
             return  # the client hung up while sending
         call.body_read = True
-        protocol = PROTOCOL_OF_PATH[call.path]
+        counting = call.path == COUNT_TOKENS
+        protocol = ch.ApiProtocol.ANTHROPIC_MESSAGES if counting else PROTOCOL_OF_PATH[call.path]
         parsed = await read_request(body, protocol)
         if isinstance(parsed, Refusal):
             await call.refuse(parsed)
@@ -459,10 +509,44 @@ class GatewayApp:
         if not isinstance(found, Served):
             await call.refuse(_wrong_endpoint(route, call.path))
             return
+        if counting:
+            # Never upstream, never billed, served whatever the budget: an estimate.
+            count = estimate_input_tokens(parsed.value)
+            await call.answer(
+                200,
+                b'{"input_tokens": %d}' % count,
+                ((_MODEL_HEADER, route.model_id.encode("ascii")),),
+            )
+            return
         if self.spend.exhausted():
             await call.refuse(Refusal(429, "budget_exhausted", self.spend.refusal_message()))
             return
-        if protocol is ch.ApiProtocol.ANTHROPIC_MESSAGES and isinstance(
+        rewritten = rewrite_request(
+            protocol,
+            parsed.value,
+            max_output=route.spec.max_output_tokens,
+            betas=forwarded_betas(call.headers.repeated.get(b"anthropic-beta", ()))
+            if protocol is ch.ApiProtocol.ANTHROPIC_MESSAGES
+            else frozenset(),
+            enabled=self._rewrites,
+        )
+        call.rewrote = rewritten.names
+        if rewritten.answer_locally:
+            await self._server_tools(call, route, parsed.value)
+            return
+        if rewritten.value is not None:
+            # Edited: encoded again, with the model upstream knows and a block system.
+            value = rewritten.value
+            value["model"] = route.model_id
+            if protocol is ch.ApiProtocol.ANTHROPIC_MESSAGES:
+                system_as_blocks(value)
+            # A large body is encoded in a worker thread, as it was parsed (._request).
+            body = (
+                await asyncio.to_thread(encode_body, value)
+                if len(body) > PARSE_IN_THREAD_ABOVE
+                else encode_body(value)
+            )
+        elif protocol is ch.ApiProtocol.ANTHROPIC_MESSAGES and isinstance(
             parsed.value.get("system"), str
         ):
             # A string system becomes a text block (._messages.system_as_blocks), spliced
@@ -472,10 +556,32 @@ class GatewayApp:
             # Upstream knows the model by its own id only (a route id, an alias, Claude
             # Code's spelling, a family: ._names); spliced into the bytes where it can be.
             body = rewrite_model(body, parsed, route.model_id)
+        tools = rewritten.tools
         facts = replace(parsed.facts, model=route.model_id)
         # The parsed tree goes before the request does: only the bytes travel on.
-        del parsed
-        await self._forward(call, route, protocol, body, facts=facts, identity=snapshot.identity)
+        del parsed, rewritten
+        await self._forward(
+            call,
+            route,
+            protocol,
+            body,
+            facts=facts,
+            identity=snapshot.identity,
+            mapper=AnswerMapper(tools) if tools is not None else None,
+        )
+
+    async def _server_tools(self, call: _Call, route: ch.ModelRoute, value: dict[str, Any]) -> None:
+        """The gateway's own answer to a request that offered only server tools: nothing
+        goes upstream and nothing is billed (._rewrites.server_tools_answer)."""
+        self._served_locally += 1
+        stream = value.get("stream") is True
+        body = server_tools_answer(
+            call.asked or route.model_id, stream=stream, serial=str(self._served_locally)
+        )
+        headers: tuple[tuple[bytes, bytes], ...] = (
+            (_MODEL_HEADER, route.model_id.encode("ascii")),
+        )
+        await call.answer(200, body, headers, content_type=_EVENT_STREAM if stream else _JSON)
 
     async def _forward(
         self,
@@ -486,6 +592,7 @@ class GatewayApp:
         *,
         facts: ch.RequestFacts,
         identity: ch.LoginIdentity,
+        mapper: AnswerMapper | None = None,
     ) -> None:
         task = asyncio.current_task()
         assert task is not None
@@ -525,6 +632,7 @@ class GatewayApp:
                     (_MODEL_HEADER, route.model_id.encode("ascii")),
                     *((_CLOSE,) if call.close else ()),
                 ),
+                mapper=mapper,
             )
         except asyncio.CancelledError:
             if gone and task.uncancel() == 0:
@@ -569,6 +677,7 @@ class _Call:
         "outcome",
         "path",
         "receive",
+        "rewrote",
         "send",
         "shape",
     )
@@ -598,9 +707,16 @@ class _Call:
         self.body_read = False
         # Whether the answer ends the connection whatever it is (see GatewayApp._serve).
         self.close = False
+        # The rewrites applied (._rewrites), for the access line.
+        self.rewrote: list[str] = []
 
     async def answer(
-        self, status: int, body: bytes, headers: tuple[tuple[bytes, bytes], ...] = ()
+        self,
+        status: int,
+        body: bytes,
+        headers: tuple[tuple[bytes, bytes], ...] = (),
+        *,
+        content_type: bytes = _JSON,
     ) -> None:
         outcome = self.outcome
         outcome.status = status
@@ -612,7 +728,7 @@ class _Call:
                 "type": "http.response.start",
                 "status": status,
                 "headers": [
-                    (b"content-type", _JSON),
+                    (b"content-type", content_type),
                     (b"content-length", str(len(body)).encode("ascii")),
                     *headers,
                 ],
