@@ -71,9 +71,6 @@ CODEX_BUNDLED = (
     "gpt-5.5",
 )
 CODEX_REVIEW_MODEL = "codex-auto-review"
-# Whether the gateway serves Codex's custom tools (apply_patch) on Responses, which a model
-# from CODEX_BUNDLED needs; until it does, the profile keeps the rule of 0.3.0.
-CODEX_CUSTOM_TOOLS_SERVED = False
 _MODEL_SETTING = re.compile(r"\s*model\s*=")
 
 
@@ -385,8 +382,9 @@ def _codex(request: Request) -> Setup:
     ]
     chosen = named
     if not names_a_model(args):
-        bundled = CODEX_BUNDLED if CODEX_CUSTOM_TOOLS_SERVED else ()
-        chosen = codex_model(listed, facts.default, bundled)
+        # A bundled model sends apply_patch as a custom tool, which the gateway's Responses
+        # rewrite serves (gateway/_responses_tools.py); its metadata is Codex's own.
+        chosen = codex_model(listed, facts.default, CODEX_BUNDLED)
         if chosen is not None:
             overrides.append(f'model="{chosen}"')
     model = facts.resolve(chosen, ApiProtocol.OPENAI_RESPONSES) if chosen else None

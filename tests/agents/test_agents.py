@@ -208,8 +208,10 @@ def test_codex_exec_with_no_model(home: Path) -> None:
     done, requests = _run(home, codex, "exec", "--skip-git-repo-check", "Say hello")
     assert done.returncode == 0, done.stderr
     assert "echo: Say hello" in done.stdout
-    # run chose the newest codex model that speaks Responses.
-    assert _served(requests, "/v1/responses") == {"gpt-5.3-codex"}
+    # run chose the newest Responses model Codex ships metadata for, and Codex did not
+    # warn that it falls back to metadata of its own.
+    assert _served(requests, "/v1/responses") == {"gpt-5.6-luna"}
+    assert "Model metadata for" not in done.stderr
 
 
 def test_codex_exec_with_a_model(home: Path) -> None:

@@ -342,15 +342,19 @@ def _codex(home: Path, scenario: list[list[object]], *args: str) -> Session:
 
 
 def test_codex_runs_exec_command_with_the_profiles_model(home: Path) -> None:
+    """The profile picks a model Codex ships metadata for (gpt-5.6-luna here); for it Codex
+    offers its shell only inside ``exec``, a freeform (custom) tool whose input is JavaScript
+    calling ``tools.exec_command``: the whole custom-tool path, both directions."""
     made = home / "work" / "made.txt"
-    scenario = _tool_script(("exec_command", {"cmd": "printf 'made by codex' > made.txt"}))
+    script = "await tools.exec_command({cmd: \"printf 'made by codex' > made.txt\"});"
+    scenario = _tool_script(("exec", {"input": script}))
     session = _codex(home, scenario, "Make made.txt")
     assert session.done.returncode == 0, session.done.stderr
     assert made.read_text() == "made by codex"
     bodies = session.bodies("responses")
     # run chose the model (no -m): every request names the one model it chose.
     models = {body["model"] for body in bodies}
-    assert len(models) == 1, models
+    assert models == {"gpt-5.6-luna"}, models
     assert len(bodies) >= 2 and list(_call_outputs(bodies[1:])), bodies[-1]["input"]
     assert "echo:" in session.done.stdout
     session.check_upstream()

@@ -221,17 +221,17 @@ def test_codex_gets_a_provider_at_the_gateway_and_a_model(proc: Proc, home: Path
         "-c",
         'model_provider="copilot-host"',
         "-c",
-        'model="gpt-5.3-codex"',  # the emulator's only codex model that speaks Responses
-        # Its window, and compaction at 90% of its prompt limit (272k of 400k).
+        'model="gpt-5.6-luna"',  # the newest Responses model Codex ships metadata for
+        # Its window, and compaction at 90% of its prompt limit (922k of 1,050k).
         "-c",
-        "model_context_window=400000",
+        "model_context_window=1050000",
         "-c",
-        "model_auto_compact_token_limit=244800",
+        "model_auto_compact_token_limit=829800",
         "exec",
         "hi",
     ]
     argv, _base = codex_args("--", "codex", "exec", "-m", "gpt-5.5", "hi")
-    assert argv[-4:] == ["exec", "-m", "gpt-5.5", "hi"] and 'model="gpt-5.3-codex"' not in argv
+    assert argv[-4:] == ["exec", "-m", "gpt-5.5", "hi"] and 'model="gpt-5.6-luna"' not in argv
     argv, _base = codex_args("--default-model", "gpt-5.4", "--", "codex", "exec", "hi")
     assert 'model="gpt-5.4"' in argv
     # Another program of another name gets its arguments as given.
@@ -405,7 +405,7 @@ def test_no_profile_puts_the_key_on_a_command_line_or_in_a_file(
     if agent == "claude":
         assert env["CLAUDE_CODE_AUTO_COMPACT_WINDOW"] == "936000"
     elif agent == "codex":
-        assert "model_context_window=400000" in argv
+        assert "model_context_window=1050000" in argv
     elif agent == "opencode":
         assert "copilot-host" in json.loads(env["OPENCODE_CONFIG_CONTENT"])["provider"]
     elif agent == "aider":

@@ -107,11 +107,11 @@ def test_the_emulators_account_and_a_codex_profile(
     out, _err = capfd.readouterr()
     argv = json.loads(out)
     assert argv[-7:] == [
-        'model="gpt-5.3-codex"',
+        'model="gpt-5.6-luna"',
         "-c",
-        "model_context_window=400000",
+        "model_context_window=1050000",
         "-c",
-        "model_auto_compact_token_limit=244800",
+        "model_auto_compact_token_limit=829800",
         "exec",
         "hi",
     ]
