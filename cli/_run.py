@@ -10,7 +10,9 @@ The terminal is the command's: ``run`` writes at most one line to stderr before 
 starts and nothing after it (the access lines, warnings and the stop line go to ``--log FILE`` only;
 everything else the process might log goes nowhere). Ctrl-C reaches the command directly,
 which is in the terminal's foreground process group, so ``run`` ignores SIGINT while the
-command runs; SIGTERM and SIGHUP sent to ``run`` are passed on to it. If the gateway fails
+command runs; SIGTERM, SIGHUP and SIGQUIT sent to ``run`` are passed on to it (so Ctrl-\\ reaches
+a foreground command twice: from the terminal and from ``run``). ``run`` writes no core
+file, whatever ends it (:mod:`._nodump`). If the gateway fails
 while the command runs, one line on stderr says so and the command gets SIGTERM.
 """
 
@@ -35,6 +37,7 @@ from ._context import output
 from ._editor import editor_from_environment
 from ._failure import CliFailure
 from ._gateway import GatewayNames, LogFile, account, gateway_options, serve_gateway
+from ._nodump import no_core_dumps
 from ._output import CopilotHostCommand
 from ._profiles import codex_model, profile_for
 from ._serve import LOOPBACK, RequestCount, access_log, host_option, listen, new_key
@@ -51,7 +54,7 @@ CHILD_REMOVED = ("ANTHROPIC_API_KEY", "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_US
 # How long the gateway may take to start before run gives up.
 START_TIMEOUT = 60.0
 # Passed on to the command when run receives them.
-_FORWARDED = (signal.SIGTERM, signal.SIGHUP)
+_FORWARDED = (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 
 _EPILOG = """\b
 Examples:
@@ -106,6 +109,7 @@ def run(
     Put -- before COMMAND.
     """
     output()  # the command's output settings, before anything can fail
+    no_core_dumps()
     names = GatewayNames(aliases, default_model)
     names.check()
     editor = editor_from_environment()
@@ -218,7 +222,7 @@ def _inventory_order(
 
 
 class _MainThreadSignals:
-    """SIGINT, SIGTERM and SIGHUP for the main thread alone.
+    """SIGINT, SIGTERM, SIGHUP and SIGQUIT for the main thread alone.
 
     Python runs signal handlers in the main thread, but the kernel may deliver a signal to
     any thread that does not block it; delivered to the gateway's thread, it would leave
@@ -228,7 +232,7 @@ class _MainThreadSignals:
     unblocked in the main thread once they have (:meth:`release`).
     """
 
-    _SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
+    _SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT})
 
     def __init__(self) -> None:
         self._before: set[int | signal.Signals] | None = None

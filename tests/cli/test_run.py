@@ -4,6 +4,7 @@ where the key is (only there), exit statuses, signals, stdin, and the gateway's 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -351,3 +352,74 @@ def test_a_budget_refuses_the_commands_model_requests_once_reached(proc: Proc, h
         "copilot-host gateway (emulator) stopped after 4 requests; 3 model requests, "
         "credits 0.1275 (by model, requests/credits: gpt-4.1 3/0.1275)"
     )
+
+
+# -- no core files -------------------------------------------------------------------------------
+
+
+# Cores as large as they come (as many systems set), for the program that follows.
+_CORES_UNLIMITED = ["sh", "-c", 'ulimit -c unlimited && exec "$@"', "sh"]
+
+
+def _cores_are_observable(folder: Path) -> None:
+    """Skip unless a process killed by SIGSEGV here leaves a core file in ``folder``: the
+    kernel's ``core_pattern`` must name a file (``core``, ``core.%p``), not a pipe to a
+    handler, and the hard limit must allow one. Checked with a plain Python child, so the
+    test below can fail."""
+    import resource
+
+    pattern = Path("/proc/sys/kernel/core_pattern")
+    if not pattern.exists() or pattern.read_text().startswith("|"):
+        pytest.skip("core_pattern pipes cores to a handler: no core file to look for")
+    if resource.getrlimit(resource.RLIMIT_CORE)[1] == 0:
+        pytest.skip("the hard RLIMIT_CORE is 0 here")
+    probe = folder / "probe"
+    probe.mkdir()
+    subprocess.run(
+        [
+            *_CORES_UNLIMITED,
+            sys.executable,
+            "-c",
+            "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)",
+        ],
+        cwd=probe,
+        check=False,
+    )
+    if not any(probe.iterdir()):
+        pytest.skip("a crashing process leaves no core file in its folder here")
+
+
+@pytest.mark.parametrize("signum", [signal.SIGQUIT, signal.SIGSEGV], ids=["SIGQUIT", "SIGSEGV"])
+def test_run_writes_no_core_and_passes_sigquit_on(home: Path, tmp_path: Path, signum: int) -> None:
+    _cores_are_observable(tmp_path)
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    run = subprocess.Popen(
+        [*_CORES_UNLIMITED, str(console_script()), "run", "--emulator", *_child("wait")],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_env(home),
+        cwd=cwd,
+    )
+    command: int | None = None
+    try:
+        command = _read_line(run)["ready"]
+        run.send_signal(signum)
+        if signum == signal.SIGQUIT:
+            # Passed to the command like SIGTERM; run ends with the command's 128+3.
+            assert _read_line(run) == {"got": "SIGQUIT"}
+        code = run.wait(BOUND)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+        if command is not None and signum == signal.SIGSEGV:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(command, signal.SIGKILL)
+    assert run.stdout is not None and run.stderr is not None
+    run.stdout.close()
+    run.stderr.close()
+    assert code == (131 if signum == signal.SIGQUIT else -signal.SIGSEGV)
+    # Neither run nor the command (which inherits run's core limit) left a core.
+    assert sorted(path.name for path in cwd.iterdir()) == []
