@@ -43,6 +43,8 @@ from ._profiles import codex_model, profile_for
 from ._serve import LOOPBACK, RequestCount, access_log, host_option, listen, new_key
 
 if TYPE_CHECKING:
+    import asyncio
+
     from copilot_host.gateway import GatewayApp
 
 __all__ = ["CHILD_REMOVED", "run"]
@@ -51,6 +53,8 @@ __all__ = ["CHILD_REMOVED", "run"]
 # the token (and which may be a real Anthropic secret), and switches that send Claude Code
 # to another provider.
 CHILD_REMOVED = ("ANTHROPIC_API_KEY", "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX")
+# Added to the command's NO_PROXY and no_proxy: every name the gateway may be reached by.
+_LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 # How long the gateway may take to start before run gives up.
 START_TIMEOUT = 60.0
 # Passed on to the command when run receives them.
@@ -67,7 +71,8 @@ Examples:
 \b
 The command's environment gains OPENAI_BASE_URL, OPENAI_API_BASE, OPENAI_API_KEY,
 ANTHROPIC_BASE_URL, ANTHROPIC_AUTH_TOKEN, COPILOT_HOST_BASE_URL and COPILOT_HOST_API_KEY
-(the key is made anew each run and is in no file and on no command line), and loses
+(the key is made anew each run and is in no file and on no command line), gains
+127.0.0.1,localhost,::1 in NO_PROXY and no_proxy (so no proxy sees the key), and loses
 ANTHROPIC_API_KEY, CLAUDE_CODE_USE_BEDROCK and CLAUDE_CODE_USE_VERTEX. Every program
 the command starts inherits the key and can use your Copilot account through the gateway.
 Exit status: the command's (128+N when signal N ended it); 127 when COMMAND is not found,
@@ -186,36 +191,29 @@ def child_environment(base: dict[str, str], *, base_url: str, key: str) -> dict[
         COPILOT_HOST_BASE_URL=base_url,
         COPILOT_HOST_API_KEY=key,
     )
+    # A client that honours HTTP_PROXY/ALL_PROXY (the OpenAI SDK, litellm, Claude Code)
+    # would otherwise send the key and every prompt to the proxy: the gateway's loopback
+    # names join what the user had, under both spellings clients read.
+    for name in ("NO_PROXY", "no_proxy"):
+        had = [part for part in env.get(name, "").split(",") if part.strip()]
+        env[name] = ",".join([*had, *(host for host in _LOOPBACK_NAMES if host not in had)])
     return env
 
 
-def _models_listed(
-    base_url: str, key: str, app: GatewayApp | None = None
-) -> list[tuple[str, list[str]]]:
-    """(id, endpoints) of each model the gateway lists, in the account's inventory order;
-    empty when it cannot say (no login yet, say): the command then runs without a model
-    chosen for it."""
-    import httpx2
+def _models_listed(server: _Gateway) -> list[tuple[str, list[str]]]:
+    """(id, endpoints) of each model the gateway serves, in the account's inventory order,
+    read in-process on the gateway's loop (never over HTTP: no key on the wire, no proxy
+    variable in the way); empty when it cannot say (no login yet, say): the command then
+    runs without a model chosen for it."""
+    import asyncio
 
-    try:
-        with httpx2.Client(timeout=30) as client:
-            answer = client.get(f"{base_url}/models", headers={"Authorization": f"Bearer {key}"})
-        data = answer.json()["data"] if answer.status_code == 200 else []
-        listed = [(str(entry["id"]), list(entry.get("endpoints", []))) for entry in data]
-    except (httpx2.HTTPError, ValueError, KeyError, TypeError):
+    app, loop = server.app, server.loop
+    if app is None or loop is None:
         return []
-    return _inventory_order(listed, app)
-
-
-def _inventory_order(
-    listed: list[tuple[str, list[str]]], app: GatewayApp | None
-) -> list[tuple[str, list[str]]]:
-    """``GET /v1/models`` lists by id; the gateway's catalog keeps the inventory's order,
-    which decides among equally new models (as it does for the Claude family rule)."""
-    if app is None:
-        return listed
-    order = {route.model_id: index for index, route in enumerate(app.catalog.routes().values())}
-    return sorted(listed, key=lambda entry: order.get(entry[0], len(order)))
+    try:
+        return asyncio.run_coroutine_threadsafe(app.served_models(), loop).result(30)
+    except Exception:  # a lookup that fails only leaves the model unchosen
+        return []
 
 
 # -- the gateway in a thread, the command in the foreground ---------------------------------
@@ -271,11 +269,22 @@ class _Gateway:
         )
         self.error: BaseException | None = None
         self.stopping = False
+        # The app and the loop it serves on, once serving (run reads the catalog there).
+        self.app: GatewayApp | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
         self.on_failure: Callable[[BaseException | None], None] | None = None
+
+        def built(app: GatewayApp) -> None:
+            import asyncio
+
+            self.app = app
+            self.loop = asyncio.get_running_loop()
+            if on_app is not None:
+                on_app(app)
 
         async def main() -> None:
             await serve_gateway(
-                self._server, gateway, key, names, on_app=on_app, max_credits=max_credits
+                self._server, gateway, key, names, on_app=built, max_credits=max_credits
             )
 
         def target() -> None:
@@ -343,7 +352,7 @@ def _run(
                 *profile.arguments(
                     args,
                     base_url,
-                    lambda: codex_model(_models_listed(base_url, key, counted.app), names.default),
+                    lambda: codex_model(_models_listed(server), names.default),
                 ),
             ]
         env = child_environment(dict(os.environ), base_url=base_url, key=key)

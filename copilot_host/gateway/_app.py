@@ -211,6 +211,17 @@ class GatewayApp:
             return None
         return snapshot.names.missing_targets()
 
+    async def served_models(self) -> list[tuple[str, list[str]]]:
+        """(model id, gateway paths) of each model served, in the inventory's order; empty
+        when they cannot be registered now. For a program embedding the gateway (``run``
+        choosing Codex's model): read in-process, with no key and no proxy in the way."""
+        try:
+            snapshot = await self._registry.current()
+        except ch.CopilotHostError:
+            return []
+        routes = {id(route): route for route in snapshot.by_name.values()}
+        return [(route.model_id, endpoints_of(route)) for route in routes.values()]
+
     async def aclose(self) -> None:
         """Stop registrations in flight and close the upstream connections (the lifespan
         shutdown does this; call it yourself when the server runs the app without one)."""

@@ -423,3 +423,96 @@ def test_run_writes_no_core_and_passes_sigquit_on(home: Path, tmp_path: Path, si
     assert code == (131 if signum == signal.SIGQUIT else -signal.SIGSEGV)
     # Neither run nor the command (which inherits run's core limit) left a core.
     assert sorted(path.name for path in cwd.iterdir()) == []
+
+
+# -- proxies -------------------------------------------------------------------------------------
+
+
+class _RecordingProxy:
+    """A loopback "proxy" that records what reaches it and answers nothing useful."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.seen: list[bytes] = []
+        self._socket = socket.create_server(("127.0.0.1", 0))
+        self._socket.settimeout(0.2)
+        self.url = f"http://127.0.0.1:{self._socket.getsockname()[1]}"
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                connection, _ = self._socket.accept()
+            except TimeoutError:
+                continue
+            with connection:
+                connection.settimeout(2)
+                try:
+                    self.seen.append(connection.recv(65536) or b"(connected)")
+                    connection.sendall(b"HTTP/1.1 502 Bad Gateway\r\ncontent-length: 0\r\n\r\n")
+                except OSError:
+                    self.seen.append(b"(connected)")
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+        self._socket.close()
+
+
+_OPENAI_AGENT = """\
+import json, os, sys
+import openai
+client = openai.OpenAI(max_retries=0, timeout=30)
+answer = client.chat.completions.create(
+    model="gpt-4.1", messages=[{"role": "user", "content": "hi"}]
+)
+print(json.dumps({
+    "argv": sys.argv[1:],
+    "text": answer.choices[0].message.content,
+    "no_proxy": [os.environ.get("NO_PROXY"), os.environ.get("no_proxy")],
+}))
+"""
+
+
+def test_with_proxy_variables_set_no_request_to_the_gateway_reaches_the_proxy(
+    proc: Proc, home: Path
+) -> None:
+    """An agent on the OpenAI SDK (which honours HTTP_PROXY/ALL_PROXY), named codex so that
+    run also chooses its model: neither run's own lookup nor the agent goes to the proxy."""
+    bin_dir = home / "bin"
+    bin_dir.mkdir()
+    codex = bin_dir / "codex"
+    codex.write_text(f"#!{sys.executable}\n{_OPENAI_AGENT}")
+    codex.chmod(0o755)
+    proxy = _RecordingProxy()
+    try:
+        variables = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "all_proxy")
+        done = _run(
+            proc,
+            home,
+            "--emulator",
+            "--",
+            "codex",
+            "exec",
+            "hi",
+            env={
+                "PATH": f"{bin_dir}:{os.environ['PATH']}",
+                **dict.fromkeys(variables, proxy.url),
+                "NO_PROXY": "example.internal",
+            },
+        )
+    finally:
+        proxy.close()
+    assert proxy.seen == []
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    assert seen["text"] == "echo: hi"
+    assert 'model="gpt-5.3-codex"' in seen["argv"]  # run's lookup got its answer in-process
+    # What the user had is kept; both spellings gain the gateway's names.
+    assert seen["no_proxy"] == [
+        "example.internal,127.0.0.1,localhost,::1",
+        "127.0.0.1,localhost,::1",
+    ]
