@@ -40,7 +40,7 @@ from copilot_host._internal import clean
 from ._access import Refusal, RequestHeaders, allowed_hosts, check_access, read_headers
 from ._answers import Shape, error_body, failure_of
 from ._hooks import GatewayHooks, both
-from ._names import ModelNames, NotFound, Served
+from ._names import MAX_MODEL_NAME, ModelNames, NotFound, Served
 from ._registry import PROTOCOL_OF_PATH, Registry, anthropic_entry, endpoints_of, openai_entry
 from ._relay import AnswerTooLarge, Outcome, relay
 from ._request import read_request, rewrite_model, system_blocks
@@ -359,6 +359,10 @@ class GatewayApp:
             )
 
     async def _models(self, call: _Call) -> None:
+        if len(call.path) - len(_MODEL_PREFIX) > MAX_MODEL_NAME:
+            call.asked = call.model = _shown(call.path[len(_MODEL_PREFIX) :][:65], 64)
+            await call.refuse(_name_too_long())
+            return
         snapshot = await self._registry.current()
         anthropic = call.shape == Shape.ANTHROPIC
         if call.path == _MODELS:
@@ -401,6 +405,10 @@ class GatewayApp:
             await call.refuse(parsed)
             return
         name = parsed.name
+        if len(name) > MAX_MODEL_NAME:
+            call.asked = call.model = _shown(name[:65], 64)
+            await call.refuse(_name_too_long())
+            return
         snapshot = await self._registry.current()
         found = snapshot.names.resolve(name, protocol)
         call.asked = _shown(name, 64)
@@ -613,6 +621,15 @@ def _too_large() -> Refusal:
         413,
         "request_too_large",
         f"copilot-host gateway: the request body is over {MAX_BODY_BYTES // (1024 * 1024)} MiB",
+    )
+
+
+def _name_too_long() -> Refusal:
+    return Refusal(
+        400,
+        "invalid_request",
+        f"copilot-host gateway: the model name is longer than {MAX_MODEL_NAME} characters; "
+        "GET /v1/models lists the names this account can use",
     )
 
 
