@@ -516,3 +516,44 @@ def test_with_proxy_variables_set_no_request_to_the_gateway_reaches_the_proxy(
         "example.internal,127.0.0.1,localhost,::1",
         "127.0.0.1,localhost,::1",
     ]
+
+
+# -- the log file --------------------------------------------------------------------------------
+
+
+def test_log_refuses_a_fifo_without_blocking_and_a_hard_link(proc: Proc, home: Path) -> None:
+    python = ["--", sys.executable, "-c", "pass"]
+    fifo = home / "fifo"
+    os.mkfifo(fifo)
+    # Nobody reads the FIFO: an open that blocked would hold run (and serve) before they
+    # start, until the timeout fails the test.
+    for command in ("run", "serve"):
+        args = python if command == "run" else ["--port", "0"]
+        done = proc.script(
+            command, "--emulator", "--log", str(fifo), *args, env=_env(home), timeout=BOUND
+        )
+        assert done.returncode == 1
+        assert "is not a regular file of yours with one name" in done.stderr
+    # A FIFO somebody reads is refused as well.
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        done = _run(proc, home, "--emulator", "--log", str(fifo), *python)
+    finally:
+        os.close(reader)
+    assert done.returncode == 1 and "with one name" in done.stderr
+    # A second name of another of the user's files: neither appended to nor made 0600.
+    other = home / "notes.txt"
+    other.write_text("mine\n")
+    other.chmod(0o644)
+    link = home / "gateway.log"
+    os.link(other, link)
+    done = _run(proc, home, "--emulator", "--log", str(link), *python)
+    assert done.returncode == 1 and "with one name" in done.stderr
+    assert other.read_text() == "mine\n"
+    assert stat.S_IMODE(other.stat().st_mode) == 0o644
+    # A regular file of the user's with one name is still used, and made 0600.
+    link.unlink()
+    done = _run(proc, home, "--emulator", "--log", str(other), *python)
+    assert done.returncode == 0, done.stderr
+    assert stat.S_IMODE(other.stat().st_mode) == 0o600
+    assert other.read_text().startswith("mine\n") and "stopped after" in other.read_text()
