@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    import httpx2
+
     from copilot_host.github import AsyncGitHubCopilotHost, EditorIdentity
     from copilot_host.store import CredentialStore
 
@@ -59,4 +61,11 @@ def emulated_account(editor: EditorIdentity | None = None) -> Iterator[Account]:
                 store=store, transport=emulator.async_transport(), editor=editor
             )
 
-        yield Account(store, make_host, emulator.async_transport, emulator=True)
+        def make_transport() -> httpx2.AsyncBaseTransport:
+            # The gateway's upstream over the transport serve runs on (aiohttp on
+            # [fast]); the emulator's own would be httpx2's.
+            from copilot_host.gateway import upstream_transport
+
+            return emulator.async_transport(inner=upstream_transport())
+
+        yield Account(store, make_host, make_transport, emulator=True)

@@ -252,6 +252,8 @@ async def serve_gateway(
         )
         if on_app is not None:
             on_app(app)
+        # The serving layer's upstream transport (aiohttp on [fast]) before the client opens.
+        server.adopt(app)
         # Unusable HTTPS settings fail here, as a typed error, before anything listens.
         await app.startup()
         await _check_names(app, host, names, emulator=gateway.emulator)

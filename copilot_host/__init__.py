@@ -194,17 +194,8 @@ __all__ = [
 
 # Names the root no longer exports: still resolved, with a DeprecationWarning, for one
 # minor version. (name: (module, the release that deprecated it, what to use))
+# SystemClock and redact, deprecated in 0.3.0, went in 0.4.0 as announced.
 _DEPRECATED: dict[str, tuple[str, str, str]] = {
-    "SystemClock": (
-        "_clock",
-        "0.3.0",
-        "use copilot_host.SYSTEM_CLOCK, or any copilot_host.Clock",
-    ),
-    "redact": (
-        "_safety._redact",
-        "0.3.0",
-        "use copilot_host.mask_secrets, or install_redaction() for logs",
-    ),
     # Plumbing of the gateway and the CLI, which reach it through copilot_host._internal.
     **{
         name: (module, "0.4.0", "it is the library's own plumbing, not an API")
@@ -219,7 +210,7 @@ _DEPRECATED: dict[str, tuple[str, str, str]] = {
     },
 }
 # The release after the one that deprecated a name removes it.
-_REMOVED_IN = {"0.3.0": "0.4.0", "0.4.0": "0.5.0"}
+_REMOVED_IN = {"0.4.0": "0.5.0"}
 
 
 def __getattr__(name: str) -> Any:

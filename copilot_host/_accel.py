@@ -1,63 +1,80 @@
-"""Whether the optional accelerations may be used: the one reading of ``COPILOT_HOST_PURE_PYTHON``.
+"""Which optional accelerations are used: the one reading of the environment that selects them.
 
-``COPILOT_HOST_PURE_PYTHON=1`` (any value but empty or ``0``) keeps everything on the
-pure-Python path even when httptools, aiohttp or orjson are installed: a way to
-rule them out when something misbehaves, and how the suite exercises that path. Each part
-reads the switch when it starts (the gateway's server and upstream client); the JSON
-reader reads it when this module is first imported.
+The base install runs on the pure-Python stack: uvicorn on h11, httpx2's own transport,
+``json``. ``copilot-host[fast]`` adds httptools (uvicorn's parser), aiohttp (the gateway's
+upstream transport) and orjson (request bodies). :func:`accelerations` decides, from what
+is installed and from the environment, which of them apply:
+
+* ``COPILOT_HOST_PURE_PYTHON=1`` (any value but empty or ``0``) rules them all out, even
+  when installed: a way to rule them out when something misbehaves, and how the suite
+  exercises the base stack with the extra installed;
+* a proxy variable (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``, either case) rules out
+  aiohttp: httpx2's own transport applies the proxy, as it always did.
+
+It is the only code that reads those variables. The gateway's server calls it once when
+it starts serving (:func:`copilot_host.gateway.serve`); the JSON reader asks it once, when
+this module is first imported.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
+from collections.abc import Mapping
+from dataclasses import dataclass
 from types import ModuleType
 from urllib.request import getproxies
 
-import httpx2
-
-__all__ = [
-    "PURE_PYTHON_ENV",
-    "aiohttp_usable",
-    "fast_transport",
-    "orjson",
-    "proxy_configured",
-    "pure_python",
-]
+__all__ = ["PURE_PYTHON_ENV", "Accelerations", "accelerations", "orjson"]
 
 PURE_PYTHON_ENV = "COPILOT_HOST_PURE_PYTHON"
+_PROXY_SCHEMES = ("http", "https", "all")
 
 
-def pure_python() -> bool:
-    """True when the environment asks for the pure-Python path."""
-    return os.environ.get(PURE_PYTHON_ENV, "").strip() not in ("", "0")
+@dataclass(frozen=True)
+class Accelerations:
+    """Which accelerations apply: each True only when installed and not ruled out."""
+
+    httptools: bool
+    aiohttp: bool
+    orjson: bool
+    # Whether the environment names a proxy (httpx2 then applies it).
+    proxy: bool
 
 
-def aiohttp_usable() -> bool:
-    """True when the upstream requests may go through aiohttp (installed, not ruled out)."""
-    return not pure_python() and importlib.util.find_spec("aiohttp") is not None
+def _installed(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):  # a module set to None in sys.modules, a bad spec
+        return False
 
 
-def proxy_configured() -> bool:
-    """True when httpx2 would send some request through a proxy: it reads the same
-    ``urllib.request.getproxies()`` (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``)."""
-    found = getproxies()
-    return any(found.get(scheme) for scheme in ("http", "https", "all"))
+def _proxy(environ: Mapping[str, str] | None) -> bool:
+    if environ is None:
+        # httpx2 reads the same urllib.request.getproxies() (the environment, and the
+        # system's settings on macOS).
+        found = getproxies()
+        return any(found.get(scheme) for scheme in _PROXY_SCHEMES)
+    names = {f"{scheme}_proxy" for scheme in _PROXY_SCHEMES}
+    return any(value and name.lower() in names for name, value in environ.items())
 
 
-def fast_transport(limits: httpx2.Limits | None = None) -> httpx2.AsyncBaseTransport | None:
-    """The aiohttp transport (:mod:`._aiotransport`) bounded by ``limits``, or None when
-    aiohttp cannot be used: the caller then keeps httpx2's own. Raises what building the
-    TLS context raises (``OSError``, ``ValueError``) for unusable ``SSL_CERT_*`` settings."""
-    if not aiohttp_usable():
-        return None
-    from ._aiotransport import AiohttpTransport
-
-    return AiohttpTransport(limits=limits)
+def accelerations(environ: Mapping[str, str] | None = None) -> Accelerations:
+    """The accelerations that apply under ``environ`` (default: this process's)."""
+    env = os.environ if environ is None else environ
+    proxy = _proxy(environ)
+    if env.get(PURE_PYTHON_ENV, "").strip() not in ("", "0"):
+        return Accelerations(httptools=False, aiohttp=False, orjson=False, proxy=proxy)
+    return Accelerations(
+        httptools=_installed("httptools"),
+        aiohttp=not proxy and _installed("aiohttp"),
+        orjson=_installed("orjson"),
+        proxy=proxy,
+    )
 
 
 def _orjson() -> ModuleType | None:
-    if pure_python():
+    if not accelerations().orjson:
         return None
     try:
         import orjson as module
@@ -67,5 +84,5 @@ def _orjson() -> ModuleType | None:
 
 
 # A JSON parser in Rust, two to three times as fast as ``json`` on request bodies
-# (``read_json_body``); None on the pure path.
+# (``read_json_body``); None on the pure stack or without the [fast] extra.
 orjson = _orjson()

@@ -13,7 +13,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._accel import fast_transport, proxy_configured
+    from ._accel import Accelerations, accelerations
     from ._flight import Flight, SingleFlight
     from ._safety._text import clean, show_path
     from ._sessions._inspect import read_json_body, request_facts
@@ -25,8 +25,8 @@ _EXPORTS: dict[str, str] = {
     "show_path": "_safety._text",
     "read_json_body": "_sessions._inspect",
     "request_facts": "_sessions._inspect",
-    "fast_transport": "_accel",
-    "proxy_configured": "_accel",
+    "Accelerations": "_accel",
+    "accelerations": "_accel",
 }
 
 # Literal, so type checkers see the names; a test keeps it equal to _EXPORTS.
@@ -40,9 +40,9 @@ __all__ = [
     # the gateway's one reading of a request body
     "read_json_body",
     "request_facts",
-    # the gateway's upstream transport
-    "fast_transport",
-    "proxy_configured",
+    # the one reading of the environment that selects the stack (serve's, the JSON reader's)
+    "Accelerations",
+    "accelerations",
 ]
 
 

@@ -4,8 +4,8 @@
 (``GET /v1/models``, ``POST /v1/chat/completions``, ``POST /v1/responses``) and the
 Anthropic Messages API (``POST /v1/messages``) for any :class:`copilot_host.AsyncCopilotHost`,
 holding every token itself: its clients present only the gateway's own key.
-:func:`serve` (or a :class:`GatewayServer`, the same with a handle) runs it under uvicorn
-with the bounds that keep it answering its own user while other local programs misbehave
+:func:`serve` (or a :class:`GatewayServer`, the same with a handle) runs it on its ASGI
+server with the bounds that keep it answering its own user while other local programs misbehave
 (:mod:`._hardening`): ``copilot-host serve`` and ``run`` serve it so. Any other ASGI
 server can run the app too, without those bounds.
 
@@ -24,7 +24,7 @@ from ._names import ModelNames
 from ._registry import REREGISTER_AFTER
 from ._relay import MAX_ANSWER_BYTES, RELAYED_RESPONSE_HEADERS
 from ._serving import GRACE, GatewayServer, ServeOptions, bind, serve
-from ._stack import ServerStack
+from ._stack import ServerStack, upstream_transport
 
 __all__ = [
     "ACCESS_LOGGER",
@@ -48,5 +48,6 @@ __all__ = [
     "bind",
     "create_app",
     "serve",
+    "upstream_transport",
     "write_stderr_line",
 ]

@@ -87,15 +87,6 @@ MODEL_HEADER = "x-copilot-host-model"
 _MODEL_HEADER = MODEL_HEADER.encode("ascii")
 
 
-def _fast_upstream() -> httpx2.AsyncBaseTransport | None:
-    """aiohttp under the client (copilot_host/_aiotransport.py), unless a proxy is set in
-    the environment (httpx2's own transport applies it, as before) or
-    ``COPILOT_HOST_PURE_PYTHON`` rules it out. None: httpx2's own transport."""
-    from copilot_host._internal import fast_transport, proxy_configured
-
-    return None if proxy_configured() else fast_transport(UPSTREAM_LIMITS)
-
-
 def create_app(
     host: ch.AsyncCopilotHost,
     *,
@@ -111,7 +102,9 @@ def create_app(
 
     ``api_key`` is what clients must present (at least 16 printable ASCII characters; the
     app registers it with the redaction filter). ``transport`` carries the upstream
-    requests (None: the normal network stack; tests pass
+    requests (None: httpx2's own, with the proxy settings it reads, so a test suite that
+    mocks httpx2 intercepts them; :func:`~copilot_host.gateway.serve` puts an app made
+    without one on the aiohttp transport when ``[fast]`` is installed; tests pass
     ``GitHubEmulator().async_transport()``). ``clock`` times re-registration and the
     routes' sessions (give the host the same one). The app does not own ``host``: close it
     after the server has stopped. Use the app on one event loop (an asynchronous host
@@ -164,6 +157,8 @@ class GatewayApp:
         ch.register_secret(self._secret)
         self._registry = Registry(host, clock, names)
         self._transport = transport
+        # What the serving layer offers when no transport was given (:meth:`_offer`).
+        self._offered: Callable[[], httpx2.AsyncBaseTransport | None] | None = None
         self._hooks = hooks or GatewayHooks()
         self._client: httpx2.AsyncClient | None = None
         self._hosts: dict[int, frozenset[bytes]] = {}
@@ -238,12 +233,21 @@ class GatewayApp:
         if client is not None:
             await client.aclose()
 
+    def _offer(self, transport: Callable[[], httpx2.AsyncBaseTransport | None]) -> None:
+        """The serving layer's transport (made by ``transport`` when the client opens),
+        taken only when the app was given none and has not opened its client yet."""
+        if self._transport is None and self._client is None:
+            self._offered = transport
+
     def _upstream(self) -> httpx2.AsyncClient:
         client = self._client
         if client is None:
             try:
+                transport = self._transport
+                if transport is None and self._offered is not None:
+                    transport = self._offered()
                 client = self._client = httpx2.AsyncClient(
-                    transport=self._transport or _fast_upstream(),
+                    transport=transport,
                     timeout=UPSTREAM_TIMEOUT,
                     limits=UPSTREAM_LIMITS,
                     follow_redirects=False,

@@ -36,7 +36,7 @@ from ._hardening import (
     quiet_accept_errors,
     raise_open_file_limit,
 )
-from ._stack import ServerStack, server_stack
+from ._stack import ServerStack, server_stack, upstream_transport
 
 if TYPE_CHECKING:
     from . import _uvicorn
@@ -103,7 +103,8 @@ class GatewayServer:
 
     ``listener``: a bound, listening socket to serve on (the caller's to close); else
     ``host`` and ``port`` are bound (:func:`bind`) when serving starts. ``stack``: the HTTP
-    parser (default: :func:`server_stack` of the environment then). ``hardening``: the
+    parser and the upstream transport for an app made without one (default:
+    :func:`server_stack` of the environment, read once, when first needed). ``hardening``: the
     bounds. ``lifespan``: run the app's ASGI lifespan (a gateway app needs it).
     ``on_started`` is called once connections are accepted; if it raises, the server
     stops the orderly way and :meth:`serve` raises that exception once it has stopped.
@@ -141,6 +142,25 @@ class GatewayServer:
         self._failure: Exception | None = None
 
     @property
+    def stack(self) -> ServerStack:
+        """The stack this server serves on (the environment is read the first time)."""
+        stack = self._stack
+        if stack is None:
+            stack = self._stack = server_stack()
+        return stack
+
+    def adopt(self, app: Any) -> None:
+        """Put a gateway app made without ``transport=`` on this server's upstream
+        transport (aiohttp on ``[fast]``; see :func:`upstream_transport`). :meth:`serve`
+        does it; call it first to open the app's client before serving
+        (``await app.startup()``, which fails on unusable HTTPS settings)."""
+        from ._app import GatewayApp
+
+        if isinstance(app, GatewayApp):
+            stack = self.stack
+            app._offer(lambda: upstream_transport(stack))
+
+    @property
     def grace(self) -> int:
         """Seconds requests in flight get once :meth:`stop` is called."""
         return self._grace
@@ -166,8 +186,11 @@ class GatewayServer:
         from . import _uvicorn
         from ._lines import queued_stderr
 
+        # What the adapter relies on is there, before anything is bound or changed.
+        _uvicorn.check(self.stack.http)
         if self._raise_open_files:
             raise_open_file_limit()
+        self.adopt(app)
         config, book = self._config(app)
         book.accepted = quiet_accept_errors(asyncio.get_running_loop())
         signals: _Signals = capture_stop_signals if self._signals else _no_signals
@@ -205,7 +228,7 @@ class GatewayServer:
         from . import _uvicorn
 
         limits = self._hardening
-        stack = self._stack if self._stack is not None else server_stack()
+        stack = self.stack
         bound = limits.max_connections
         if bound is None:
             bound = connection_bound(resource.getrlimit(resource.RLIMIT_NOFILE)[0])

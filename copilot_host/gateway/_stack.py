@@ -1,48 +1,67 @@
-"""Which HTTP parser the gateway is served on.
+"""Which stack the gateway is served on: the server's HTTP parser and the upstream transport.
 
-uvicorn's httptools protocol (llhttp, in C) takes uvicorn's own share of a relayed
-request from about 180 µs of CPU to about 60 (bench/gateway.py); it is used when it can be
-imported, and ``COPILOT_HOST_PURE_PYTHON=1`` forces h11, the pure-Python parser, to rule
-it out when something looks wrong. The event loop is asyncio's own: uvloop was measured
-under the gateway (1.00 against 1.02 ms of CPU a request, the same added latency) and
-does not pay for the different way libuv handles running out of descriptors.
+On the base install both are pure Python: the server's h11 protocol, and httpx2's own
+transport under the gateway's client. With ``copilot-host[fast]`` installed, the
+httptools protocol (llhttp, in C) and the aiohttp transport (:mod:`._aiotransport`) are
+used instead, unless ``COPILOT_HOST_PURE_PYTHON=1`` rules them out, and (for the
+transport) unless a proxy variable is set, which httpx2's own transport applies.
+:func:`server_stack` asks the core's one reading of the environment
+(:func:`copilot_host._accel.accelerations`), once for each serving. The event loop is
+asyncio's own: uvloop was measured under the gateway (1.00 against 1.02 ms of CPU a
+request, the same added latency) and does not pay for the different way libuv handles
+running out of descriptors.
 """
 
 from __future__ import annotations
 
-import importlib
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-__all__ = ["PURE_PYTHON", "PURE_PYTHON_ENV", "ServerStack", "server_stack"]
+if TYPE_CHECKING:
+    import httpx2
+
+__all__ = ["PURE_PYTHON", "PURE_PYTHON_ENV", "ServerStack", "server_stack", "upstream_transport"]
 
 PURE_PYTHON_ENV = "COPILOT_HOST_PURE_PYTHON"
 
 
 @dataclass(frozen=True)
 class ServerStack:
-    """uvicorn's ``http`` protocol for the gateway."""
+    """The server's ``http`` protocol for the gateway, and the transport under the gateway's
+    upstream client when its app was given none (``"httpx2"``: httpx2's own)."""
 
     http: Literal["httptools", "h11"]
+    transport: Literal["aiohttp", "httpx2"] = "httpx2"
 
 
-PURE_PYTHON = ServerStack(http="h11")
-
-
-def _importable(name: str) -> bool:
-    try:
-        importlib.import_module(name)
-    except ImportError:
-        return False
-    return True
+PURE_PYTHON = ServerStack(http="h11", transport="httpx2")
 
 
 def server_stack(environ: Mapping[str, str] | None = None) -> ServerStack:
-    """httptools where importable, unless ``COPILOT_HOST_PURE_PYTHON`` is set to anything
-    but empty or ``0``."""
-    env = os.environ if environ is None else environ
-    if env.get(PURE_PYTHON_ENV, "").strip() not in ("", "0"):
-        return PURE_PYTHON
-    return ServerStack(http="httptools" if _importable("httptools") else "h11")
+    """The stack for ``environ`` (default: this process's): httptools and aiohttp where
+    installed and not ruled out (see the module docstring)."""
+    from copilot_host._internal import accelerations
+
+    found = accelerations(environ)
+    return ServerStack(
+        http="httptools" if found.httptools else "h11",
+        transport="aiohttp" if found.aiohttp else "httpx2",
+    )
+
+
+def upstream_transport(stack: ServerStack | None = None) -> httpx2.AsyncBaseTransport | None:
+    """The transport :func:`~copilot_host.gateway.serve` gives an app of
+    :func:`~copilot_host.gateway.create_app` made without one: the aiohttp transport
+    bounded by the gateway's pool limits on a stack that says so (default: the
+    environment's), else None (httpx2's own, with the proxy settings it reads). Raises
+    what building the TLS context raises (``OSError``, ``ValueError``) for unusable
+    ``SSL_CERT_*`` settings. Tests pass it to ``GitHubEmulator.async_transport(inner=...)``
+    to run the path ``serve`` runs."""
+    stack = stack if stack is not None else server_stack()
+    if stack.transport != "aiohttp":
+        return None
+    from ._aiotransport import AiohttpTransport
+    from ._app import UPSTREAM_LIMITS
+
+    return AiohttpTransport(limits=UPSTREAM_LIMITS)

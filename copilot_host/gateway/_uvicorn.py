@@ -8,11 +8,19 @@ know when an answer is complete, and to take more signals than SIGINT and SIGTER
 protocol classes below subclass uvicorn's h11 and httptools protocols and read their state
 (``conn``, ``cycle``, ``pipeline``) to answer; :class:`Server` subclasses uvicorn's server
 for its signals and start-up. Nothing else in the package imports uvicorn.
+
+pyproject.toml puts a floor under uvicorn and no ceiling, so :func:`check` (called by
+:func:`copilot_host.gateway.serve` before anything is bound) makes sure that every class,
+method, attribute and setting named here exists in the uvicorn installed, refusing with
+one line that names what is missing, and logs one warning for a release newer than
+:data:`TESTED` (``.ci/run`` runs the hardening tests on the floor and on the newest).
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib
+import inspect
 import logging
 from collections.abc import Callable
 from contextlib import _GeneratorContextManager
@@ -20,7 +28,117 @@ from typing import Any, Protocol, cast
 
 import uvicorn
 
-__all__ = ["SERVER_LOGGER", "Config", "Server", "config", "not_a_cut", "protocol"]
+import copilot_host as ch
+
+__all__ = [
+    "SERVER_LOGGER",
+    "TESTED",
+    "Config",
+    "Server",
+    "check",
+    "config",
+    "not_a_cut",
+    "protocol",
+]
+
+# The oldest and the newest uvicorn releases (major, minor) the suite has passed on.
+TESTED = ((0, 30), (0, 55))
+
+# What this module relies on, by class: (module, class, methods, attributes its __init__
+# sets). An attribute is looked for among the names __init__ assigns, so a rename
+# upstream is caught without making a server or a connection.
+_H11 = "uvicorn.protocols.http.h11_impl"
+_HTTPTOOLS = "uvicorn.protocols.http.httptools_impl"
+_GUARDED = ("connection_made", "connection_lost", "data_received", "on_response_complete")
+_RELIED_ON: dict[str, tuple[tuple[str, str, tuple[str, ...], tuple[str, ...]], ...]] = {
+    "server": (
+        (
+            "uvicorn",
+            "Server",
+            ("capture_signals", "handle_exit", "startup", "serve", "main_loop", "on_tick"),
+            ("started", "should_exit", "_captured_signals"),
+        ),
+    ),
+    "h11": (
+        (_H11, "H11Protocol", _GUARDED, ("conn", "cycle")),
+        (_H11, "RequestResponseCycle", (), ("response_complete",)),
+    ),
+    "httptools": (
+        (
+            _HTTPTOOLS,
+            "HttpToolsProtocol",
+            (*_GUARDED, "on_headers_complete", "on_message_complete", "send_400_response"),
+            ("cycle", "pipeline", "logger"),
+        ),
+        (_HTTPTOOLS, "RequestResponseCycle", (), ("response_complete",)),
+    ),
+}
+# The settings :func:`config` passes.
+_SETTINGS = (
+    "lifespan",
+    "log_config",
+    "access_log",
+    "ws",
+    "http",
+    "loop",
+    "h11_max_incomplete_event_size",
+    "proxy_headers",
+    "server_header",
+    "timeout_graceful_shutdown",
+)
+_log = logging.getLogger("copilot_host.gateway")
+_warned: set[str] = set()
+
+
+def _version() -> tuple[int, ...]:
+    parts = []
+    for part in str(getattr(uvicorn, "__version__", "0")).split(".")[:2]:
+        digits = "".join(c for c in part if c.isdigit())
+        parts.append(int(digits or 0))
+    return tuple(parts)
+
+
+def _missing(http: str) -> list[str]:
+    missing: list[str] = []
+    for module_name, class_name, methods, attributes in (
+        *_RELIED_ON["server"],
+        *_RELIED_ON[http],
+    ):
+        try:
+            found = getattr(importlib.import_module(module_name), class_name)
+        except (ImportError, AttributeError):
+            missing.append(f"{module_name}.{class_name}")
+            continue
+        missing += [f"{class_name}.{m}" for m in methods if not callable(getattr(found, m, None))]
+        init = getattr(found.__init__, "__code__", None)
+        assigned = set(init.co_names) if init is not None else set()
+        missing += [f"{class_name}.{a}" for a in attributes if a not in assigned]
+    parameters = inspect.signature(uvicorn.Config.__init__).parameters
+    missing += [f"Config({name}=)" for name in _SETTINGS if name not in parameters]
+    return missing
+
+
+def check(http: str) -> None:
+    """Refuse (``CopilotHostError`` ``server_unsupported``) a uvicorn that lacks anything
+    this module relies on for protocol ``http``; warn once for one newer than tested."""
+    version = getattr(uvicorn, "__version__", "unknown")
+    missing = _missing(http)
+    oldest, newest = TESTED
+    tested = f"{oldest[0]}.{oldest[1]} to {newest[0]}.{newest[1]}"
+    if missing:
+        raise ch.CopilotHostError(
+            f"uvicorn {version} lacks what the gateway's server relies on "
+            f"({', '.join(missing)}); copilot-host is tested with uvicorn {tested}",
+            code="server_unsupported",
+        )
+    if _version() > newest and version not in _warned:
+        _warned.add(version)
+        _log.warning(
+            "uvicorn %s is newer than the releases copilot-host is tested with (%s)",
+            version,
+            tested,
+        )
+
 
 # What the serving layer holds between configuring and serving.
 Config = uvicorn.Config
@@ -86,6 +204,7 @@ class Server(uvicorn.Server):
         super().__init__(config)
         self._signals = signals
         self._on_started = on_started
+        self._exit_requested = False
 
     def capture_signals(self) -> _GeneratorContextManager[None]:
         return self._signals(self.handle_exit, self._captured_signals)
@@ -98,7 +217,13 @@ class Server(uvicorn.Server):
     def request_exit(self) -> None:
         """Stop accepting; requests in flight get the grace period (polled by the loop,
         so any thread may call it)."""
-        self.should_exit = True
+        # Not should_exit: set during start-up, uvicorn before 0.46 returns without its
+        # shutdown (the app's lifespan is then cancelled, with a traceback). The main
+        # loop's first tick sees this instead, and the shutdown is the orderly one.
+        self._exit_requested = True
+
+    async def on_tick(self, counter: int) -> bool:
+        return self._exit_requested or await super().on_tick(counter)
 
 
 def protocol(http: str, guard: Guards, *, max_head_bytes: int) -> type[asyncio.Protocol]:

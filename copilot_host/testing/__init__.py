@@ -19,19 +19,46 @@ from ._inventory import (
     realistic_models,
     token_billing,
 )
+from ._protocols import ToolCall
 from ._record import RecordedRequest
-from ._scenario import CHECKS, ENDPOINTS, USAGE_PLANS, VSCODE_CLIENT_ID, RawAnswer, Scenario
+from ._scenario import (
+    AUTO_ONLY_PLANS,
+    CHECKS,
+    COPILOT_CLI_CLIENT_ID,
+    ENDPOINTS,
+    USAGE_PLANS,
+    VSCODE_CLIENT_ID,
+    DeviceFlow,
+    Faults,
+    Inventory,
+    RateWindow,
+    RawAnswer,
+    Replies,
+    Scenario,
+    Session,
+    Usage,
+)
 from ._transport import async_loopback_transport, loopback_transport
 
 __all__ = [
+    "AUTO_ONLY_PLANS",
     "CHECKS",
+    "COPILOT_CLI_CLIENT_ID",
     "ENDPOINTS",
     "USAGE_PLANS",
     "VSCODE_CLIENT_ID",
+    "DeviceFlow",
+    "Faults",
     "GitHubEmulator",
+    "Inventory",
+    "RateWindow",
     "RawAnswer",
     "RecordedRequest",
+    "Replies",
     "Scenario",
+    "Session",
+    "ToolCall",
+    "Usage",
     "async_loopback_transport",
     "chat_model",
     "inventory_of",

@@ -6,6 +6,7 @@ for the list and where each was observed); the server module decides *when* to s
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import secrets
 import urllib.parse
@@ -22,6 +23,7 @@ __all__ = [
     "github_request_id",
     "json_answer",
     "oauth_answer",
+    "refused",
     "wants_json",
 ]
 
@@ -34,12 +36,17 @@ _REST_DOCS = "https://docs.github.com/rest"
 
 @dataclass(frozen=True, slots=True)
 class Answer:
-    """One answer: a whole body, or (``events`` set) a stream flushed event by event."""
+    """One answer: a whole body, or (``events`` set) a stream flushed event by event.
+
+    ``notes`` are fields of the request's :class:`RecordedRequest` to set with the status
+    (the model and limits a model request used, the rule a refusal enforced).
+    """
 
     status: int
     headers: tuple[tuple[str, str], ...]
     body: bytes = b""
     events: tuple[bytes, ...] | None = None
+    notes: tuple[tuple[str, object], ...] = ()
 
 
 def github_request_id() -> str:
@@ -105,3 +112,9 @@ def oauth_answer(headers: Mapping[str, str], value: Mapping[str, object]) -> Ans
     return Answer(
         200, (("Content-Type", "application/x-www-form-urlencoded; charset=utf-8"),), body
     )
+
+
+def refused(check: str, detail: str, answer: Answer) -> Answer:
+    """``answer``, recorded as a refusal by the rule named ``check``."""
+    notes = (*answer.notes, ("refusal", check), ("refusal_detail", detail))
+    return dataclasses.replace(answer, notes=notes)

@@ -75,8 +75,12 @@ class GitHubEmulator:
         """A new blocking transport routing GitHub's hosts here (the caller closes it)."""
         return LoopbackTransport(self.port, ROUTED_HOSTS, self._refused)
 
-    def async_transport(self) -> httpx2.AsyncBaseTransport:
-        return AsyncLoopbackTransport(self.port, ROUTED_HOSTS, self._refused)
+    def async_transport(
+        self, *, inner: httpx2.AsyncBaseTransport | None = None
+    ) -> httpx2.AsyncBaseTransport:
+        """The asyncio twin of :meth:`transport`: over httpx2's own transport, or over
+        ``inner`` when given (closing this transport closes ``inner``)."""
+        return AsyncLoopbackTransport(self.port, ROUTED_HOSTS, self._refused, inner=inner)
 
     def _refused(self, url: str) -> None:
         with self._state.lock:
@@ -131,6 +135,22 @@ class GitHubEmulator:
 
     def requests_to(self, endpoint: str) -> tuple[RecordedRequest, ...]:
         return tuple(r for r in self.requests if r.endpoint == endpoint)
+
+    @property
+    def refusals(self) -> tuple[RecordedRequest, ...]:
+        """Requests the emulator refused by one of its rules (``refusal`` names the rule:
+        a check of ``CHECKS``, or ``"model"``), oldest first: a test of a real client
+        asserts this is empty."""
+        return tuple(r for r in self.requests if r.refusal is not None)
+
+    def assert_no_refusals(self) -> None:
+        """Raise ``AssertionError`` naming each refusal (rule, path, model, what broke it)."""
+        found = self.refusals
+        if found:
+            lines = (
+                f"{r.refusal} {r.method} {r.path} model={r.model} {r.refusal_detail}" for r in found
+            )
+            raise AssertionError(f"the emulator refused {len(found)}: " + "; ".join(lines))
 
     @property
     def refused(self) -> tuple[str, ...]:

@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 __all__ = [
+    "NANO_AIU_PER_CREDIT",
+    "PRICE_UNITS",
     "chat_model",
     "inventory_of",
     "minimal_models",
@@ -31,13 +33,17 @@ def chat_model(
     policy: str | None = "enabled",
     context_window: float | None = 128_000,
     max_output_tokens: float | None = 16_384,
+    max_prompt_tokens: float | None = None,
+    chat_default: bool | None = None,
     billing: Mapping[str, object] | None = None,
 ) -> dict[str, object]:
     """One inventory entry shaped like the Copilot API's ``GET /models`` items.
 
     ``endpoints=None`` leaves ``supported_endpoints`` out, as the service does for older
-    models (it then serves them on ``/chat/completions`` only). ``billing`` is the entry's
-    ``billing`` object as given (see :func:`token_billing`).
+    models (it then serves them on ``/chat/completions`` only). ``max_prompt_tokens`` adds
+    ``capabilities.limits.max_prompt_tokens`` and ``chat_default`` the entry's
+    ``is_chat_default`` (both absent unless given). ``billing`` is the entry's ``billing``
+    object as given (see :func:`token_billing`).
     """
     supports: dict[str, object] = {"streaming": True, "tool_calls": True}
     if vision:
@@ -49,6 +55,8 @@ def chat_model(
         limits["max_context_window_tokens"] = context_window
     if max_output_tokens is not None:
         limits["max_output_tokens"] = max_output_tokens
+    if max_prompt_tokens is not None:
+        limits["max_prompt_tokens"] = max_prompt_tokens
     item: dict[str, object] = {
         "id": model_id,
         "name": name if name is not None else model_id,
@@ -65,6 +73,8 @@ def chat_model(
             "supports": supports,
         },
     }
+    if chat_default is not None:
+        item["is_chat_default"] = chat_default
     if policy is not None:
         item["policy"] = {"state": policy, "terms": "emulated terms"}
     if endpoints is not None:
@@ -72,6 +82,11 @@ def chat_model(
     if billing is not None:
         item["billing"] = dict(billing)
     return item
+
+
+# One AI credit is 10^9 nano-AIU, the unit model answers report their cost in.
+NANO_AIU_PER_CREDIT = 1_000_000_000
+PRICE_UNITS = frozenset({"ai_credits", "nano_aiu"})
 
 
 def token_billing(
@@ -83,32 +98,73 @@ def token_billing(
     multiplier: float = 1,
     context_max: int | None = None,
     long_context: tuple[float, float, float, int] | None = None,
+    cache_read_price: float | None = None,
+    cache_write_price: float | None = None,
+    cache_write1_h_price: float | None = None,
+    max_prompt_tokens: int | None = None,
+    promo: Mapping[str, object] | None = None,
+    unit: str | None = None,
 ) -> dict[str, object]:
     """A ``billing`` object as usage-billed inventories carry it: ``token_prices`` in AI
     credits per ``batch_size`` (a million) tokens, a ``default`` tier and, when given as
-    (input, output, cache, context_max), a ``long_context`` one."""
-    default: dict[str, object] = {"input_price": input_price, "output_price": output_price}
-    if cache_price is not None:
-        default["cache_price"] = cache_price
-    if context_max is not None:
-        default["context_max"] = context_max
+    (input, output, cache, context_max), a ``long_context`` one.
+
+    The Copilot SDK's catalogue types (github/copilot-sdk ``python/copilot/generated/
+    rpc.py``, ``ModelBilling``, ``ModelBillingTokenPrices``, ``ModelBillingPromo``) name the
+    newer fields given here: ``cache_read_price`` (``cache_price`` is its deprecated
+    name), ``cache_write_price``, ``cache_write1_h_price``, ``max_prompt_tokens``
+    (``context_max``'s successor) and a ``promo`` (``discount_percent``, ``ends_at``, ``id``,
+    ``message``). ``unit="nano_aiu"`` states every price in nano-AIU (credits x 10^9) and
+    says so in ``token_prices.price_unit``; ``unit="ai_credits"`` names the default unit
+    (docs/EMULATOR.md: the field's name is the emulator's assumption).
+    """
+    if unit is not None and unit not in PRICE_UNITS:
+        raise ValueError(f"unit is one of {sorted(PRICE_UNITS)}")
+    scale = NANO_AIU_PER_CREDIT if unit == "nano_aiu" else 1
+
+    def tier(**given: float | None) -> dict[str, object]:
+        counts = ("context_max", "max_prompt_tokens")
+        return {
+            name: value if name in counts else value * scale
+            for name, value in given.items()
+            if value is not None
+        }
+
+    default = tier(
+        input_price=input_price,
+        output_price=output_price,
+        cache_price=cache_price,
+        cache_read_price=cache_read_price,
+        cache_write_price=cache_write_price,
+        cache_write1_h_price=cache_write1_h_price,
+        context_max=context_max,
+        max_prompt_tokens=max_prompt_tokens,
+    )
     prices: dict[str, object] = {"batch_size": 1_000_000, "default": default}
+    if unit is not None:
+        prices["price_unit"] = unit
     if long_context is not None:
         li, lo, lc, lmax = long_context
-        prices["long_context"] = {
-            "input_price": li,
-            "output_price": lo,
-            "cache_price": lc,
-            "context_max": lmax,
-        }
-    return {"is_premium": premium, "multiplier": multiplier, "token_prices": prices}
+        prices["long_context"] = tier(
+            input_price=li, output_price=lo, cache_price=lc, context_max=lmax
+        )
+    billing: dict[str, object] = {
+        "is_premium": premium,
+        "multiplier": multiplier,
+        "token_prices": prices,
+    }
+    if promo is not None:
+        billing["promo"] = dict(promo)
+    return billing
 
 
 def minimal_models() -> tuple[dict[str, object], ...]:
     """A small inventory covering each eligibility rule of model discovery (the emulator's
     default before 0.2.0; the default is now :func:`realistic_models`)."""
     return (
-        chat_model("gpt-4.1", name="GPT-4.1", vision=True),
+        chat_model(
+            "gpt-4.1", name="GPT-4.1", vision=True, max_prompt_tokens=128_000, chat_default=True
+        ),
         chat_model(
             "gpt-5-mini",
             name="GPT-5 mini",
@@ -200,11 +256,7 @@ def _real(
         "model_picker_enabled": picker,
         "is_chat_default": False,
         "is_chat_fallback": False,
-        "billing": (
-            token_billing(500, 2500, 50, multiplier=1)
-            if premium
-            else token_billing(40, 160, 10, premium=False, multiplier=0)
-        ),
+        "billing": _billing(vendor, premium, prompt),
         "capabilities": {
             "type": kind,
             "family": family or model_id,
@@ -223,6 +275,28 @@ def _real(
         item["supported_endpoints"] = list(endpoints)
     item.update(extra)
     return item
+
+
+def _billing(vendor: str, premium: bool, prompt: object) -> dict[str, object]:
+    """An entry's default prices: Anthropic's models list cache reads and writes (and the
+    one-hour write) beside the deprecated ``cache_price``, as the SDK's catalogue types
+    carry them; every tier names its prompt budget (``max_prompt_tokens``)."""
+    budget = int(prompt) if isinstance(prompt, (int, float)) and prompt else None
+    if vendor == "Anthropic":
+        return token_billing(
+            500 if premium else 100,
+            2500 if premium else 500,
+            50 if premium else 10,
+            premium=premium,
+            multiplier=1 if premium else 0.33,
+            cache_read_price=50 if premium else 10,
+            cache_write_price=625 if premium else 125,
+            cache_write1_h_price=1000 if premium else 200,
+            max_prompt_tokens=budget,
+        )
+    if premium:
+        return token_billing(500, 2500, 50, multiplier=1, max_prompt_tokens=budget)
+    return token_billing(40, 160, 10, premium=False, multiplier=0, max_prompt_tokens=budget)
 
 
 def realistic_models() -> tuple[dict[str, object], ...]:
@@ -368,8 +442,6 @@ def realistic_models() -> tuple[dict[str, object], ...]:
             policy=None,
             **_GPT_400K,
             reasoning=("low", "medium", "high", "xhigh"),
-            is_chat_default=True,
-            is_chat_fallback=True,
         ),
         _real(
             "gpt-5.3-codex-ws",
@@ -415,6 +487,19 @@ def realistic_models() -> tuple[dict[str, object], ...]:
             _RESPONSES,
             premium=True,
             **_GPT_1M,
+            billing=token_billing(
+                500,
+                2500,
+                50,
+                cache_read_price=50,
+                max_prompt_tokens=922_000,
+                promo={
+                    "id": "gpt-5.6-luna-launch",
+                    "discount_percent": 25,
+                    "ends_at": "2027-03-01T00:00:00Z",
+                    "message": "GPT-5.6 Luna is 25% off while it is new.",
+                },
+            ),
         ),
         _real(
             "gpt-5.6-sol",
@@ -485,9 +570,20 @@ def realistic_models() -> tuple[dict[str, object], ...]:
             reasoning=("minimal", "low", "medium", "high"),
             category="lightweight",
             billing={
-                **token_billing(25, 200, 2.5, premium=False, multiplier=0, context_max=264_000),
+                **token_billing(
+                    25,
+                    200,
+                    2.5,
+                    premium=False,
+                    multiplier=0,
+                    context_max=264_000,
+                    cache_read_price=2.5,
+                    max_prompt_tokens=128_000,
+                ),
                 "restricted_to": ["free", "pro", "pro_plus", "business", "enterprise"],
             },
+            # The chat default of 2026 inventories: a 0x model that serves Chat Completions.
+            is_chat_default=True,
         ),
         _real(
             "o3",
@@ -508,6 +604,8 @@ def realistic_models() -> tuple[dict[str, object], ...]:
                 None,
                 picker=False,
                 category=None,
+                # What VS Code falls back to when no other model is available.
+                is_chat_fallback=legacy == "gpt-4.1",
             )
             for legacy in (
                 "gpt-4o-mini-2024-07-18",

@@ -9,6 +9,10 @@ The reply text is ``echo: <the last user text>``; a stream cuts it into ``stream
 text deltas (padded with dots when shorter than that), and the whole answer carries the same
 text. When the request offers tools and the last input item is the person's, the answer is
 a call of the first tool with ``{}`` as its arguments; after a tool result it is text again.
+A scripted scenario (``Scenario(tool_script=(ToolCall(...), ...))``) answers instead with
+its ``N``-th call while the request carries ``N`` tool results (``N`` counted from 0), when
+the request offers a tool of that name, and with text once every scripted call has its
+result.
 
 Written apart from the library's own reading of bodies (``copilot_host._sessions._inspect``) and its
 constants, on purpose: the emulator models the service, and a check sharing the library's
@@ -19,10 +23,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
-__all__ = ["PROTOCOL_PATHS", "Exchange", "has_image", "read_request", "reply"]
+__all__ = ["PROTOCOL_PATHS", "Exchange", "ToolCall", "has_image", "read_request", "reply"]
 
 # Endpoint name -> the path the inventory's ``supported_endpoints`` lists for it.
 PROTOCOL_PATHS = {
@@ -30,6 +35,32 @@ PROTOCOL_PATHS = {
     "responses": "/responses",
     "messages": "/v1/messages",
 }
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A tool call the emulated model makes: the tool's ``name`` and its ``arguments`` (a
+    JSON object), sent as each protocol sends a call (see ``Scenario.tool_script``)."""
+
+    name: str
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError("a tool call names its tool")
+        if not isinstance(self.arguments, Mapping):
+            raise TypeError("a tool call's arguments are a mapping (a JSON object)")
+        try:
+            text = json.dumps(dict(self.arguments), separators=(",", ":"))
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"a tool call's arguments must be JSON: {exc}") from None
+        # Frozen from here: the arguments as sent, and a copy no caller can change.
+        object.__setattr__(self, "arguments", MappingProxyType(json.loads(text)))
+
+    @property
+    def arguments_json(self) -> str:
+        """The arguments as the wire carries them (Chat and Responses send a JSON string)."""
+        return json.dumps(dict(self.arguments), separators=(",", ":"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,8 +71,9 @@ class Exchange:
     model: str
     stream: bool
     prompt: str  # the last user text, for the echo
-    tool: str | None  # the tool to call, when the answer is a tool call
+    tool: ToolCall | None  # the call to make, when the answer is a tool call
     serial: int
+    input_tokens: int = 1  # what the answer's usage reports as the prompt's tokens
 
 
 def _parts(content: object) -> list[Mapping[str, Any]]:
@@ -102,7 +134,7 @@ def _last_turn(items: Sequence[Mapping[str, Any]], protocol: str) -> str:
         kind = item.get("type")
         if role in ("system", "developer"):
             continue
-        if protocol == "responses" and kind == "function_call_output":
+        if protocol == "responses" and kind in _RESPONSES_RESULTS:
             return "tool"
         if protocol == "responses" and kind == "function_call":
             return "assistant"
@@ -115,20 +147,70 @@ def _last_turn(items: Sequence[Mapping[str, Any]], protocol: str) -> str:
     return "user"
 
 
-def _first_tool(payload: Mapping[str, Any], protocol: str) -> str | None:
+_RESPONSES_RESULTS = ("function_call_output", "custom_tool_call_output")
+
+
+def _offered(payload: Mapping[str, Any], protocol: str) -> list[str]:
+    """The names of the tools the request offers, in its order."""
     tools = payload.get("tools")
-    if not isinstance(tools, list) or not tools or not isinstance(tools[0], Mapping):
-        return None
-    first = tools[0]
+    names: list[str] = []
+    for tool in tools if isinstance(tools, list) else []:
+        if not isinstance(tool, Mapping):
+            continue
+        if protocol == "chat":
+            function = tool.get("function")
+            name = function.get("name") if isinstance(function, Mapping) else None
+        else:
+            name = tool.get("name")
+        if isinstance(name, str) and name:
+            names.append(name)
+    return names
+
+
+def _results(items: Sequence[Mapping[str, Any]], protocol: str) -> int:
+    """How many tool results the input carries."""
     if protocol == "chat":
-        function = first.get("function")
-        name = function.get("name") if isinstance(function, Mapping) else None
-    else:
-        name = first.get("name")
-    return name if isinstance(name, str) and name else None
+        return sum(item.get("role") == "tool" for item in items)
+    if protocol == "responses":
+        return sum(item.get("type") in _RESPONSES_RESULTS for item in items)
+    return sum(
+        block.get("type") == "tool_result"
+        for item in items
+        if item.get("role") == "user"
+        for block in _parts(item.get("content"))
+    )
 
 
-def read_request(payload: Mapping[str, Any], protocol: str, model: str, serial: int) -> Exchange:
+def _call(
+    payload: Mapping[str, Any],
+    protocol: str,
+    items: Sequence[Mapping[str, Any]],
+    script: Sequence[ToolCall],
+    default: bool,
+) -> ToolCall | None:
+    turn = _last_turn(items, protocol)
+    offered = _offered(payload, protocol)
+    if script:
+        done = _results(items, protocol)
+        if turn in ("user", "tool") and done < len(script) and script[done].name in offered:
+            return script[done]
+        return None
+    if default and turn == "user" and offered:
+        return ToolCall(offered[0])
+    return None
+
+
+def read_request(
+    payload: Mapping[str, Any],
+    protocol: str,
+    model: str,
+    serial: int,
+    script: Sequence[ToolCall] = (),
+    *,
+    default_calls: bool = True,
+) -> Exchange:
+    """What a request asks. ``script`` is the scenario's tool script; ``default_calls``
+    whether an unscripted request that offers tools gets a call of its first tool."""
     items = _items(payload, protocol)
     kinds = {"chat": ("text",), "responses": ("input_text",), "messages": ("text",)}[protocol]
     prompt = ""
@@ -136,8 +218,7 @@ def read_request(payload: Mapping[str, Any], protocol: str, model: str, serial: 
         # The person's last words: an Anthropic tool result is a user turn without text.
         if item.get("role") == "user" and (prompt := _text_of(item.get("content"), *kinds)):
             break
-    turn = _last_turn(items, protocol)
-    tool = _first_tool(payload, protocol) if turn == "user" else None
+    tool = _call(payload, protocol, items, script, default_calls)
     return Exchange(protocol, model, payload.get("stream") is True, prompt, tool, serial)
 
 
@@ -193,11 +274,20 @@ _PROMPT_FILTER = {
     "object": "",
     "prompt_filter_results": [{"content_filter_results": _FILTERS, "prompt_index": 0}],
 }
-_ARGUMENTS = ("{", "}")  # a tool call's "{}" arguments, streamed in two deltas
 
 
-def _usage_chat(output: int) -> dict[str, int]:
-    return {"prompt_tokens": 1, "completion_tokens": output, "total_tokens": 1 + output}
+def _argument_deltas(call: ToolCall) -> list[str]:
+    """A call's JSON arguments cut into the deltas a stream carries (two, or one)."""
+    text = call.arguments_json
+    return _cut(text, 2) if len(text) > 1 else [text]
+
+
+def _usage_chat(prompt: int, output: int) -> dict[str, int]:
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": output,
+        "total_tokens": prompt + output,
+    }
 
 
 def _chat(
@@ -207,7 +297,8 @@ def _chat(
     head = {"id": ident, "object": "chat.completion.chunk", "created": created, "model": ex.model}
     call_id = f"call_emu_{ex.serial}"
     if ex.tool is not None:
-        call = {"id": call_id, "type": "function", "function": {"name": ex.tool, "arguments": "{}"}}
+        function = {"name": ex.tool.name, "arguments": ex.tool.arguments_json}
+        call = {"id": call_id, "type": "function", "function": function}
         message: dict[str, Any] = {"role": "assistant", "content": None, "tool_calls": [call]}
         finish = "tool_calls"
         first: dict[str, Any] = {
@@ -218,12 +309,13 @@ def _chat(
                     "index": 0,
                     "id": call_id,
                     "type": "function",
-                    "function": {"name": ex.tool, "arguments": ""},
+                    "function": {"name": ex.tool.name, "arguments": ""},
                 }
             ],
         }
         bodies: list[dict[str, Any]] = [
-            {"tool_calls": [{"index": 0, "function": {"arguments": a}}]} for a in _ARGUMENTS
+            {"tool_calls": [{"index": 0, "function": {"arguments": a}}]}
+            for a in _argument_deltas(ex.tool)
         ]
     else:
         message = {"role": "assistant", "content": text}
@@ -236,7 +328,7 @@ def _chat(
         "created": created,
         "model": ex.model,
         "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-        "usage": _usage_chat(len(deltas)),
+        "usage": _usage_chat(ex.input_tokens, len(deltas)),
     }
     billed: dict[str, Any] = {} if cost is None else {"copilot_usage": dict(cost)}
     whole.update(billed)
@@ -249,7 +341,7 @@ def _chat(
     # prompt's content-filter results (Azure's); clients must skip it.
     events = [_sse(_PROMPT_FILTER), chunk(first, None)]
     events += [chunk(body, None) for body in bodies]
-    events.append(chunk({}, finish, usage=_usage_chat(len(deltas)), **billed))
+    events.append(chunk({}, finish, usage=_usage_chat(ex.input_tokens, len(deltas)), **billed))
     events.append(b"data: [DONE]\n\n")
     return whole, tuple(events)
 
@@ -259,11 +351,11 @@ def _responses(
 ) -> tuple[Any, tuple[bytes, ...]]:
     ident = f"resp_emu_{ex.serial}"
     usage = {
-        "input_tokens": 1,
+        "input_tokens": ex.input_tokens,
         "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
         "output_tokens": len(deltas),
         "output_tokens_details": {"reasoning_tokens": 0},
-        "total_tokens": 1 + len(deltas),
+        "total_tokens": ex.input_tokens + len(deltas),
     }
 
     def envelope(status: str, output: list[Any], with_usage: bool) -> dict[str, Any]:
@@ -298,12 +390,16 @@ def _responses(
             "type": "function_call",
             "id": item_id,
             "call_id": f"call_emu_{ex.serial}",
-            "name": ex.tool,
-            "arguments": "{}",
+            "name": ex.tool.name,
+            "arguments": ex.tool.arguments_json,
             "status": "completed",
         }
-        emit("response.output_item.added", output_index=0, item={**item, "arguments": ""})
-        for piece in _ARGUMENTS:
+        emit(
+            "response.output_item.added",
+            output_index=0,
+            item={**item, "arguments": "", "status": "in_progress"},
+        )
+        for piece in _argument_deltas(ex.tool):
             emit(
                 "response.function_call_arguments.delta",
                 item_id=item_id,
@@ -314,7 +410,7 @@ def _responses(
             "response.function_call_arguments.done",
             item_id=item_id,
             output_index=0,
-            arguments="{}",
+            arguments=ex.tool.arguments_json,
         )
     else:
         item_id = f"msg_emu_{ex.serial}"
@@ -358,11 +454,14 @@ def _messages(
         block: dict[str, Any] = {
             "type": "tool_use",
             "id": f"toolu_emu_{ex.serial}",
-            "name": ex.tool,
-            "input": {},
+            "name": ex.tool.name,
+            "input": dict(ex.tool.arguments),
         }
-        start: dict[str, Any] = dict(block)
-        pieces = [{"type": "input_json_delta", "partial_json": a} for a in _ARGUMENTS]
+        # The block opens with empty input; the arguments follow as partial JSON.
+        start: dict[str, Any] = {**block, "input": {}}
+        pieces = [
+            {"type": "input_json_delta", "partial_json": a} for a in _argument_deltas(ex.tool)
+        ]
         stop = "tool_use"
     else:
         block = {"type": "text", "text": text}
@@ -374,7 +473,7 @@ def _messages(
         **head,
         "content": [block],
         "stop_reason": stop,
-        "usage": {"input_tokens": 1, "output_tokens": len(deltas), **billed},
+        "usage": {"input_tokens": ex.input_tokens, "output_tokens": len(deltas), **billed},
     }
     events = [
         _sse(
@@ -384,7 +483,7 @@ def _messages(
                     **head,
                     "content": [],
                     "stop_reason": None,
-                    "usage": {"input_tokens": 1, "output_tokens": 1},
+                    "usage": {"input_tokens": ex.input_tokens, "output_tokens": 1},
                 },
             },
             "message_start",

@@ -19,6 +19,13 @@ class RecordedRequest:
     started), ``request_id`` the ``x-github-request-id`` it sent, and ``disconnected`` says
     the client went away before the whole answer (a stream, a drip) was written. Records are
     snapshots: read :attr:`GitHubEmulator.requests` again to see a later state.
+
+    A model request also records the ``model`` it named and the ``limits`` that model's
+    inventory entry lists (``max_output_tokens``, ``max_prompt_tokens``,
+    ``max_context_window_tokens``, as given). A request the emulator refused by one of its
+    rules records the rule's name in ``refusal`` (a check of ``CHECKS``, or ``"model"`` for
+    a model it does not serve) and what broke it in ``refusal_detail``; see
+    :attr:`GitHubEmulator.refusals`.
     """
 
     method: str
@@ -32,6 +39,10 @@ class RecordedRequest:
     request_id: str = ""
     status: int = 0
     disconnected: bool = False
+    model: str | None = None
+    limits: Mapping[str, float] = field(default_factory=dict)
+    refusal: str | None = None
+    refusal_detail: str = ""
 
     @property
     def initiator(self) -> str | None:

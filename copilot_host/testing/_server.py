@@ -6,12 +6,8 @@ facts and where they were observed.
 
 from __future__ import annotations
 
-import dataclasses
-import datetime
 import email.utils
 import json
-import re
-import secrets
 import selectors
 import socket
 import sys
@@ -23,647 +19,38 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import MappingProxyType
 from typing import Any
 
-from .._origin import default_allowlist
-from ._answers import (
-    DEVICE_CODE_GRANT_TYPE,
-    Answer,
-    copilot_error,
-    copilot_request_id,
-    copilot_text,
-    github_json,
-    github_request_id,
-    json_answer,
-    oauth_answer,
-)
-from ._betas import unserved_betas
-from ._protocols import PROTOCOL_PATHS, has_image, read_request, reply
+from ._answers import Answer, copilot_request_id, copilot_text, github_json, github_request_id
+from ._inference import Inference
 from ._record import RecordedRequest
-from ._scenario import VSCODE_CLIENT_ID, RawAnswer, Scenario
+from ._routes import COPILOT_HOSTS, GITHUB_HOST, ROUTED_HOSTS, route_of
+from ._scenario import RawAnswer
 
 __all__ = ["COPILOT_HOSTS", "EmulatorState", "ROUTED_HOSTS", "make_server"]
-
-GITHUB_HOST = "github.com"
-API_HOST = "api.github.com"
-COPILOT_HOSTS = frozenset(origin.partition("://")[2] for origin in default_allowlist().origins)
-ROUTED_HOSTS = frozenset({GITHUB_HOST, API_HOST, *COPILOT_HOSTS})
-# The one Copilot host seen answering a stale session with a bare 403 instead of 401.
-ENTERPRISE_HOST = "api.enterprise.githubcopilot.com"
 
 _SMALL_OVER = 64 * 1024 + 4096
 _LARGE_OVER = 8 * 1024 * 1024 + 4096
 _MALFORMED = b'{"this is": not JSON at all'
-# Prefixes GitHub gives personal access tokens (classic and fine-grained).
-_PAT_PREFIXES = ("ghp_", "github_pat_")
-_NUMBERS = re.compile(r"\d+(?:\.\d+)*")
-_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
-
-# notification_id -> (title, message, url) of the exchange's 403, as seen for the ids whose
-# texts are public; other ids get the generic "Contact Support" text the service also sends.
-_ENTITLEMENTS = {
-    "no_copilot_access": (
-        "Signup for GitHub Copilot",
-        "No access to GitHub Copilot found. You are currently logged in as {login}.",
-        "https://github.com/github-copilot/signup?editor={EDITOR}",
-    ),
-    "not_signed_up": (
-        "Signup for GitHub Copilot",
-        "No access to GitHub Copilot found. You are currently logged in as {login}.",
-        "https://github.com/github-copilot/signup?editor={EDITOR}",
-    ),
-    "subscription_ended": (
-        "GitHub Copilot subscription ended",
-        "Thank you for using GitHub Copilot. Your subscription has ended. "
-        "You are currently logged in as {login}.",
-        "https://github.com/settings/copilot",
-    ),
-}
-_SUPPORT = (
-    "Contact Support",
-    "Contact Support. You are currently logged in as {login}.",
-    "https://support.github.com",
-)
 
 # poll() where there is one: no descriptor of its own and no limit on descriptor numbers.
 _Watch: type[selectors.BaseSelector] = getattr(selectors, "PollSelector", selectors.DefaultSelector)
 
 
-# What every /models entry carries for a client the service calls stale (late 2026). The
-# text is the emulator's; the code is the one clients act on.
-_DEPRECATED_NOTICE = {
-    "code": "client_version_deprecated",
-    "message": "This client version is deprecated and will stop working soon. "
-    "Please update to the latest version.",
-}
-
-
-def _version(text: str) -> tuple[int, ...]:
-    """The numeric version in an ``Editor-Version`` (``vscode/1.104.1`` -> (1, 104, 1));
-    a value without one counts as the oldest."""
-    match = _NUMBERS.search(text.rpartition("/")[2])
-    return tuple(int(part) for part in match.group().split(".")) if match else (0,)
-
-
-def _served_paths(models: tuple[Mapping[str, object], ...]) -> dict[str, frozenset[str]]:
-    """Model id -> the paths the API serves it on. The first entry of an id wins; an entry
-    without ``supported_endpoints`` is served on ``/chat/completions`` only. An entry that
-    is not a chat model (embeddings, completions) or whose policy is not enabled is not
-    served at all: the service answers ``model_not_supported`` for it, as for an unknown id
-    (reports of disabled models in docs/WIRE.md)."""
-    served: dict[str, frozenset[str]] = {}
-    seen: set[str] = set()
-    for item in models:
-        model_id = item.get("id")
-        if not isinstance(model_id, str) or model_id in seen:
-            continue
-        seen.add(model_id)
-        capabilities = item.get("capabilities")
-        kind = capabilities.get("type") if isinstance(capabilities, Mapping) else None
-        policy = item.get("policy")
-        state = policy.get("state") if isinstance(policy, Mapping) else None
-        if kind not in (None, "chat") or state not in (None, "enabled"):
-            continue
-        endpoints = item.get("supported_endpoints")
-        if isinstance(endpoints, list):
-            served[model_id] = frozenset(e for e in endpoints if isinstance(e, str))
-        else:
-            served[model_id] = frozenset({"/chat/completions"})
-    return served
-
-
-class EmulatorState:
-    """Everything the emulated GitHub remembers, behind one lock."""
-
-    def __init__(self, scenario: Scenario) -> None:
-        self.scenario = scenario
-        self.lock = threading.Lock()
-        self.changed = threading.Condition(self.lock)
-        self.stopping = threading.Event()
-        self.github_token = "gho_" + secrets.token_hex(18)
-        self.device_codes: list[str] = []
-        self.session_tokens: list[str] = []
-        self.requests: list[RecordedRequest] = []
-        self.refused: list[str] = []
-        self._generation = 0
-        # device code -> (polls so far, the OAuth app that asked for it)
-        self._polls: dict[str, tuple[int, str]] = {}
-        self._decision: str | None = None
-        self._revoked_login = scenario.revoked
-        # The OAuth app the GitHub token was issued for: VS Code's until a login says else.
-        self._token_client = VSCODE_CLIENT_ID
-        self._valid_sessions: dict[str, float] = {}
-        self._exchange_failures = list(scenario.exchange_failures)
-        self._models_failures = list(scenario.models_failures)
-        self._served = _served_paths(scenario.models)
-        self._serial = 0
-        # What the account has used of its quota, in the plan's unit.
-        self._quota_used = scenario.quota_used
-
-    # -- controls used by GitHubEmulator ---------------------------------------------------
-
-    def decide(self, decision: str) -> None:
-        with self.lock:
-            self._decision = decision
-
-    def revoke_login(self) -> None:
-        with self.lock:
-            self._revoked_login = True
-
-    def revoke_sessions(self) -> None:
-        with self.lock:
-            self._valid_sessions.clear()
-
-    def now(self) -> float:
-        return time.time() + self.scenario.clock_skew
-
-    @property
-    def quota_used(self) -> float:
-        """What the account has used of its quota so far, in the plan's unit."""
-        with self.lock:
-            return self._quota_used
-
-    # -- the record ------------------------------------------------------------------------
-
-    def remember(self, record: RecordedRequest) -> tuple[int, int]:
-        with self.lock:
-            self.requests.append(record)
-            return self._generation, len(self.requests) - 1
-
-    def update(self, where: tuple[int, int], **changes: Any) -> None:
-        with self.changed:
-            generation, index = where
-            if generation != self._generation:
-                return  # the test cleared the record meanwhile
-            self.requests[index] = dataclasses.replace(self.requests[index], **changes)
-            self.changed.notify_all()
-
-    def clear(self) -> None:
-        with self.lock:
-            self._generation += 1
-            self.requests.clear()
-            self.refused.clear()
-
-    # -- routing ---------------------------------------------------------------------------
+class EmulatorState(Inference):
+    """Everything the emulated GitHub remembers, one concern per base class (``_state``,
+    ``_accounts``, ``_catalog``, ``_inference``), and the routing table's dispatch."""
 
     @staticmethod
     def endpoint_of(method: str, host: str, path: str) -> str | None:
-        route = (method, host, path)
-        if route == ("POST", GITHUB_HOST, "/login/device/code"):
-            return "device_code"
-        if route == ("POST", GITHUB_HOST, "/login/oauth/access_token"):
-            return "access_token"
-        if route == ("GET", API_HOST, "/copilot_internal/v2/token"):
-            return "copilot_token"
-        if route == ("GET", API_HOST, "/user"):
-            return "user"
-        if route == ("GET", API_HOST, "/copilot_internal/user"):
-            return "copilot_user"
-        if host in COPILOT_HOSTS:
-            if (method, path) == ("GET", "/models"):
-                return "models"
-            for name, protocol_path in PROTOCOL_PATHS.items():
-                if (method, path) == ("POST", protocol_path):
-                    return name
-        return None
+        route = route_of(method, host, path)
+        return None if route is None else route.endpoint
 
     def answer(self, endpoint: str, request: RecordedRequest) -> Answer:
-        if endpoint in PROTOCOL_PATHS:
-            return self._inference(request, endpoint)
+        route = route_of(request.method, request.host, request.path)
+        if route is not None and route.protocol is not None:
+            return self._model_request(request, route.protocol)
         handler = getattr(self, f"_{endpoint}")
         result: Answer = handler(request)
         return result
-
-    # -- GitHub ----------------------------------------------------------------------------
-
-    def _device_code(self, request: RecordedRequest) -> Answer:
-        form = request.form or {}
-        if not form.get("client_id"):
-            return oauth_answer(request.headers, {"error": "unauthorized_client"})
-        code = secrets.token_hex(20)
-        with self.lock:
-            self.device_codes.append(code)
-            self._polls[code] = (0, form["client_id"])
-        s = self.scenario
-        value: dict[str, object] = {
-            "device_code": code,
-            "user_code": s.user_code,
-            "verification_uri": s.verification_uri,
-            "expires_in": s.expires_in,
-        }
-        if s.interval is not None:
-            value["interval"] = s.interval
-        return oauth_answer(request.headers, value)
-
-    def _access_token(self, request: RecordedRequest) -> Answer:
-        form = request.form or {}
-        s = self.scenario
-
-        def oauth(value: Mapping[str, object]) -> Answer:
-            # github.com answers every poll with HTTP 200, errors included.
-            return oauth_answer(request.headers, value)
-
-        if form.get("grant_type") != DEVICE_CODE_GRANT_TYPE:
-            return oauth({"error": "unsupported_grant_type"})
-        code = form.get("device_code", "")
-        client_id = form.get("client_id", "")
-        with self.lock:
-            if code not in self._polls:
-                return oauth({"error": "incorrect_device_code"})
-            count, issued_to = self._polls[code]
-            if client_id != issued_to:
-                # GitHub ties a device code to the app that asked for it.
-                return oauth({"error": "incorrect_client_credentials"})
-            self._polls[code] = (count + 1, issued_to)
-            decision = self._decision
-        interval = s.interval if s.interval is not None else 5
-        if count < s.slow_down_polls:
-            # slow_down adds 5 seconds and names the new interval.
-            return oauth({"error": "slow_down", "interval": interval + 5 * (count + 1)})
-        if count < s.slow_down_polls + s.pending_polls:
-            return oauth({"error": "authorization_pending"})
-        result = s.login_result if s.auto_approve else decision
-        if result is None:
-            return oauth({"error": "authorization_pending"})
-        if result != "approved":
-            return oauth(
-                {
-                    "error": result,
-                    "error_description": f"emulated {result}",
-                    "error_uri": "https://docs.github.com/developers/apps",
-                }
-            )
-        with self.lock:
-            # A device code is good for one token: of two polls at once, one gets it.
-            if self._polls.pop(code, None) is None:
-                return oauth({"error": "incorrect_device_code"})
-            self._token_client = client_id
-        return oauth(
-            {"access_token": self.github_token, "token_type": "bearer", "scope": "read:user"}
-        )
-
-    def _github_auth_ok(self, request: RecordedRequest) -> bool:
-        scheme, _, value = request.headers.get("authorization", "").partition(" ")
-        with self.lock:
-            revoked = self._revoked_login
-        return (
-            scheme.lower() in ("token", "bearer")
-            and secrets.compare_digest(value.encode(), self.github_token.encode())
-            and not revoked
-        )
-
-    def _copilot_token(self, request: RecordedRequest) -> Answer:
-        s = self.scenario
-        presented = request.headers.get("authorization", "").partition(" ")[2]
-        if presented.startswith(_PAT_PREFIXES):
-            # A personal access token (classic or fine-grained) is never exchanged.
-            return github_json(403, "Resource not accessible by personal access token")
-        if not self._github_auth_ok(request):
-            return github_json(401, "Bad credentials")
-        with self.lock:
-            client = self._token_client
-        if s.strict("copilot_client_id") and client not in s.copilot_client_ids:
-            # A token of an OAuth app GitHub has not enabled for Copilot (gh's, your own).
-            return github_json(404, "Not Found")
-        if "copilot_token" in s.quota_exceeded_on:
-            return self._quota_exceeded()
-        with self.lock:
-            failure = self._exchange_failures.pop(0) if self._exchange_failures else None
-        if failure is not None:
-            return self._failure(failure)
-        if s.entitlement is not None:
-            title, message, url = _ENTITLEMENTS.get(s.entitlement, _SUPPORT)
-            value: dict[str, object] = {
-                "error_details": {
-                    "url": url,
-                    "message": message.format(login=s.account),
-                    "title": title,
-                    "notification_id": s.entitlement,
-                },
-                "message": "Resource not accessible by integration",
-            }
-            if s.entitlement in ("no_copilot_access", "not_signed_up"):
-                value["can_signup_for_limited"] = True
-            return json_answer(403, value)
-        now = self.now()
-        expires_at = int(now + s.session_lifetime)
-        token = (
-            f"tid={secrets.token_hex(16)};exp={expires_at};sku={s.sku};"
-            f"proxy-ep=proxy.emulated:1:{secrets.token_hex(32)}"
-        )
-        with self.lock:
-            self.session_tokens.append(token)
-            self._valid_sessions[token] = expires_at
-        value = {
-            "token": token,
-            "expires_at": expires_at,
-            "endpoints": {"api": s.api_endpoint, "telemetry": "https://telemetry.invalid"},
-            "sku": s.sku,
-            "chat_enabled": True,
-        }
-        if s.refresh_in is not None:
-            value["refresh_in"] = s.refresh_in
-        return json_answer(200, value)
-
-    def _user(self, request: RecordedRequest) -> Answer:
-        if not self._github_auth_ok(request):
-            return github_json(401, "Bad credentials")
-        return json_answer(200, {"login": self.scenario.account, "id": 583231, "type": "User"})
-
-    # -- usage and quota ---------------------------------------------------------------
-
-    def _reset(self) -> datetime.datetime:
-        """Quotas reset at midnight UTC on the first day of the next month."""
-        now = datetime.datetime.fromtimestamp(self.now(), datetime.UTC)
-        year, month = (now.year + 1, 1) if now.month == 12 else (now.year, now.month + 1)
-        return datetime.datetime(year, month, 1, tzinfo=datetime.UTC)
-
-    def _quota_state(self) -> tuple[float, float, float]:
-        """(entitlement, remaining, percent remaining) of the scripted quota."""
-        entitlement = self.scenario.quota_entitlement
-        with self.lock:
-            remaining = entitlement - self._quota_used
-        percent = max(0.0, remaining / entitlement * 100) if entitlement else 0.0
-        return entitlement, remaining, percent
-
-    def _exhausted(self) -> bool:
-        _, remaining, _ = self._quota_state()
-        return remaining <= 0 and not self.scenario.overage_permitted
-
-    def _quota_headers(self) -> tuple[tuple[str, str], ...]:
-        """What the service sends on inference answers: the account's quota snapshot and
-        the usage rate-limit windows, each ``ent&ov&ovPerm&rem&rst`` URL-encoded."""
-        s = self.scenario
-        entitlement, remaining, percent = self._quota_state()
-        reset = self._reset().strftime("%Y-%m-%dT%H:%M:%SZ")
-        overage = max(0.0, -remaining)
-        snapshot = urllib.parse.urlencode(
-            {
-                "ent": f"{entitlement:g}",
-                "ov": f"{overage:.1f}",
-                "ovPerm": "true" if s.overage_permitted else "false",
-                "rem": f"{percent:.1f}",
-                "rst": reset,
-            }
-        )
-        name = "chat" if s.usage_plan == "free" else "premium_interactions"
-        session = urllib.parse.urlencode({"ent": "50", "rem": "100.0", "rst": reset})
-        return (
-            (f"x-quota-snapshot-{name}", snapshot),
-            ("x-usage-ratelimit-session", session),
-        )
-
-    def _quota_exceeded(self) -> Answer:
-        return json_answer(
-            402,
-            {
-                "error": {
-                    "message": "You have exceeded your Copilot quota for this period.",
-                    "code": "quota_exceeded",
-                }
-            },
-            *self._quota_headers(),
-        )
-
-    def _copilot_user(self, request: RecordedRequest) -> Answer:
-        if not self._github_auth_ok(request):
-            return github_json(401, "Bad credentials")
-        s = self.scenario
-        if "copilot_user" in s.quota_exceeded_on:
-            return self._quota_exceeded()
-        entitlement, remaining, percent = self._quota_state()
-        reset = self._reset()
-        if s.usage_plan == "free":
-            return json_answer(
-                200,
-                {
-                    "login": s.account,
-                    "access_type_sku": "free_limited_copilot",
-                    "copilot_plan": "free",
-                    "chat_enabled": True,
-                    "monthly_quotas": {"chat": entitlement, "completions": 2000},
-                    "limited_user_quotas": {"chat": remaining, "completions": 2000},
-                    "limited_user_reset_date": reset.strftime("%Y-%m-%d"),
-                },
-            )
-
-        def snapshot(quota_id: str, **values: object) -> dict[str, object]:
-            unlimited = {
-                "entitlement": 0,
-                "remaining": 0,
-                "quota_remaining": 0.0,
-                "percent_remaining": 100.0,
-                "unlimited": True,
-                "overage_count": 0,
-                "overage_permitted": False,
-            }
-            return {**unlimited, **values, "quota_id": quota_id}
-
-        value: dict[str, object] = {
-            "login": s.account,
-            "access_type_sku": "plus_monthly_subscriber_quota",
-            "copilot_plan": "individual_pro",
-            "chat_enabled": True,
-            "assigned_date": "2025-01-15T10:00:00+00:00",
-            "quota_reset_date": reset.strftime("%Y-%m-%d"),
-            "quota_reset_date_utc": reset.strftime("%Y-%m-%dT%H:%M:%S.000Z"),
-            "quota_snapshots": {
-                "chat": snapshot("chat"),
-                "completions": snapshot("completions"),
-                "premium_interactions": snapshot(
-                    "premium_interactions",
-                    entitlement=entitlement,
-                    remaining=remaining,
-                    quota_remaining=remaining,
-                    percent_remaining=percent,
-                    unlimited=False,
-                    overage_count=max(0.0, -remaining),
-                    overage_permitted=s.overage_permitted,
-                ),
-            },
-        }
-        if s.usage_plan == "credits":
-            value["token_based_billing"] = True
-        return json_answer(200, value)
-
-    def _failure(self, status: int) -> Answer:
-        extra: tuple[tuple[str, str], ...] = ()
-        if self.scenario.retry_after is not None:
-            extra = (("Retry-After", self.scenario.retry_after),)
-        if status == 429:
-            return github_json(429, "API rate limit exceeded", *extra)
-        return github_json(status, "emulated failure", *extra)
-
-    # -- the Copilot API -------------------------------------------------------------------
-
-    def _session_ok(self, request: RecordedRequest) -> bool:
-        scheme, _, value = request.headers.get("authorization", "").partition(" ")
-        if scheme.lower() != "bearer":
-            return False
-        with self.lock:
-            expires_at = self._valid_sessions.get(value)
-        return expires_at is not None and self.now() < expires_at
-
-    def _stale(self, request: RecordedRequest) -> bool:
-        value = request.headers.get("authorization", "").partition(" ")[2]
-        with self.lock:
-            return value in self.session_tokens
-
-    def _copilot_gate(self, request: RecordedRequest) -> Answer | None:
-        """The checks every Copilot API request passes, in the service's order."""
-        s, headers = self.scenario, request.headers
-        if not self._session_ok(request):
-            if request.host == ENTERPRISE_HOST and self._stale(request):
-                # The enterprise host answers an expired or revoked session with a bare 403.
-                return copilot_text(403, "forbidden")
-            return copilot_text(401, "unauthorized: token expired")
-        if s.strict("editor_version") and not headers.get("editor-version"):
-            return copilot_text(400, "bad request: missing Editor-Version header for IDE auth")
-        if s.strict("integration_id") and not headers.get("copilot-integration-id"):
-            return copilot_text(400, "bad request: missing required Copilot-Integration-Id header")
-        if headers.get("copilot-integration-id", "").strip() in s.refused_integration_ids:
-            # An organisation's policy that allows one Copilot client and not another.
-            return copilot_text(403, "unauthorized: not authorized to use this Copilot feature")
-        api_version = headers.get("x-github-api-version")
-        if s.min_api_version is not None and api_version is not None:
-            api_version = api_version.strip()
-            if not _DATE.fullmatch(api_version) or api_version < s.min_api_version:
-                return copilot_text(
-                    466,
-                    "bad request: the specified API version is no longer supported. "
-                    "You may need to update your client to a newer version.",
-                )
-        floor = s.min_client_version
-        if floor is not None and _version(headers.get("editor-version", "")) < _version(floor):
-            return copilot_text(
-                466,
-                "bad request: the VS Code version you are using is no longer supported. "
-                f"Please upgrade VS Code to version {floor}+.",
-            )
-        return None
-
-    def _models(self, request: RecordedRequest) -> Answer:
-        refusal = self._copilot_gate(request)
-        if refusal is not None:
-            return refusal
-        if "models" in self.scenario.quota_exceeded_on:
-            return self._quota_exceeded()
-        with self.lock:
-            failure = self._models_failures.pop(0) if self._models_failures else None
-        if failure is not None:
-            return self._failure(failure)
-        models = [dict(m) for m in self.scenario.models]
-        floor = self.scenario.deprecated_below
-        if floor is not None and _version(request.headers.get("editor-version", "")) < _version(
-            floor
-        ):
-            # Every entry, whatever else it says, carries the notice for a stale client.
-            for model in models:
-                listed = model.get("warning_messages")
-                notes = list(listed) if isinstance(listed, list) else []
-                model["warning_messages"] = [*notes, dict(_DEPRECATED_NOTICE)]
-        return json_answer(200, {"data": models, "object": "list"})
-
-    def _inference(self, request: RecordedRequest, protocol: str) -> Answer:
-        s = self.scenario
-        refusal = self._copilot_gate(request)
-        if refusal is not None:
-            return refusal
-        try:
-            payload = json.loads(request.body or b"{}")
-        except (ValueError, RecursionError):  # deeply nested JSON is no request either
-            payload = None
-        if not isinstance(payload, dict):
-            return copilot_error(
-                400, "the request body is not a JSON object", "invalid_request_body"
-            )
-        model = payload.get("model")
-        paths = self._served.get(model) if isinstance(model, str) else None
-        if not isinstance(model, str) or paths is None:
-            return _model_not_supported()
-        unserved = s.unserved_models.get(request.headers.get("copilot-integration-id", "").strip())
-        if unserved is not None and (model in unserved or "*" in unserved):
-            # An organisation whose policy lists a model to this client but does not serve
-            # it to it: the same answer as for a model the account does not have.
-            return _model_not_supported()
-        floor = s.min_editor_version.get(model)
-        if floor is not None and _version(request.headers.get("editor-version", "")) < _version(
-            floor
-        ):
-            # Checked before the endpoint: the service answers this on any path.
-            return copilot_error(
-                400,
-                f"model {model} is not supported in this VS Code version. "
-                f"Please update it to version {floor} or newer",
-                "model_not_supported_in_version",
-            )
-        path = PROTOCOL_PATHS[protocol]
-        if s.strict("model_endpoint") and path not in paths:
-            return copilot_error(400, _wrong_endpoint(model, protocol), "unsupported_api_for_model")
-        if s.strict("vision_header") and has_image(payload, protocol) and not request.vision:
-            return copilot_error(
-                400, "missing required Copilot-Vision-Request header for vision requests", ""
-            )
-        if protocol in s.quota_exceeded_on or self._exhausted():
-            return self._quota_exceeded()
-        if protocol == "messages":
-            refusal = self._messages_gate(request, payload)
-            if refusal is not None:
-                return refusal
-        with self.lock:
-            self._serial += 1
-            serial = self._serial
-            # Credits are used by what each answer costs; request quotas by one a request.
-            self._quota_used += s.request_cost if s.usage_plan == "credits" else 1
-        exchange = read_request(payload, protocol, model, serial)
-        if not s.tool_calls:
-            exchange = dataclasses.replace(exchange, tool=None)
-        cost = round(s.request_cost * 1e9)
-        whole, events = reply(exchange, s.stream_events, int(self.now()), cost)
-        quota = self._quota_headers()
-        if exchange.stream:
-            headers = (("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"))
-            return Answer(200, (*headers, *quota), events=events)
-        return json_answer(200, whole, *quota)
-
-    def _messages_gate(self, request: RecordedRequest, payload: Mapping[str, Any]) -> Answer | None:
-        """What the Messages layer refuses before answering: betas it does not serve and a
-        ``system`` that is a string (docs/EMULATOR.md has the evidence for both)."""
-        s = self.scenario
-        unserved = unserved_betas(request.headers.get("anthropic-beta", ""))
-        if s.strict("anthropic_beta") and unserved:
-            return copilot_error(
-                400,
-                f"unsupported beta header(s): {', '.join(unserved)}",
-                "invalid_request_error",
-                type="invalid_request_error",
-            )
-        if s.strict("system_text") and isinstance(payload.get("system"), str):
-            return copilot_error(
-                400,
-                "system: Input should be a valid list",
-                "invalid_request_error",
-                type="invalid_request_error",
-            )
-        return None
-
-
-def _model_not_supported() -> Answer:
-    """The service's 400 for a model it does not serve this request (138 bytes)."""
-    return copilot_error(
-        400,
-        "The requested model is not supported.",
-        "model_not_supported",
-        param="model",
-        type="invalid_request_error",
-    )
-
-
-def _wrong_endpoint(model: str, protocol: str) -> str:
-    """The service's words for a model asked on a path its entry does not list."""
-    if protocol == "chat":
-        return f'model "{model}" is not accessible via the /chat/completions endpoint'
-    if protocol == "responses":
-        return f"model {model} is not supported via Responses API."
-    return "no model endpoints available given user constraints"
 
 
 class _ClientGone(Exception):
@@ -758,7 +145,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._answer(state.answer(endpoint, record), record, drip)
 
     def _start(
-        self, status: int, headers: tuple[tuple[str, str], ...], record: RecordedRequest
+        self,
+        status: int,
+        headers: tuple[tuple[str, str], ...],
+        record: RecordedRequest,
+        notes: tuple[tuple[str, object], ...] = (),
     ) -> None:
         self.send_response(status)
         named = {name.lower() for name, _ in headers}
@@ -771,10 +162,10 @@ class _Handler(BaseHTTPRequestHandler):
         if record.host in COPILOT_HOSTS and "x-request-id" not in named:
             self.send_header("X-Request-Id", copilot_request_id())
         if self._where is not None:
-            self.server.state.update(self._where, status=status)
+            self.server.state.update(self._where, status=status, **dict(notes))
 
     def _answer(self, answer: Answer, record: RecordedRequest, drip: float | None = None) -> None:
-        self._start(answer.status, answer.headers, record)
+        self._start(answer.status, answer.headers, record, answer.notes)
         if answer.events is None:
             self.send_header("Content-Length", str(len(answer.body)))
             self.end_headers()

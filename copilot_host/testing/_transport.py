@@ -3,6 +3,11 @@
 The adapter keeps its fixed URLs and the allowlist stays strict: only github.com,
 api.github.com and the allowlisted Copilot hosts are routed, over a real TCP socket; any
 other destination fails like an unreachable host, and is noted in ``refused``.
+
+The requests go out over httpx2's own transport unless the caller gives another as
+``inner``: the emulator is the oracle the gateway's transport is checked against, so it
+never sends through that code by itself (the gateway's tests and benchmark pass it on
+purpose, so that the ``[fast]`` path stays exercised).
 """
 
 from __future__ import annotations
@@ -10,8 +15,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import httpx2
-
-from .._accel import fast_transport
 
 __all__ = [
     "AsyncLoopbackTransport",
@@ -64,17 +67,20 @@ class AsyncLoopbackTransport(httpx2.AsyncBaseTransport):
         routed: frozenset[str],
         refuse: Callable[[str], None],
         limits: httpx2.Limits | None = None,
+        inner: httpx2.AsyncBaseTransport | None = None,
     ) -> None:
+        if inner is not None and limits is not None:
+            raise ValueError("give limits or inner, not both: inner carries its own")
         self._port = port
         self._routed = routed
         self._refuse = refuse
-        # The transport the gateway itself runs on (aiohttp when installed), so that the
-        # tests and the benchmark exercise the path users run.
-        self._inner = fast_transport(limits) or (
-            httpx2.AsyncHTTPTransport()
-            if limits is None
-            else httpx2.AsyncHTTPTransport(limits=limits)
-        )
+        if inner is None:
+            inner = (
+                httpx2.AsyncHTTPTransport()
+                if limits is None
+                else httpx2.AsyncHTTPTransport(limits=limits)
+            )
+        self._inner = inner
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         return await self._inner.handle_async_request(
@@ -98,11 +104,15 @@ def loopback_transport(port: int) -> httpx2.BaseTransport:
 
 
 def async_loopback_transport(
-    port: int, *, limits: httpx2.Limits | None = None
+    port: int,
+    *,
+    limits: httpx2.Limits | None = None,
+    inner: httpx2.AsyncBaseTransport | None = None,
 ) -> httpx2.AsyncBaseTransport:
     """The asyncio twin of :func:`loopback_transport`; ``limits`` bounds its connection
-    pool (httpx2's default otherwise: 100 connections). It sends over aiohttp when that is
-    installed, as the gateway does, unless ``COPILOT_HOST_PURE_PYTHON`` is set."""
+    pool (httpx2's default otherwise: 100 connections). It sends over httpx2's own
+    transport, or over ``inner`` when given (``limits`` then does not apply; closing this
+    transport closes ``inner``)."""
     from ._server import ROUTED_HOSTS
 
-    return AsyncLoopbackTransport(port, ROUTED_HOSTS, _not_noted, limits)
+    return AsyncLoopbackTransport(port, ROUTED_HOSTS, _not_noted, limits, inner)

@@ -20,6 +20,7 @@ def main() -> None:
     from copilot_host_cli import main as cli
     from copilot_host_cli._context import CliSeam
 
+    from copilot_host.gateway import upstream_transport
     from copilot_host.github import AsyncGitHubCopilotHost
     from copilot_host.testing import async_loopback_transport
 
@@ -28,7 +29,8 @@ def main() -> None:
 
     seam = CliSeam(
         async_host_factory=host,
-        upstream_transport=lambda: async_loopback_transport(port),
+        # Over the transport serve gives an app (aiohttp on [fast]): the path users run.
+        upstream_transport=lambda: async_loopback_transport(port, inner=upstream_transport()),
     )
     cli(["run", *sys.argv[2:]], obj=seam, prog_name="copilot-host")
 

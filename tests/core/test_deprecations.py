@@ -66,3 +66,11 @@ def test_the_hosts_key_file_argument_is_gone_as_announced(kind: str) -> None:
     host = GitHubCopilotHost if kind == "blocking" else AsyncGitHubCopilotHost
     with pytest.raises(TypeError, match="key_file"):
         host(key_file=True)  # type: ignore[call-arg]
+
+
+@pytest.mark.parametrize("name", ["SystemClock", "redact"])
+def test_the_names_03_deprecated_are_gone_from_the_root_as_announced(name: str) -> None:
+    # 0.3.0 said they would go in 0.4.0: no attribute now, not even with a warning.
+    with pytest.raises(AttributeError, match=name):
+        getattr(ch, name)
+    assert name not in dir(ch)

@@ -125,17 +125,28 @@ PUBLIC = {
         "bind",
         "create_app",
         "serve",
+        "upstream_transport",
         "write_stderr_line",
     ],
     "copilot_host.testing": [
+        "AUTO_ONLY_PLANS",
         "CHECKS",
+        "COPILOT_CLI_CLIENT_ID",
         "ENDPOINTS",
         "USAGE_PLANS",
         "VSCODE_CLIENT_ID",
+        "DeviceFlow",
+        "Faults",
         "GitHubEmulator",
+        "Inventory",
+        "RateWindow",
         "RawAnswer",
         "RecordedRequest",
+        "Replies",
         "Scenario",
+        "Session",
+        "ToolCall",
+        "Usage",
         "async_loopback_transport",
         "chat_model",
         "inventory_of",
@@ -168,8 +179,8 @@ INTERNAL = [
     "show_path",
     "read_json_body",
     "request_facts",
-    "fast_transport",
-    "proxy_configured",
+    "Accelerations",
+    "accelerations",
 ]
 
 
@@ -202,8 +213,6 @@ def test_the_internal_module_costs_nothing_until_a_name_is_used() -> None:
 @pytest.mark.parametrize(
     ("name", "module", "since", "goes"),
     [
-        ("SystemClock", "_clock", "0.3.0", "0.4.0"),
-        ("redact", "_safety._redact", "0.3.0", "0.4.0"),
         ("Flight", "_flight", "0.4.0", "0.5.0"),
         ("SingleFlight", "_flight", "0.4.0", "0.5.0"),
         ("read_json_body", "_sessions._inspect", "0.4.0", "0.5.0"),
@@ -345,3 +354,29 @@ def test_the_cli_and_the_gateway_use_only_public_names(folder: str) -> None:
                 and node.value.id in aliases
             ):
                 assert node.attr in ch.__all__, (source.name, node.attr)
+
+
+# -- documentation constants ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("module", "name"),
+    [
+        ("copilot_host.gateway", "SERVED_BETAS"),
+        ("copilot_host.gateway", "FORWARDED_REQUEST_HEADERS"),
+        ("copilot_host.gateway", "RELAYED_RESPONSE_HEADERS"),
+        ("copilot_host.github", "KNOWN_NOTIFICATIONS"),
+    ],
+)
+def test_public_constants_cannot_be_changed(module: str, name: str) -> None:
+    """The code reads copies made at import, so a changed constant would change nothing:
+    they refuse to change instead."""
+    value = getattr(importlib.import_module(module), name)
+    assert len(value) > 0
+    if isinstance(value, frozenset):
+        assert not hasattr(value, "add")
+        return
+    with pytest.raises(TypeError):
+        value["x-new"] = "anything"
+    with pytest.raises(TypeError):
+        del value[next(iter(value))]

@@ -30,6 +30,7 @@ from copilot_host.gateway import (
     GatewayServer,
     ServerStack,
     create_app,
+    upstream_transport,
 )
 from copilot_host.github import AsyncGitHubCopilotHost, GitHubCopilotHost
 from copilot_host.store import CredentialStore
@@ -235,7 +236,11 @@ def running_gateway(
             app = create_app(
                 host,
                 api_key=key,
-                transport=transport if transport is not None else emulator.async_transport(),
+                # Over the transport serve would give the app (aiohttp on [fast]), so the
+                # tests run the path users run; the emulator's own is httpx2's.
+                transport=transport
+                if transport is not None
+                else emulator.async_transport(inner=upstream_transport(stack)),
                 hooks=hooks,
                 max_credits=max_credits,
                 model_aliases=model_aliases,

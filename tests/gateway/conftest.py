@@ -11,16 +11,20 @@ import pytest
 from copilot_host._accel import PURE_PYTHON_ENV
 from copilot_host.gateway._stack import PURE_PYTHON
 from copilot_host.testing import GitHubEmulator, Scenario
+from tests._extras import require
 from tests.gateway._support import Gateway, running_gateway
 from tests.security._support import TOKEN_SHAPES
 
 
 @pytest.fixture(params=["aiohttp", "pure"])
 def upstream_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Each upstream transport the gateway may run on: aiohttp (the default when installed)
-    and httpx2's own (``COPILOT_HOST_PURE_PYTHON=1``). Modules that prove the relay's
+    """Each upstream transport the gateway may run on: aiohttp (serve's on [fast]) and
+    httpx2's own (``COPILOT_HOST_PURE_PYTHON=1``). Modules that prove the relay's
     behaviour on both name it first (``pytestmark = pytest.mark.usefixtures(...)``), so
-    it is set before their emulator's transports are made."""
+    it is set before their gateways are made (``running_gateway`` puts the emulator's
+    transport over :func:`copilot_host.gateway.upstream_transport`)."""
+    if request.param == "aiohttp":
+        require("aiohttp")
     if request.param == "pure":
         monkeypatch.setenv(PURE_PYTHON_ENV, "1")
     else:

@@ -19,6 +19,7 @@ import pytest
 from copilot_host.gateway import GatewayServer, Hardening
 from copilot_host.gateway._hardening import MAX_HEAD_BYTES, connection_bound, quiet_accept_errors
 from copilot_host.gateway._stack import PURE_PYTHON, ServerStack
+from tests._extras import require
 
 # The parser serve uses when httptools is installed, and the pure-Python one.
 STACKS = [ServerStack(http="httptools"), PURE_PYTHON]
@@ -82,6 +83,8 @@ def running(request: pytest.FixtureRequest) -> Iterator[Any]:
     """``running(bound=, head_timeout=)`` starts a hardened server on each stack."""
     made: list[_Running] = []
     stack: ServerStack = request.param
+    if stack.http == "httptools":
+        require("httptools")  # [fast]; skipped only on the base install
 
     def start(bound: int = 100, head_timeout: float = 0.5) -> _Running:
         server = _Running(bound, head_timeout, stack).__enter__()

@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import httpx2
 import pytest
 from cryptography import x509
@@ -31,8 +30,15 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from copilot_host._accel import PURE_PYTHON_ENV, fast_transport, proxy_configured
-from copilot_host._aiotransport import AiohttpTransport, _mapped
+from tests._extras import require
+
+require("aiohttp")
+
+import aiohttp  # noqa: E402
+
+from copilot_host._accel import PURE_PYTHON_ENV, accelerations  # noqa: E402
+from copilot_host.gateway import GatewayServer, upstream_transport  # noqa: E402
+from copilot_host.gateway._aiotransport import AiohttpTransport, _mapped  # noqa: E402
 
 # Every test finishes well within this; a transport that hangs fails instead.
 BOUND = 20.0
@@ -794,29 +800,32 @@ def test_an_ssl_cert_file_that_cannot_be_read_fails_as_httpx2s_does(
     assert failed[0] is failed[1]
 
 
+_PROXY_NAMES = ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "HTTP_PROXY", "http_proxy")
+
+
 @pytest.mark.parametrize("variable", ["HTTPS_PROXY", "https_proxy", "ALL_PROXY", "HTTP_PROXY"])
 def test_a_proxy_in_the_environment_is_seen(variable: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in (
-        "HTTPS_PROXY",
-        "https_proxy",
-        "ALL_PROXY",
-        "all_proxy",
-        "HTTP_PROXY",
-        "http_proxy",
-    ):
+    for name in _PROXY_NAMES:
         monkeypatch.delenv(name, raising=False)
-    assert not proxy_configured()
+    monkeypatch.delenv(PURE_PYTHON_ENV, raising=False)
+    assert not accelerations().proxy
+    assert accelerations().aiohttp
+    assert not accelerations({}).proxy
     monkeypatch.setenv(variable, "http://127.0.0.1:9")
-    assert proxy_configured()
+    assert accelerations().proxy
+    assert not accelerations().aiohttp  # httpx2 applies the proxy
+    assert accelerations({variable: "http://127.0.0.1:9"}) == accelerations()
 
 
 def test_the_pure_path_setting_rules_aiohttp_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in _PROXY_NAMES:
+        monkeypatch.delenv(name, raising=False)
     monkeypatch.delenv(PURE_PYTHON_ENV, raising=False)
-    assert isinstance(fast_transport(), AiohttpTransport)
+    assert isinstance(upstream_transport(), AiohttpTransport)
     monkeypatch.setenv(PURE_PYTHON_ENV, "1")
-    assert fast_transport() is None
+    assert upstream_transport() is None
     monkeypatch.setenv(PURE_PYTHON_ENV, "0")
-    assert isinstance(fast_transport(), AiohttpTransport)
+    assert isinstance(upstream_transport(), AiohttpTransport)
 
 
 def test_without_aiohttp_importable_httpx2s_own_transport_is_kept(
@@ -826,9 +835,12 @@ def test_without_aiohttp_importable_httpx2s_own_transport_is_kept(
 
     from copilot_host.testing import async_loopback_transport
 
+    for name in _PROXY_NAMES:
+        monkeypatch.delenv(name, raising=False)
     monkeypatch.delenv(PURE_PYTHON_ENV, raising=False)
     monkeypatch.setitem(sys.modules, "aiohttp", None)  # as if it were not installed
-    assert fast_transport() is None
+    assert upstream_transport() is None
+    assert GatewayServer().stack.transport == "httpx2"
 
     async def through_loopback() -> int:
         async with Upstream() as upstream:
@@ -881,6 +893,8 @@ def test_with_a_proxy_set_the_gateway_sends_through_it(
                     store=CredentialStore(home), transport=emulator.async_transport()
                 ) as host:
                     app = create_app(host, api_key=key)  # the gateway's own upstream
+                    # As serve() and run put it on their transport: httpx2's, for the proxy.
+                    GatewayServer().adopt(app)
                     await app.startup()
                     try:
                         async with httpx2.AsyncClient(

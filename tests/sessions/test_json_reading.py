@@ -10,14 +10,19 @@ import subprocess
 import sys
 from typing import Any
 
-import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from copilot_host import _accel
-from copilot_host._accel import PURE_PYTHON_ENV
-from copilot_host._sessions._inspect import read_json_body
+from tests._extras import require
+
+require("orjson")
+
+import orjson  # noqa: E402
+
+from copilot_host import _accel  # noqa: E402
+from copilot_host._accel import PURE_PYTHON_ENV  # noqa: E402
+from copilot_host._sessions._inspect import read_json_body  # noqa: E402
 
 
 def _read_with(parser: Any, body: bytes) -> Any:

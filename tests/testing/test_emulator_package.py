@@ -19,7 +19,9 @@ SCRIPT = textwrap.dedent(
     import httpx2
     import copilot_host.testing as t
 
-    scenario = t.Scenario(stream_pause=0.05, drip={"user": 0.01})
+    scenario = t.Scenario(
+        replies=t.Replies(stream_pause=0.05), faults=t.Faults(drip={"user": 0.01})
+    )
     with t.GitHubEmulator(scenario) as emu, httpx2.Client(transport=emu.transport()) as c:
         token = c.get(
             "https://api.github.com/copilot_internal/v2/token",
@@ -38,7 +40,7 @@ SCRIPT = textwrap.dedent(
         with c.stream("POST", origin + "/chat/completions", json=request, headers=headers) as a:
             next(a.iter_lines())
         emu.wait_for_disconnects(1)
-        slow = t.GitHubEmulator(t.Scenario(stream_pause=30.0)).start()
+        slow = t.GitHubEmulator(t.Scenario(replies=t.Replies(stream_pause=30.0))).start()
         client = httpx2.Client(transport=slow.transport())
         sid = client.get(
             "https://api.github.com/copilot_internal/v2/token",
@@ -64,13 +66,23 @@ def test_the_package_needs_no_test_dependency_and_prints_nothing() -> None:
 
 def test_the_public_names_are_curated() -> None:
     assert sorted(testing.__all__) == [
+        "AUTO_ONLY_PLANS",
         "CHECKS",
+        "COPILOT_CLI_CLIENT_ID",
+        "DeviceFlow",
         "ENDPOINTS",
+        "Faults",
         "GitHubEmulator",
+        "Inventory",
+        "RateWindow",
         "RawAnswer",
         "RecordedRequest",
+        "Replies",
         "Scenario",
+        "Session",
+        "ToolCall",
         "USAGE_PLANS",
+        "Usage",
         "VSCODE_CLIENT_ID",
         "async_loopback_transport",
         "chat_model",

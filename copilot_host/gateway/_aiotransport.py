@@ -15,11 +15,12 @@ transport under them changes. It sends what the ``httpx2.Request`` says and noth
   length is chunked, its ``Transfer-Encoding`` header then last);
 * no redirect is followed, no cookie is kept, nothing is decompressed (httpx2 decodes
   ``Content-Encoding`` above, as it does over its own transport), no proxy or ``.netrc``
-  is read from the environment (the caller decides on proxies: :func:`upstream_transport`);
+  is read from the environment (the caller decides on proxies: :mod:`._stack`);
 * the request's ``timeout`` extension: ``connect`` and ``read`` as aiohttp's
   ``sock_connect`` and ``sock_read``; ``pool`` as the wait for one of
   ``limits.max_connections`` slots; ``write`` as the longest wait for one slice of a body
-  over 64 KiB to be taken by the socket (a smaller one fits in the socket's buffer).
+  over 64 KiB to be taken by the socket (a smaller one fits in the socket's buffer), kept
+  by an ``asyncio.timeout`` around the request that each slice reschedules.
 
 aiohttp's errors become the httpx2 exceptions httpx2's own transport raises in the same
 case, with messages built here from the target and the OS error only: never the
@@ -129,20 +130,29 @@ def _mapped(exc: BaseException, request: httpx2.Request) -> httpx2.TransportErro
 
 
 class _Sending:
-    """A request being sent: what a stalled body write must cancel."""
+    """A request being sent: the deadline a stalled body write moves to now.
 
-    __slots__ = ("sending", "stalled", "task")
+    The deadline is the caller's own ``asyncio.timeout`` around the request, so a stall
+    ends the request the way any timeout does (the caller's task is never cancelled from
+    outside); aiohttp writes the body from its own task, which only reschedules it."""
+
+    __slots__ = ("deadline", "sending")
 
     def __init__(self) -> None:
-        self.task = asyncio.current_task()
+        self.deadline: asyncio.Timeout | None = None
         self.sending = True
-        self.stalled = False
 
-    def stall(self) -> None:
+    def arm(self, seconds: float | None) -> None:
         # Only while the answer's head is awaited: later, the read timeout governs.
-        if self.sending and self.task is not None:
-            self.stalled = True
-            self.task.cancel()
+        deadline = self.deadline
+        if self.sending and deadline is not None:
+            deadline.reschedule(
+                None if seconds is None else asyncio.get_running_loop().time() + seconds
+            )
+
+    def stalled(self) -> bool:
+        deadline = self.deadline
+        return deadline is not None and deadline.expired()
 
 
 async def _timed(
@@ -150,14 +160,12 @@ async def _timed(
 ) -> AsyncIterator[bytes]:
     """``pieces``, each given ``write`` seconds to be taken by aiohttp's writer (which
     asks for the next only once the socket took the last)."""
-    loop = asyncio.get_running_loop()
     async for piece in pieces:
-        handle = None if write is None else loop.call_later(write, watch.stall)
+        watch.arm(write)
         try:
             yield piece
         finally:
-            if handle is not None:
-                handle.cancel()
+            watch.arm(None)
 
 
 async def _slices(data: bytes) -> AsyncIterator[bytes]:
@@ -247,7 +255,9 @@ class AiohttpTransport(httpx2.AsyncBaseTransport):
             raise RuntimeError("the transport is closed")
         limits = self._limits
         connector = aiohttp.TCPConnector(
-            limit=limits.max_connections or 0,
+            # Unbounded here: the slots of _slot bound the connections in use, once (a
+            # connection is opened only by a request holding a slot).
+            limit=0,
             limit_per_host=0,
             keepalive_timeout=limits.keepalive_expiry,
             force_close=limits.max_keepalive_connections == 0,
@@ -329,35 +339,34 @@ class AiohttpTransport(httpx2.AsyncBaseTransport):
             url = url.copy_with(userinfo=None)
         free = await self._slot(request, given)
         try:
-            response = await session.request(
-                request.method,
-                _target(str(url)),
-                headers=headers,
-                data=data,
-                chunked=chunked,
-                allow_redirects=False,
-                timeout=self._timeout(given),
-            )
-        except asyncio.CancelledError:
-            if free is not None:
-                free()
-            if watch is not None and watch.stalled and watch.task is not None:
-                watch.task.uncancel()
-                raise httpx2.WriteTimeout(
-                    f"timed out writing to {_where(request)}", request=request
-                ) from None
-            raise
+            async with asyncio.timeout(None) as deadline:
+                if watch is not None:
+                    watch.deadline = deadline
+                try:
+                    response = await session.request(
+                        request.method,
+                        _target(str(url)),
+                        headers=headers,
+                        data=data,
+                        chunked=chunked,
+                        allow_redirects=False,
+                        timeout=self._timeout(given),
+                    )
+                finally:
+                    # From here on a body write left pending must not move the deadline
+                    # (it is left behind with this block).
+                    if watch is not None:
+                        watch.sending = False
         except BaseException as exc:
             if free is not None:
                 free()
+            if isinstance(exc, TimeoutError) and watch is not None and watch.stalled():
+                raise httpx2.WriteTimeout(
+                    f"timed out writing to {_where(request)}", request=request
+                ) from None
             if isinstance(exc, (aiohttp.ClientError, TimeoutError, ValueError)):
                 raise _mapped(exc, request) from None
             raise
-        finally:
-            # From here on a body write left pending (a slice's timer that was never
-            # cancelled) must not cancel this task, whatever it does next.
-            if watch is not None:
-                watch.sending = False
         version = response.version or aiohttp.HttpVersion11
         return httpx2.Response(
             response.status,

@@ -1,0 +1,117 @@
+"""The inventory: what ``/models`` lists, which paths serve each model, its limits and
+prices."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ._accounts import Accounts
+from ._answers import (
+    Answer,
+    json_answer,
+)
+from ._record import RecordedRequest
+from ._scenario import Scenario
+from ._state import editor_version
+
+__all__ = ["InventoryState"]
+
+
+# What every /models entry carries for a client the service calls stale (late 2026). The
+# text is the emulator's; the code is the one clients act on.
+_DEPRECATED_NOTICE = {
+    "code": "client_version_deprecated",
+    "message": "This client version is deprecated and will stop working soon. "
+    "Please update to the latest version.",
+}
+
+
+def _served_paths(models: tuple[Mapping[str, object], ...]) -> dict[str, frozenset[str]]:
+    """Model id -> the paths the API serves it on. The first entry of an id wins; an entry
+    without ``supported_endpoints`` is served on ``/chat/completions`` only. An entry that
+    is not a chat model (embeddings, completions) or whose policy is not enabled is not
+    served at all: the service answers ``model_not_supported`` for it, as for an unknown id
+    (reports of disabled models in docs/WIRE.md)."""
+    served: dict[str, frozenset[str]] = {}
+    seen: set[str] = set()
+    for item in models:
+        model_id = item.get("id")
+        if not isinstance(model_id, str) or model_id in seen:
+            continue
+        seen.add(model_id)
+        capabilities = item.get("capabilities")
+        kind = capabilities.get("type") if isinstance(capabilities, Mapping) else None
+        policy = item.get("policy")
+        state = policy.get("state") if isinstance(policy, Mapping) else None
+        if kind not in (None, "chat") or state not in (None, "enabled"):
+            continue
+        endpoints = item.get("supported_endpoints")
+        if isinstance(endpoints, list):
+            served[model_id] = frozenset(e for e in endpoints if isinstance(e, str))
+        else:
+            served[model_id] = frozenset({"/chat/completions"})
+    return served
+
+
+_LIMITS = ("max_output_tokens", "max_prompt_tokens", "max_context_window_tokens")
+
+
+def _listed_limits(models: tuple[Mapping[str, object], ...]) -> dict[str, dict[str, float]]:
+    """Model id -> the token limits its first inventory entry lists (numbers only)."""
+    listed: dict[str, dict[str, float]] = {}
+    for item in models:
+        model_id = item.get("id")
+        if not isinstance(model_id, str) or model_id in listed:
+            continue
+        capabilities = item.get("capabilities")
+        limits = capabilities.get("limits") if isinstance(capabilities, Mapping) else None
+        listed[model_id] = {
+            name: float(value)
+            for name in _LIMITS
+            if isinstance(limits, Mapping)
+            and isinstance(value := limits.get(name), (int, float))
+            and not isinstance(value, bool)
+        }
+    return listed
+
+
+class InventoryState(Accounts):
+    """The scripted models as the service serves them."""
+
+    def __init__(self, scenario: Scenario) -> None:
+        super().__init__(scenario)
+        self._models_failures = list(scenario.models_failures)
+        self._served = _served_paths(scenario.models)
+        self._limits = _listed_limits(scenario.models)
+        self._billing: dict[str, object] = {}
+        for item in scenario.models:
+            model_id = item.get("id")
+            if isinstance(model_id, str):
+                self._billing.setdefault(model_id, item.get("billing"))
+
+    def _models(self, request: RecordedRequest) -> Answer:
+        refusal = self._copilot_gate(request)
+        if refusal is not None:
+            return refusal
+        if "models" in self.scenario.quota_exceeded_on:
+            return self._quota_exceeded()
+        with self.lock:
+            failure = self._models_failures.pop(0) if self._models_failures else None
+        if failure is not None:
+            return self._failure(failure)
+        models = [dict(m) for m in self.scenario.models]
+        if self.scenario.auto_only_plan:
+            # Auto-only plans get the whole catalogue, none of it in the picker (opencode
+            # pull request #47261, editor-code-assistant/eca #601).
+            for model in models:
+                model["model_picker_enabled"] = False
+        floor = self.scenario.deprecated_below
+        if floor is not None and editor_version(
+            request.headers.get("editor-version", "")
+        ) < editor_version(floor):
+            # Every entry, whatever else it says, carries the notice for a stale client.
+            for model in models:
+                listed = model.get("warning_messages")
+                notes = list(listed) if isinstance(listed, list) else []
+                model["warning_messages"] = [*notes, dict(_DEPRECATED_NOTICE)]
+        return json_answer(200, {"data": models, "object": "list"})

@@ -1,0 +1,171 @@
+"""``Scenario``'s groups: what a test scripts, one concern per group.
+
+``Scenario(login=DeviceFlow(...), usage=Usage(...), ...)`` reads as what it scripts; each
+group's fields are the flat keywords of 0.3.0 (still taken in 0.4.0, with a
+``DeprecationWarning``; 0.5.0 takes only the groups). Each group only holds values:
+``Scenario`` checks them, whichever way they were given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from ._inventory import realistic_models
+from ._protocols import ToolCall
+
+__all__ = [
+    "COPILOT_CLI_CLIENT_ID",
+    "GROUPS",
+    "VSCODE_CLIENT_ID",
+    "DeviceFlow",
+    "Faults",
+    "Inventory",
+    "RateWindow",
+    "RawAnswer",
+    "Replies",
+    "Session",
+    "Usage",
+]
+
+# The OAuth app GitHub's own Copilot editors (VS Code) log in with: the exchange accepts its
+# tokens. Tokens of other OAuth apps (gh's, an application's own) get 404.
+VSCODE_CLIENT_ID = "Iv1.b507a08c87ecfe98"
+# The OAuth app GitHub's own Copilot CLI (npm ``@github/copilot`` 1.0.102) logs in with; it
+# sends that app's GitHub token to the Copilot API itself (issue 27, from the package).
+COPILOT_CLI_CLIENT_ID = "Ov23ctDVkRmgkPke0Mmm"
+
+
+@dataclass(frozen=True, slots=True)
+class RawAnswer:
+    """An exact answer to serve instead of the emulated one (hostile-response tests).
+
+    The emulator still adds its ``x-github-request-id`` (and ``x-request-id`` on a Copilot
+    host) unless ``headers`` names them.
+    """
+
+    status: int = 200
+    body: bytes = b"{}"
+    headers: tuple[tuple[str, str], ...] = (("Content-Type", "application/json"),)
+
+
+@dataclass(frozen=True, slots=True)
+class RateWindow:
+    """A usage rate-limit window (the session or the weekly one) as the service reports it
+    in ``x-usage-ratelimit-<window>``: ``entitlement``, the percentage ``remaining``, and
+    when it resets (``resets_in`` seconds after the emulator starts; ``None``: with the
+    monthly quota). Each model request served uses ``per_request`` percentage points; at 0
+    left, model requests are refused with 429 until the emulator is made again."""
+
+    entitlement: float = 50
+    remaining: float = 100.0
+    per_request: float = 0.0
+    resets_in: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.entitlement < 0 or not 0 <= self.remaining <= 100 or self.per_request < 0:
+            raise ValueError("a window has an entitlement, 0-100 % remaining, a use of 0 or more")
+        if self.resets_in is not None and self.resets_in <= 0:
+            raise ValueError("a window resets a positive number of seconds from now")
+
+
+def _empty() -> Mapping[str, object]:
+    return MappingProxyType({})
+
+
+@dataclass(frozen=True)
+class DeviceFlow:
+    """github.com's device flow (``Scenario(login=...)``): the codes it hands out, the
+    polls before the answer, and the account that logs in."""
+
+    user_code: str = "WDJB-MJHT"
+    verification_uri: str = "https://github.com/login/device"
+    interval: int | None = 5
+    expires_in: int = 900
+    slow_down_polls: int = 0
+    pending_polls: int = 0
+    auto_approve: bool = True
+    login_result: str = "approved"
+    account: str = "octocat"
+
+
+@dataclass(frozen=True)
+class Session:
+    """The token exchange and the Copilot session it issues (``Scenario(session=...)``)."""
+
+    entitlement: str | None = None
+    revoked: bool = False
+    api_endpoint: str = "https://api.individual.githubcopilot.com"
+    session_lifetime: int = 1800
+    refresh_in: int | None = 1500
+    sku: str = "copilot_for_individuals"
+    clock_skew: float = 0.0
+    copilot_client_ids: frozenset[str] = frozenset({VSCODE_CLIENT_ID, COPILOT_CLI_CLIENT_ID})
+
+
+@dataclass(frozen=True)
+class Inventory:
+    """What ``/models`` lists and which clients the service serves it to
+    (``Scenario(inventory=...)``)."""
+
+    models: tuple[Mapping[str, object], ...] = field(default_factory=realistic_models)
+    min_editor_version: Mapping[str, str] = field(default_factory=_empty)  # type: ignore[arg-type]
+    min_api_version: str | None = None
+    min_client_version: str | None = None
+    deprecated_below: str | None = None
+    refused_integration_ids: frozenset[str] = frozenset()
+    unserved_models: Mapping[str, frozenset[str]] = field(default_factory=_empty)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class Replies:
+    """How model answers are written (``Scenario(replies=...)``): stream pacing and cuts,
+    and the tool calls the model makes."""
+
+    stream_events: int = 4
+    stream_pause: float = 0.0
+    stream_cut: int | None = None
+    tool_calls: bool = True
+    tool_script: tuple[ToolCall, ...] = ()
+
+
+@dataclass(frozen=True)
+class Usage:
+    """The plan, its quota and limits, and what answers cost (``Scenario(usage=...)``)."""
+
+    usage_plan: str = "credits"
+    quota_entitlement: float = 1500.0
+    quota_used: float = 0.0
+    overage_permitted: bool = True
+    request_cost: float = 0.0425
+    cost_model: str = "flat"
+    quota_exceeded_on: frozenset[str] = frozenset()
+    auto_only: bool | None = None
+    session_window: RateWindow | None = field(default_factory=RateWindow)
+    weekly_window: RateWindow | None = None
+
+
+@dataclass(frozen=True)
+class Faults:
+    """Failures and hostile answers per endpoint name (``Scenario(faults=...)``)."""
+
+    exchange_failures: tuple[int, ...] = ()
+    models_failures: tuple[int, ...] = ()
+    retry_after: str | None = None
+    malformed: frozenset[str] = frozenset()
+    oversized: frozenset[str] = frozenset()
+    slow: Mapping[str, float] = field(default_factory=_empty)  # type: ignore[arg-type]
+    drip: Mapping[str, float] = field(default_factory=_empty)  # type: ignore[arg-type]
+    answers: Mapping[str, RawAnswer] = field(default_factory=_empty)  # type: ignore[arg-type]
+
+
+# Scenario's keyword for each group, in the order its docstring tells them.
+GROUPS: tuple[tuple[str, type], ...] = (
+    ("login", DeviceFlow),
+    ("session", Session),
+    ("inventory", Inventory),
+    ("replies", Replies),
+    ("usage", Usage),
+    ("faults", Faults),
+)
