@@ -128,11 +128,19 @@ def make_store(*, key_file: bool = False) -> CredentialStore:
     return CredentialStore(key_file=key_file)
 
 
-def make_host(store: CredentialStore, editor: EditorIdentity | None = None) -> GitHubCopilotHost:
+def make_host(
+    store: CredentialStore,
+    editor: EditorIdentity | None = None,
+    *,
+    client_id: str | None = None,
+) -> GitHubCopilotHost:
     """The GitHub.com host (or, in tests only, the seam's emulator-backed one);
-    ``editor`` is what ``COPILOT_HOST_EDITOR`` named (None: the built-in identity)."""
+    ``editor`` is what ``COPILOT_HOST_EDITOR`` named (None: the built-in identity),
+    ``client_id`` the OAuth app a login is minted for (None: the default)."""
     s = seam()
     extra: dict[str, object] = {} if editor is None else {"editor": editor}
+    if client_id is not None:
+        extra["client_id"] = client_id
     if s.host_factory is not None:
         return s.host_factory(store=store, clock=s.clock, **extra)
     from copilot_host.github import GitHubCopilotHost

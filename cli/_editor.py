@@ -19,9 +19,36 @@ if TYPE_CHECKING:
 
     from copilot_host.github import EditorIdentity
 
-__all__ = ["EDITOR_VARIABLE", "editor_from_environment"]
+__all__ = [
+    "CLIENT_ID_VARIABLE",
+    "EDITOR_VARIABLE",
+    "client_id_from_environment",
+    "editor_from_environment",
+]
 
 EDITOR_VARIABLE = "COPILOT_HOST_EDITOR"
+# The OAuth app a new login is minted for; read by ``login`` only (every later command
+# uses the token the record holds, whichever app it came from).
+CLIENT_ID_VARIABLE = "COPILOT_HOST_CLIENT_ID"
+
+
+def check_client_id_text(value: str, source: str) -> str:
+    """``value`` as an OAuth client id, or a usage error (exit 2) naming ``source``."""
+    import re
+
+    # The shape GitHubCopilotHost(client_id=...) accepts: it goes into a form body.
+    value = value.strip()
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}", value):
+        raise click.UsageError(f"{source}: client_id must be 1-100 letters, digits and . _ -")
+    return value
+
+
+def client_id_from_environment(environ: Mapping[str, str] | None = None) -> str | None:
+    """The client id ``COPILOT_HOST_CLIENT_ID`` names, or None when it is unset or empty."""
+    value = (os.environ if environ is None else environ).get(CLIENT_ID_VARIABLE, "")
+    if not value.strip():
+        return None
+    return check_client_id_text(value, CLIENT_ID_VARIABLE)
 
 
 def editor_from_environment(environ: Mapping[str, str] | None = None) -> EditorIdentity | None:

@@ -2,8 +2,9 @@
 
 The format is stable (``"v": 1``; fields are only ever added):
 
-``{"v":1,"event":"device_code","user_code":"ABCD-1234","verification_uri":"https://github.com/login/device","expires_in":899,"deadline":"2025-01-01T12:15:00Z","interval":5}``
-    Show ``user_code`` to the person and send them to ``verification_uri``.
+``{"v":1,"event":"device_code","user_code":"ABCD-1234","verification_uri":"https://github.com/login/device","expires_in":899,"deadline":"2025-01-01T12:15:00Z","interval":5,"client_id":"Iv1.b507a08c87ecfe98"}``
+    Show ``user_code`` to the person and send them to ``verification_uri``; ``client_id``
+    is the OAuth app the person is asked to authorize.
 ``{"v":1,"event":"authorized","account":"octocat","login_id":"…","protection":"keyring"}``
     The login is verified (Copilot access included) and stored; the last line.
 ``{"v":1,"event":"error","code":"access_denied","message":"…","retryable":false}``
@@ -45,6 +46,10 @@ class LoginEvents:
     def __init__(self, out: Output, *, enabled: bool) -> None:
         self._out = out
         self.enabled = enabled
+        # The OAuth app being authorized, set once ``login`` has chosen it.
+        self.client_id: str | None = None
+        # The person's line naming that app, shown on stderr before the code.
+        self.app_line: str | None = None
 
     def _emit(self, event: str, **fields: Any) -> None:
         if not self.enabled:
@@ -72,6 +77,7 @@ class LoginEvents:
             expires_in=max(0, int(expires_in)),
             deadline=iso_utc(deadline_wall),
             interval=max(1, round(interval)),
+            **({} if self.client_id is None else {"client_id": self.client_id}),
         )
 
     def authorized(self, *, account: str, login_id: str, protection: str | None) -> None:

@@ -23,6 +23,7 @@ from ._account import Account
 from ._budget import max_credits_option
 from ._context import seam
 from ._failure import CliFailure
+from ._plan import PLAN_CHECK_SECONDS
 
 if TYPE_CHECKING:
     from copilot_host.gateway import GatewayApp, GatewayServer
@@ -33,6 +34,7 @@ __all__ = [
     "LogFile",
     "account",
     "gateway_options",
+    "plan_line",
     "serve_gateway",
 ]
 
@@ -227,15 +229,23 @@ async def serve_gateway(
     *,
     on_app: Callable[[GatewayApp], None] | None = None,
     max_credits: float | None = None,
+    on_plan: Callable[[str], None] | None = None,
 ) -> None:
     """Build the gateway for ``gateway``'s account and serve it with ``server`` until the
     server is told to stop; ``on_app`` is given the app once it is built (its ``spend``
     makes the stop line, however the server ends). The host is made, used and closed on
     this loop (an asynchronous host belongs to one); the app never closes it. What the
     server's ``on_started`` raises (a :class:`ReaderGone` from the listening line) stops
-    it the orderly way and is raised once it has stopped."""
-    from copilot_host.gateway import create_app
+    it the orderly way and is raised once it has stopped. ``on_plan`` is given the one
+    line that says the account's plan can use only Auto model selection, when it can
+    (:func:`plan_line`), before the gateway listens."""
+    from copilot_host.gateway import create_app, rewrites_from_environment
 
+    try:
+        # COPILOT_HOST_REWRITES=-name,-name turns rewrites off (docs/WIRE.md).
+        rewrites = rewrites_from_environment()
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
     async with gateway.make_host() as host:
         extra: dict[str, Any] = {}
         if gateway.make_transport is not None:
@@ -248,6 +258,7 @@ async def serve_gateway(
             model_aliases=names.aliases,
             default_model=names.default,
             max_credits=max_credits,
+            rewrites=rewrites,
             **extra,
         )
         if on_app is not None:
@@ -257,7 +268,50 @@ async def serve_gateway(
         # Unusable HTTPS settings fail here, as a typed error, before anything listens.
         await app.startup()
         await _check_names(app, host, names, emulator=gateway.emulator)
+        if on_plan is None:
+            await server.serve(app)
+        elif host.availability() is not None:
+            line = await plan_line(host)
+            if line is not None:
+                on_plan(line)
+            await server.serve(app)
+        else:
+            # Logged out at start: the plan is told at the first registration.
+            await _serve_then_tell(server, app, host, on_plan)
+
+
+async def _serve_then_tell(
+    server: GatewayServer, app: GatewayApp, host: Any, on_plan: Callable[[str], None]
+) -> None:
+    import asyncio
+
+    async def tell() -> None:
+        await app.first_registration()
+        line = await plan_line(host)
+        if line is not None:
+            on_plan(line)
+
+    teller = asyncio.create_task(tell())
+    try:
         await server.serve(app)
+    finally:
+        teller.cancel()
+
+
+async def plan_line(host: Any, timeout: float = PLAN_CHECK_SECONDS) -> str | None:
+    """The Auto-only line for the login's plan (``CopilotUsage.auto_only_line``); None
+    when the plan is another, there is no login, or the plan could not be read within
+    ``timeout`` seconds."""
+    import asyncio
+
+    if host.availability() is None:
+        return None
+    try:
+        usage = await asyncio.wait_for(host.usage(), timeout)
+    except Exception:  # best effort: any failure means "not known"
+        return None
+    line = usage.auto_only_line()
+    return line if isinstance(line, str) else None
 
 
 async def _check_names(app: GatewayApp, host: Any, names: GatewayNames, *, emulator: bool) -> None:

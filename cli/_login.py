@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from ._context import make_host, make_store, output, seam, set_error_sink
-from ._editor import editor_from_environment
+from ._editor import check_client_id_text, client_id_from_environment, editor_from_environment
 from ._events import LoginEvents
 from ._failure import CliFailure, Interrupted, signal_word
 from ._nodump import no_core_dumps
@@ -17,7 +17,7 @@ from ._signals import Stop
 
 if TYPE_CHECKING:
     from copilot_host import LoginIdentity
-    from copilot_host.store import Saved
+    from copilot_host.store import RecordHeader, Saved
 
 __all__ = ["login"]
 
@@ -27,12 +27,14 @@ Examples:
   copilot-host login --headless             over SSH: shows the code, opens nothing
   copilot-host login --headless --key-file  a server without an OS keyring
   copilot-host login --json --headless      drive the login from another program
+  copilot-host login --client-id Ov23li...  log in with another Copilot-enabled app
 
 \b
 --json prints one event per line on stdout (people's text stays on stderr):
   {"v":1,"event":"device_code","user_code":"ABCD-1234",
    "verification_uri":"https://github.com/login/device",
-   "expires_in":899,"deadline":"2025-01-01T12:15:00Z","interval":5}
+   "expires_in":899,"deadline":"2025-01-01T12:15:00Z","interval":5,
+   "client_id":"Iv1.b507a08c87ecfe98"}
   {"v":1,"event":"authorized","account":"octocat","login_id":"…",
    "protection":"keyring"}
   {"v":1,"event":"error","code":"access_denied","message":"…","retryable":false}
@@ -49,7 +51,17 @@ Examples:
     is_flag=True,
     help="With no usable OS keyring, keep the data key in a 0600 file beside the store.",
 )
-def login(headless: bool, as_json: bool, force: bool, key_file: bool) -> None:
+@click.option(
+    "--client-id",
+    "client_id",
+    metavar="ID",
+    default=None,
+    help="Log in with this Copilot-enabled OAuth app instead of VS Code's "
+    "(also COPILOT_HOST_CLIENT_ID; default: the app of the current login).",
+)
+def login(
+    headless: bool, as_json: bool, force: bool, key_file: bool, client_id: str | None
+) -> None:
     """Log in to GitHub with a one-time code; keep the login encrypted.
 
     Shows a code to enter at https://github.com/login/device (and, unless --headless,
@@ -70,6 +82,8 @@ def login(headless: bool, as_json: bool, force: bool, key_file: bool) -> None:
 
     s = seam()
     editor = editor_from_environment()
+    given = check_client_id_text(client_id, "--client-id") if client_id is not None else None
+    from_env = client_id_from_environment() if given is None else None
     # The store keeps the key: in the OS keyring, or by explicit choice in a key file.
     store = make_store(key_file=key_file)
 
@@ -95,16 +109,29 @@ def login(headless: bool, as_json: bool, force: bool, key_file: bool) -> None:
             out.info(f"Kept the login of {who}; nothing changed.")
             return
 
+    chosen, why = _choose_client_id(given, from_env, current)
+    events.client_id = chosen
+    # Shown just before the device code: the device page names the app, which must be no
+    # surprise (and a login that fails before any code names none).
+    events.app_line = f"Authorizing OAuth app {chosen} ({why})"
     # Without a usable keyring the store refuses to save and its error names --key-file
     # and the trade-off; it reaches the person as that one line.
-    with make_host(store, editor) as host:
+    from copilot_host.github import DEFAULT_CLIENT_ID
+
+    minted = None if chosen == DEFAULT_CLIENT_ID else chosen
+    with make_host(store, editor, client_id=minted) as host:
         identity = wait_for_login(
             host, out=out, events=events, headless=headless, seam=s, clock=s.clock or SYSTEM_CLOCK
         )
         # What the store wrote and set aside, as it said: nothing is read back.
         saved = host.last_saved
+        from ._plan import plan_line_now
+
+        auto_only = plan_line_now(host)
     try:
         _report_login(out, events, saved, identity, as_json=as_json)
+        if auto_only is not None:
+            out.warn(auto_only)
     except Stop as stop:
         # The login is stored: a signal now must not read as "nothing happened".
         raise Interrupted(
@@ -113,6 +140,26 @@ def login(headless: bool, as_json: bool, force: bool, key_file: bool) -> None:
             f"{clean(identity.account)} (run `copilot-host logout` to undo)",
             code="interrupted_after_login",
         ) from None
+
+
+def _choose_client_id(
+    given: str | None, from_env: str | None, current: RecordHeader | None
+) -> tuple[str, str]:
+    """The OAuth app to log in with and why: --client-id, COPILOT_HOST_CLIENT_ID, the app
+    the current login was minted for, else VS Code's."""
+    from copilot_host.github import DEFAULT_CLIENT_ID
+
+    if given is not None:
+        chosen, why = given, "given with --client-id"
+    elif from_env is not None:
+        chosen, why = from_env, "given with COPILOT_HOST_CLIENT_ID"
+    elif current is not None and current.client_id is not None:
+        chosen, why = current.client_id, "the app of the current login"
+    else:
+        return DEFAULT_CLIENT_ID, "VS Code's, the default"
+    if chosen == DEFAULT_CLIENT_ID:
+        return chosen, "VS Code's, the default"
+    return chosen, why
 
 
 def _ask(out: Output, question: str) -> bool:

@@ -30,13 +30,14 @@ Examples:
    "models":[{"route_id":"github-copilot/<id>","model_id":"<id>",
      "display_name":"…","protocol":"openai-responses"|"openai-chat"|"anthropic-messages",
      "protocols":["…"],"url":"…","context_window":128000,"max_output_tokens":16384,
-     "input_modalities":["text"],"supports_reasoning":false,
+     "max_prompt_tokens":128000|null,"chat_default":false,"input_modalities":["text"],"supports_reasoning":false,
      "picker_enabled":true,"warnings":[],"warning_codes":[],
      "billing":{"premium":true,"multiplier":1.0,"prices":{"batch_size":1000000,
        "input":500.0,"output":2500.0,"cache":50.0,"context_max":null,
        "input_per_million":500.0,"output_per_million":2500.0,
        "cache_per_million":50.0,"long_context":null}}|null}],
-   "skipped":[{"model_id":"<id>","reason":"policy_not_enabled","message":"…"}]}
+   "skipped":[{"model_id":"<id>","reason":"policy_not_enabled","message":"…"}],
+   "auto_only":null|"this plan (free) can use only Auto model selection; …"}
 With no usable model: {"v":1,"error":{"code":"no_models",...},"skipped":[...]}; exit 1.
 """
 
@@ -52,6 +53,8 @@ def route_document(route: ModelRoute) -> dict[str, Any]:
         "url": route.url,
         "context_window": spec.context_window,
         "max_output_tokens": spec.max_output_tokens,
+        "max_prompt_tokens": spec.max_prompt_tokens,
+        "chat_default": spec.chat_default,
         "input_modalities": list(spec.input_modalities),
         "supports_reasoning": spec.supports_reasoning,
         "picker_enabled": spec.picker_enabled,
@@ -69,17 +72,55 @@ def _number(value: float | None, suffix: str = "") -> str:
     return "-" if value is None else f"{value:,.2f}".rstrip("0").rstrip(".") + suffix
 
 
-def _cost_cells(billing: ModelBilling | None) -> tuple[str, str, str]:
-    """The multiplier (legacy request-billed plans) and AI credits per million input and
-    output tokens (usage-billed plans), "-" where the inventory lists none."""
+def _cost_cells(billing: ModelBilling | None) -> tuple[str, str, str, str]:
+    """The multiplier (legacy request-billed plans) and AI credits per million input,
+    output and cached input tokens (usage-billed plans; a price in nano-AIU converted),
+    "-" where the inventory lists none."""
     if billing is None:
-        return ("-", "-", "-")
+        return ("-", "-", "-", "-")
     prices = billing.prices
+    cached = None
+    if prices is not None:
+        cached = prices.cache_read if prices.cache_read is not None else prices.cache
     return (
         _number(billing.multiplier, "x"),
         _number(prices.per_million(prices.input)) if prices else "-",
         _number(prices.per_million(prices.output)) if prices else "-",
+        _number(prices.per_million(cached)) if prices else "-",
     )
+
+
+def _print_billing_notes(out: Output, routes: Iterable[ModelRoute]) -> None:
+    """Promotions, cache-write prices and prices in a unit copilot-host cannot convert:
+    one line each, beside the table."""
+    for route in routes:
+        billing = route.spec.billing
+        if billing is None:
+            continue
+        if billing.promo_discount_percent is not None:
+            until = f" until {billing.promo_ends_at}" if billing.promo_ends_at else ""
+            out.info(
+                f"promotion ({route.model_id}): "
+                f"{_number(billing.promo_discount_percent)}% off{until}"
+            )
+        prices = billing.prices
+        if prices is None:
+            continue
+        if prices.unit is not None and prices.per_million(0.0) is None:
+            out.info(
+                f"prices of {route.model_id} are listed in {prices.unit}, a unit copilot-host "
+                "does not convert: --json shows them as listed"
+            )
+            continue
+        writes = [
+            f"{label} {_number(prices.per_million(price))}"
+            for label, price in (("write", prices.cache_write), ("1h write", prices.cache_write_1h))
+            if price is not None
+        ]
+        if writes:
+            out.info(
+                f"cache prices ({route.model_id}, AI credits per 1M tokens): {', '.join(writes)}"
+            )
 
 
 def _tokens(n: int | None) -> str:
@@ -153,9 +194,13 @@ def models(as_json: bool, show_all: bool) -> None:
     store = make_store()
     if out.err_is_tty:
         out.live("Asking GitHub Copilot for this account's models...")
+    from ._plan import plan_line_now
+
+    auto_only: str | None = None
     try:
         with make_host(store, editor) as host:
             result = ch.register_models(ch.Catalog(), host)
+            auto_only = plan_line_now(host)
     except ch.NoEligibleModelsError as exc:
         # Nothing usable, but the person (or program) still learns what there was.
         if as_json:
@@ -173,6 +218,7 @@ def models(as_json: bool, show_all: bool) -> None:
                 "origin": result.origin,
                 "models": [route_document(r) for r in routes],
                 "skipped": [skipped_document(s) for s in result.skipped],
+                "auto_only": auto_only,
             }
         )
         return
@@ -187,11 +233,24 @@ def models(as_json: bool, show_all: bool) -> None:
         )
         for r in routes
     ]
-    titles = ("ROUTE", "NAME", "PROTOCOL", "CONTEXT", "PICKER", "MULT", "IN/1M", "OUT/1M")
+    titles = (
+        "ROUTE",
+        "NAME",
+        "PROTOCOL",
+        "CONTEXT",
+        "PICKER",
+        "MULT",
+        "IN/1M",
+        "OUT/1M",
+        "CACHE/1M",
+    )
     for line in table(titles, rows):
         out.result(line)
+    _print_billing_notes(out, routes)
     if show_all:
         _print_skipped(out, result.skipped)
     _print_notes(out, routes)
+    if auto_only is not None:
+        out.warn(auto_only)
     hidden = "" if show_all or not result.skipped else f"; {len(result.skipped)} skipped (--all)"
     out.hint(f"{len(routes)} models at {result.origin}{hidden}")

@@ -11,14 +11,16 @@ starts and nothing after it (the access lines, warnings and the stop line go to 
 everything else the process might log goes nowhere). Ctrl-C reaches the command directly,
 which is in the terminal's foreground process group, so ``run`` ignores SIGINT while the
 command runs; SIGTERM, SIGHUP and SIGQUIT sent to ``run`` are passed on to it (so Ctrl-\\ reaches
-a foreground command twice: from the terminal and from ``run``). ``run`` writes no core
+a foreground command twice: from the terminal and from ``run``); ``run`` writes no core
 file, whatever ends it (:mod:`._nodump`). If the gateway fails
 while the command runs, one line on stderr says so and the command gets SIGTERM.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -39,12 +41,10 @@ from ._failure import CliFailure
 from ._gateway import GatewayNames, LogFile, account, gateway_options, serve_gateway
 from ._nodump import no_core_dumps
 from ._output import CopilotHostCommand
-from ._profiles import codex_model, profile_for
+from ._profiles import Facts, Request, Setup, home_of, profile_for
 from ._serve import LOOPBACK, RequestCount, access_log, host_option, listen, new_key
 
 if TYPE_CHECKING:
-    import asyncio
-
     from copilot_host.gateway import GatewayApp
 
 __all__ = ["CHILD_REMOVED", "run"]
@@ -65,15 +65,18 @@ Examples:
   copilot-host run -- claude                      Claude Code on your Copilot models
   copilot-host run -- claude -p "Explain this repository"
   copilot-host run -- codex                       Codex CLI (run adds its provider)
-  copilot-host run -- aider --model openai/gpt-4.1
+  copilot-host run -- opencode                    (and aider, copilot: README, "Profiles")
   copilot-host run --emulator -- claude           check the setup before logging in
+  copilot-host run --print-profile -- aider       what run adds, to give it by hand
 
 \b
 The command's environment gains OPENAI_BASE_URL, OPENAI_API_BASE, OPENAI_API_KEY,
 ANTHROPIC_BASE_URL, ANTHROPIC_AUTH_TOKEN, COPILOT_HOST_BASE_URL and COPILOT_HOST_API_KEY
 (the key is made anew each run and is in no file and on no command line), gains
 127.0.0.1,localhost,::1 in NO_PROXY and no_proxy (so no proxy sees the key), and loses
-ANTHROPIC_API_KEY, CLAUDE_CODE_USE_BEDROCK and CLAUDE_CODE_USE_VERTEX. Every program
+ANTHROPIC_API_KEY, CLAUDE_CODE_USE_BEDROCK and CLAUDE_CODE_USE_VERTEX. claude, codex,
+opencode, aider and copilot also get the model and its limits from this account (what
+you set yourself wins). Every program
 the command starts inherits the key and can use your Copilot account through the gateway.
 Exit status: the command's (128+N when signal N ended it); 127 when COMMAND is not found,
 126 when it cannot be run.
@@ -94,10 +97,17 @@ Exit status: the command's (128+N when signal N ended it); 127 when COMMAND is n
 )
 @host_option
 @gateway_options
+@click.option(
+    "--print-profile",
+    is_flag=True,
+    help="Start the gateway, print the variables (NAME=VALUE) and the command line run "
+    "would use, with the key shown as KEY, and run nothing: the same by hand with serve.",
+)
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def run(
     *,
     port: int,
+    print_profile: bool,
     address: str,
     emulator: bool,
     aliases: dict[str, str],
@@ -118,7 +128,8 @@ def run(
     names = GatewayNames(aliases, default_model)
     names.check()
     editor = editor_from_environment()
-    program = _look_up(command[0])
+    # Printing runs nothing: the agent need not be installed here.
+    program = _look_up(command[0]) if not print_profile else shutil.which(command[0]) or command[0]
     log = LogFile(log_path) if log_path is not None else None
     signals = _MainThreadSignals()
     try:
@@ -140,6 +151,7 @@ def run(
                     args=command[1:],
                     signals=signals,
                     max_credits=max_credits,
+                    print_profile=print_profile,
                 )
             finally:
                 listener.close()
@@ -200,20 +212,83 @@ def child_environment(base: dict[str, str], *, base_url: str, key: str) -> dict[
     return env
 
 
-def _models_listed(server: _Gateway) -> list[tuple[str, list[str]]]:
-    """(id, endpoints) of each model the gateway serves, in the account's inventory order,
-    read in-process on the gateway's loop (never over HTTP: no key on the wire, no proxy
-    variable in the way); empty when it cannot say (no login yet, say): the command then
-    runs without a model chosen for it."""
-    import asyncio
+# How long run waits for the account's models before the command starts without them.
+FACTS_TIMEOUT = 60.0
 
-    app, loop = server.app, server.loop
-    if app is None or loop is None:
-        return []
+
+def _set_up(
+    server: _Gateway,
+    app: GatewayApp | None,
+    *,
+    program: str,
+    args: tuple[str, ...],
+    base: dict[str, str],
+    base_url: str,
+    names: GatewayNames,
+) -> Setup:
+    """What the command's profile adds, from the gateway's catalog read in-process (on
+    the gateway's loop: no key, no proxy); the arguments as given for a command with no
+    profile."""
+    profile = profile_for(program)
+    loop = server.loop
+    if profile is None or app is None or loop is None:
+        return Setup(args=args)
+
+    async def build() -> Setup:
+        facts = await _facts(app, names)
+        setup = profile.build(
+            Request(
+                args=args,
+                env=base,
+                base_url=base_url,
+                facts=facts,
+                cwd=Path.cwd(),
+                home=home_of(base),
+            )
+        )
+        if setup.aliases:
+            app.add_model_aliases(setup.aliases)
+        return setup
+
+    pending = asyncio.run_coroutine_threadsafe(build(), loop)
     try:
-        return asyncio.run_coroutine_threadsafe(app.served_models(), loop).result(30)
-    except Exception:  # a lookup that fails only leaves the model unchosen
-        return []
+        return pending.result(FACTS_TIMEOUT)
+    except TimeoutError:
+        pending.cancel()
+        return Setup(args=args, notes=("the account's models were not known within a minute",))
+
+
+async def _facts(app: GatewayApp, names: GatewayNames) -> Facts:
+    import copilot_host as ch
+
+    try:
+        routes = await app.served_routes()
+    except ch.NotLoggedInError:
+        return Facts(default=names.default, missing="not logged in")
+    except ch.CopilotHostError as exc:
+        return Facts(
+            default=names.default, missing=f"the models could not be registered ({exc.code})"
+        )
+
+    def resolve(name: str, protocol: ch.ApiProtocol | None) -> ch.ModelSpec | None:
+        route = app.route_for(name, protocol)
+        return route.spec if route is not None else None
+
+    return Facts(
+        models=tuple(route.spec for route in routes), resolve=resolve, default=names.default
+    )
+
+
+def _print_profile(base: dict[str, str], env: dict[str, str], argv: list[str], key: str) -> None:
+    """The variables run sets (NAME=VALUE, quoted for a shell) and the command line, with
+    the key shown as KEY: what to give the agent by hand with ``serve``."""
+    lines = [
+        f"{name}={shlex.quote(value.replace(key, 'KEY'))}"
+        for name, value in env.items()
+        if base.get(name) != value
+    ]
+    lines.append(shlex.join(arg.replace(key, "KEY") for arg in argv))
+    click.echo("\n".join(lines))
 
 
 # -- the gateway in a thread, the command in the foreground ---------------------------------
@@ -269,27 +344,24 @@ class _Gateway:
         )
         self.error: BaseException | None = None
         self.stopping = False
-        # The app and the loop it serves on, once serving (run reads the catalog there).
-        self.app: GatewayApp | None = None
-        self.loop: asyncio.AbstractEventLoop | None = None
         self.on_failure: Callable[[BaseException | None], None] | None = None
-
-        def built(app: GatewayApp) -> None:
-            import asyncio
-
-            self.app = app
-            self.loop = asyncio.get_running_loop()
-            if on_app is not None:
-                on_app(app)
+        # The Auto-only line, when the plan is one (told before the gateway listens).
+        self.plan: list[str] = []
+        self.loop: asyncio.AbstractEventLoop | None = None
 
         async def main() -> None:
+            self.loop = asyncio.get_running_loop()
             await serve_gateway(
-                self._server, gateway, key, names, on_app=built, max_credits=max_credits
+                self._server,
+                gateway,
+                key,
+                names,
+                on_app=on_app,
+                max_credits=max_credits,
+                on_plan=self.plan.append,
             )
 
         def target() -> None:
-            import asyncio
-
             try:
                 asyncio.run(main())
             except BaseException as exc:
@@ -333,6 +405,7 @@ def _run(
     args: tuple[str, ...],
     signals: _MainThreadSignals,
     max_credits: float | None = None,
+    print_profile: bool = False,
 ) -> int:
     port = listener.getsockname()[1]
     base_url = f"http://{shown}:{port}/v1"
@@ -344,18 +417,27 @@ def _run(
     )
     try:
         server.start(signals)
-        argv = [program, *args]
-        profile = profile_for(program)
-        if profile is not None:
-            argv = [
-                program,
-                *profile.arguments(
-                    args,
-                    base_url,
-                    lambda: codex_model(_models_listed(server), names.default),
-                ),
-            ]
-        env = child_environment(dict(os.environ), base_url=base_url, key=key)
+        base = dict(os.environ)
+        setup = _set_up(
+            server,
+            counted.app,
+            program=program,
+            args=args,
+            base=base,
+            base_url=base_url,
+            names=names,
+        )
+        env = child_environment(base, base_url=base_url, key=key)
+        env.update(setup.env)
+        env.update(dict.fromkeys(setup.key_env, key))
+        argv = [program, *setup.args]
+        notes = [*server.plan, *setup.notes]
+        if notes:
+            # run's one line before the command starts.
+            os.write(2, f"copilot-host run: {'; '.join(notes)}\n".encode())
+        if print_profile:
+            _print_profile(base, env, argv, key)
+            return 0
         with _quiet_terminal():
             return _foreground(argv, env, server)
     finally:

@@ -152,10 +152,12 @@ def serve(
 
     A gateway on this machine's loopback address that speaks the OpenAI API
     (/v1/models, /v1/chat/completions, /v1/responses) and the Anthropic Messages API
-    (/v1/messages). It holds the GitHub and Copilot tokens itself: programs present only
-    the gateway's key, made anew each run. It starts and stays up while logged out
-    (requests get 503 not_logged_in) and follows logins, logouts and account changes
-    without a restart.
+    (/v1/messages, and /v1/messages/count_tokens, answered with an estimate). It holds
+    the GitHub and Copilot tokens itself: programs present only the gateway's key, made
+    anew each run. It starts and stays up while logged out (requests get 503
+    not_logged_in) and follows logins, logouts and account changes without a restart.
+    What it changes in agents' requests so that Copilot takes them is named in each
+    access line (rewrote=...); COPILOT_HOST_REWRITES=-name,-name turns changes off.
     """
     out = output()
     no_core_dumps()
@@ -359,7 +361,16 @@ def _run(
         queue_stderr=True,
         on_started=on_listening,
     )
-    asyncio.run(serve_gateway(server, gateway, key, names, on_app=on_app, max_credits=max_credits))
+    from copilot_host.gateway import write_stderr_line
+
+    def on_plan(line: str) -> None:
+        write_stderr_line(f"copilot-host serve: {line}\n")
+
+    asyncio.run(
+        serve_gateway(
+            server, gateway, key, names, on_app=on_app, max_credits=max_credits, on_plan=on_plan
+        )
+    )
 
 
 def _take_stop_signals() -> None:

@@ -33,10 +33,18 @@ Examples:
   {"v":1,"logged_in":true,"account":"octocat","login_id":"…",
    "logged_in_at":"2025-01-01T12:00:00Z",
    "protection":{"kind":"keyring","backend":"Secret Service"},
+   "client_id":"Iv1.b507a08c87ecfe98","client_id_default":true,
    "store":"/path/to/record","home":"/path","set_aside":[]}
 Logged out: {"v":1,"logged_in":false,...}; exit code 1.
 A damaged record: {"v":1,"logged_in":false,"damaged":true,...}; exit code 1.
 """
+
+
+def _client_id(header: RecordHeader) -> str:
+    """The OAuth app the stored token was minted for (a record without one: the default,
+    copilot_host.github.DEFAULT_CLIENT_ID, spelled here because status must not import
+    the HTTP stack)."""
+    return header.client_id if header.client_id is not None else "Iv1.b507a08c87ecfe98"
 
 
 def describe_protection(protection: Protection) -> str:
@@ -120,6 +128,8 @@ def _show(
                     if header.protection.kind == "key-file"
                     else clean(header.protection.backend),
                 },
+                client_id=_client_id(header),
+                client_id_default=header.client_id is None,
             )
         doc.update(store=str(store.record_path), home=str(store.home), set_aside=set_aside)
         out.json(doc)
@@ -133,6 +143,11 @@ def _show(
             (
                 "logged in",
                 f"{local_time(header.created_at)} ({ago(header.created_at, time.time())})",
+            ),
+            (
+                "OAuth app",
+                f"{_client_id(header)}"
+                + (" (VS Code's, the default)" if header.client_id is None else ""),
             ),
             ("protection", describe_protection(header.protection)),
             ("store", show_path(store.record_path)),

@@ -26,7 +26,8 @@ Examples:
 
 \b
 --json prints one document (fields are only ever added):
-  {"v":1,"login":"octocat","plan":"individual_pro","unit":"credits"|"requests",
+  {"v":1,"login":"octocat","plan":"individual_pro",
+   "sku":"plus_monthly_subscriber_quota"|null,"auto_only":false,"unit":"credits"|"requests",
    "reset_at":"2027-01-01T00:00:00Z"|null,
    "quotas":[{"id":"premium_interactions","entitlement":1500.0,"remaining":12.5,
      "used":1487.5,"percent_remaining":0.8,"unlimited":false,
@@ -47,6 +48,8 @@ def usage_document(found: CopilotUsage) -> dict[str, Any]:
         "v": JSON_VERSION,
         "login": found.login,
         "plan": found.plan,
+        "sku": found.sku,
+        "auto_only": found.auto_only,
         "unit": found.unit,
         "reset_at": _iso(found.reset_at),
         "quotas": [
@@ -109,6 +112,9 @@ def usage_lines(found: CopilotUsage) -> list[str]:
         head += f"; quotas reset on {found.reset_at:%Y-%m-%d} (UTC)"
     rows = [_row(q, found.unit) for q in found.quotas]
     lines = [head]
+    auto_only = found.auto_only_line()
+    if auto_only is not None:
+        lines.append(auto_only)
     if rows:
         lines += table(("QUOTA", "USED", "AMOUNT", "LEFT"), rows)
     return lines

@@ -124,6 +124,10 @@ def _show_code(
         deadline_wall=clock.time() + left,
         interval=login.interval,
     )
+    # After the event (a stdout that cannot be written fails on it with one line), before
+    # the code on stderr.
+    if events.app_line is not None:
+        out.info(events.app_line)
     out.info()
     out.info(f"  First copy your one-time code:  {out.strong(clean(login.user_code))}")
     out.info(f"  Then open:                      {out.strong(DEVICE_URL)}")

@@ -10,7 +10,7 @@ server text that went through :func:`copilot_host._safety._text.clean`.
   x ModelValidationError            invalid_model
     + NoEligibleModelsError         no_models                     (.skipped)
   x RouteCollisionError             route_collision
-  x LoginError
+  x LoginError                      expiring_user_token (an app whose user tokens expire)
     + NotLoggedInError              not_logged_in
     + LoginChangedError             login_changed
     + AccessDeniedError             access_denied
@@ -30,7 +30,8 @@ server text that went through :func:`copilot_host._safety._text.clean`.
                                     host_closed, wrong_event_loop, session_refused
                                     (the gateway: upstream refused a session, retryable)
   x StoreError                      store_error, store_io, invalid_store_path,
-                                    invalid_account, invalid_credential, key_file_missing
+                                    invalid_account, invalid_credential, key_file_missing,
+                                    invalid_client_id
     + StoreCorruptError             store_corrupt
     + StoreInsecureError            store_insecure
     + StoreVersionError             store_version

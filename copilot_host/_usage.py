@@ -38,6 +38,11 @@ class CopilotUsage:
     ``unit`` is ``"credits"`` on usage-billed plans (AI credits) and ``"requests"`` on
     plans still billed by premium request; ``reset_at`` (aware, UTC) is when the quotas
     reset, None when the service did not say.
+
+    ``sku`` is the answer's ``access_type_sku`` (None when absent). ``auto_only`` is True
+    for the plans that may use only Auto model selection since 2026-06-24 (Copilot Free,
+    ``free_limited_copilot``, and Student, ``free_educational_quota``; docs/WIRE.md,
+    "Plans that can use only Auto"): requests that name a model are refused for them.
     """
 
     login: str
@@ -45,3 +50,14 @@ class CopilotUsage:
     unit: UsageUnit
     reset_at: datetime | None
     quotas: tuple[Quota, ...]
+    sku: str | None = None
+    auto_only: bool = False
+
+    def auto_only_line(self) -> str | None:
+        """The one line that says so, for an Auto-only plan; None for any other."""
+        if not self.auto_only:
+            return None
+        return (
+            f"this plan ({self.plan or self.sku}) can use only Auto model selection; "
+            "requests that name a model will be refused"
+        )

@@ -21,14 +21,26 @@ __all__ = [
 ]
 
 
+# AI credits per unit of each price unit copilot-host knows (github/copilot-sdk
+# docs/features/usage-and-billing.md: nano-AI units, a billionth of an AI credit).
+_TO_CREDITS = {"ai_credits": 1.0, "nano_aiu": 1e-9}
+
+
 @dataclass(frozen=True, slots=True)
 class TokenPrices:
     """A model's token prices as the inventory gives them: AI credits per ``batch_size``
     tokens (VS Code's ``IChatEndpointTokenPricing`` shows them per million tokens; one
     AI credit is one US cent). Each price is None when the inventory does not list it.
 
-    ``context_max`` is the largest prompt billed at these prices; ``long_context`` the
-    dearer tier for larger prompts, when listed.
+    ``context_max`` is the largest prompt billed at these prices (``max_prompt_tokens``
+    is its newer name; both kept as listed); ``long_context`` the dearer tier for larger
+    prompts, when listed. ``cache`` is the older name of ``cache_read`` (cached input);
+    ``cache_write`` and ``cache_write_1h`` price cache creation (the 1-hour kind apart).
+    ``unit`` is the unit the inventory names for the prices (``"ai_credits"``,
+    ``"nano_aiu"``), None when it names none (every inventory seen so far: AI credits).
+    A price in ``nano_aiu`` is converted to AI credits (10^9 nano-AIU each) by
+    :meth:`per_million`; one in a unit copilot-host does not know is kept as listed and
+    has no per-million figure.
     """
 
     batch_size: int
@@ -37,10 +49,20 @@ class TokenPrices:
     cache: float | None = None
     context_max: int | None = None
     long_context: TokenPrices | None = None
+    cache_read: float | None = None
+    cache_write: float | None = None
+    cache_write_1h: float | None = None
+    max_prompt_tokens: int | None = None
+    unit: str | None = None
 
     def per_million(self, price: float | None) -> float | None:
         """``price`` (one of this tier's) in AI credits per million tokens."""
-        return None if price is None else price * 1_000_000 / self.batch_size
+        if price is None:
+            return None
+        scale = _TO_CREDITS.get(self.unit) if self.unit is not None else 1.0
+        if scale is None:
+            return None
+        return price * scale * 1_000_000 / self.batch_size
 
     def document(self) -> dict[str, object]:
         """The JSON form ``models --json`` and the gateway's ``/v1/models`` show: the
@@ -52,9 +74,17 @@ class TokenPrices:
             "output": self.output,
             "cache": self.cache,
             "context_max": self.context_max,
+            "cache_read": self.cache_read,
+            "cache_write": self.cache_write,
+            "cache_write_1h": self.cache_write_1h,
+            "max_prompt_tokens": self.max_prompt_tokens,
+            "unit": self.unit,
             "input_per_million": self.per_million(self.input),
             "output_per_million": self.per_million(self.output),
             "cache_per_million": self.per_million(self.cache),
+            "cache_read_per_million": self.per_million(self.cache_read),
+            "cache_write_per_million": self.per_million(self.cache_write),
+            "cache_write_1h_per_million": self.per_million(self.cache_write_1h),
             "long_context": None if long_context is None else long_context.document(),
         }
 
@@ -63,11 +93,15 @@ class TokenPrices:
 class ModelBilling:
     """What a model costs: ``premium`` and ``multiplier`` (the legacy request-billed
     plans' charge per request) and ``prices`` (token prices, usage-billed plans), each
-    None when the inventory does not say."""
+    None when the inventory does not say. ``promo_discount_percent`` and
+    ``promo_ends_at`` (ISO 8601 UTC, None for an open-ended promotion) describe a
+    promotion the inventory lists for the model (github/copilot-sdk ``ModelBillingPromo``)."""
 
     premium: bool | None = None
     multiplier: float | None = None
     prices: TokenPrices | None = None
+    promo_discount_percent: float | None = None
+    promo_ends_at: str | None = None
 
     def document(self) -> dict[str, object]:
         """The JSON form ``models --json`` and the gateway's ``/v1/models`` show."""
@@ -75,6 +109,9 @@ class ModelBilling:
             "premium": self.premium,
             "multiplier": self.multiplier,
             "prices": None if self.prices is None else self.prices.document(),
+            "promo": None
+            if self.promo_discount_percent is None
+            else {"discount_percent": self.promo_discount_percent, "ends_at": self.promo_ends_at},
         }
 
 
@@ -88,7 +125,10 @@ class ModelSpec:
     inert for a terminal when the model is registered; ``warning_codes`` holds each note's
     machine-readable code (``client_version_deprecated``, say), None where it had none,
     always as long as ``warnings``. ``billing`` is what the model costs, None when the
-    inventory does not say.
+    inventory does not say. ``max_prompt_tokens`` is the largest prompt the service takes
+    (the inventory's ``capabilities.limits.max_prompt_tokens``; often below
+    ``context_window``), None when not listed. ``chat_default`` is the inventory's
+    ``is_chat_default``: the model the service's own clients pick when none is named.
     """
 
     model_id: str
@@ -103,6 +143,8 @@ class ModelSpec:
     warnings: tuple[str, ...] = ()
     warning_codes: tuple[str | None, ...] = ()
     billing: ModelBilling | None = None
+    max_prompt_tokens: int | None = None
+    chat_default: bool = False
 
     def __post_init__(self) -> None:
         warnings, codes = self.warnings, self.warning_codes

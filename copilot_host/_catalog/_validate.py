@@ -163,7 +163,11 @@ def _check(entry: object, secrets: _KnownSecrets) -> ModelSpec | SkippedModel:
         and all(type(m) is str and _MODALITY.fullmatch(m) for m in modalities)
     ):
         return _skip(model_id, "malformed", "the entry's input modalities are malformed", name)
-    if type(spec.supports_reasoning) is not bool or type(spec.picker_enabled) is not bool:
+    if (
+        type(spec.supports_reasoning) is not bool
+        or type(spec.picker_enabled) is not bool
+        or type(spec.chat_default) is not bool
+    ):
         return _skip(model_id, "malformed", "the entry's capability flags are malformed", name)
     notes = _warnings(spec.warnings, spec.warning_codes, secrets)
     if notes is None:
@@ -173,10 +177,12 @@ def _check(entry: object, secrets: _KnownSecrets) -> ModelSpec | SkippedModel:
     billing = spec.billing if type(spec.billing) is ModelBilling else None
     display = (clean(name, limit=DISPLAY_NAME_LIMIT) if type(name) is str else "") or model_id
     context, output = _count(spec.context_window), _count(spec.max_output_tokens)
+    prompt = _count(spec.max_prompt_tokens)
     if (
         display == name
         and context == spec.context_window
         and output == spec.max_output_tokens
+        and prompt == spec.max_prompt_tokens
         and warnings == spec.warnings
         and codes == spec.warning_codes
         and billing is spec.billing
@@ -187,6 +193,7 @@ def _check(entry: object, secrets: _KnownSecrets) -> ModelSpec | SkippedModel:
         display_name=display,
         context_window=context,
         max_output_tokens=output,
+        max_prompt_tokens=prompt,
         warnings=warnings,
         warning_codes=codes,
         billing=billing,

@@ -3,7 +3,9 @@
 :func:`create_app` returns an ASGI 3 application that speaks the OpenAI API
 (``GET /v1/models``, ``POST /v1/chat/completions``, ``POST /v1/responses``) and the
 Anthropic Messages API (``POST /v1/messages``) for any :class:`copilot_host.AsyncCopilotHost`,
-holding every token itself: its clients present only the gateway's own key.
+holding every token itself: its clients present only the gateway's own key. What it
+changes in a request so that Copilot gets the shapes its own clients send is named in
+:data:`REWRITES` (docs/WIRE.md, "Agents through the gateway").
 :func:`serve` (or a :class:`GatewayServer`, the same with a handle) runs it on its ASGI
 server with the bounds that keep it answering its own user while other local programs misbehave
 (:mod:`._hardening`): ``copilot-host serve`` and ``run`` serve it so. Any other ASGI
@@ -23,6 +25,7 @@ from ._messages import SERVED_BETAS
 from ._names import ModelNames
 from ._registry import REREGISTER_AFTER
 from ._relay import MAX_ANSWER_BYTES, RELAYED_RESPONSE_HEADERS
+from ._rewrites import REWRITES, REWRITES_VARIABLE, rewrites_from_environment
 from ._serving import GRACE, GatewayServer, ServeOptions, bind, serve
 from ._stack import ServerStack, upstream_transport
 
@@ -35,6 +38,8 @@ __all__ = [
     "MODEL_HEADER",
     "RELAYED_RESPONSE_HEADERS",
     "REREGISTER_AFTER",
+    "REWRITES",
+    "REWRITES_VARIABLE",
     "SERVED_BETAS",
     "STOP_SIGNALS",
     "AnswerObserver",
@@ -47,6 +52,7 @@ __all__ = [
     "ServerStack",
     "bind",
     "create_app",
+    "rewrites_from_environment",
     "serve",
     "upstream_transport",
     "write_stderr_line",

@@ -6,10 +6,13 @@ over :data:`MAX_BODY_BYTES` (413); a body that is not a JSON object with a ``mod
 (400); no login (503); a model the account does not have (404), or one that does not
 list the endpoint called (400): the name is read by the rules of :mod:`._names` (aliases,
 the names coding agents send, a default model). Otherwise it is relayed (:mod:`._relay`)
-through the route's own ``route.auth``, with the served model's id in the body and, on
-Messages, the edits of :mod:`._messages`; every relayed answer carries
-``x-copilot-host-model``. ``HEAD``/``GET`` on ``/`` and ``/api/hello`` (agents' probes)
-answer 200 once Host, Origin and key pass. Errors take the shape of the API the path belongs to
+through the route's own ``route.auth``, with the served model's id in the body, on
+Messages the edits of :mod:`._messages`, and the rewrites of :mod:`._rewrites` (a request
+that offered only server tools is answered by the gateway); every relayed answer carries
+``x-copilot-host-model``. ``POST /v1/messages/count_tokens`` is answered by the gateway
+(:mod:`._count_tokens`) once the key and the model pass, whatever the budget.
+``HEAD``/``GET`` on ``/`` and ``/api/hello`` (agents' probes) answer 200 once Host, Origin
+and key pass. Errors take the shape of the API the path belongs to
 (:mod:`._answers`).
 
 While a request is relayed, a watcher waits for the client to hang up (ASGI's
@@ -30,7 +33,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from collections.abc import Awaitable, Callable, Collection, Mapping, MutableMapping
 from dataclasses import replace
 from typing import Any
 
@@ -41,11 +44,21 @@ from copilot_host._internal import clean
 
 from ._access import Refusal, RequestHeaders, allowed_hosts, check_access, read_headers
 from ._answers import Shape, error_body, failure_of
+from ._count_tokens import estimate_input_tokens
 from ._hooks import GatewayHooks, both
+from ._messages import forwarded_betas, system_as_blocks
 from ._names import MAX_MODEL_NAME, ModelNames, NotFound, Served
 from ._registry import PROTOCOL_OF_PATH, Registry, anthropic_entry, endpoints_of, openai_entry
 from ._relay import MAX_ANSWER_BYTES, AnswerTooLarge, Outcome, relay
-from ._request import read_request, rewrite_model, system_blocks
+from ._request import (
+    PARSE_IN_THREAD_ABOVE,
+    encode_body,
+    read_request,
+    rewrite_model,
+    system_blocks,
+)
+from ._responses_tools import AnswerMapper
+from ._rewrites import check_rewrites, rewrite_request, server_tools_answer
 from ._spend import CostReader, Reservation, Spend, estimate_cost, format_credits
 
 __all__ = ["ACCESS_LOGGER", "MAX_BODY_BYTES", "MODEL_HEADER", "GatewayApp", "create_app"]
@@ -78,7 +91,10 @@ _access = logging.getLogger(ACCESS_LOGGER)
 
 _MODELS = "/v1/models"
 _MODEL_PREFIX = "/v1/models/"
-_METHODS = {_MODELS: "GET", **dict.fromkeys(PROTOCOL_OF_PATH, "POST")}
+# Answered by the gateway itself (._count_tokens): Copilot does not serve it.
+COUNT_TOKENS = "/v1/messages/count_tokens"
+_METHODS = {_MODELS: "GET", COUNT_TOKENS: "POST", **dict.fromkeys(PROTOCOL_OF_PATH, "POST")}
+_EVENT_STREAM = b"text/event-stream"
 _JSON = b"application/json"
 # Paths agents probe to see whether a server is there (Claude Code sends HEAD /api/hello).
 _PROBES = frozenset({"/", "/api/hello"})
@@ -97,6 +113,7 @@ def create_app(
     max_credits: float | None = None,
     model_aliases: Mapping[str, str] | None = None,
     default_model: str | None = None,
+    rewrites: Collection[str] | None = None,
 ) -> GatewayApp:
     """The gateway for ``host``'s account, as an ASGI 3 application with lifespan support.
 
@@ -113,8 +130,11 @@ def create_app(
     start reach it, model requests get 429 ``budget_exhausted``. ``model_aliases`` (name ->
     model id) and ``default_model`` take part in how a request's model name is read
     (:mod:`copilot_host.gateway._names`); a bad spelling is a ``ValueError``.
+    ``rewrites`` names the request rewrites to apply (:data:`._rewrites.REWRITES`; None: all
+    of them; an unknown name is a ``ValueError``).
     """
     names = ModelNames(dict(model_aliases or {}), default_model)
+    enabled = check_rewrites(rewrites)
     return GatewayApp(
         host,
         api_key=api_key,
@@ -123,6 +143,7 @@ def create_app(
         hooks=hooks,
         max_credits=max_credits,
         names=names,
+        rewrites=enabled,
     )
 
 
@@ -139,6 +160,7 @@ class GatewayApp:
         hooks: GatewayHooks | None = None,
         max_credits: float | None = None,
         names: ModelNames | None = None,
+        rewrites: frozenset[str] | None = None,
     ) -> None:
         # First: a bad budget fails before anything is registered.
         self.spend = Spend(max_credits, warn=_access.warning)
@@ -162,6 +184,8 @@ class GatewayApp:
         self._hooks = hooks or GatewayHooks()
         self._client: httpx2.AsyncClient | None = None
         self._hosts: dict[int, frozenset[bytes]] = {}
+        self._rewrites = check_rewrites(None) if rewrites is None else rewrites
+        self._served_locally = 0
 
     def __repr__(self) -> str:
         return f"GatewayApp({len(self._registry.catalog)} routes)"
@@ -214,16 +238,28 @@ class GatewayApp:
             return None
         return snapshot.names.missing_targets()
 
-    async def served_models(self) -> list[tuple[str, list[str]]]:
-        """(model id, gateway paths) of each model served, in the inventory's order; empty
-        when they cannot be registered now. For a program embedding the gateway (``run``
-        choosing Codex's model): read in-process, with no key and no proxy in the way."""
-        try:
-            snapshot = await self._registry.current()
-        except ch.CopilotHostError:
-            return []
-        routes = {id(route): route for route in snapshot.by_name.values()}
-        return [(route.model_id, endpoints_of(route)) for route in routes.values()]
+    async def served_routes(self) -> tuple[ch.ModelRoute, ...]:
+        """The routes the gateway serves now, in the inventory's order, registering first
+        when it has none; raises what a client would be told (``NotLoggedInError``, a
+        failed registration)."""
+        return (await self._registry.current()).names.routes
+
+    def route_for(self, name: str, protocol: ch.ApiProtocol | None) -> ch.ModelRoute | None:
+        """The route a request for ``name`` on ``protocol``'s endpoint is served with now
+        (the gateway's naming rules), None when none would be or nothing is registered."""
+        snapshot = self._registry.snapshot
+        found = snapshot.names.resolve(name, protocol) if snapshot is not None else None
+        return found.route if isinstance(found, Served) else None
+
+    async def first_registration(self) -> None:
+        """Return once the gateway has registered the account's models (at once when it
+        has): what a start that found no login waits for before it tells the plan."""
+        await self._registry.registered.wait()
+
+    def add_model_aliases(self, aliases: Mapping[str, str]) -> None:
+        """Serve ``aliases`` (name -> model id) besides those given at creation, which win
+        (``run``'s agent profiles add the names an agent sends that no account has)."""
+        self._registry.add_aliases(ModelNames(dict(aliases)).aliases)
 
     async def aclose(self) -> None:
         """Stop registrations in flight and close the upstream connections (the lifespan
@@ -280,7 +316,7 @@ class GatewayApp:
         path: str = scope["path"]
         shape = (
             Shape.ANTHROPIC
-            if path == "/v1/messages"
+            if path in ("/v1/messages", COUNT_TOKENS)
             or (path.startswith(_MODELS) and headers.get(b"anthropic-version") is not None)
             else Shape.OPENAI
         )
@@ -295,7 +331,7 @@ class GatewayApp:
             credits = call.outcome.credits
             asked = call.asked
             _access.info(
-                "%s %s model=%s status=%d bytes=%d %.1fms%s",
+                "%s %s model=%s status=%d bytes=%d %.1fms%s%s",
                 call.method,
                 _shown(path),
                 call.model if not asked or asked == call.model else f"{asked}->{call.model}",
@@ -303,6 +339,7 @@ class GatewayApp:
                 call.outcome.sent,
                 (time.perf_counter() - started) * 1000.0,
                 "" if credits is None else f" credits={format_credits(credits)}",
+                " rewrote=" + ",".join(call.rewrote) if call.rewrote else "",
             )
 
         # Written just before the last piece of the answer goes out, so a client that
@@ -325,13 +362,14 @@ class GatewayApp:
         expected = _METHODS.get(path)
         if expected is None and path.startswith(_MODEL_PREFIX):
             expected = "GET"
-        if expected is None:
+        if expected is None or (path == COUNT_TOKENS and "count-tokens" not in self._rewrites):
             await call.refuse(
                 Refusal(
                     404,
                     "not_found",
                     "copilot-host gateway: no such endpoint; it serves GET /v1/models, "
-                    "POST /v1/chat/completions, POST /v1/responses and POST /v1/messages",
+                    "POST /v1/chat/completions, POST /v1/responses, POST /v1/messages and "
+                    "POST /v1/messages/count_tokens",
                 )
             )
             return
@@ -411,7 +449,8 @@ class GatewayApp:
         if body is None:
             return  # the client hung up while sending
         call.body_read = True
-        protocol = PROTOCOL_OF_PATH[call.path]
+        counting = call.path == COUNT_TOKENS
+        protocol = ch.ApiProtocol.ANTHROPIC_MESSAGES if counting else PROTOCOL_OF_PATH[call.path]
         parsed = await read_request(body, protocol)
         if isinstance(parsed, Refusal):
             await call.refuse(parsed)
@@ -433,17 +472,44 @@ class GatewayApp:
         if not isinstance(found, Served):
             await call.refuse(_wrong_endpoint(route, call.path))
             return
-        spend = self.spend
-        if spend.exhausted():
-            await call.refuse(Refusal(429, "budget_exhausted", spend.refusal_message()))
-            return
-        held = spend.admit(route.model_id, _estimate(route, body, parsed.value))
-        if held is None:
-            await call.refuse(
-                Refusal(429, "budget_in_flight", spend.in_flight_message(), _RETRY_SOON)
+        if counting:
+            # Never upstream, never billed, served whatever the budget: an estimate.
+            count = estimate_input_tokens(parsed.value)
+            await call.answer(
+                200,
+                b'{"input_tokens": %d}' % count,
+                ((_MODEL_HEADER, route.model_id.encode("ascii")),),
             )
             return
-        if protocol is ch.ApiProtocol.ANTHROPIC_MESSAGES and isinstance(
+        if self.spend.exhausted():
+            await call.refuse(Refusal(429, "budget_exhausted", self.spend.refusal_message()))
+            return
+        rewritten = rewrite_request(
+            protocol,
+            parsed.value,
+            max_output=route.spec.max_output_tokens,
+            betas=forwarded_betas(call.headers.repeated.get(b"anthropic-beta", ()))
+            if protocol is ch.ApiProtocol.ANTHROPIC_MESSAGES
+            else frozenset(),
+            enabled=self._rewrites,
+        )
+        call.rewrote = rewritten.names
+        if rewritten.answer_locally:
+            await self._server_tools(call, route, parsed.value)
+            return
+        if rewritten.value is not None:
+            # Edited: encoded again, with the model upstream knows and a block system.
+            value = rewritten.value
+            value["model"] = route.model_id
+            if protocol is ch.ApiProtocol.ANTHROPIC_MESSAGES:
+                system_as_blocks(value)
+            # A large body is encoded in a worker thread, as it was parsed (._request).
+            body = (
+                await asyncio.to_thread(encode_body, value)
+                if len(body) > PARSE_IN_THREAD_ABOVE
+                else encode_body(value)
+            )
+        elif protocol is ch.ApiProtocol.ANTHROPIC_MESSAGES and isinstance(
             parsed.value.get("system"), str
         ):
             # A string system becomes a text block (._messages.system_as_blocks), spliced
@@ -453,12 +519,48 @@ class GatewayApp:
             # Upstream knows the model by its own id only (a route id, an alias, Claude
             # Code's spelling, a family: ._names); spliced into the bytes where it can be.
             body = rewrite_model(body, parsed, route.model_id)
+        tools = rewritten.tools
         facts = replace(parsed.facts, model=route.model_id)
         # The parsed tree goes before the request does: only the bytes travel on.
-        del parsed
+        # Admitted last, with no await before _forward settles it: every way out of
+        # this request after here releases the reservation.
+        held = await self._admit(call, route, body, rewritten.value or parsed.value)
+        if held is None:
+            return
+        del parsed, rewritten
         await self._forward(
-            call, route, protocol, body, facts=facts, identity=snapshot.identity, held=held
+            call,
+            route,
+            protocol,
+            body,
+            facts=facts,
+            identity=snapshot.identity,
+            held=held,
+            mapper=AnswerMapper(tools) if tools is not None else None,
         )
+
+    async def _server_tools(self, call: _Call, route: ch.ModelRoute, value: dict[str, Any]) -> None:
+        """The gateway's own answer to a request that offered only server tools: nothing
+        goes upstream and nothing is billed (._rewrites.server_tools_answer)."""
+        self._served_locally += 1
+        stream = value.get("stream") is True
+        body = server_tools_answer(
+            call.asked or route.model_id, stream=stream, serial=str(self._served_locally)
+        )
+        headers: tuple[tuple[bytes, bytes], ...] = (
+            (_MODEL_HEADER, route.model_id.encode("ascii")),
+        )
+        await call.answer(200, body, headers, content_type=_EVENT_STREAM if stream else _JSON)
+
+    async def _admit(
+        self, call: _Call, route: ch.ModelRoute, body: bytes, value: Mapping[str, Any]
+    ) -> Reservation | None:
+        """The request's reservation against the budget, or None once it was refused."""
+        held = self.spend.admit(route.model_id, _estimate(route, body, value))
+        if held is None:
+            refusal = Refusal(429, "budget_in_flight", self.spend.in_flight_message(), _RETRY_SOON)
+            await call.refuse(refusal)
+        return held
 
     async def _forward(
         self,
@@ -470,6 +572,7 @@ class GatewayApp:
         facts: ch.RequestFacts,
         identity: ch.LoginIdentity,
         held: Reservation,
+        mapper: AnswerMapper | None = None,
     ) -> None:
         task = asyncio.current_task()
         assert task is not None
@@ -496,6 +599,7 @@ class GatewayApp:
                 header_filter=hooks.request_headers,
                 observer=both(CostReader(outcome), hooks.observe(route) if hooks.observe else None),
                 extra_headers=((_MODEL_HEADER, route.model_id.encode("ascii")),),
+                mapper=mapper,
             )
         except asyncio.CancelledError:
             if hangup.gone and task.uncancel() == 0:
@@ -600,6 +704,7 @@ class _Call:
         "outcome",
         "path",
         "receive",
+        "rewrote",
         "send",
         "shape",
     )
@@ -627,9 +732,16 @@ class _Call:
         self.outcome = Outcome()
         # Whether the request body has been read to its end (see refuse).
         self.body_read = False
+        # The rewrites applied (._rewrites), for the access line.
+        self.rewrote: list[str] = []
 
     async def answer(
-        self, status: int, body: bytes, headers: tuple[tuple[bytes, bytes], ...] = ()
+        self,
+        status: int,
+        body: bytes,
+        headers: tuple[tuple[bytes, bytes], ...] = (),
+        *,
+        content_type: bytes = _JSON,
     ) -> None:
         outcome = self.outcome
         outcome.status = status
@@ -639,7 +751,7 @@ class _Call:
                 "type": "http.response.start",
                 "status": status,
                 "headers": [
-                    (b"content-type", _JSON),
+                    (b"content-type", content_type),
                     (b"content-length", str(len(body)).encode("ascii")),
                     *headers,
                 ],

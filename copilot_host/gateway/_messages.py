@@ -22,7 +22,7 @@ from typing import Any
 
 from copilot_host._internal import clean
 
-__all__ = ["SERVED_BETAS", "filter_betas", "system_as_blocks"]
+__all__ = ["FIELD_BETAS", "SERVED_BETAS", "filter_betas", "forwarded_betas", "system_as_blocks"]
 
 _log = logging.getLogger("copilot_host.gateway")
 
@@ -44,6 +44,34 @@ SERVED_BETAS: Mapping[str, str] = {
 SERVED_BETAS = MappingProxyType(dict(SERVED_BETAS))
 _SERVED = frozenset(value.encode("ascii") for value in SERVED_BETAS)
 
+# Body field -> the betas that govern it, with where the pairing is seen
+# (``system_message``: a ``role: "system"`` message inside ``messages``). A field goes
+# upstream only when one of its betas is among those forwarded with the request
+# (:mod:`._rewrites` removes or folds it otherwise): a field sent without its beta is what
+# ericc-ch/copilot-api #217 records the service refusing ("Extra inputs are not
+# permitted"; reported). The emulator keeps its own copy (copilot_host.testing).
+FIELD_BETAS: Mapping[str, tuple[frozenset[str], str]] = MappingProxyType(
+    {
+        "thinking.display": (
+            frozenset({"thinking-display-updates-2026-08-18", "thinking-token-count-2026-05-13"}),
+            "Claude Code 2.1.332 sends the field with these betas (captured at the gateway, "
+            "issue 24); neither is served, so the field never goes upstream",
+        ),
+        "context_management": (
+            frozenset({"context-management-2025-06-27"}),
+            _CHAT_ENDPOINT + ": VS Code sends context_management with this beta "
+            "(src/platform/endpoint/node/messagesApi.ts, commit "
+            "31acd00a86424e2ee6e980e54919cf31fbf88030, createMessagesRequestBody)",
+        ),
+        "system_message": (
+            frozenset({"per-turn-control-2026-07-01"}),
+            "Claude Code 2.1.332 sends an '# Environment' system message inside messages "
+            "with this beta (captured, issue 24); not served, so the message is folded "
+            "into a user turn instead (._rewrites)",
+        ),
+    }
+)
+
 
 def filter_betas(values: Iterable[bytes]) -> bytes | None:
     """One ``anthropic-beta`` value holding the served betas of every value the client
@@ -62,6 +90,18 @@ def filter_betas(values: Iterable[bytes]) -> bytes | None:
         shown = ", ".join(clean(beta.decode("latin-1"), limit=80) for beta in dropped)
         _log.debug("anthropic-beta not served by the Copilot API, dropped: %s", shown)
     return b",".join(kept) if kept else None
+
+
+def forwarded_betas(values: Iterable[bytes]) -> frozenset[str]:
+    """The served betas among the client's ``anthropic-beta`` values: what goes upstream
+    with the request (as :func:`filter_betas` joins them), without the DEBUG line."""
+    found: set[str] = set()
+    for value in values:
+        for item in value.split(b","):
+            beta = item.strip()
+            if beta in _SERVED:
+                found.add(beta.decode("ascii"))
+    return frozenset(found)
 
 
 def system_as_blocks(value: dict[str, Any]) -> bool:

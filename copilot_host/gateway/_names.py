@@ -179,6 +179,11 @@ class NameTable:
             by_name.setdefault(route.route_id, route)
         self._by_name: Mapping[str, ch.ModelRoute] = by_name
 
+    @property
+    def routes(self) -> tuple[ch.ModelRoute, ...]:
+        """The registration's routes, in the inventory's order."""
+        return self._routes
+
     def find(self, name: str) -> ch.ModelRoute | None:
         """The route of an exact model id or route id (rule 1 only)."""
         return self._by_name.get(name)

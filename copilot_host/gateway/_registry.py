@@ -21,7 +21,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
@@ -92,6 +92,8 @@ def openai_entry(route: ch.ModelRoute, owner: str) -> dict[str, Any]:
         "endpoints": endpoints_of(route),
         "context_window": spec.context_window,
         "max_output_tokens": spec.max_output_tokens,
+        "max_prompt_tokens": spec.max_prompt_tokens,
+        "chat_default": spec.chat_default,
         "input_modalities": list(spec.input_modalities),
         "supports_reasoning": spec.supports_reasoning,
         "picker_enabled": spec.picker_enabled,
@@ -149,10 +151,17 @@ class Registry:
         # RETRY_AFTER_FAILURE.
         self._flights: SingleFlight[ch.LoginIdentity, Snapshot] = SingleFlight()
         self.registrations = 0
+        # Set by the first registration that succeeds.
+        self.registered = asyncio.Event()
 
     @property
     def catalog(self) -> ch.Catalog:
         return self._catalog
+
+    @property
+    def snapshot(self) -> Snapshot | None:
+        """The routes in hand, without registering; None before the first registration."""
+        return self._snapshot
 
     async def current(self) -> Snapshot:
         """The routes to serve this request with; raises what a client must be told."""
@@ -176,6 +185,15 @@ class Registry:
             flight = self._start(identity, background=False)
         # A client that hangs up stops this wait only; the registration goes on.
         return await flight.landed()
+
+    def add_aliases(self, aliases: Mapping[str, str]) -> None:
+        """Serve more names (``run``'s agent profiles): aliases given at start win, and
+        the routes in hand take the new names at once."""
+        names = ModelNames({**aliases, **self._names.aliases}, self._names.default)
+        self._names = names
+        snapshot = self._snapshot
+        if snapshot is not None:
+            self._snapshot = replace(snapshot, names=NameTable(snapshot.names.routes, names))
 
     def stale(self) -> None:
         """The routes no longer fit the account (its inference origin moved): register
@@ -243,6 +261,7 @@ class Registry:
         )
         if self._host.availability() == identity:
             self._snapshot = snapshot
+        self.registered.set()
         return snapshot
 
     async def aclose(self) -> None:

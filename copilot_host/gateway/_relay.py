@@ -19,6 +19,7 @@ event longer than that cuts the answer. Of the response headers only
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +31,8 @@ import copilot_host as ch
 from ._access import FORWARDED_REQUEST_HEADERS, RequestHeaders
 from ._hooks import AnswerObserver, HeaderFilter
 from ._messages import filter_betas
+from ._ratelimit import rate_limited
+from ._responses_tools import AnswerMapper
 from ._spend import QUOTA_HEADER_PREFIXES
 
 __all__ = [
@@ -40,6 +43,8 @@ __all__ = [
     "relay",
     "sse_cut",
 ]
+
+_log = logging.getLogger("copilot_host.gateway")
 
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
@@ -189,6 +194,7 @@ async def relay(
     header_filter: HeaderFilter | None = None,
     observer: AnswerObserver | None = None,
     extra_headers: tuple[tuple[bytes, bytes], ...] = (),
+    mapper: AnswerMapper | None = None,
 ) -> None:
     """Send the request upstream and relay its answer (see the module docstring).
 
@@ -196,6 +202,8 @@ async def relay(
     :class:`AnswerTooLarge`): the caller then answers with an error of its own. A failure
     after the answer started propagates too; the server then cuts the connection, so the
     client sees an answer that did not end rather than a shorter one that did.
+    ``mapper`` maps a Responses answer's tool calls back to the client's tools
+    (:mod:`._responses_tools`), whole or event by event, before masking.
     """
     forwarded = _upstream_headers(headers)
     if header_filter is not None:
@@ -221,9 +229,11 @@ async def relay(
             "headers": [*relayed, *extra_headers],
         }
         if _is_event_stream(response):
-            await _relay_events(response, start, send, outcome, observer)
+            await _relay_events(response, start, send, outcome, observer, mapper=mapper)
         else:
-            await _relay_whole(response, start, send, outcome, observer)
+            await _relay_whole(
+                response, start, send, outcome, observer, mapper=mapper, protocol=protocol
+            )
     finally:
         await response.aclose()
 
@@ -234,6 +244,9 @@ async def _relay_whole(
     send: Send,
     outcome: Outcome,
     observer: AnswerObserver | None,
+    *,
+    mapper: AnswerMapper | None = None,
+    protocol: ch.ApiProtocol | None = None,
 ) -> None:
     """A JSON answer: held whole (to mask it), then sent with its length."""
     whole = bytearray()
@@ -241,7 +254,20 @@ async def _relay_whole(
         whole += chunk
         if len(whole) > MAX_ANSWER_BYTES:
             raise AnswerTooLarge
-    answer = ch.mask_secrets(bytes(whole))
+    answer = ch.mask_secrets(mapper.whole(bytes(whole)) if mapper else bytes(whole))
+    if response.status_code == 429:
+        shape = "anthropic" if protocol is ch.ApiProtocol.ANTHROPIC_MESSAGES else "openai"
+        refused = rate_limited(answer, response.headers, shape)
+        if refused is not None:
+            # The one reshaped upstream answer (gateway/_ratelimit.py says why).
+            _log.warning("%s", refused.line)
+            answer = refused.body
+            kept = [(k, v) for k, v in start["headers"] if k.lower() != b"retry-after"]
+            kept = [(k, v) for k, v in kept if k.lower() != b"content-type"]
+            kept.append((b"content-type", b"application/json"))
+            if refused.retry_after is not None:
+                kept.append((b"retry-after", str(refused.retry_after).encode("ascii")))
+            start["headers"] = kept
     if observer is not None:
         observer.whole(answer)
         observer.end()
@@ -259,6 +285,8 @@ async def _relay_events(
     send: Send,
     outcome: Outcome,
     observer: AnswerObserver | None,
+    *,
+    mapper: AnswerMapper | None = None,
 ) -> None:
     """An event stream: each complete event is masked and sent as it arrives."""
     outcome.status = response.status_code
@@ -271,7 +299,8 @@ async def _relay_events(
         held += chunk
         cut = sse_cut(held, fresh)
         if cut:
-            ready = ch.mask_secrets(bytes(held[:cut]))
+            complete = bytes(held[:cut])
+            ready = ch.mask_secrets(mapper.events(complete) if mapper else complete)
             del held[:cut]
             outcome.sent += len(ready)
             await send({"type": "http.response.body", "body": ready, "more_body": True})
@@ -281,7 +310,7 @@ async def _relay_events(
             # An event that never ends would be held without bound: the answer is cut
             # (the client sees it break off; the log says why).
             raise AnswerTooLarge
-    tail = ch.mask_secrets(bytes(held))
+    tail = ch.mask_secrets(mapper.events(bytes(held)) if mapper and held else bytes(held))
     if observer is not None:
         if tail:
             observer.events(tail)

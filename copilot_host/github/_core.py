@@ -13,6 +13,7 @@ from .._hosts import CopilotSession, LoginIdentity
 from .._safety._redact import register_secret
 from .._safety._secret import Secret
 from ._headers import (
+    DEFAULT_CLIENT_ID,
     DEFAULT_EDITOR,
     EditorIdentity,
     check_client_id,
@@ -179,7 +180,9 @@ class HostCore:
         return self._saved
 
     def _keep(self, step: Keep) -> LoginIdentity:
-        saved = self._saved = self._store.save(step.account, step.token)
+        # The default app is not recorded: such a record stays format 1, readable by 0.3.0.
+        minted = None if self._client_id == DEFAULT_CLIENT_ID else self._client_id
+        saved = self._saved = self._store.save(step.account, step.token, client_id=minted)
         self._hold(step.token)
         return saved.identity
 

@@ -35,7 +35,11 @@ __all__ = ["SETTINGS_URL", "build_models_request", "parse_models"]
 
 WHAT = "Copilot model discovery"
 # Where a person enables the models their plan offers but a policy has not switched on.
-SETTINGS_URL = "https://github.com/settings/copilot/features"
+# The account's Copilot plan and settings. Individual plans have had no per-model switches
+# since 2026-02-03 (GitHub's changelog "Simplified Copilot model enablement experience for
+# individual users", cited by anomalyco/opencode #12739 and #13313): every model the plan
+# includes is enabled; organizations' administrators still set model policies.
+SETTINGS_URL = "https://github.com/settings/copilot"
 # The endpoints copilot-host speaks, by the names the inventory uses. Anything else listed
 # (e.g. "ws:/responses", a WebSocket transport) is another client's, and ignored.
 _MAX_ENDPOINTS = 32
@@ -145,20 +149,61 @@ def _price(tier: Mapping[str, object], key: str) -> float | None:
         isinstance(value, bool)
         or not isinstance(value, int | float)
         or not math.isfinite(value)
-        or not 0 <= value <= 1e9
+        or not 0 <= value <= 1e15  # room for a price in nano-AIU
     ):
         raise _Malformed(key)
     return float(value)
 
 
-def _tier(value: Mapping[str, object], batch_size: int) -> TokenPrices:
+def _tier(value: Mapping[str, object], batch_size: int, unit: str | None) -> TokenPrices:
+    # github/copilot-sdk python/copilot/generated/rpc.py, ModelBillingTokenPrices: the
+    # cache read/write and 1-hour cache-write prices and max_prompt_tokens beside the
+    # older cache_price and context_max.
+    write_1h = _price(value, "cache_write_1h_price")
     return TokenPrices(
         batch_size=batch_size,
         input=_price(value, "input_price"),
         output=_price(value, "output_price"),
         cache=_price(value, "cache_price"),
         context_max=_limit(value, "context_max"),
+        cache_read=_price(value, "cache_read_price"),
+        cache_write=_price(value, "cache_write_price"),
+        cache_write_1h=write_1h if write_1h is not None else _price(value, "cache_write1h_price"),
+        max_prompt_tokens=_limit(value, "max_prompt_tokens"),
+        unit=unit,
     )
+
+
+_UNIT = re.compile(r"[a-z][a-z0-9_]{0,31}")
+_PROMO_END = re.compile(r"\d{4}-\d{2}-\d{2}T[0-9:.]{2,18}(?:Z|[+-]\d{2}:\d{2})")
+
+
+def _unit(listed: Mapping[str, object]) -> str | None:
+    """The price unit the inventory names (``unit``, or ``price_unit``), None if none."""
+    for key in ("unit", "price_unit"):
+        value = listed.get(key)
+        if value is not None:
+            if not isinstance(value, str) or not _UNIT.fullmatch(value):
+                raise _Malformed(key)
+            return value
+    return None
+
+
+def _promo(billing: Mapping[str, object]) -> tuple[float | None, str | None]:
+    """``promo {discount_percent, ends_at}``; a malformed one is no promotion."""
+    promo = billing.get("promo")
+    if not isinstance(promo, dict):
+        return None, None
+    discount = promo.get("discount_percent")
+    ends = promo.get("ends_at")
+    if (
+        isinstance(discount, bool)
+        or not isinstance(discount, int | float)
+        or not 0 <= discount <= 100
+        or (ends is not None and not (isinstance(ends, str) and _PROMO_END.fullmatch(ends)))
+    ):
+        return None, None
+    return float(discount), ends
 
 
 def _billing(item: Mapping[str, object]) -> ModelBilling | None:
@@ -192,30 +237,38 @@ def _billing(item: Mapping[str, object]) -> ModelBilling | None:
         if long_context is not None and not isinstance(long_context, dict):
             return None
         try:
+            unit = _unit(listed)
             prices = replace(
-                _tier(default, batch_size),
-                long_context=None if long_context is None else _tier(long_context, batch_size),
+                _tier(default, batch_size, unit),
+                long_context=None
+                if long_context is None
+                else _tier(long_context, batch_size, unit),
             )
         except _Malformed:
             return None
-    if premium is None and multiplier is None and prices is None:
+    discount, ends = _promo(billing)
+    if premium is None and multiplier is None and prices is None and discount is None:
         return None
     return ModelBilling(
         premium=premium,
         multiplier=float(multiplier) if multiplier is not None else None,
         prices=prices,
+        promo_discount_percent=discount,
+        promo_ends_at=ends,
     )
 
 
 def _policy_message(state: str) -> str:
     if state == "disabled":
         return (
-            "disabled by a Copilot policy; if you manage your own plan, enable it at "
-            f"{SETTINGS_URL}, otherwise ask your organization's administrator"
+            "disabled by a Copilot policy: an organization's plan has the models its "
+            "administrator enables (ask them), an individual plan those it includes "
+            f"(plan and settings: {SETTINGS_URL})"
         )
     return (
-        f"not enabled for this account yet (policy {state!r}); enable it at {SETTINGS_URL} "
-        "(or accept its terms in a Copilot chat client), then list the models again"
+        f"not enabled (policy {state!r}): individual plans get every model they include "
+        "(no per-model switch since 2026-02-03), so it is not in the plan or awaits its "
+        f"terms in a Copilot chat client (plan and settings: {SETTINGS_URL})"
     )
 
 
@@ -264,6 +317,8 @@ def _entry(item: object) -> ModelSpec | SkippedModel:
         warnings=warnings,
         warning_codes=codes,
         billing=_billing(item),
+        max_prompt_tokens=_limit(limits, "max_prompt_tokens"),
+        chat_default=item.get("is_chat_default") is True,
     )
 
 

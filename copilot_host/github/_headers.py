@@ -27,6 +27,7 @@ __all__ = [
     "CLI_INTEGRATION_ID",
     "check_client_id",
     "cli_headers",
+    "cli_user_agent",
     "parse_editor",
     "copilot_headers",
     "exchange_headers",
@@ -153,13 +154,33 @@ def rest_headers(editor: EditorIdentity) -> dict[str, str]:
     }
 
 
-# The Copilot CLI's identity, as oh-my-pi presents it (can1357/oh-my-pi,
-# packages/catalog/src/wire/github-copilot.ts: COPILOT_CAPI_IDENTITY_HEADERS): its
-# integration id, `copilot/<version>` as both User-Agent and Editor-Version, its harness
-# id, and no Editor-Plugin-Version. Some organisations allow only this client, some only
-# the chat one (oh-my-pi issues #11372 and #11669; docs/WIRE.md, "Identity fallback").
+# The Copilot CLI's identity as @github/copilot 1.0.102 builds it (docs/WIRE.md, "The
+# Copilot CLI's identity", says how each value was read and how to refresh them): its
+# runtime's `supportPackageEditorVersionCurrent()` and `supportPackageUserAgentCurrent()`,
+# and the integration id `cli-main.js` sends unless GITHUB_COPILOT_INTEGRATION_ID is set.
+# No Editor-Plugin-Version, and no Copilot-Harness-Id: the CLI sends that one only beside
+# its MCP headers, never on inference. The User-Agent's comment is the OS (node's
+# `process.platform`, which Python's `sys.platform` spells the same way on the three
+# platforms the CLI ships for), the node version the package embeds, and `term/unknown`,
+# the CLI's value when no TERM_PROGRAM names a terminal (the library never reads the
+# environment); copilot-host names itself after it.
 CLI_INTEGRATION_ID = "copilot-developer-cli"
-CLI_VERSION = "copilot/1.0.82"
+CLI_VERSION = "copilot/1.0.102"
+CLI_NODE_VERSION = "v24.20.0"
+
+
+def _cli_platform() -> str:
+    import sys
+
+    return sys.platform if sys.platform in ("linux", "darwin", "win32") else "linux"
+
+
+def cli_user_agent() -> str:
+    """``copilot/<v> (<os> <node>) term/unknown copilot-host/<v>``."""
+    return (
+        f"{CLI_VERSION} ({_cli_platform()} {CLI_NODE_VERSION}) term/unknown "
+        f"copilot-host/{__version__}"
+    )
 
 
 def cli_headers(editor: EditorIdentity) -> dict[str, str]:
@@ -168,8 +189,7 @@ def cli_headers(editor: EditorIdentity) -> dict[str, str]:
     return {
         "Editor-Version": CLI_VERSION,
         "Copilot-Integration-Id": CLI_INTEGRATION_ID,
-        "Copilot-Harness-Id": "copilot-sdk",
-        "User-Agent": f"{CLI_VERSION} copilot-host/{__version__}",
+        "User-Agent": cli_user_agent(),
         "X-GitHub-Api-Version": editor.api_version,
     }
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .._errors import AccessDeniedError, DeviceCodeExpiredError, ResponseError
+from .._errors import AccessDeniedError, DeviceCodeExpiredError, LoginError, ResponseError
 from .._hosts import CopilotDeviceLogin, Pending
 from .._safety._redact import register_secret, scrub
 from .._safety._secret import Secret
@@ -77,6 +77,7 @@ def parse_poll(response: WireResponse, login: CopilotDeviceLogin) -> Pending | G
     body = json_object(response, WHAT)
     # A Secret before any check can raise (see take_secret).
     token = take_secret(body, "access_token", WHAT, shape=_TOKEN)
+    refresh = take_secret(body, "refresh_token", WHAT, shape=_TOKEN)
     error = opt_str(body, "error", WHAT, max_len=200)
     if error is None:
         if response.status != 200:
@@ -84,6 +85,17 @@ def parse_poll(response: WireResponse, login: CopilotDeviceLogin) -> Pending | G
         if token is None:
             raise ResponseError(f"{WHAT} answered with neither an error nor a usable token")
         register_secret(token)
+        if refresh is not None or body.get("expires_in") is not None:
+            # A GitHub App with expiring user tokens: the token stops working in hours and
+            # copilot-host never refreshes a GitHub token, so a stored login would just die.
+            if refresh is not None:
+                register_secret(refresh)
+            raise LoginError(
+                "this OAuth app issues expiring user tokens (refresh_token/expires_in), which "
+                'copilot-host cannot refresh; turn off "Expire user authorization tokens" '
+                "in the app's settings or use another app; nothing was stored",
+                code="expiring_user_token",
+            )
         return Granted(token)
     server = _server_interval(body)
     if error == AUTHORIZATION_PENDING:

@@ -34,6 +34,15 @@ _MAX_QUOTAS = 32
 _MAX_ID = 64
 
 
+# The plans that may use only Auto model selection since 2026-06-24 (GitHub's changelog
+# "Changes to model selection for Free and Student plans"), as copilot_internal/user names
+# them: `access_type_sku` `free_limited_copilot` on Copilot Free (github/gh-aw #46531,
+# reported), `free_educational_quota` on Student (diegosouzapw/OmniRoute #12000,
+# reported), and `copilot_plan` `free`. docs/WIRE.md, "Plans that can use only Auto".
+AUTO_ONLY_SKUS = frozenset({"free_limited_copilot", "free_educational_quota"})
+AUTO_ONLY_PLANS = frozenset({"free"})
+
+
 def build_usage_request(github_token: Secret, editor: EditorIdentity) -> WireRequest:
     """The GitHub token goes only here and to the exchange, with the exchange's headers
     (its API version included): api.github.com, never the inference origin."""
@@ -158,10 +167,15 @@ def parse_usage(response: WireResponse, login: str) -> CopilotUsage:
         quotas = [_snapshot(key, value) for key, value in list(snapshots.items())[:_MAX_QUOTAS]]
     if not quotas:
         quotas = _free_quotas(body.get("monthly_quotas"), body.get("limited_user_quotas"))
+    sku = body.get("access_type_sku")
+    sku = clean(sku, limit=64) or None if isinstance(sku, str) else None
+    shown_plan = clean(plan, limit=64) or None if isinstance(plan, str) else None
     return CopilotUsage(
         login=shown,
-        plan=clean(plan, limit=64) or None if isinstance(plan, str) else None,
+        plan=shown_plan,
         unit="credits" if _flag(body, "token_based_billing") else "requests",
         reset_at=_reset(body),
         quotas=tuple(quotas),
+        sku=sku,
+        auto_only=sku in AUTO_ONLY_SKUS or shown_plan in AUTO_ONLY_PLANS,
     )

@@ -36,7 +36,9 @@ class RecordHeader:
 
     Read on its own it is unauthenticated (shown as recorded); every load that decrypts
     verifies it together with the ciphertext, because it is the AES-GCM associated data.
-    ``created_at`` is seconds since the epoch (for display).
+    ``created_at`` is seconds since the epoch (for display). ``client_id`` is the OAuth
+    app the token was minted for, None for the default (VS Code's): a record with one is
+    written as format 2, so a copilot-host that reads only format 1 keeps it untouched.
     """
 
     version: int
@@ -44,6 +46,7 @@ class RecordHeader:
     account: str
     created_at: float
     protection: Protection
+    client_id: str | None = None
 
     @property
     def identity(self) -> LoginIdentity:

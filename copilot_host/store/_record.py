@@ -9,7 +9,9 @@ Layout, format version 1::
                                      created_at, protection {kind, backend}; backend
                                      is the keyring's name, or for a key file its
                                      name (credential-<login id>.key; records
-                                     written before 0.2.0 hold its absolute path)
+                                     written before 0.2.0 hold its absolute path);
+                                     format 2 adds client_id (the OAuth app the
+                                     token was minted for, when not the default)
     nonce                            12 random bytes, fresh for every write
     ciphertext || tag                AES-256-GCM of the GitHub token (ASCII), >= 16 bytes
 
@@ -35,12 +37,15 @@ from ._header import KEY_FILE, KEYRING, Protection, RecordHeader
 from ._paths import key_file_name
 
 __all__ = [
+    "BASE_FORMAT",
     "FORMAT_VERSION",
     "KEY_BYTES",
     "MAX_RECORD_BYTES",
     "SealedRecord",
     "check_account",
+    "check_client_id",
     "check_token",
+    "format_for",
     "new_login_id",
     "open_sealed",
     "parse",
@@ -48,7 +53,10 @@ __all__ = [
 ]
 
 MAGIC = b"copilot-host-credential\n"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+# Format 1 is still what a login with the default OAuth app writes: an older copilot-host
+# sharing the home reads it, and says "newer" about (and keeps) a format-2 record.
+BASE_FORMAT = 1
 KEY_BYTES = 32  # AES-256
 NONCE_BYTES = 12  # 96 bits: the size GCM is defined for without hashing the nonce
 TAG_BYTES = 16
@@ -58,6 +66,8 @@ MAX_TOKEN_CHARS = 4096
 MAX_ACCOUNT_CHARS = 256
 _PREFIX = struct.Struct(">BH")  # version, header length
 _HEADER_KEYS = frozenset({"account", "created_at", "login_id", "protection"})
+_HEADER_KEYS_2 = _HEADER_KEYS | {"client_id"}
+_CLIENT_ID = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._-]{0,99}\Z")
 _LOGIN_ID = re.compile(r"\A[0-9a-f]{32}\Z")
 _TOKEN = re.compile(r"\A[\x21-\x7e]+\Z")  # printable ASCII, no spaces: every GitHub token
 
@@ -100,13 +110,32 @@ def check_token(token: object) -> Secret:
     return token
 
 
+def check_client_id(client_id: object) -> str | None:
+    """None (the default app) or an OAuth client id of the shape the device flow accepts."""
+    if client_id is None:
+        return None
+    if not isinstance(client_id, str) or not _CLIENT_ID.match(client_id):
+        raise StoreError(
+            "The OAuth client id must be 1-100 letters, digits and . _ -",
+            code="invalid_client_id",
+        )
+    return client_id
+
+
+def format_for(client_id: str | None) -> int:
+    """The record format a login minted for ``client_id`` (None: the default) is written in."""
+    return BASE_FORMAT if client_id is None else FORMAT_VERSION
+
+
 def _header_json(header: RecordHeader) -> bytes:
-    body = {
+    body: dict[str, object] = {
         "account": header.account,
         "created_at": header.created_at,
         "login_id": header.login_id,
         "protection": {"backend": header.protection.backend, "kind": header.protection.kind},
     }
+    if header.client_id is not None:
+        body["client_id"] = header.client_id
     return json.dumps(body, sort_keys=True, separators=(",", ":"), allow_nan=False).encode()
 
 
@@ -114,14 +143,15 @@ def seal(header: RecordHeader, key: bytes, token: Secret) -> bytes:
     # Lazy: importing the store must not load cryptography.
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-    if header.version != FORMAT_VERSION or len(key) != KEY_BYTES:
+    version = format_for(header.client_id)
+    if header.version != version or len(key) != KEY_BYTES:
         raise StoreError("Internal error: record version or key size is wrong")
     body = _header_json(header)
     # Whatever is written must read back: a header the parser would refuse would turn a
     # successful save into a record that every later read calls damaged.
-    if len(body) > MAX_HEADER_BYTES or _parse_header(FORMAT_VERSION, body) != header:
+    if len(body) > MAX_HEADER_BYTES or _parse_header(version, body) != header:
         raise StoreError("Internal error: the record header would not read back")
-    associated = MAGIC + _PREFIX.pack(FORMAT_VERSION, len(body)) + body
+    associated = MAGIC + _PREFIX.pack(version, len(body)) + body
     nonce = os.urandom(NONCE_BYTES)
     sealed = AESGCM(key).encrypt(nonce, token.reveal().encode("ascii"), associated)
     return associated + nonce + sealed
@@ -136,7 +166,12 @@ def _parse_header(version: int, body: bytes) -> RecordHeader | None:
         data: Any = json.loads(body.decode("ascii"), parse_constant=_reject_constant)
     except (UnicodeDecodeError, ValueError):
         return None
-    if not isinstance(data, dict) or set(data) != _HEADER_KEYS:
+    if not isinstance(data, dict) or set(data) != (
+        _HEADER_KEYS_2 if version >= 2 else _HEADER_KEYS
+    ):
+        return None
+    client_id = data.get("client_id")
+    if client_id is not None and not (isinstance(client_id, str) and _CLIENT_ID.match(client_id)):
         return None
     protection = data["protection"]
     if not isinstance(protection, dict) or set(protection) != {"backend", "kind"}:
@@ -163,6 +198,7 @@ def _parse_header(version: int, body: bytes) -> RecordHeader | None:
         account=account,
         created_at=float(created_at),
         protection=Protection(kind=kind, backend=backend),
+        client_id=client_id,
     )
 
 

@@ -56,12 +56,13 @@ from ._paths import (
 )
 from ._protection import KeyLeft, KeyNotFound, KeyProtection
 from ._record import (
-    FORMAT_VERSION,
     KEY_BYTES,
     MAX_RECORD_BYTES,
     SealedRecord,
     check_account,
+    check_client_id,
     check_token,
+    format_for,
     new_login_id,
     open_sealed,
     parse,
@@ -330,17 +331,27 @@ class CredentialStore:
                 probe_writable(dir_fd)
             self._writer(key_file).probe()
 
-    def save(self, account: str, token: Secret, *, key_file: bool | None = None) -> Saved:
+    def save(
+        self,
+        account: str,
+        token: Secret,
+        *,
+        key_file: bool | None = None,
+        client_id: str | None = None,
+    ) -> Saved:
         """Persist a new login (fresh random login id) replacing any previous one, and
         say what was done (:class:`Saved`: the new header as ``header()`` would show it,
         ``.identity`` who logged in, the login replaced, a record set aside).
 
         The key is kept the store's way (``key_file`` overrides it for this call; None:
-        the store's choice). Without a usable keyring no record and no key is written, and
-        KeyringUnavailableError says how to choose a key file.
+        the store's choice). ``client_id`` is the OAuth app the token was minted for,
+        None for the default one (the record then stays format 1). Without a usable
+        keyring no record and no key is written, and KeyringUnavailableError says how to
+        choose a key file.
         """
         account = check_account(account)
         token = check_token(token)
+        client_id = check_client_id(client_id)
         keys = self._writer(key_file)
         login_id = new_login_id()
         key = os.urandom(KEY_BYTES)
@@ -351,11 +362,12 @@ class CredentialStore:
                 # The key first, under its own new name: a crash before the record is
                 # replaced leaves the old record with its old key.
                 header = RecordHeader(
-                    version=FORMAT_VERSION,
+                    version=format_for(client_id),
                     login_id=login_id,
                     account=account,
                     created_at=self._clock.time(),
                     protection=Protection(keys.kind, keys.put(login_id, key)),
+                    client_id=client_id,
                 )
                 try:
                     previous, moved = self._previous_header(dir_fd)

@@ -150,8 +150,11 @@ def test_claude_interactive_in_a_terminal(home: Path) -> None:
     socket = str(home / "tmux.sock")
     env = _env(home)
     inner = f"{SCRIPT} run --emulator --log {log} -- {claude}; echo $? > {status}; sleep 60"
+    # The emulator echoes the whole user turn, which since the gateway folds Claude Code's
+    # "# Environment" system message into it runs to a hundred lines or more: a pane tall
+    # enough keeps the echo's start on the screen capture-pane reads.
     subprocess.run(
-        [tmux, "-S", socket, "new-session", "-d", "-x", "160", "-y", "45", "-c", str(work), inner],
+        [tmux, "-S", socket, "new-session", "-d", "-x", "160", "-y", "300", "-c", str(work), inner],
         env=env,
         check=True,
         timeout=30,

@@ -195,10 +195,14 @@ def emulate(leak_guard: LeakGuard) -> Iterator[Any]:
         emulator = stack.enter_context(GitHubEmulator(scenario))
         started.append(emulator)
 
-        def factory(*, store: Any, clock: Any, editor: Any = None) -> GitHubCopilotHost:
+        def factory(
+            *, store: Any, clock: Any, editor: Any = None, client_id: Any = None
+        ) -> GitHubCopilotHost:
             extra = {"clock": clock} if clock is not None else {}
             if editor is not None:
                 extra["editor"] = editor
+            if client_id is not None:
+                extra["client_id"] = client_id
             return GitHubCopilotHost(store=store, transport=emulator.transport(), **extra)
 
         seam_fields.setdefault("sleep", lambda _seconds: None)

@@ -143,3 +143,44 @@ def test_with_a_login_a_bad_alias_is_a_usage_error_before_serve_listens(
     assert result.exit_code == 2
     assert result.stdout == ""  # it never listened
     assert "--model-alias opus=claude-opus-9: this account has no model" in result.stderr
+
+
+def test_the_plan_is_asked_within_its_bound_and_never_fails_the_start() -> None:
+    """``plan_line``: the Auto-only line, else None, whatever the host does."""
+    import asyncio
+
+    from copilot_host_cli._gateway import plan_line
+
+    from copilot_host import CopilotUsage, ServerError
+
+    def usage(**fields: Any) -> CopilotUsage:
+        return CopilotUsage(
+            login="o", plan="free", unit="requests", reset_at=None, quotas=(), **fields
+        )
+
+    class Host:
+        def __init__(self, answer: Any, *, logged_in: bool = True) -> None:
+            self.answer, self.logged_in, self.asked = answer, logged_in, 0
+
+        def availability(self) -> object | None:
+            return object() if self.logged_in else None
+
+        async def usage(self) -> CopilotUsage:
+            self.asked += 1
+            if self.answer == "hang":
+                await asyncio.Event().wait()
+            if isinstance(self.answer, BaseException):
+                raise self.answer
+            return self.answer  # type: ignore[no-any-return]
+
+    auto = usage(auto_only=True, sku="free_limited_copilot")
+    assert asyncio.run(plan_line(Host(auto))) == (
+        "this plan (free) can use only Auto model selection; requests that name a model "
+        "will be refused"
+    )
+    assert asyncio.run(plan_line(Host(usage()))) is None
+    assert asyncio.run(plan_line(Host(ServerError("busy")))) is None
+    assert asyncio.run(plan_line(Host(ValueError("odd")))) is None
+    assert asyncio.run(plan_line(Host("hang"), timeout=0.01)) is None
+    logged_out = Host(auto, logged_in=False)
+    assert asyncio.run(plan_line(logged_out)) is None and logged_out.asked == 0

@@ -37,6 +37,7 @@ def test_models_table_is_aligned_and_sorted(cli: Cli, emulate: Any) -> None:
         "MULT",
         "IN/1M",
         "OUT/1M",
+        "CACHE/1M",
     ]
     rows = lines[1:]
     assert [r.split()[0] for r in rows] == [
@@ -46,15 +47,21 @@ def test_models_table_is_aligned_and_sorted(cli: Cli, emulate: Any) -> None:
         "github-copilot/gpt-5-mini",
     ]
     # Every column starts at the same offset on every line.
-    for title in ("NAME", "PROTOCOL", "CONTEXT", "PICKER", "MULT", "IN/1M", "OUT/1M"):
+    for title in ("NAME", "PROTOCOL", "CONTEXT", "PICKER", "MULT", "IN/1M", "OUT/1M", "CACHE/1M"):
         column = lines[0].index(title)
         for row in rows:
             assert row[column - 2 : column] == "  " and row[column] != " ", (title, row)
     by_route = {r.split()[0]: r for r in rows}
     assert "Claude Sonnet 4" in by_route["github-copilot/claude-sonnet-4"]
-    assert by_route["github-copilot/claude-sonnet-4"].split()[-4:] == ["hidden", "-", "-", "-"]
-    # The multiplier, and AI credits per million input and output tokens.
-    assert by_route["github-copilot/gpt-5-mini"].split()[-3:] == ["0x", "25", "200"]
+    assert by_route["github-copilot/claude-sonnet-4"].split()[-5:] == [
+        "hidden",
+        "-",
+        "-",
+        "-",
+        "-",
+    ]
+    # The multiplier, and AI credits per million input, output and cached input tokens.
+    assert by_route["github-copilot/gpt-5-mini"].split()[-4:] == ["0x", "25", "200", "2.5"]
     assert "openai-responses" in by_route["github-copilot/gpt-5-mini"]
     assert "openai-chat" in by_route["github-copilot/gpt-4.1"]
     assert "128,000" in by_route["github-copilot/gpt-4.1"]
@@ -118,6 +125,8 @@ def test_models_json_document(cli: Cli, emulate: Any) -> None:
         "url": "https://api.individual.githubcopilot.com/responses",
         "context_window": 128000,
         "max_output_tokens": 16384,
+        "max_prompt_tokens": None,
+        "chat_default": False,
         "input_modalities": ["text"],
         "supports_reasoning": True,
         "picker_enabled": True,
@@ -132,11 +141,20 @@ def test_models_json_document(cli: Cli, emulate: Any) -> None:
                 "output": 200.0,
                 "cache": 2.5,
                 "context_max": None,
+                "cache_read": None,
+                "cache_write": None,
+                "cache_write_1h": None,
+                "max_prompt_tokens": None,
+                "unit": None,
                 "input_per_million": 25.0,
                 "output_per_million": 200.0,
                 "cache_per_million": 2.5,
+                "cache_read_per_million": None,
+                "cache_write_per_million": None,
+                "cache_write_1h_per_million": None,
                 "long_context": None,
             },
+            "promo": None,
         },
     }
     assert sorted((s["model_id"], s["reason"]) for s in doc["skipped"]) == [

@@ -131,6 +131,7 @@ def test_harness_models(proc: Proc, leak_guard: LeakGuard, tmp_path: Path) -> No
         "MULT",
         "IN/1M",
         "OUT/1M",
+        "CACHE/1M",
     ]
 
     logged_out = proc.harness("--", "logout")

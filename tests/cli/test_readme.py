@@ -73,7 +73,7 @@ def test_readme_command_works(cli: Cli, emulate: Any, args: list[str]) -> None:
 
 
 def test_readme_testing_snippet_runs_as_written(tmp_path: Path) -> None:
-    (snippet,) = [b for b in _blocks("python") if "GitHubEmulator" in b]
+    (snippet,) = [b for b in _blocks("python") if "def test_my_app_talks_to_copilot" in b]
     namespace: dict[str, Any] = {}
     exec(compile(snippet, "README.md", "exec"), namespace)
     namespace["test_my_app_talks_to_copilot"](tmp_path)

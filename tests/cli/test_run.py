@@ -223,6 +223,11 @@ def test_codex_gets_a_provider_at_the_gateway_and_a_model(proc: Proc, home: Path
         'model_provider="copilot-host"',
         "-c",
         'model="gpt-5.3-codex"',  # the emulator's only codex model that speaks Responses
+        # Its window, and compaction at 90% of its prompt limit (272k of 400k).
+        "-c",
+        "model_context_window=400000",
+        "-c",
+        "model_auto_compact_token_limit=244800",
         "exec",
         "hi",
     ]
@@ -243,10 +248,10 @@ def test_readmes_run_commands_work_as_written(proc: Proc, home: Path) -> None:
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     section = readme.split("## Use it with coding agents\n", 1)[1].split("\n## ", 1)[0]
     lines = [line for line in section.splitlines() if line.startswith("copilot-host run ")]
-    assert len(lines) == 5
+    assert len(lines) == 6
     bin_dir = home / "bin"
     bin_dir.mkdir()
-    for name in ("claude", "codex", "aider", "opencode"):
+    for name in ("claude", "codex", "aider", "opencode", "copilot"):
         stand_in = bin_dir / name
         stand_in.write_text(
             f"#!{sys.executable}\nimport json, os, sys, urllib.request\n"
@@ -557,3 +562,90 @@ def test_log_refuses_a_fifo_without_blocking_and_a_hard_link(proc: Proc, home: P
     assert done.returncode == 0, done.stderr
     assert stat.S_IMODE(other.stat().st_mode) == 0o600
     assert other.read_text().startswith("mine\n") and "stopped after" in other.read_text()
+
+
+def _stand_ins(home: Path, *names: str) -> str:
+    """Programs named like the agents that print their arguments and environment as JSON
+    (and leave a mark that they ran); the PATH that finds them first."""
+    bin_dir = home / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    for name in names:
+        program = bin_dir / name
+        program.write_text(
+            f"#!{sys.executable}\nimport json, os, pathlib, sys\n"
+            f"pathlib.Path({str(home / 'ran')!r}).touch()\n"
+            "print(json.dumps({'argv': sys.argv[1:], 'env': dict(os.environ)}))\n"
+        )
+        program.chmod(0o755)
+    return f"{bin_dir}:{os.environ['PATH']}"
+
+
+AGENTS = ("claude", "codex", "opencode", "aider", "copilot")
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_no_profile_puts_the_key_on_a_command_line_or_in_a_file(
+    proc: Proc, home: Path, agent: str
+) -> None:
+    path = _stand_ins(home, agent)
+    before = set(home.rglob("*"))
+    done = _run(proc, home, "--emulator", "--", agent, "hi", env={"PATH": path})
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    key = seen["env"]["COPILOT_HOST_API_KEY"]
+    assert not any(key in arg for arg in seen["argv"])
+    assert seen["argv"][-1] == "hi"
+    # Only the key variables hold it.
+    holding = {name for name, value in seen["env"].items() if key in value}
+    assert holding <= {
+        "OPENAI_API_KEY",
+        "ANTHROPIC_AUTH_TOKEN",
+        "COPILOT_HOST_API_KEY",
+        "COPILOT_PROVIDER_API_KEY",
+    }
+    for found in home.rglob("*"):
+        if found.is_file() and found not in before:
+            assert key.encode() not in found.read_bytes(), found
+    # What each profile added reached the agent.
+    env, argv = seen["env"], seen["argv"]
+    if agent == "claude":
+        assert env["CLAUDE_CODE_AUTO_COMPACT_WINDOW"] == "936000"
+    elif agent == "codex":
+        assert "model_context_window=400000" in argv
+    elif agent == "opencode":
+        assert "copilot-host" in json.loads(env["OPENCODE_CONFIG_CONTENT"])["provider"]
+    elif agent == "aider":
+        assert argv[:2] == ["--model", "openai/gpt-5-mini"]  # the inventory's chat default
+    else:
+        assert env["COPILOT_PROVIDER_API_KEY"] == key
+
+
+def test_print_profile_prints_the_settings_with_the_key_as_KEY_and_runs_nothing(
+    proc: Proc, home: Path
+) -> None:
+    path = _stand_ins(home, "copilot")
+    done = _run(
+        proc,
+        home,
+        "--emulator",
+        "--print-profile",
+        "--",
+        "copilot",
+        "-p",
+        "hi there",
+        env={"PATH": path, "COPILOT_MODEL": "gpt-4.1"},
+    )
+    assert done.returncode == 0, done.stderr
+    assert not (home / "ran").exists()
+    *variables, command = done.stdout.splitlines()
+    settings = dict(line.split("=", 1) for line in variables)
+    assert settings["COPILOT_PROVIDER_API_KEY"] == settings["OPENAI_API_KEY"] == "KEY"
+    assert settings["COPILOT_PROVIDER_TYPE"] == "openai"
+    assert settings["COPILOT_PROVIDER_BASE_URL"] == settings["OPENAI_BASE_URL"]
+    assert "COPILOT_MODEL" not in settings  # the user's own stands
+    assert command == f"{home / 'bin' / 'copilot'} -p 'hi there'"
+    assert "cph_" not in done.stdout + done.stderr
+    # An agent that is not installed here can still be printed for.
+    done = _run(proc, home, "--emulator", "--print-profile", "--", "aider", env={"PATH": path})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1].startswith("aider --model openai/")

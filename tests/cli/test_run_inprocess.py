@@ -106,7 +106,15 @@ def test_the_emulators_account_and_a_codex_profile(
     assert result.exit_code == 0, result.stderr
     out, _err = capfd.readouterr()
     argv = json.loads(out)
-    assert argv[-3:] == ['model="gpt-5.3-codex"', "exec", "hi"]
+    assert argv[-7:] == [
+        'model="gpt-5.3-codex"',
+        "-c",
+        "model_context_window=400000",
+        "-c",
+        "model_auto_compact_token_limit=244800",
+        "exec",
+        "hi",
+    ]
     assert not (tmp_path / "never").exists()
 
 
@@ -206,4 +214,37 @@ def test_codex_gets_the_first_of_equally_new_models_in_the_inventorys_order(
     result = cli("run", "--", str(codex), "exec", "hi", seam=seam, env={"HOME": str(tmp_path)})
     assert result.exit_code == 0, result.stderr
     argv = json.loads(capfd.readouterr()[0])
-    assert argv[-3:] == ['model="gpt-5.3-codex-max"', "exec", "hi"]
+    assert argv[-7:] == [
+        'model="gpt-5.3-codex-max"',
+        "-c",
+        "model_context_window=128000",
+        "-c",
+        "model_auto_compact_token_limit=115200",  # no prompt limit listed: the window's
+        "exec",
+        "hi",
+    ]
+
+
+def test_run_says_in_its_one_line_that_the_plan_can_use_only_auto(
+    cli: Cli, emulate: Any, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    from copilot_host.testing import Scenario
+
+    env = emulate(Scenario(usage_plan="free"))
+    assert cli("login", "--headless", seam=env.seam).exit_code == 0
+    capfd.readouterr()
+    emulator = env.emulator
+    seam = CliSeam(
+        async_host_factory=lambda *, store, clock: AsyncGitHubCopilotHost(
+            store=store, transport=emulator.async_transport()
+        ),
+        upstream_transport=emulator.async_transport,
+    )
+    result = cli("run", "--", sys.executable, "-c", "pass", seam=seam)
+    assert result.exit_code == 0, result.stderr
+    err = capfd.readouterr()[1] + result.stderr
+    lines = [line for line in err.splitlines() if line.startswith("copilot-host run:")]
+    assert lines == [
+        "copilot-host run: this plan (free) can use only Auto model selection; requests that "
+        "name a model will be refused"
+    ]

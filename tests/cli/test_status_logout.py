@@ -36,8 +36,9 @@ def test_status_logged_in_shows_account_time_protection_and_store(
     lines = result.stdout.splitlines()
     assert lines[0] == "Logged in to GitHub as octocat"
     assert "just now" in lines[1]
-    assert "OS keyring (MemoryKeyring)" in lines[2]
-    assert str(copilot_home / "credential") in lines[3]
+    assert lines[2] == "  OAuth app   Iv1.b507a08c87ecfe98 (VS Code's, the default)"
+    assert "OS keyring (MemoryKeyring)" in lines[3]
+    assert str(copilot_home / "credential") in lines[4]
     assert result.stderr == ""
 
 
@@ -55,6 +56,8 @@ def test_status_json_logged_in(cli: Cli, leak_guard: LeakGuard, copilot_home: Pa
         "login_id": header.login_id,
         "logged_in_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(int(header.created_at))),
         "protection": {"kind": "key-file", "backend": header.protection.backend},
+        "client_id": "Iv1.b507a08c87ecfe98",
+        "client_id_default": True,
         "store": str(copilot_home / "credential"),
         "home": str(copilot_home),
         "set_aside": [],

@@ -94,7 +94,8 @@ def _assert_login_text(err: str) -> None:
     header = CredentialStore().header()
     assert header is not None
     lines = err.splitlines()
-    assert lines[:5] == [
+    assert lines[:6] == [
+        "Authorizing OAuth app Iv1.b507a08c87ecfe98 (VS Code's, the default)",
         "",
         "  First copy your one-time code:  WDJB-MJHT",
         "  Then open:                      https://github.com/login/device",
@@ -102,8 +103,8 @@ def _assert_login_text(err: str) -> None:
         "Open that address on any device (a phone works) and enter the code.",
     ]
     waiting = r"Waiting for authorization \(the code expires in \d+:\d\d\)\.\.\."
-    assert re.fullmatch(waiting, lines[5])
-    assert lines[6:] == [
+    assert re.fullmatch(waiting, lines[6])
+    assert lines[7:] == [
         f"Stored encrypted; the key is kept in the key file {header.protection.backend} "
         "(readable by anyone who can read your files)."
     ]

@@ -51,7 +51,7 @@ def test_usage_json_document_has_exactly_the_documented_shape(cli: Cli, emulate:
     # An exhausted quota is what the person asked to see, not a failure.
     assert result.exit_code == 0, result.stderr
     doc = json.loads(result.stdout)
-    assert set(doc) == {"v", "login", "plan", "unit", "reset_at", "quotas"}
+    assert set(doc) == {"v", "login", "plan", "sku", "auto_only", "unit", "reset_at", "quotas"}
     assert (doc["v"], doc["login"], doc["plan"], doc["unit"]) == (
         1,
         "octocat",
@@ -156,3 +156,35 @@ def test_serve_refuses_a_budget_that_is_not_a_positive_number(
     assert result.exit_code == 2
     assert "--max-credits" in result.stderr
     assert not env.emulator.requests
+
+
+AUTO_ONLY = (
+    "this plan (free) can use only Auto model selection; requests that name a model will be refused"
+)
+
+
+def test_a_plan_that_can_use_only_auto_is_said_by_login_models_and_usage(
+    cli: Cli, emulate: Any
+) -> None:
+    """Copilot Free (``access_type_sku`` ``free_limited_copilot``, ``copilot_plan``
+    ``free``): one line, the same in each command; ``--json`` documents carry it."""
+    env = emulate(Scenario(models=minimal_models(), usage_plan="free"))
+    login = cli("login", "--headless", seam=env.seam)
+    assert login.exit_code == 0
+    assert AUTO_ONLY in login.stderr
+    usage = cli("usage", seam=env.seam)
+    assert usage.stdout.splitlines()[1] == AUTO_ONLY
+    doc = json.loads(cli("usage", "--json", seam=env.seam).stdout)
+    assert (doc["sku"], doc["auto_only"]) == ("free_limited_copilot", True)
+    listed = cli("models", seam=env.seam)
+    assert listed.exit_code == 0
+    assert f"warning: {AUTO_ONLY}" in listed.stderr
+    assert json.loads(cli("models", "--json", seam=env.seam).stdout)["auto_only"] == AUTO_ONLY
+
+
+def test_other_plans_get_no_auto_only_line(cli: Cli, emulate: Any) -> None:
+    env = _logged_in(cli, emulate)
+    assert "Auto model selection" not in cli("usage", seam=env.seam).stdout
+    assert json.loads(cli("models", "--json", seam=env.seam).stdout)["auto_only"] is None
+    doc = json.loads(cli("usage", "--json", seam=env.seam).stdout)
+    assert (doc["sku"], doc["auto_only"]) == ("plus_monthly_subscriber_quota", False)

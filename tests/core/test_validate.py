@@ -74,6 +74,7 @@ def test_protocols_always_hold_the_route_protocol() -> None:
         ({"input_modalities": ("Text",)}, "malformed", None),
         ({"supports_reasoning": "yes"}, "malformed", None),
         ({"picker_enabled": 1}, "malformed", None),
+        ({"chat_default": 1}, "malformed", None),
         ({"warnings": ["a list"]}, "malformed", None),
     ],
 )
@@ -113,6 +114,8 @@ def test_display_names_are_any_text_made_inert_and_bounded(name: str, shown: str
         ("context_window", True),
         ("context_window", 10**12),
         ("max_output_tokens", 1.5),
+        ("max_prompt_tokens", 0),
+        ("max_prompt_tokens", True),
     ],
 )
 def test_an_odd_limit_is_dropped_and_the_model_kept(field: str, value: object) -> None:

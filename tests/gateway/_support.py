@@ -202,6 +202,7 @@ def running_gateway(
     model_aliases: dict[str, str] | None = None,
     default_model: str | None = None,
     stack: ServerStack | None = None,
+    rewrites: frozenset[str] | None = None,
 ) -> Iterator[Gateway]:
     """Serve a gateway for the account in ``home`` until the block ends, on the server
     stack serve would use (or ``stack``)."""
@@ -245,6 +246,7 @@ def running_gateway(
                 max_credits=max_credits,
                 model_aliases=model_aliases,
                 default_model=default_model,
+                rewrites=rewrites,
                 **extra,
             )
             # serve's server (as ``cli/_serve.py`` runs it), saying when it accepts

@@ -571,3 +571,14 @@ def test_a_stream_cut_upstream_is_cut_for_the_client_too(
             for chunk in response.iter_raw():
                 received += chunk
     assert received == b"data: one\n\n"
+
+
+def test_v1_models_carries_the_prompt_limit_and_the_chat_default(gateway: Gateway) -> None:
+    """Agents sized from ``/v1/models`` (and the profiles ``run`` builds) need the prompt
+    limit, which is below the window, and the service's own default chat model."""
+    status, _headers, body = gateway.get("/v1/models")
+    assert status == 200
+    entries = {entry["id"]: entry for entry in body["data"]}
+    opus = entries["claude-opus-4.8"]
+    assert (opus["context_window"], opus["max_prompt_tokens"]) == (1_000_000, 936_000)
+    assert [name for name, entry in entries.items() if entry["chat_default"]] == ["gpt-5-mini"]

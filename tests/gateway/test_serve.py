@@ -604,3 +604,38 @@ def test_readme_gateway_snippets_run_as_written(serve: Any, tmp_path: Path) -> N
     assert args.read_text().count("\n") == 2  # both commands went through the wrapper
     assert served.key not in args.read_text()  # curl read the key on stdin
     assert served.stop(signal.SIGTERM)[0] == 143
+
+
+def test_a_plan_that_can_use_only_auto_is_said_once_at_start(serve: Any) -> None:
+    served = serve("--port", "0", scenario=Scenario(usage_plan="free"))
+    served.err.wait_for("Ctrl-C")
+    code, _stdout, stderr = served.stop(signal.SIGINT)
+    assert code == 130
+    line = (
+        "copilot-host serve: this plan (free) can use only Auto model selection; requests "
+        "that name a model will be refused"
+    )
+    assert stderr.splitlines().count(line) == 1
+    # Said before the banner, so it is not lost among the access lines.
+    assert stderr.index(line) < stderr.index("listening on")
+
+
+def test_other_plans_start_without_it(serve: Any) -> None:
+    served = serve("--port", "0")
+    served.err.wait_for("Ctrl-C")
+    _code, _stdout, stderr = served.stop(signal.SIGINT)
+    assert "Auto model selection" not in stderr
+
+
+def test_started_logged_out_it_says_so_at_the_first_registration(serve: Any) -> None:
+    served = serve("--port", "0", "--json", logged_in=False, scenario=Scenario(usage_plan="free"))
+    _listening(served)
+    _login(served.emulator, served.home)
+    with httpx2.Client(timeout=BOUND) as client:
+        answer = client.get(
+            f"{served.base_url}/models", headers={"Authorization": f"Bearer {served.key}"}
+        )
+    assert answer.status_code == 200
+    served.err.wait_for("can use only Auto model selection")
+    _code, _stdout, stderr = served.stop(signal.SIGTERM)
+    assert stderr.count("copilot-host serve: this plan (free) can use only Auto") == 1

@@ -54,10 +54,15 @@ def _check(result: ch.RegistrationResult) -> None:
     assert routes["mai-code-1-flash-picker"].spec.display_name == "Raptor's Edge (Preview)"
     # A fractional limit is no limit; the model stays.
     assert routes["grok-4.5"].spec.max_output_tokens is None
+    # The prompt limit is kept beside the window, and the service's chat default is marked.
+    assert routes["claude-opus-4.8"].spec.max_prompt_tokens == 936_000
+    assert routes["claude-opus-4.8"].spec.context_window == 1_000_000
+    assert [r.model_id for r in result.routes if r.spec.chat_default] == ["gpt-5-mini"]
     # The service's billing note rides on every route it was given for.
     assert all(r.spec.warnings for r in result.routes)
     policy = next(s for s in result.skipped if s.model_id == "gemini-3.1-pro-preview")
-    assert "https://github.com/settings/copilot/features" in policy.message
+    assert "(plan and settings: https://github.com/settings/copilot)" in policy.message
+    assert "settings/copilot/features" not in policy.message
 
 
 def test_a_real_inventory_registers_every_usable_model(store: CredentialStore) -> None:

@@ -5,6 +5,7 @@ kept for that login (in memory), and ``switch_identity`` hands over the other id
 from __future__ import annotations
 
 import asyncio
+import sys
 
 import httpx2
 import pytest
@@ -42,8 +43,15 @@ def test_an_organisation_that_refuses_the_chat_identity_gets_the_cli_one(
         assert result.routes
         assert _ids(emu) == ["vscode-chat", CLI_INTEGRATION_ID]
         cli = emu.requests_to("models")[-1].headers
-        assert cli["editor-version"] == "copilot/1.0.82"
+        # Exactly what @github/copilot 1.0.102 sends (docs/WIRE.md), copilot-host named last.
+        assert cli["editor-version"] == "copilot/1.0.102"
+        platform = sys.platform if sys.platform in ("linux", "darwin", "win32") else "linux"
+        assert cli["user-agent"] == (
+            f"copilot/1.0.102 ({platform} v24.20.0) term/unknown copilot-host/{ch.__version__}"
+        )
+        assert cli["copilot-integration-id"] == "copilot-developer-cli"
         assert "editor-plugin-version" not in cli
+        assert "copilot-harness-id" not in cli
         assert host.request_headers()["Copilot-Integration-Id"] == CLI_INTEGRATION_ID
         # Kept for this login: the next discovery goes straight to the identity that works.
         ch.register_models(ch.Catalog(), host)

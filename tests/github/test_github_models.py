@@ -103,9 +103,10 @@ def test_eligibility(kind: str, policy: str | None, reason: str | None) -> None:
     assert _skipped(item) == ({} if reason is None else {"m1": reason})
 
 
-def test_a_policy_pending_model_says_how_to_enable_it() -> None:
+def test_a_policy_pending_model_says_what_the_plan_allows_and_where_its_settings_are() -> None:
     (entry,) = _inventory(chat_model("m1", policy="unconfigured")).skipped
-    assert "https://github.com/settings/copilot/features" in entry.message
+    assert "(plan and settings: https://github.com/settings/copilot)" in entry.message
+    assert "no per-model switch since 2026-02-03" in entry.message
     (entry,) = _inventory(chat_model("m1", policy="disabled")).skipped
     assert "administrator" in entry.message
 
@@ -174,6 +175,11 @@ def test_an_odd_entry_is_skipped_and_the_others_stay(
         (("capabilities", "limits", "max_context_window_tokens"), 1e6, "context_window", 10**6),
         (("capabilities", "limits", "max_output_tokens"), 1.5, "max_output_tokens", None),
         (("capabilities", "limits", "max_output_tokens"), True, "max_output_tokens", None),
+        (("capabilities", "limits", "max_prompt_tokens"), "1m", "max_prompt_tokens", None),
+        (("capabilities", "limits", "max_prompt_tokens"), 0, "max_prompt_tokens", None),
+        (("capabilities", "limits", "max_prompt_tokens"), 9e4, "max_prompt_tokens", 90_000),
+        (("is_chat_default",), "true", "chat_default", False),
+        (("is_chat_default",), 1, "chat_default", False),
         (("capabilities", "supports"), "all", "input_modalities", ("text",)),
         (("capabilities", "supports", "vision"), "true", "input_modalities", ("text",)),
         (("capabilities", "supports", "reasoning_effort"), [1, 2], "supports_reasoning", False),
@@ -190,6 +196,17 @@ def test_odd_fields_are_tolerated_and_the_model_kept(
         item["capabilities"]["supports"].pop("max_thinking_budget", None)
     (spec,) = _parse(item)
     assert getattr(spec, field) == expected
+
+
+def test_the_prompt_limit_and_the_chat_default_are_kept() -> None:
+    """Profiles size agents' windows from ``max_prompt_tokens`` and pick the default
+    model from ``is_chat_default``: discovery keeps both as listed."""
+    listed = chat_model("big", max_prompt_tokens=90_000, chat_default=True)
+    plain = chat_model("plain")
+    big, other = _parse(listed, plain)
+    assert (big.max_prompt_tokens, big.chat_default) == (90_000, True)
+    assert (other.max_prompt_tokens, other.chat_default) == (None, False)
+    assert big.context_window == 128_000
 
 
 @pytest.mark.parametrize("item", [None, 5, "gpt-4", ["gpt-4"]])

@@ -229,3 +229,34 @@ def test_the_github_token_never_reaches_a_message_or_repr() -> None:
     with pytest.raises(ch.ServerError) as raised:
         parse_usage(echoed, "octocat")
     assert token not in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("fields", "auto_only", "shown"),
+    [
+        ({"access_type_sku": "free_limited_copilot", "copilot_plan": "free"}, True, "free"),
+        ({"access_type_sku": "free_educational_quota"}, True, "free_educational_quota"),
+        ({"access_type_sku": "free_educational_quota", "copilot_plan": "student"}, True, "student"),
+        ({"copilot_plan": "free"}, True, "free"),
+        (
+            {"access_type_sku": "plus_monthly_subscriber_quota", "copilot_plan": "individual_pro"},
+            False,
+            None,
+        ),
+        ({"access_type_sku": 5, "copilot_plan": "business"}, False, None),
+        ({}, False, None),
+    ],
+)
+def test_plans_that_can_use_only_auto_are_read_from_the_sku_and_the_plan(
+    fields: dict[str, object], auto_only: bool, shown: str | None
+) -> None:
+    usage = parse_usage(response(200, json.dumps({"login": "octocat", **fields})), "octocat")
+    assert usage.auto_only is auto_only
+    line = usage.auto_only_line()
+    if shown is None:
+        assert line is None
+    else:
+        assert line == (
+            f"this plan ({shown}) can use only Auto model selection; requests that name a "
+            "model will be refused"
+        )

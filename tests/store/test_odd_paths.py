@@ -13,7 +13,7 @@ import pytest
 from copilot_host import Secret, StoreCorruptError, StoreError, StoreInsecureError
 from copilot_host._safety._text import one_line, shell_quote, show_path
 from copilot_host.store import CredentialStore, Protection, RecordHeader
-from copilot_host.store._record import FORMAT_VERSION, seal
+from copilot_host.store._record import BASE_FORMAT, seal
 from tests.conftest import MemoryKeyring
 from tests.store._support import canary_token
 
@@ -134,7 +134,7 @@ def _pre_0_2_record(store: CredentialStore, folder: Path) -> tuple[RecordHeader,
     header = store.save("octocat", token, key_file=True).header
     key_path = store.home / f"credential-{header.login_id}.key"
     legacy = type(header)(
-        FORMAT_VERSION,
+        BASE_FORMAT,
         header.login_id,
         header.account,
         header.created_at,

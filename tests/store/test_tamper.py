@@ -234,8 +234,8 @@ def test_newer_format_is_refused_and_never_rewritten(
     store = CredentialStore()
     store.save("octocat", canary_token())
     data = bytearray(store.record_path.read_bytes())
-    data[MAGIC_LENGTH] = 2  # the version byte
-    newer = bytes(data) + b"whatever format 2 adds"
+    data[MAGIC_LENGTH] = 3  # the version byte (format 2 records a client id)
+    newer = bytes(data) + b"whatever format 3 adds"
     _write(store.record_path, newer)
     keys_before = dict(memory_keyring.items)
     for action in (store.load, store.header, store.delete, store.availability):

@@ -1,0 +1,478 @@
+"""Whole agent sessions through ``copilot-host run``: a real Claude Code or Codex CLI (as
+npm installs them; .ci/run pins them) completes a turn that calls one of its own tools,
+which runs for real in a throwaway working folder, and answers after the tool's result.
+
+Each test starts an emulator in this process whose scenario scripts the tool call, logs a
+throwaway store in to it, and runs ``run`` in a child process through the CLI's test seam
+(tests/agents/run_child.py), so the emulator's records show exactly what the gateway sent
+upstream. ``run --emulator`` itself stays text-only (README's promise): an agent would run
+a scripted tool call for real.
+
+Every test then checks two things from those records: that nothing the real service is
+reported to refuse was sent (this file's own list of shapes, independent of the emulator's
+and the gateway's), and that the emulator refused nothing (its ``refusals``). A gateway
+that forwarded what the agents send unchanged fails both.
+
+The agents run with a throwaway HOME, ``CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1`` and
+nothing of the person's own agent setup. Where an agent is not installed these tests skip,
+except under ``CI``, where they fail.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from copilot_host.testing import (
+    RecordedRequest,
+    realistic_models,
+)
+
+pytestmark = [pytest.mark.agents, pytest.mark.slow]
+
+SESSION_CHILD = Path(__file__).resolve().parent / "session_child.py"
+SCRIPT = Path(sys.executable).parent / "copilot-host"
+# One agent turn with a tool call is three or four model requests to a loopback emulator;
+# each agent starts in a few seconds. A hung agent fails the test instead of the CI run.
+BOUND = 60.0
+REQUEST = re.compile(r" POST (/v1/\S+) model=(\S+?)(?:->(\S+))? status=(\d+) ")
+
+# -- what the service is reported to refuse (docs/WIRE.md "Agents through the gateway") ---
+
+BILLING_HEADER = "x-anthropic-billing-header:"
+SERVER_TOOLS = ("web_search_", "web_fetch_", "code_execution_")
+REFUSED_RESPONSES_TOOLS = frozenset({"custom", "namespace", "web_search"})
+REFUSED_RESPONSES_ITEMS = frozenset({"additional_tools"})
+# The fields of a Messages body that need a beta Copilot does not serve.
+UNSERVED_FIELDS = ("thinking.display",)
+OUTPUT_CAPS = {"messages": ("max_tokens",), "responses": ("max_output_tokens",)}
+
+
+# Of the limits the emulator's inventory lists, the output cap per model id.
+def _limits(model: Mapping[str, object]) -> Mapping[str, int]:
+    capabilities = model.get("capabilities")
+    limits = capabilities.get("limits") if isinstance(capabilities, Mapping) else None
+    return limits if isinstance(limits, Mapping) else {}
+
+
+OUTPUT_LIMITS = {
+    str(model["id"]): int(_limits(model)["max_output_tokens"])
+    for model in realistic_models()
+    if "max_output_tokens" in _limits(model)
+}
+
+
+def _refusable(record: RecordedRequest) -> list[str]:
+    """What in one forwarded request the service is reported to refuse."""
+    found: list[str] = []
+    if record.path.endswith("/count_tokens"):
+        return ["count_tokens went upstream"]
+    if record.endpoint not in ("messages", "responses"):
+        return found
+    body: Mapping[str, Any] = json.loads(record.body)
+    model = body.get("model")
+    limit = OUTPUT_LIMITS.get(model) if isinstance(model, str) else None
+    for cap in OUTPUT_CAPS[record.endpoint]:
+        asked = body.get(cap)
+        if isinstance(asked, int) and limit is not None and asked > limit:
+            found.append(f"{cap}={asked} above {model}'s {limit}")
+    tools = [t for t in body.get("tools") or () if isinstance(t, Mapping)]
+    if record.endpoint == "messages":
+        system = body.get("system")
+        blocks = system if isinstance(system, list) else [{"type": "text", "text": system}]
+        for block in blocks:
+            if isinstance(block, Mapping) and str(block.get("text", "")).startswith(BILLING_HEADER):
+                found.append("billing header in system")
+        thinking = body.get("thinking")
+        if isinstance(thinking, Mapping) and "display" in thinking:
+            found.append("thinking.display without its beta")
+        for message in body.get("messages") or ():
+            if isinstance(message, Mapping) and message.get("role") == "system":
+                found.append('a role "system" message in messages')
+        for tool in tools:
+            if str(tool.get("type", "")).startswith(SERVER_TOOLS):
+                found.append(f"server tool {tool['type']}")
+    else:
+        for tool in tools:
+            if tool.get("type") in REFUSED_RESPONSES_TOOLS:
+                found.append(f"{tool['type']} tool {tool.get('name', '')}")
+        for item in body.get("input") or ():
+            if isinstance(item, Mapping) and item.get("type") in REFUSED_RESPONSES_ITEMS:
+                found.append(f"{item['type']} input item")
+            if isinstance(item, Mapping) and str(item.get("type", "")).startswith("custom_tool"):
+                found.append(f"{item['type']} input item")
+    return found
+
+
+# -- the harness -----------------------------------------------------------------------------
+
+
+def _agent(name: str) -> str:
+    found = shutil.which(name)
+    if found is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"{name} is not installed: .ci/run installs it from npm")
+        pytest.skip(f"{name} is not installed (npm: see .ci/run); CI runs this test")
+    return found
+
+
+def _env(home: Path) -> dict[str, str]:
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        # Nothing of the person's own agent setup reaches the agent under test.
+        if not name.startswith(("ANTHROPIC_", "OPENAI_", "CLAUDE_", "CODEX_", "COPILOT_HOST_"))
+    }
+    env.update(
+        HOME=str(home),
+        XDG_CONFIG_HOME=str(home / ".config"),
+        TMPDIR=str(home / "tmp"),
+        COPILOT_HOST_HOME=str(home / "copilot-host"),
+        PYTHON_KEYRING_BACKEND="keyring.backends.fail.Keyring",
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+        NO_COLOR="1",
+    )
+    return env
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    folder = tmp_path / "home"
+    (folder / "tmp").mkdir(parents=True)
+    (folder / "work").mkdir()
+    return folder
+
+
+def _tool_script(*calls: tuple[str, Mapping[str, object]]) -> list[list[object]]:
+    """The emulated model's script (tests/agents/session_child.py makes it a
+    ``Scenario(replies=Replies(tool_script=...))``): each call in turn, each after the
+    person's turn, then text; every rule the service enforces stays on (no ``lenient``)."""
+    return [[name, dict(arguments)] for name, arguments in calls]
+
+
+def _isolated() -> list[str]:
+    """The prefix that gives the session a network namespace with only loopback."""
+    unshare = shutil.which("unshare")
+    probe = (
+        subprocess.run([unshare, "-n", "true"], capture_output=True, check=False, timeout=30)
+        if unshare
+        else None
+    )
+    if unshare is None or probe is None or probe.returncode != 0:
+        if os.environ.get("CI"):
+            pytest.fail("unshare -n is not available: the agents run with loopback only in CI")
+        pytest.skip("unshare -n is not available here (CI runs these tests)")
+    return [unshare, "-n", "sh", "-c", 'ip link set lo up && exec "$0" "$@"']
+
+
+@dataclass(frozen=True)
+class Session:
+    done: subprocess.CompletedProcess[str]
+    requests: tuple[RecordedRequest, ...]
+    refusals: tuple[RecordedRequest, ...]
+    log: str
+
+    def model_requests(self, endpoint: str) -> list[RecordedRequest]:
+        return [r for r in self.requests if r.endpoint == endpoint]
+
+    def bodies(self, endpoint: str) -> list[dict[str, Any]]:
+        return [json.loads(r.body) for r in self.model_requests(endpoint)]
+
+    def check_upstream(self) -> None:
+        """Nothing refusable went upstream, and the emulator refused nothing."""
+        sent = {f"{r.method} {r.path} #{n}": _refusable(r) for n, r in enumerate(self.requests)}
+        assert not {where: what for where, what in sent.items() if what}, sent
+        assert not self.refusals, [
+            (r.path, r.model, r.refusal, r.refusal_detail, r.status) for r in self.refusals
+        ]
+        # Every model request the gateway forwarded was answered 200.
+        assert all(
+            r.status == 200 for r in self.requests if r.endpoint in ("messages", "responses")
+        )
+
+
+def _session(
+    home: Path, script: list[list[object]], command: Sequence[str], *, bound: float = BOUND
+) -> Session:
+    """The emulator, the login and ``run`` of ``command`` in a child inside ``unshare -n``
+    (tests/agents/session_child.py), and what the emulator recorded."""
+    log, out, scripted = home / "gateway.log", home / "records.json", home / "script.json"
+    scripted.write_text(json.dumps(script))
+    try:
+        child = [sys.executable, str(SESSION_CHILD), str(out), str(scripted), str(log)]
+        ran = subprocess.run(
+            [*_isolated(), *child, "--", *command],
+            env=_env(home),
+            cwd=home / "work",
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=bound,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as expired:
+        shown = log.read_text() if log.exists() else ""
+        raise AssertionError(f"{command[0]} ran past {bound} s; gateway log:\n{shown}") from expired
+    assert out.exists(), ran.stderr
+    found = json.loads(out.read_text())
+    done = subprocess.CompletedProcess(command, found["status"], found["stdout"], found["stderr"])
+    requests = tuple(
+        RecordedRequest(
+            r["method"],
+            "",
+            r["path"],
+            r["endpoint"],
+            {},
+            None,
+            r["body"].encode(),
+            status=r["status"],
+            model=r["model"],
+            refusal=r["refusal"],
+            refusal_detail=r["refusal_detail"],
+        )
+        for r in found["requests"]
+    )
+    refusals = tuple(r for r in requests if r.refusal is not None)
+    return Session(done, requests, refusals, log.read_text())
+
+
+def _tool_results(bodies: list[dict[str, Any]]) -> Iterator[str]:
+    """The text of every Messages ``tool_result`` block the agent sent back."""
+    for body in bodies:
+        for message in body.get("messages", ()):
+            content = message.get("content")
+            for block in content if isinstance(content, list) else ():
+                if block.get("type") != "tool_result":
+                    continue
+                inner = block.get("content")
+                if isinstance(inner, str):
+                    yield inner
+                for part in inner if isinstance(inner, list) else ():
+                    if part.get("type") == "text":
+                        yield str(part.get("text", ""))
+
+
+def _call_outputs(bodies: list[dict[str, Any]]) -> Iterator[tuple[str, str]]:
+    """(call id, output text) of every Responses ``function_call_output`` sent back."""
+    for body in bodies:
+        for item in body.get("input", ()):
+            if item.get("type") == "function_call_output":
+                output = item.get("output")
+                text = output if isinstance(output, str) else json.dumps(output)
+                yield str(item.get("call_id")), text
+
+
+# -- Claude Code -----------------------------------------------------------------------------
+
+
+def test_claude_reads_a_file_with_its_read_tool_and_answers_after_the_result(home: Path) -> None:
+    claude = _agent("claude")
+    notes = home / "work" / "notes.txt"
+    notes.write_text("The password of the day is PAPAYA-7731.\n")
+    scenario = _tool_script(("Read", {"file_path": str(notes)}))
+    session = _session(home, scenario, [claude, "-p", "What does notes.txt say?"])
+    assert session.done.returncode == 0, session.done.stderr
+    bodies = session.bodies("messages")
+    # The scripted call, then the agent's next request carrying what Read returned from
+    # the file on disk, answered with text that the agent printed.
+    assert len(bodies) >= 2, session.log
+    assert any("PAPAYA-7731" in text for text in _tool_results(bodies)), bodies[-1]["messages"]
+    assert "echo:" in session.done.stdout
+    session.check_upstream()
+
+
+def test_claude_web_search_is_answered_with_the_gateways_explanation(home: Path) -> None:
+    """Claude Code's WebSearch asks the API for the server tool ``web_search_20250305`` in a
+    request of its own; the gateway answers that request itself (Copilot refuses the tool),
+    so the tool's result says why, the session goes on and nothing refusable went up."""
+    claude = _agent("claude")
+    scenario = _tool_script(("WebSearch", {"query": "copilot-host release notes"}))
+    session = _session(
+        home,
+        scenario,
+        [
+            claude,
+            "-p",
+            "Search the web for copilot-host release notes",
+            "--tools",
+            "WebSearch",
+            "--allowedTools",
+            "WebSearch",
+        ],
+    )
+    assert session.done.returncode == 0, session.done.stderr
+    bodies = session.bodies("messages")
+    results = " ".join(_tool_results(bodies))
+    assert re.search(r"not available through GitHub Copilot", results, re.IGNORECASE), results
+    # The sub-request never reached the emulator: the gateway answered it.
+    assert not any(
+        str(tool.get("type", "")).startswith("web_search_")
+        for body in bodies
+        for tool in body.get("tools", ())
+    )
+    assert re.search(r" POST /v1/messages\S* model=\S+ status=200 ", session.log), session.log
+    assert "echo:" in session.done.stdout
+    session.check_upstream()
+
+
+# -- Codex CLI -------------------------------------------------------------------------------
+
+# Codex's default sandbox is read-only, so a turn that writes runs with
+# ``--sandbox=workspace-write`` (Codex's own Linux sandbox, confined to the throwaway
+# working folder; it runs in this suite's container as root and inside ``unshare -n``).
+# Where it cannot start, ``--dangerously-bypass-approvals-and-sandbox`` is the fallback the
+# issue allows, inside the throwaway HOME: change this one constant and say so.
+CODEX_SANDBOX = "--sandbox=workspace-write"
+
+
+def _codex(home: Path, scenario: list[list[object]], *args: str) -> Session:
+    codex = _agent("codex")
+    return _session(home, scenario, [codex, "exec", "--skip-git-repo-check", CODEX_SANDBOX, *args])
+
+
+def test_codex_runs_exec_command_with_the_profiles_model(home: Path) -> None:
+    made = home / "work" / "made.txt"
+    scenario = _tool_script(("exec_command", {"cmd": "printf 'made by codex' > made.txt"}))
+    session = _codex(home, scenario, "Make made.txt")
+    assert session.done.returncode == 0, session.done.stderr
+    assert made.read_text() == "made by codex"
+    bodies = session.bodies("responses")
+    # run chose the model (no -m): every request names the one model it chose.
+    models = {body["model"] for body in bodies}
+    assert len(models) == 1, models
+    assert len(bodies) >= 2 and list(_call_outputs(bodies[1:])), bodies[-1]["input"]
+    assert "echo:" in session.done.stdout
+    session.check_upstream()
+
+
+PATCH = "*** Begin Patch\n*** Add File: patched.txt\n+patched by codex\n*** End Patch\n"
+
+
+def test_codex_edits_a_file_with_apply_patch_through_the_custom_tool_path(home: Path) -> None:
+    """With ``-m gpt-5.5`` Codex offers ``apply_patch`` as a freeform ``custom`` tool, which
+    Copilot refuses: upstream it is a function tool with one string argument, the call comes
+    back to Codex as a ``custom_tool_call`` (else Codex would not run it), and Codex's
+    ``custom_tool_call_output`` goes up as a ``function_call_output``."""
+    scenario = _tool_script(("apply_patch", {"input": PATCH}))
+    session = _codex(home, scenario, "-m", "gpt-5.5", "Add patched.txt")
+    assert session.done.returncode == 0, session.done.stderr
+    assert (home / "work" / "patched.txt").read_text() == "patched by codex\n"
+    bodies = session.bodies("responses")
+    assert {body["model"] for body in bodies} == {"gpt-5.5"}
+    tools = [tool for tool in bodies[0]["tools"] if tool.get("name") == "apply_patch"]
+    assert [tool["type"] for tool in tools] == ["function"], tools
+    # The agent's next request carried the tool's result, as a plain function call output.
+    later = [item for body in bodies[1:] for item in body["input"]]
+    assert any(
+        item.get("type") == "function_call" and item.get("name") == "apply_patch" for item in later
+    )
+    assert list(_call_outputs(bodies[1:])), later
+    assert "echo:" in session.done.stdout
+    session.check_upstream()
+
+
+def test_codex_runs_exec_command_with_gpt_5_5(home: Path) -> None:
+    made = home / "work" / "listing.txt"
+    scenario = _tool_script(("exec_command", {"cmd": "ls > listing.txt"}))
+    session = _codex(home, scenario, "-m", "gpt-5.5", "List the folder")
+    assert session.done.returncode == 0, session.done.stderr
+    assert "listing.txt" in made.read_text().split()
+    assert {body["model"] for body in session.bodies("responses")} == {"gpt-5.5"}
+    session.check_upstream()
+
+
+# -- Claude Code full-screen: /context -------------------------------------------------------
+
+
+def _prompt_limit(model_id: str) -> int:
+    for model in realistic_models():
+        if model["id"] == model_id:
+            limits = _limits(model)
+            return int(limits.get("max_prompt_tokens") or limits["max_context_window_tokens"])
+    raise AssertionError(f"{model_id} is not in the emulator's inventory")
+
+
+def test_claude_context_shows_the_accounts_window_and_count_tokens_is_served(home: Path) -> None:
+    """``/context`` in Claude Code's full-screen interface (in tmux), through ``run
+    --emulator`` with no configuration: the auto-compact window is the prompt limit of the
+    model serving Claude Code's default name (``run``'s Claude profile sets
+    ``CLAUDE_CODE_AUTO_COMPACT_WINDOW``), and the ``count_tokens`` calls ``/context`` makes
+    are answered by the gateway, never 404."""
+    claude = _agent("claude")
+    tmux = _agent("tmux")
+    work = home / "work"
+    # As after Claude Code's first-run questions (theme, trusting the folder).
+    (home / ".claude.json").write_text(
+        json.dumps(
+            {
+                "hasCompletedOnboarding": True,
+                "theme": "dark",
+                "projects": {
+                    str(work): {
+                        "hasTrustDialogAccepted": True,
+                        "hasCompletedProjectOnboarding": True,
+                    }
+                },
+            }
+        )
+    )
+    log = home / "gateway.log"
+    socket = str(home / "tmux.sock")
+    # run, its emulator and Claude Code in a network namespace with only loopback.
+    isolated = " ".join(shlex.quote(part) for part in _isolated())
+    inner = f"{isolated} {SCRIPT} run --emulator --log {log} -- {claude}; sleep 60"
+    subprocess.run(
+        [tmux, "-S", socket, "new-session", "-d", "-x", "160", "-y", "50", "-c", str(work), inner],
+        env=_env(home),
+        check=True,
+        timeout=30,
+    )
+
+    def screen() -> str:
+        shown = subprocess.run(
+            [tmux, "-S", socket, "capture-pane", "-p"],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=30,
+        )
+        return shown.stdout
+
+    def wait_for(pattern: str) -> re.Match[str]:
+        deadline = time.monotonic() + BOUND
+        while time.monotonic() < deadline:
+            found = re.search(pattern, screen())
+            if found:
+                return found
+            time.sleep(0.2)
+        raise AssertionError(f"{pattern!r} never appeared:\n{screen()}")
+
+    window = _prompt_limit("claude-opus-5")  # serves Claude Code's default claude-opus-5-5
+    try:
+        wait_for("❯")
+        subprocess.run([tmux, "-S", socket, "send-keys", "-l", "/context"], check=True)
+        time.sleep(0.3)
+        subprocess.run([tmux, "-S", socket, "send-keys", "Enter"], check=True)
+        shown = wait_for(r"Auto-compact window:\s+(\S+) tokens")
+        # /context fires its count_tokens calls before it draws: wait for their lines.
+        deadline = time.monotonic() + BOUND
+        while "count_tokens" not in log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.2)
+    finally:
+        subprocess.run([tmux, "-S", socket, "kill-server"], check=False, timeout=30)
+    counted = [m.groups() for m in REQUEST.finditer(log.read_text()) if "count_tokens" in m[1]]
+    assert counted, log.read_text()
+    assert all(status == "200" for *_, status in counted), counted
+    assert " status=404 " not in log.read_text()
+    assert shown.group(1) == f"{window // 1000}k", shown.group(0)
