@@ -25,7 +25,9 @@ one starts.
 
 While a request is relayed, a watcher waits for the client to hang up (ASGI's
 ``http.disconnect``) and then cancels the relay at once, which closes the upstream
-connection, even while upstream is silent.
+connection, even while upstream is silent; with a budget (``max_credits``) the answer is
+instead read to its end, bounded, so that the cost it reports counts (:class:`_HangUp`).
+A model request is admitted against the budget with a reservation (:mod:`._spend`).
 
 Each request ends with one access line on the ``copilot_host.gateway.access`` logger
 (INFO): method, path, model, status, bytes sent, duration; nothing from bodies, keys or
@@ -53,9 +55,9 @@ from ._answers import Shape, error_body, failure_of
 from ._count_tokens import estimate_input_tokens
 from ._hooks import GatewayHooks, both
 from ._messages import forwarded_betas, system_as_blocks
-from ._names import ModelNames, NotFound, Served
+from ._names import MAX_MODEL_NAME, ModelNames, NotFound, Served
 from ._registry import PROTOCOL_OF_PATH, Registry, anthropic_entry, endpoints_of, openai_entry
-from ._relay import AnswerTooLarge, Outcome, relay
+from ._relay import MAX_ANSWER_BYTES, AnswerTooLarge, Outcome, relay
 from ._request import (
     PARSE_IN_THREAD_ABOVE,
     encode_body,
@@ -65,7 +67,7 @@ from ._request import (
 )
 from ._responses_tools import AnswerMapper
 from ._rewrites import check_rewrites, rewrite_request, server_tools_answer
-from ._spend import CostReader, Spend, format_credits
+from ._spend import CostReader, Reservation, Spend, estimate_cost, format_credits
 
 __all__ = [
     "ACCESS_LOGGER",
@@ -108,6 +110,12 @@ UPSTREAM_LIMITS = httpx2.Limits(max_connections=512, max_keepalive_connections=6
 # connection (bench/upstream_reuse.py). The aiohttp transport discards such bytes and
 # keeps its pool.
 NO_REUSE_LIMITS = httpx2.Limits(max_connections=512, max_keepalive_connections=0)
+
+# How long, with a budget set, an answer whose client hung up is still read for its cost.
+DRAIN_SECONDS = 60.0
+_RETRY_SOON = ((b"retry-after", b"1"),)
+# The fields that cap a request's output, on each API.
+_OUTPUT_CAPS = ("max_tokens", "max_completion_tokens", "max_output_tokens")
 
 _log = logging.getLogger("copilot_host.gateway")
 _access = logging.getLogger(ACCESS_LOGGER)
@@ -454,6 +462,10 @@ class GatewayApp:
             )
 
     async def _models(self, call: _Call) -> None:
+        if len(call.path) - len(_MODEL_PREFIX) > MAX_MODEL_NAME:
+            call.asked = call.model = _shown(call.path[len(_MODEL_PREFIX) :][:65], 64)
+            await call.refuse(_name_too_long())
+            return
         snapshot = await self._registry.current()
         anthropic = call.shape == Shape.ANTHROPIC
         if call.path == _MODELS:
@@ -497,6 +509,10 @@ class GatewayApp:
             await call.refuse(parsed)
             return
         name = parsed.name
+        if len(name) > MAX_MODEL_NAME:
+            call.asked = call.model = _shown(name[:65], 64)
+            await call.refuse(_name_too_long())
+            return
         snapshot = await self._registry.current()
         found = snapshot.names.resolve(name, protocol)
         call.asked = _shown(name, 64)
@@ -559,6 +575,11 @@ class GatewayApp:
         tools = rewritten.tools
         facts = replace(parsed.facts, model=route.model_id)
         # The parsed tree goes before the request does: only the bytes travel on.
+        # Admitted last, with no await before _forward settles it: every way out of
+        # this request after here releases the reservation.
+        held = await self._admit(call, route, body, rewritten.value or parsed.value)
+        if held is None:
+            return
         del parsed, rewritten
         await self._forward(
             call,
@@ -567,6 +588,7 @@ class GatewayApp:
             body,
             facts=facts,
             identity=snapshot.identity,
+            held=held,
             mapper=AnswerMapper(tools) if tools is not None else None,
         )
 
@@ -583,6 +605,16 @@ class GatewayApp:
         )
         await call.answer(200, body, headers, content_type=_EVENT_STREAM if stream else _JSON)
 
+    async def _admit(
+        self, call: _Call, route: ch.ModelRoute, body: bytes, value: Mapping[str, Any]
+    ) -> Reservation | None:
+        """The request's reservation against the budget, or None once it was refused."""
+        held = self.spend.admit(route.model_id, _estimate(route, body, value))
+        if held is None:
+            refusal = Refusal(429, "budget_in_flight", self.spend.in_flight_message(), _RETRY_SOON)
+            await call.refuse(refusal)
+        return held
+
     async def _forward(
         self,
         call: _Call,
@@ -592,30 +624,21 @@ class GatewayApp:
         *,
         facts: ch.RequestFacts,
         identity: ch.LoginIdentity,
+        held: Reservation,
         mapper: AnswerMapper | None = None,
     ) -> None:
         task = asyncio.current_task()
         assert task is not None
         outcome = call.outcome
-        receive = call.receive
-        gone = False
-
-        async def watch() -> None:
-            nonlocal gone
-            while True:
-                message = await receive()
-                if message["type"] == "http.disconnect":
-                    if not outcome.done:
-                        gone = True
-                        task.cancel()
-                    return
-
+        # With a budget, a client that hangs up does not end the upstream request: its
+        # answer is read to the end (bounded) so that the cost it reports counts.
+        hangup = _HangUp(call, task, drain=self.spend.max_credits is not None)
         auth = route.auth
         if isinstance(auth, ch.CopilotAuth):
             # What the gateway read already, so route.auth reads neither body nor login.
             auth = auth.for_request(facts, identity)
         hooks = self._hooks
-        watcher = asyncio.get_running_loop().create_task(watch())
+        watcher = asyncio.get_running_loop().create_task(hangup.watch())
         try:
             await relay(
                 self._upstream(),
@@ -623,7 +646,7 @@ class GatewayApp:
                 protocol,
                 body,
                 headers=call.headers,
-                send=call.send,
+                send=hangup.send,
                 outcome=outcome,
                 auth=auth,
                 header_filter=hooks.request_headers,
@@ -635,8 +658,12 @@ class GatewayApp:
                 mapper=mapper,
             )
         except asyncio.CancelledError:
-            if gone and task.uncancel() == 0:
-                _log.debug("client hung up: upstream request for %s cancelled", route.model_id)
+            if hangup.gone and task.uncancel() == 0:
+                _log.debug(
+                    "client hung up: upstream request for %s %s",
+                    route.model_id,
+                    "read for its cost until cut" if hangup.drain else "cancelled",
+                )
                 return
             raise
         except ch.OriginError as exc:
@@ -651,7 +678,14 @@ class GatewayApp:
             ) from None
         finally:
             watcher.cancel()
-            self.spend.record(route.model_id, outcome.credits)
+            hangup.end()
+            # An answer that ended before its cost could be read (a cut drain, a client
+            # gone, a stream broken off) was served and may be billed: its reservation
+            # counts. A request that failed before any answer was not.
+            unread = hangup.cut or (
+                not outcome.done and (hangup.gone or 200 <= outcome.status < 300)
+            )
+            self.spend.settle(held, outcome.credits, unread=unread)
             self.spend.quota(outcome.quota)
         if outcome.upstream_id and _log.isEnabledFor(logging.DEBUG):
             # Tested first: the id's cleaning would otherwise run on every request.
@@ -661,6 +695,56 @@ class GatewayApp:
                 outcome.status,
                 clean(outcome.upstream_id, limit=80),
             )
+
+
+class _HangUp:
+    """While a request is relayed: waits for its client to hang up (ASGI's
+    ``http.disconnect``), then cancels the relay at once, which closes the upstream
+    connection even while upstream is silent; or, with ``drain``, lets the relay read the
+    answer to its end (for the cost it reports) with nothing sent on, for at most
+    :data:`DRAIN_SECONDS` and :data:`MAX_ANSWER_BYTES`, and cancels it past either."""
+
+    __slots__ = ("_call", "_drained", "_task", "_timer", "cut", "drain", "gone")
+
+    def __init__(self, call: _Call, task: asyncio.Task[Any], *, drain: bool) -> None:
+        self._call = call
+        self._task = task
+        self.drain = drain
+        self.gone = False
+        # The drain was stopped before the answer ended.
+        self.cut = False
+        self._drained = 0
+        self._timer: asyncio.TimerHandle | None = None
+
+    def _stop_draining(self) -> None:
+        self.cut = True
+        self._task.cancel()
+
+    async def watch(self) -> None:
+        call = self._call
+        while True:
+            message = await call.receive()
+            if message["type"] == "http.disconnect":
+                if not call.outcome.done:
+                    self.gone = True
+                    if self.drain:
+                        loop = asyncio.get_running_loop()
+                        self._timer = loop.call_later(DRAIN_SECONDS, self._stop_draining)
+                    else:
+                        self._task.cancel()
+                return
+
+    async def send(self, message: Message) -> None:
+        if not self.gone:
+            await self._call.send(message)
+            return
+        self._drained += len(message.get("body", b""))
+        if self._drained > MAX_ANSWER_BYTES and not self.cut:
+            self._stop_draining()
+
+    def end(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
 
 
 class _Call:
@@ -797,6 +881,32 @@ def _too_large() -> Refusal:
         413,
         "request_too_large",
         f"copilot-host gateway: the request body is over {MAX_BODY_BYTES // (1024 * 1024)} MiB",
+    )
+
+
+def _estimate(route: ch.ModelRoute, body: bytes, value: Mapping[str, Any]) -> float | None:
+    """The request's cost from its model's prices (._spend.estimate_cost), None unknown."""
+    spec = route.spec
+    prices = spec.billing.prices if spec.billing is not None else None
+    if prices is None:
+        return None
+    cap: int | None = None
+    for name in _OUTPUT_CAPS:
+        found = value.get(name)
+        if isinstance(found, int) and not isinstance(found, bool) and found >= 0:
+            cap = found
+            break
+    return estimate_cost(
+        prices, input_bytes=len(body), output_cap=cap, output_limit=spec.max_output_tokens
+    )
+
+
+def _name_too_long() -> Refusal:
+    return Refusal(
+        400,
+        "invalid_request",
+        f"copilot-host gateway: the model name is longer than {MAX_MODEL_NAME} characters; "
+        "GET /v1/models lists the names this account can use",
     )
 
 
