@@ -11,6 +11,7 @@ from ._context import make_host, make_store, output, seam, set_error_sink
 from ._editor import check_client_id_text, client_id_from_environment, editor_from_environment
 from ._events import LoginEvents
 from ._failure import CliFailure, Interrupted, signal_word
+from ._nodump import no_core_dumps
 from ._output import CopilotHostCommand, Output
 from ._signals import Stop
 
@@ -68,6 +69,7 @@ def login(
     account may use Copilot, and only then stores the credential.
     """
     out = output()
+    no_core_dumps()
     events = LoginEvents(out, enabled=as_json)
     if as_json:
         # First, so that even a signal during the imports below ends with an error event.

@@ -10,6 +10,7 @@ import click
 from ._context import JSON_VERSION, make_host, make_store, output, use_json_errors
 from ._editor import editor_from_environment
 from ._format import table
+from ._nodump import no_core_dumps
 from ._output import CopilotHostCommand, Output
 
 if TYPE_CHECKING:
@@ -182,6 +183,7 @@ def models(as_json: bool, show_all: bool) -> None:
     served only on endpoints copilot-host does not speak) are listed with --all.
     """
     out = output()
+    no_core_dumps()
     if as_json:
         use_json_errors()  # first: a failure at any later point is a JSON document too
 

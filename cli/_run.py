@@ -10,7 +10,9 @@ The terminal is the command's: ``run`` writes at most one line to stderr before 
 starts and nothing after it (the access lines, warnings and the stop line go to ``--log FILE`` only;
 everything else the process might log goes nowhere). Ctrl-C reaches the command directly,
 which is in the terminal's foreground process group, so ``run`` ignores SIGINT while the
-command runs; SIGTERM and SIGHUP sent to ``run`` are passed on to it. If the gateway fails
+command runs; SIGTERM, SIGHUP and SIGQUIT sent to ``run`` are passed on to it (so Ctrl-\\ reaches
+a foreground command twice: from the terminal and from ``run``); ``run`` writes no core
+file, whatever ends it (:mod:`._nodump`). If the gateway fails
 while the command runs, one line on stderr says so and the command gets SIGTERM.
 """
 
@@ -37,6 +39,7 @@ from ._context import output
 from ._editor import editor_from_environment
 from ._failure import CliFailure
 from ._gateway import GatewayNames, LogFile, account, gateway_options, serve_gateway
+from ._nodump import no_core_dumps
 from ._output import CopilotHostCommand
 from ._profiles import Facts, Request, Setup, home_of, profile_for
 from ._serve import LOOPBACK, RequestCount, access_log, host_option, listen, new_key
@@ -50,10 +53,12 @@ __all__ = ["CHILD_REMOVED", "run"]
 # the token (and which may be a real Anthropic secret), and switches that send Claude Code
 # to another provider.
 CHILD_REMOVED = ("ANTHROPIC_API_KEY", "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX")
+# Added to the command's NO_PROXY and no_proxy: every name the gateway may be reached by.
+_LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 # How long the gateway may take to start before run gives up.
 START_TIMEOUT = 60.0
 # Passed on to the command when run receives them.
-_FORWARDED = (signal.SIGTERM, signal.SIGHUP)
+_FORWARDED = (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 
 _EPILOG = """\b
 Examples:
@@ -67,7 +72,8 @@ Examples:
 \b
 The command's environment gains OPENAI_BASE_URL, OPENAI_API_BASE, OPENAI_API_KEY,
 ANTHROPIC_BASE_URL, ANTHROPIC_AUTH_TOKEN, COPILOT_HOST_BASE_URL and COPILOT_HOST_API_KEY
-(the key is made anew each run and is in no file and on no command line), and loses
+(the key is made anew each run and is in no file and on no command line), gains
+127.0.0.1,localhost,::1 in NO_PROXY and no_proxy (so no proxy sees the key), and loses
 ANTHROPIC_API_KEY, CLAUDE_CODE_USE_BEDROCK and CLAUDE_CODE_USE_VERTEX. claude, codex,
 opencode, aider and copilot also get the model and its limits from this account (what
 you set yourself wins). Every program
@@ -118,6 +124,7 @@ def run(
     Put -- before COMMAND.
     """
     output()  # the command's output settings, before anything can fail
+    no_core_dumps()
     names = GatewayNames(aliases, default_model)
     names.check()
     editor = editor_from_environment()
@@ -196,6 +203,12 @@ def child_environment(base: dict[str, str], *, base_url: str, key: str) -> dict[
         COPILOT_HOST_BASE_URL=base_url,
         COPILOT_HOST_API_KEY=key,
     )
+    # A client that honours HTTP_PROXY/ALL_PROXY (the OpenAI SDK, litellm, Claude Code)
+    # would otherwise send the key and every prompt to the proxy: the gateway's loopback
+    # names join what the user had, under both spellings clients read.
+    for name in ("NO_PROXY", "no_proxy"):
+        had = [part for part in env.get(name, "").split(",") if part.strip()]
+        env[name] = ",".join([*had, *(host for host in _LOOPBACK_NAMES if host not in had)])
     return env
 
 
@@ -282,7 +295,7 @@ def _print_profile(base: dict[str, str], env: dict[str, str], argv: list[str], k
 
 
 class _MainThreadSignals:
-    """SIGINT, SIGTERM and SIGHUP for the main thread alone.
+    """SIGINT, SIGTERM, SIGHUP and SIGQUIT for the main thread alone.
 
     Python runs signal handlers in the main thread, but the kernel may deliver a signal to
     any thread that does not block it; delivered to the gateway's thread, it would leave
@@ -292,7 +305,7 @@ class _MainThreadSignals:
     unblocked in the main thread once they have (:meth:`release`).
     """
 
-    _SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
+    _SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT})
 
     def __init__(self) -> None:
         self._before: set[int | signal.Signals] | None = None

@@ -31,6 +31,7 @@ from ._context import output, set_error_sink
 from ._editor import editor_from_environment
 from ._failure import CliFailure, Problem
 from ._gateway import GatewayNames, LogFile, account, gateway_options, serve_gateway
+from ._nodump import no_core_dumps
 from ._output import CopilotHostCommand, Output, write_stdout
 
 if TYPE_CHECKING:
@@ -159,6 +160,7 @@ def serve(
     access line (rewrote=...); COPILOT_HOST_REWRITES=-name,-name turns changes off.
     """
     out = output()
+    no_core_dumps()
     _take_stop_signals()
     if as_json:
         set_error_sink(lambda problem: _json_line(_error_event(problem)))

@@ -9,6 +9,7 @@ import click
 from ._context import JSON_VERSION, make_host, make_store, output, use_json_errors
 from ._editor import editor_from_environment
 from ._format import table
+from ._nodump import no_core_dumps
 from ._output import CopilotHostCommand
 
 if TYPE_CHECKING:
@@ -165,6 +166,7 @@ def usage(as_json: bool) -> None:
     billed by request, and the Copilot Free allowances.
     """
     out = output()
+    no_core_dumps()
     if as_json:
         use_json_errors()
 

@@ -30,7 +30,11 @@ fifth of ``route.auth``'s cost. A request is sent at most twice:
    identity's headers; when it has them, the request goes once more with them. The switch
    is kept only when that answer is a success (2xx); otherwise the host is handed the
    other identity's headers as refused in turn, which switches it back, and that answer
-   stands.
+   stands. A switch that worked is remembered for the model it worked for: that model's
+   later requests go with it first, whatever other models switched to since, so an
+   organisation that serves one model only to one identity and another only to the other
+   costs one extra send per model, not one per request (the identity would otherwise flip
+   with every request that alternates between them).
 
 The headers sent are the client's own, less every header the pipeline owns
 (``Authorization``, ``Copilot-Vision-Request`` and the host's headers, whatever their
@@ -144,7 +148,15 @@ class Identity:
 class Pipeline:
     """The request pipeline of one registration's routes (see the module docstring)."""
 
-    __slots__ = ("_endpoint", "_identity", "_listed", "_prepared", "_resolver", "_switcher")
+    __slots__ = (
+        "_by_model",
+        "_endpoint",
+        "_identity",
+        "_listed",
+        "_prepared",
+        "_resolver",
+        "_switcher",
+    )
 
     def __init__(
         self,
@@ -160,6 +172,8 @@ class Pipeline:
         self._identity = _identity_of(headers)
         self._switcher = switcher
         self._listed = frozenset(listed)
+        # The identity a switch found for a model (listed models only, so bounded).
+        self._by_model: dict[str, Identity] = {}
         # What the last session adds to a request, built once per session and identity.
         self._prepared: tuple[CopilotSession, Identity, tuple[tuple[bytes, bytes], ...]] | None
         self._prepared = None
@@ -174,6 +188,9 @@ class Pipeline:
         """The headers of a request's first send with ``session``, and the identity they
         present (for :meth:`after`)."""
         identity = self._identity
+        by_model = self._by_model
+        if by_model and facts.model is not None:
+            identity = by_model.get(facts.model, identity)
         return self._compose(client, session, identity, facts), identity
 
     def settled(self, status: int, facts: RequestFacts) -> bool:
@@ -215,16 +232,20 @@ class Pipeline:
         other = switcher.switch_identity(identity.given)
         if other is None:
             return
+        before = self._identity
         switched = self._adopt(other)
         resent = yield Send(self._compose(client, session, switched, facts))
         if isinstance(resent, int) and 200 <= resent < 300:
+            assert facts.model is not None  # a listed model
+            self._by_model[facts.model] = switched
             return
         # The other identity fared no better (refused too, or the organisation refuses it
         # outright): keeping it would send every later request, for every model, as a
         # client this account may not use. The host goes back; this answer stands.
+        self._by_model.pop(facts.model or "", None)
         back = switcher.switch_identity(switched.given)
         if back is identity.given:
-            self._identity = identity
+            self._identity = before if identity is not before else identity
         elif back is not None:
             self._adopt(back)
 

@@ -47,9 +47,12 @@ FORWARDED_REQUEST_HEADERS: Mapping[str, str] = {
 }
 # Documentation to read, not a setting: read-only, so changing it cannot look as if it did.
 FORWARDED_REQUEST_HEADERS = MappingProxyType(dict(FORWARDED_REQUEST_HEADERS))
-# What else the gateway reads: the body's declared length, and the headers it may forward.
+# What else the gateway reads: the body's framing (declared length, transfer coding) and
+# the headers it may forward.
 _WANTED = (
-    _SINGLE | {b"content-length"} | {name.encode("ascii") for name in FORWARDED_REQUEST_HEADERS}
+    _SINGLE
+    | {b"content-length", b"transfer-encoding"}
+    | {name.encode("ascii") for name in FORWARDED_REQUEST_HEADERS}
 )
 
 

@@ -367,6 +367,7 @@ class AiohttpTransport(httpx2.AsyncBaseTransport):
             if isinstance(exc, (aiohttp.ClientError, TimeoutError, ValueError)):
                 raise _mapped(exc, request) from None
             raise
+        _check_final(response, free, request)
         version = response.version or aiohttp.HttpVersion11
         return httpx2.Response(
             response.status,
@@ -391,6 +392,24 @@ class AiohttpTransport(httpx2.AsyncBaseTransport):
             await session.close()
         if fallback is not None:
             await fallback.aclose()
+
+
+def _check_final(
+    response: aiohttp.ClientResponse, free: Callable[[], None] | None, request: httpx2.Request
+) -> None:
+    """Raise for a final answer below 200 (aiohttp hands an upstream 101 up as one, and
+    its connection then speaks the other protocol): a protocol error, as httpx2's own
+    transport has it; the connection is not used again."""
+    if response.status >= 200:
+        return
+    response.close()
+    if free is not None:
+        free()
+    raise httpx2.RemoteProtocolError(
+        f"{_where(request)} answered with status {response.status}, which is not a final "
+        "HTTP answer",
+        request=request,
+    ) from None
 
 
 def _write(given: Any) -> float | None:

@@ -2,7 +2,8 @@
 
 A request is refused, with nothing sent upstream, at the first of: its Host, its Origin,
 its key (:mod:`._access`); a path or method the gateway does not serve (404, 405); a body
-over :data:`MAX_BODY_BYTES` (413); a body that is not a JSON object with a ``model``
+over :data:`MAX_BODY_BYTES` (413), or one that does not arrive within
+:func:`body_deadline` (408); a body that is not a JSON object with a ``model``
 (400); no login (503); a model the account does not have (404), or one that does not
 list the endpoint called (400): the name is read by the rules of :mod:`._names` (aliases,
 the names coding agents send, a default model). Otherwise it is relayed (:mod:`._relay`)
@@ -15,9 +16,18 @@ that offered only server tools is answered by the gateway); every relayed answer
 and key pass. Errors take the shape of the API the path belongs to
 (:mod:`._answers`).
 
+Framing is checked here as well as in the server's parser (the two parsers serve may use
+differ on malformed framing, docs/ARCHITECTURE.md): a request that carries both
+``Content-Length`` and ``Transfer-Encoding`` is refused (400) and its connection closed,
+and every answer to a request that carried ``Transfer-Encoding`` closes the connection
+(RFC 9112 §6.1), so no two readings of one request's end can disagree on where the next
+one starts.
+
 While a request is relayed, a watcher waits for the client to hang up (ASGI's
 ``http.disconnect``) and then cancels the relay at once, which closes the upstream
-connection, even while upstream is silent.
+connection, even while upstream is silent; with a budget (``max_credits``) the answer is
+instead read to its end, bounded, so that the cost it reports counts (:class:`_HangUp`).
+A model request is admitted against the budget with a reservation (:mod:`._spend`).
 
 Each request ends with one access line on the ``copilot_host.gateway.access`` logger
 (INFO): method, path, model, status, bytes sent, duration; nothing from bodies, keys or
@@ -45,9 +55,9 @@ from ._answers import Shape, error_body, failure_of
 from ._count_tokens import estimate_input_tokens
 from ._hooks import GatewayHooks, both
 from ._messages import forwarded_betas, system_as_blocks
-from ._names import ModelNames, NotFound, Served
+from ._names import MAX_MODEL_NAME, ModelNames, NotFound, Served
 from ._registry import PROTOCOL_OF_PATH, Registry, anthropic_entry, endpoints_of, openai_entry
-from ._relay import AnswerTooLarge, Outcome, relay
+from ._relay import MAX_ANSWER_BYTES, AnswerTooLarge, Outcome, relay
 from ._request import (
     PARSE_IN_THREAD_ABOVE,
     encode_body,
@@ -57,9 +67,18 @@ from ._request import (
 )
 from ._responses_tools import AnswerMapper
 from ._rewrites import check_rewrites, rewrite_request, server_tools_answer
-from ._spend import CostReader, Spend, format_credits
+from ._spend import CostReader, Reservation, Spend, estimate_cost, format_credits
 
-__all__ = ["ACCESS_LOGGER", "MAX_BODY_BYTES", "MODEL_HEADER", "GatewayApp", "create_app"]
+__all__ = [
+    "ACCESS_LOGGER",
+    "BODY_SECONDS",
+    "BODY_SECONDS_PER_MIB",
+    "MAX_BODY_BYTES",
+    "MODEL_HEADER",
+    "GatewayApp",
+    "body_deadline",
+    "create_app",
+]
 
 Message = MutableMapping[str, Any]
 Scope = MutableMapping[str, Any]
@@ -69,6 +88,13 @@ Send = Callable[[Message], Awaitable[None]]
 # The largest request body accepted; past it the answer is 413. Large enough for a long
 # conversation with several images inlined as base64.
 MAX_BODY_BYTES = 32 * 1024 * 1024
+# A request body must have arrived within BODY_SECONDS of the head, plus
+# BODY_SECONDS_PER_MIB for each MiB of the larger of its declared and received sizes
+# (some 8.7 KiB/s: far below any real client, far above one byte every few seconds);
+# past it the answer is 408 and the connection is closed. Without it a key holder could
+# hold a connection (and a descriptor) for ever by dripping a body.
+BODY_SECONDS = 60.0
+BODY_SECONDS_PER_MIB = 120.0
 ACCESS_LOGGER = "copilot_host.gateway.access"
 
 # Inference has no total deadline (a long answer streams for minutes); a read waiting
@@ -77,6 +103,19 @@ ACCESS_LOGGER = "copilot_host.gateway.access"
 UPSTREAM_TIMEOUT = httpx2.Timeout(connect=10.0, read=600.0, write=60.0, pool=None)
 # Many streams may be open at once; each holds one upstream connection for its length.
 UPSTREAM_LIMITS = httpx2.Limits(max_connections=512, max_keepalive_connections=64)
+# On httpx2's own transport (create_app's default, and serve's with a proxy set or on the
+# pure-Python path) no upstream connection is used twice: httpcore2 2.16 hands bytes an
+# answer left unread on a kept-alive connection to the next request, which may be another
+# client's (docs/upstream/httpcore2-leftover-bytes.md). Each request then pays a new
+# connection (bench/upstream_reuse.py). The aiohttp transport discards such bytes and
+# keeps its pool.
+NO_REUSE_LIMITS = httpx2.Limits(max_connections=512, max_keepalive_connections=0)
+
+# How long, with a budget set, an answer whose client hung up is still read for its cost.
+DRAIN_SECONDS = 60.0
+_RETRY_SOON = ((b"retry-after", b"1"),)
+# The fields that cap a request's output, on each API.
+_OUTPUT_CAPS = ("max_tokens", "max_completion_tokens", "max_output_tokens")
 
 _log = logging.getLogger("copilot_host.gateway")
 _access = logging.getLogger(ACCESS_LOGGER)
@@ -93,6 +132,13 @@ _PROBES = frozenset({"/", "/api/hello"})
 # On every answer relayed from a route: the Copilot model that served it.
 MODEL_HEADER = "x-copilot-host-model"
 _MODEL_HEADER = MODEL_HEADER.encode("ascii")
+_CLOSE = (b"connection", b"close")
+
+
+def body_deadline(declared: int, received: int) -> float:
+    """Seconds a request body has, from its head, to arrive whole: see
+    :data:`BODY_SECONDS`."""
+    return BODY_SECONDS + BODY_SECONDS_PER_MIB * max(declared, received) / (1024 * 1024)
 
 
 def create_app(
@@ -277,7 +323,8 @@ class GatewayApp:
                 client = self._client = httpx2.AsyncClient(
                     transport=transport,
                     timeout=UPSTREAM_TIMEOUT,
-                    limits=UPSTREAM_LIMITS,
+                    # Only for the transport the client makes itself: httpx2's own.
+                    limits=UPSTREAM_LIMITS if transport is not None else NO_REUSE_LIMITS,
                     follow_redirects=False,
                 )
             except (OSError, ValueError, ImportError) as exc:  # ssl.SSLError is an OSError
@@ -343,7 +390,21 @@ class GatewayApp:
             log()
 
     async def _serve(self, call: _Call, scope: Scope) -> None:
-        refusal = check_access(call.headers, self._allowed(scope), self._key)
+        headers = call.headers
+        if headers.get(b"transfer-encoding") is not None:
+            # Whatever the parser made of it, the connection ends with this answer.
+            call.close = True
+            if headers.get(b"content-length") is not None:
+                await call.refuse(
+                    Refusal(
+                        400,
+                        "invalid_request",
+                        "copilot-host gateway: a request may not carry both Content-Length "
+                        "and Transfer-Encoding",
+                    )
+                )
+                return
+        refusal = check_access(headers, self._allowed(scope), self._key)
         if refusal is not None:
             await call.refuse(refusal)
             return
@@ -401,6 +462,10 @@ class GatewayApp:
             )
 
     async def _models(self, call: _Call) -> None:
+        if len(call.path) - len(_MODEL_PREFIX) > MAX_MODEL_NAME:
+            call.asked = call.model = _shown(call.path[len(_MODEL_PREFIX) :][:65], 64)
+            await call.refuse(_name_too_long())
+            return
         snapshot = await self._registry.current()
         anthropic = call.shape == Shape.ANTHROPIC
         if call.path == _MODELS:
@@ -444,6 +509,10 @@ class GatewayApp:
             await call.refuse(parsed)
             return
         name = parsed.name
+        if len(name) > MAX_MODEL_NAME:
+            call.asked = call.model = _shown(name[:65], 64)
+            await call.refuse(_name_too_long())
+            return
         snapshot = await self._registry.current()
         found = snapshot.names.resolve(name, protocol)
         call.asked = _shown(name, 64)
@@ -506,6 +575,11 @@ class GatewayApp:
         tools = rewritten.tools
         facts = replace(parsed.facts, model=route.model_id)
         # The parsed tree goes before the request does: only the bytes travel on.
+        # Admitted last, with no await before _forward settles it: every way out of
+        # this request after here releases the reservation.
+        held = await self._admit(call, route, body, rewritten.value or parsed.value)
+        if held is None:
+            return
         del parsed, rewritten
         await self._forward(
             call,
@@ -514,6 +588,7 @@ class GatewayApp:
             body,
             facts=facts,
             identity=snapshot.identity,
+            held=held,
             mapper=AnswerMapper(tools) if tools is not None else None,
         )
 
@@ -530,6 +605,16 @@ class GatewayApp:
         )
         await call.answer(200, body, headers, content_type=_EVENT_STREAM if stream else _JSON)
 
+    async def _admit(
+        self, call: _Call, route: ch.ModelRoute, body: bytes, value: Mapping[str, Any]
+    ) -> Reservation | None:
+        """The request's reservation against the budget, or None once it was refused."""
+        held = self.spend.admit(route.model_id, _estimate(route, body, value))
+        if held is None:
+            refusal = Refusal(429, "budget_in_flight", self.spend.in_flight_message(), _RETRY_SOON)
+            await call.refuse(refusal)
+        return held
+
     async def _forward(
         self,
         call: _Call,
@@ -539,30 +624,21 @@ class GatewayApp:
         *,
         facts: ch.RequestFacts,
         identity: ch.LoginIdentity,
+        held: Reservation,
         mapper: AnswerMapper | None = None,
     ) -> None:
         task = asyncio.current_task()
         assert task is not None
         outcome = call.outcome
-        receive = call.receive
-        gone = False
-
-        async def watch() -> None:
-            nonlocal gone
-            while True:
-                message = await receive()
-                if message["type"] == "http.disconnect":
-                    if not outcome.done:
-                        gone = True
-                        task.cancel()
-                    return
-
+        # With a budget, a client that hangs up does not end the upstream request: its
+        # answer is read to the end (bounded) so that the cost it reports counts.
+        hangup = _HangUp(call, task, drain=self.spend.max_credits is not None)
         auth = route.auth
         if isinstance(auth, ch.CopilotAuth):
             # What the gateway read already, so route.auth reads neither body nor login.
             auth = auth.for_request(facts, identity)
         hooks = self._hooks
-        watcher = asyncio.get_running_loop().create_task(watch())
+        watcher = asyncio.get_running_loop().create_task(hangup.watch())
         try:
             await relay(
                 self._upstream(),
@@ -570,17 +646,24 @@ class GatewayApp:
                 protocol,
                 body,
                 headers=call.headers,
-                send=call.send,
+                send=hangup.send,
                 outcome=outcome,
                 auth=auth,
                 header_filter=hooks.request_headers,
                 observer=both(CostReader(outcome), hooks.observe(route) if hooks.observe else None),
-                extra_headers=((_MODEL_HEADER, route.model_id.encode("ascii")),),
+                extra_headers=(
+                    (_MODEL_HEADER, route.model_id.encode("ascii")),
+                    *((_CLOSE,) if call.close else ()),
+                ),
                 mapper=mapper,
             )
         except asyncio.CancelledError:
-            if gone and task.uncancel() == 0:
-                _log.debug("client hung up: upstream request for %s cancelled", route.model_id)
+            if hangup.gone and task.uncancel() == 0:
+                _log.debug(
+                    "client hung up: upstream request for %s %s",
+                    route.model_id,
+                    "read for its cost until cut" if hangup.drain else "cancelled",
+                )
                 return
             raise
         except ch.OriginError as exc:
@@ -595,7 +678,14 @@ class GatewayApp:
             ) from None
         finally:
             watcher.cancel()
-            self.spend.record(route.model_id, outcome.credits)
+            hangup.end()
+            # An answer that ended before its cost could be read (a cut drain, a client
+            # gone, a stream broken off) was served and may be billed: its reservation
+            # counts. A request that failed before any answer was not.
+            unread = hangup.cut or (
+                not outcome.done and (hangup.gone or 200 <= outcome.status < 300)
+            )
+            self.spend.settle(held, outcome.credits, unread=unread)
             self.spend.quota(outcome.quota)
         if outcome.upstream_id and _log.isEnabledFor(logging.DEBUG):
             # Tested first: the id's cleaning would otherwise run on every request.
@@ -607,6 +697,56 @@ class GatewayApp:
             )
 
 
+class _HangUp:
+    """While a request is relayed: waits for its client to hang up (ASGI's
+    ``http.disconnect``), then cancels the relay at once, which closes the upstream
+    connection even while upstream is silent; or, with ``drain``, lets the relay read the
+    answer to its end (for the cost it reports) with nothing sent on, for at most
+    :data:`DRAIN_SECONDS` and :data:`MAX_ANSWER_BYTES`, and cancels it past either."""
+
+    __slots__ = ("_call", "_drained", "_task", "_timer", "cut", "drain", "gone")
+
+    def __init__(self, call: _Call, task: asyncio.Task[Any], *, drain: bool) -> None:
+        self._call = call
+        self._task = task
+        self.drain = drain
+        self.gone = False
+        # The drain was stopped before the answer ended.
+        self.cut = False
+        self._drained = 0
+        self._timer: asyncio.TimerHandle | None = None
+
+    def _stop_draining(self) -> None:
+        self.cut = True
+        self._task.cancel()
+
+    async def watch(self) -> None:
+        call = self._call
+        while True:
+            message = await call.receive()
+            if message["type"] == "http.disconnect":
+                if not call.outcome.done:
+                    self.gone = True
+                    if self.drain:
+                        loop = asyncio.get_running_loop()
+                        self._timer = loop.call_later(DRAIN_SECONDS, self._stop_draining)
+                    else:
+                        self._task.cancel()
+                return
+
+    async def send(self, message: Message) -> None:
+        if not self.gone:
+            await self._call.send(message)
+            return
+        self._drained += len(message.get("body", b""))
+        if self._drained > MAX_ANSWER_BYTES and not self.cut:
+            self._stop_draining()
+
+    def end(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+
+
 class _Call:
     """One request as it is served: where it came from, how it is answered, what the
     access line will say."""
@@ -614,6 +754,7 @@ class _Call:
     __slots__ = (
         "asked",
         "body_read",
+        "close",
         "headers",
         "method",
         "model",
@@ -648,6 +789,8 @@ class _Call:
         self.outcome = Outcome()
         # Whether the request body has been read to its end (see refuse).
         self.body_read = False
+        # Whether the answer ends the connection whatever it is (see GatewayApp._serve).
+        self.close = False
         # The rewrites applied (._rewrites), for the access line.
         self.rewrote: list[str] = []
 
@@ -662,6 +805,8 @@ class _Call:
         outcome = self.outcome
         outcome.status = status
         outcome.sent = len(body)
+        if self.close and _CLOSE not in headers:
+            headers = (*headers, _CLOSE)
         await self.send(
             {
                 "type": "http.response.start",
@@ -685,7 +830,7 @@ class _Call:
             # served, a body too large): the connection ends with the answer, so the
             # server stops reading what the client still uploads instead of reading it
             # to the end.
-            headers = (*headers, (b"connection", b"close"))
+            headers = (*headers, _CLOSE)
         await self.answer(refusal.status, body, headers)
 
 
@@ -693,28 +838,42 @@ class _Call:
 
 
 async def _read_body(receive: Receive, headers: RequestHeaders) -> bytes | Refusal | None:
-    """The whole request body; a Refusal when it is too large or its length malformed;
-    None when the client hung up."""
+    """The whole request body; a Refusal when it is too large, its length malformed or it
+    does not arrive in time (:func:`body_deadline`); None when the client hung up."""
     declared = headers.get(b"content-length")
+    expected = 0
     if declared is not None:
         if not declared.strip().isdigit():
             return Refusal(400, "invalid_request", "copilot-host gateway: bad Content-Length")
-        if int(declared) > MAX_BODY_BYTES:
+        expected = int(declared)
+        if expected > MAX_BODY_BYTES:
             return _too_large()
     # Chunks joined once at the end: one copy of a large body, not a growing buffer's.
     chunks: list[bytes] = []
     size = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            return None
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            return _too_large()
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    began = asyncio.get_running_loop().time()
+    try:
+        async with asyncio.timeout_at(began + body_deadline(expected, 0)) as window:
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    return None
+                chunk = message.get("body", b"")
+                size += len(chunk)
+                if size > MAX_BODY_BYTES:
+                    return _too_large()
+                chunks.append(chunk)
+                if not message.get("more_body", False):
+                    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+                if size > expected:
+                    window.reschedule(began + body_deadline(expected, size))
+    except TimeoutError:
+        seconds = body_deadline(expected, size)
+        return Refusal(
+            408,
+            "request_timeout",
+            f"copilot-host gateway: the request body did not arrive within {seconds:.0f} s",
+        )
 
 
 def _too_large() -> Refusal:
@@ -722,6 +881,32 @@ def _too_large() -> Refusal:
         413,
         "request_too_large",
         f"copilot-host gateway: the request body is over {MAX_BODY_BYTES // (1024 * 1024)} MiB",
+    )
+
+
+def _estimate(route: ch.ModelRoute, body: bytes, value: Mapping[str, Any]) -> float | None:
+    """The request's cost from its model's prices (._spend.estimate_cost), None unknown."""
+    spec = route.spec
+    prices = spec.billing.prices if spec.billing is not None else None
+    if prices is None:
+        return None
+    cap: int | None = None
+    for name in _OUTPUT_CAPS:
+        found = value.get(name)
+        if isinstance(found, int) and not isinstance(found, bool) and found >= 0:
+            cap = found
+            break
+    return estimate_cost(
+        prices, input_bytes=len(body), output_cap=cap, output_limit=spec.max_output_tokens
+    )
+
+
+def _name_too_long() -> Refusal:
+    return Refusal(
+        400,
+        "invalid_request",
+        f"copilot-host gateway: the model name is longer than {MAX_MODEL_NAME} characters; "
+        "GET /v1/models lists the names this account can use",
     )
 
 

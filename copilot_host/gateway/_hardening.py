@@ -8,7 +8,9 @@ This module bounds all of that, on asyncio alone; the server's HTTP protocols re
 through :mod:`._uvicorn`, the one module that names uvicorn's classes and attributes:
 
 * :func:`raise_open_file_limit`: the soft ``RLIMIT_NOFILE`` goes up to the hard limit at
-  start, so the bounds below are as generous as the account allows.
+  start (when the hard limit is unlimited and the system refuses a large soft one, as
+  macOS does past ``kern.maxfilesperproc``, to the most it allows), so the bounds below
+  are as generous as the account allows.
 * :func:`hardened_protocol`: uvicorn's h11 or httptools protocol, each connection watched
   by a :class:`Guard`:
 
@@ -17,14 +19,21 @@ through :mod:`._uvicorn`, the one module that names uvicorn's classes and attrib
     closed, idle and dripping alike (uvicorn times only the wait between keep-alive
     requests, and forgets that timer at the first byte);
   - a bound on connections held at once, below what the descriptors allow
-    (:func:`connection_bound`): past it the connection that has waited longest without
-    sending a request head is closed to make room; when every connection is busy with a
-    request, the new one is closed instead;
+    (:func:`connection_bound`). A connection whose last answer was a refusal sent before
+    its body was read (it lingers, below) is *refused*: it does not stand in anyone's
+    way, since it is the first to be closed when room is needed. A quarter of the bound
+    (:data:`ANSWERED_SHARE`) is kept for connections that got any other answer, so
+    connections nobody has answered yet (keyless ones among them) never push out a key
+    holder's kept-alive one. Past the bound, the refused connection that has lingered
+    longest goes; then the connection that has waited longest without sending a request
+    head; when every connection is busy with a request, the new one is closed instead;
   - a bounded lingering close: when an answer ends a connection whose request body was
     not read (a refusal, sent with ``Connection: close``), the write side is shut so the
-    client reads the answer, and what the client still sends is discarded for at most
-    :data:`LINGER_SECONDS` and :data:`LINGER_BYTES`, then the connection is closed. A
-    client that keeps uploading gigabytes is cut off instead of read to the end;
+    client reads the answer, and what the client still sends is discarded, then the
+    connection is closed: after :data:`LINGER_IDLE_SECONDS` when no body byte has
+    arrived, after :data:`LINGER_SECONDS` once one has (a client that uploads before it
+    reads still reads its refusal), and at once past :data:`LINGER_BYTES`. A client
+    that keeps uploading gigabytes is cut off instead of read to the end;
   - on httptools, the bound on a request head that h11 keeps by itself
     (:data:`MAX_HEAD_BYTES`): llhttp has none.
 
@@ -47,8 +56,10 @@ from dataclasses import dataclass
 from typing import Any, Protocol, cast
 
 __all__ = [
+    "ANSWERED_SHARE",
     "HEAD_TIMEOUT",
     "LINGER_BYTES",
+    "LINGER_IDLE_SECONDS",
     "LINGER_SECONDS",
     "MAX_HEAD_BYTES",
     "STOP_SIGNALS",
@@ -82,6 +93,19 @@ UPSTREAM_CONNECTIONS = 512
 # refusal), for at most this long.
 LINGER_BYTES = 32 * 1024 * 1024
 LINGER_SECONDS = 2.0
+# How long a refused connection lingers while no byte of its body has arrived: long
+# enough for the client to read its refusal, short enough that connections refused by
+# the thousand do not pile up.
+LINGER_IDLE_SECONDS = 0.25
+# The part of the connection bound (1 / ANSWERED_SHARE of it) that connections which
+# have not been answered yet cannot take: it is kept for those that got an answer other
+# than a refusal (a key holder's kept-alive connections).
+ANSWERED_SHARE = 4
+# What the soft open-file limit is raised to when the hard one is unlimited, in order:
+# a large finite one (some systems refuse an unlimited soft limit), then what macOS
+# allows a process by default (kern.maxfilesperproc, read at the time) and OPEN_MAX.
+_UNLIMITED_SOFT = 1 << 20
+_OPEN_MAX = 10_240
 # The largest request head taken (request line and headers): h11's own default, which
 # httptools lacks. The clients' heads are a few KiB.
 MAX_HEAD_BYTES = 16 * 1024
@@ -105,22 +129,51 @@ class Hardening:
     linger_seconds: float = LINGER_SECONDS
     linger_bytes: int = LINGER_BYTES
     max_head_bytes: int = MAX_HEAD_BYTES
+    linger_idle_seconds: float = LINGER_IDLE_SECONDS
 
 
 def raise_open_file_limit() -> int:
-    """Raise the soft open-file limit to the hard one; returns the soft limit in force."""
+    """Raise the soft open-file limit to the hard one (or, when the system refuses that,
+    to the most it allows); returns the soft limit in force."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    target = hard
-    if hard == resource.RLIM_INFINITY:
-        # Some systems refuse an unlimited soft limit; a large finite one is enough.
-        target = max(soft, 1 << 20) if soft != resource.RLIM_INFINITY else soft
-    if target != soft:
+    if soft == resource.RLIM_INFINITY:
+        return soft
+    if hard != resource.RLIM_INFINITY:
+        targets = [hard]
+    else:
+        # Some systems refuse an unlimited soft limit, and macOS refuses one past
+        # kern.maxfilesperproc even below an unlimited hard limit.
+        targets = [_UNLIMITED_SOFT, *_per_process_files(), _OPEN_MAX]
+    for target in sorted({t for t in targets if t > soft}, reverse=True):
         try:
             resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
-            soft = target
         except (ValueError, OSError):
-            pass  # kept as it was: the bound follows what is in force
-    return soft
+            continue  # the next one down
+        return target
+    return soft  # kept as it was: the bound follows what is in force
+
+
+def _per_process_files() -> list[int]:
+    """macOS's ``kern.maxfilesperproc`` (the most descriptors a process may have), when
+    this is macOS and it can be read."""
+    import platform
+
+    if platform.system() != "Darwin":
+        return []
+    try:
+        import ctypes
+        import ctypes.util
+
+        libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+        value = ctypes.c_int(0)
+        size = ctypes.c_size_t(ctypes.sizeof(value))
+        if libc.sysctlbyname(
+            b"kern.maxfilesperproc", ctypes.byref(value), ctypes.byref(size), None, 0
+        ):
+            return []
+    except (OSError, AttributeError, TypeError):
+        return []
+    return [value.value] if value.value > 0 else []
 
 
 def connection_bound(open_files: int) -> int:
@@ -135,16 +188,52 @@ def connection_bound(open_files: int) -> int:
 
 
 class ConnectionBook:
-    """The connections of one server: how many are held, and which wait for a head
-    (oldest first: the first to go when room is needed)."""
+    """The connections of one server: those held (all but the refused ones), those not
+    answered yet, the refused ones and those waiting for a head (both oldest first: the
+    first to go when room is needed)."""
 
     def __init__(self, bound: int) -> None:
         self.bound = bound
         self.held: set[Guard] = set()
-        # dict: insertion-ordered, so the first key has waited longest.
+        # Held, and not answered yet (other than by a refusal): at most the bound less
+        # the share kept for the answered ones.
+        self.fresh: set[Guard] = set()
+        # dict: insertion-ordered, so the first key has waited (or lingered) longest.
         self.waiting: dict[Guard, None] = {}
+        self.refused: dict[Guard, None] = {}
         # Called on every accepted connection (ends an out-of-descriptors episode).
         self.accepted: Callable[[], None] = lambda: None
+
+    @property
+    def fresh_bound(self) -> int:
+        """How many connections not answered yet may be held at once."""
+        return max(self.bound - self.bound // ANSWERED_SHARE, 1)
+
+    def make_room(self) -> None:
+        """Close the refused connections that have lingered longest while the bound is
+        passed (the moment a connection opens)."""
+        while len(self.held) + len(self.refused) > self.bound and self.refused:
+            next(iter(self.refused))._drop()
+
+    def admit(self, newcomer: Guard) -> bool:
+        """Make room for ``newcomer`` (held, settled: it has had its turn to send a head)
+        by closing others; whether it may stay."""
+        self.make_room()
+        if len(self.fresh) > self.fresh_bound:
+            # Over the share of connections nobody has answered: one of them goes.
+            return self._evict(newcomer, fresh=True)
+        if len(self.held) > self.bound:
+            # The answered ones are over their share: the longest idle one goes first.
+            return self._evict(newcomer, fresh=False) or self._evict(newcomer, fresh=True)
+        return True
+
+    def _evict(self, newcomer: Guard, *, fresh: bool) -> bool:
+        for oldest in self.waiting:
+            if oldest is not newcomer and oldest.settled and (oldest in self.fresh) == fresh:
+                oldest._drop()
+                return True
+        # None to spare: the newcomer goes, unless it is busy with a request already.
+        return not newcomer.connection_waiting()
 
 
 class Connection(Protocol):
@@ -155,6 +244,9 @@ class Connection(Protocol):
 
     def waiting_for_head(self) -> bool:
         """Whether no request is being served (a head may be arriving, or nothing)."""
+
+    def body_buffered(self) -> bool:
+        """Whether body bytes of the request being answered wait, unread, in the server."""
 
     def feed(self, data: bytes) -> None:
         """Parse ``data`` as the protocol does."""
@@ -190,8 +282,14 @@ class _Linger:
             return
         # The answer is written (or queued); the client is told nothing more comes,
         # reads it, and what it still sends is thrown away, within bounds.
+        try:
+            transport.write_eof()
+        except OSError:
+            # The client is gone already (ENOTCONN once its reset has arrived): nothing
+            # to linger for.
+            transport.abort()
+            return
         self.lingering = True
-        transport.write_eof()
         transport.resume_reading()
         self._guard.start_linger()
 
@@ -210,7 +308,13 @@ class Guard:
         self._head_timer: asyncio.TimerHandle | None = None
         self._linger: _Linger | None = None
         self._linger_timer: asyncio.TimerHandle | None = None
+        self._linger_began = 0.0
         self._discarded = 0
+        # Whether a byte of the current request's body has arrived.
+        self._body_seen = False
+        # Whether the connection has had its turn to send a request head since it was
+        # accepted (until then it is nobody's to close for room).
+        self.settled = False
 
     def wrap(self, transport: asyncio.BaseTransport) -> asyncio.Transport:
         """The transport to give the protocol in place of ``transport``."""
@@ -221,29 +325,42 @@ class Guard:
     def opened(self) -> None:
         book = self._book
         book.held.add(self)
-        if len(book.held) > book.bound and not self._make_room():
-            self._drop()
-            return
+        book.fresh.add(self)
+        book.make_room()
         self._sync()
+        # Whether the connection may stay is settled once it has had its turn to send a
+        # head: asyncio sets up a whole batch of accepted connections before it reads
+        # from any, and one that is closed for room before its head was read might be a
+        # key holder's. Its reader is added just after this call; its bytes are read in
+        # the next iteration of the loop; after that, this one looks.
+        self._loop.call_soon(self._loop.call_soon, self._settle)
 
-    def _make_room(self) -> bool:
-        for oldest in self._book.waiting:
-            if oldest is not self:
-                oldest._drop()
-                return True
-        return False
+    def _settle(self) -> None:
+        if self.settled or self.closing() or self not in self._book.held:
+            return
+        self.settled = True
+        if not self._book.admit(self):
+            self._drop()
+
+    def connection_waiting(self) -> bool:
+        """Whether the connection waits for a request head (or is gone)."""
+        return self.closing() or self.connection.waiting_for_head()
+
+    def _forget(self) -> None:
+        book = self._book
+        book.held.discard(self)
+        book.fresh.discard(self)
+        book.waiting.pop(self, None)
+        book.refused.pop(self, None)
+        self._cancel_head_timer()
 
     def _drop(self) -> None:
-        self._book.held.discard(self)
-        self._book.waiting.pop(self, None)
-        self._cancel_head_timer()
+        self._forget()
         if self._linger is not None:
             self._linger.real.abort()
 
     def lost(self) -> None:
-        self._book.held.discard(self)
-        self._book.waiting.pop(self, None)
-        self._cancel_head_timer()
+        self._forget()
         if self._linger_timer is not None:
             self._linger_timer.cancel()
             self._linger_timer = None
@@ -254,13 +371,25 @@ class Guard:
             self._discarded += len(data)
             if self._discarded > self._limits.linger_bytes:
                 linger.real.abort()
+            elif not self._body_seen:
+                # The client does upload: it gets the full linger to read its refusal.
+                self._body_seen = True
+                self._linger_until(self._linger_began + self._limits.linger_seconds)
             return
         if linger is None or linger.is_closing():
             return  # refused (a 400): nothing more is parsed
-        self.connection.feed(data)
+        connection = self.connection
+        if connection.body_unread():
+            self._body_seen = True  # bytes while a body is open are body
+        connection.feed(data)
+        if not self._body_seen and connection.body_unread() and connection.body_buffered():
+            self._body_seen = True  # the head's chunk carried body bytes too
         self._sync()
 
     def answered(self) -> None:
+        if not self.closing():
+            # Answered, and not by a refusal (that one lingers, or closed at once).
+            self._book.fresh.discard(self)
         self._sync()
 
     def closing(self) -> bool:
@@ -274,6 +403,7 @@ class Guard:
             return
         book = self._book
         if self.connection.waiting_for_head():
+            self._body_seen = False
             if self not in book.waiting:
                 book.waiting[self] = None
             if self._head_timer is None:
@@ -293,10 +423,23 @@ class Guard:
             self._drop()
 
     def start_linger(self) -> None:
+        """The connection is refused: out of the bound's way, first to go, and closed
+        after the linger (a short one while no body byte has arrived)."""
+        self._forget()
+        self._book.refused[self] = None
+        self._linger_began = self._loop.time()
+        limits = self._limits
+        seconds = limits.linger_seconds if self._body_seen else limits.linger_idle_seconds
+        self._linger_until(self._linger_began + min(seconds, limits.linger_seconds))
+        # Past the bound (a newcomer let in while this one was busy): the refused
+        # connection that has lingered longest goes now.
+        self._book.make_room()
+
+    def _linger_until(self, when: float) -> None:
         assert self._linger is not None
-        self._linger_timer = self._loop.call_later(
-            self._limits.linger_seconds, self._linger.real.close
-        )
+        if self._linger_timer is not None:
+            self._linger_timer.cancel()
+        self._linger_timer = self._loop.call_at(when, self._linger.real.close)
 
 
 def hardened_protocol(
@@ -307,6 +450,7 @@ def hardened_protocol(
     linger_seconds: float = LINGER_SECONDS,
     linger_bytes: int = LINGER_BYTES,
     max_head_bytes: int = MAX_HEAD_BYTES,
+    linger_idle_seconds: float = LINGER_IDLE_SECONDS,
 ) -> type[asyncio.Protocol]:
     """uvicorn's HTTP protocol ``http`` (``"h11"`` or ``"httptools"``) with each
     connection watched by a :class:`Guard` keeping ``book``. The two differ only in how
@@ -321,6 +465,7 @@ def hardened_protocol(
         linger_seconds=linger_seconds,
         linger_bytes=linger_bytes,
         max_head_bytes=max_head_bytes,
+        linger_idle_seconds=linger_idle_seconds,
     )
 
     def guard(connection: Connection) -> Guard:

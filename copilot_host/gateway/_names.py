@@ -40,6 +40,7 @@ from copilot_host._internal import clean
 
 __all__ = [
     "FAMILY_WORDS",
+    "MAX_MODEL_NAME",
     "ModelNames",
     "NameTable",
     "NotFound",
@@ -52,6 +53,10 @@ __all__ = [
 # The bare names Claude Code (and people) use for a family.
 FAMILY_WORDS = frozenset({"opus", "sonnet", "haiku"})
 SUGGESTIONS = 3
+# The longest model name read at all: longer ones are refused (400) before any rule or
+# suggestion runs, since the family split and difflib's search cost time in proportion to
+# the name (an 8 MiB name held the event loop for seconds). Copilot's ids are far shorter.
+MAX_MODEL_NAME = 256
 
 _DATE = re.compile(r"-\d{8}$")
 _NEW_ORDER = re.compile(r"claude-([a-z]+)-(\d+)-(\d+)")

@@ -213,6 +213,14 @@ async def relay(
     )
     response = await client.send(request, auth=auth or route.auth, stream=True)
     try:
+        if response.status_code < 200:
+            # Whatever the transport let through (an upstream 101 switches to a protocol
+            # nobody here speaks), an answer below 200 is never a final one: relayed, the
+            # client would read a 101 with a body.
+            raise httpx2.RemoteProtocolError(
+                f"the Copilot API answered with status {response.status_code}, not a final answer",
+                request=request,
+            )
         if response.status_code == 401:
             # route.auth retried once with a new session (or a session this young was not
             # worth replacing): the refusal is of the session, not of the client's key.

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import logging
 import socket
 import threading
 from collections.abc import Callable, Iterator
@@ -47,6 +48,10 @@ __all__ = ["GRACE", "GatewayServer", "ServeOptions", "bind", "serve"]
 GRACE = 5
 # Connections the kernel queues before the server accepts them.
 _BACKLOG = 2048
+# Connections accepted in one go, at most (fewer when the connection bound is small).
+_ACCEPT_BATCH = 64
+
+_log = logging.getLogger("copilot_host.gateway")
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -194,7 +199,9 @@ class GatewayServer:
         config, book = self._config(app)
         book.accepted = quiet_accept_errors(asyncio.get_running_loop())
         signals: _Signals = capture_stop_signals if self._signals else _no_signals
-        server = _uvicorn.Server(config, signals=signals, on_started=self._started_now)
+        server = _uvicorn.Server(
+            config, signals=signals, on_started=self._started_now, listen_queue=_BACKLOG
+        )
         listener = self._listener if self._listener is not None else bind(self._host, self._port)
         with self._lock:
             self._server = server
@@ -231,7 +238,13 @@ class GatewayServer:
         stack = self.stack
         bound = limits.max_connections
         if bound is None:
-            bound = connection_bound(resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+            open_files = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+            bound = connection_bound(open_files)
+            _log.debug(
+                "open-file limit %s: at most %d client connections at once",
+                "unlimited" if open_files == resource.RLIM_INFINITY else open_files,
+                bound,
+            )
         book = ConnectionBook(bound)
         http = hardened_protocol(
             book,
@@ -240,6 +253,7 @@ class GatewayServer:
             linger_seconds=limits.linger_seconds,
             linger_bytes=limits.linger_bytes,
             max_head_bytes=limits.max_head_bytes,
+            linger_idle_seconds=limits.linger_idle_seconds,
         )
         config = _uvicorn.config(
             app,
@@ -247,6 +261,7 @@ class GatewayServer:
             lifespan=self._lifespan,
             grace=self._grace,
             max_head_bytes=limits.max_head_bytes,
+            accept_batch=max(1, min(_ACCEPT_BATCH, book.fresh_bound // 2)),
         )
         return config, book
 

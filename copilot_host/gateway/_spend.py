@@ -12,9 +12,17 @@ Inference answers also carry the account's quota (``x-quota-snapshot-<quota>`` a
 ``chatQuotaService.ts`` reads them); the gateway relays those headers and :class:`Spend`
 warns once per quota per start when one shows under 10% left.
 
-:class:`Spend` keeps the totals the stop line shows and the ``--max-credits`` budget:
-once the reported costs reach it, :meth:`Spend.exhausted` is true and the gateway answers
-inference requests with 429 ``budget_exhausted``. Only reported costs count.
+:class:`Spend` keeps the totals the stop line shows and the ``--max-credits`` budget.
+A model request is admitted (:meth:`Spend.admit`) when what was spent, plus what requests
+in flight hold, plus its own reservation stays within the budget, or when nothing is spent
+past the budget and nothing is in flight (a fresh budget always lets one through). A
+reservation is the largest cost the model has reported since start, else an estimate from
+its token prices (:func:`estimate_cost`); a model with neither is admitted one request at
+a time until it reports a cost. What an answer reports is spent; an answer whose cost
+could not be read (its client hung up and the drain was cut) counts its reservation as
+spent, and the stop line says how much of the total was estimated. So the reported and
+estimated total passes the budget by at most one request's reservation, as far as
+reservations cover what answers cost; GitHub's own bill is what the service counts.
 """
 
 from __future__ import annotations
@@ -33,8 +41,10 @@ __all__ = [
     "NANO_PER_CREDIT",
     "CostReader",
     "QUOTA_HEADER_PREFIXES",
+    "Reservation",
     "Spend",
     "answer_cost",
+    "estimate_cost",
     "events_cost",
     "format_credits",
 ]
@@ -151,10 +161,43 @@ def _percent_left(value: str) -> float | None:
     return percent if math.isfinite(percent) else None
 
 
+def estimate_cost(
+    prices: object, *, input_bytes: int, output_cap: int | None, output_limit: int | None
+) -> float | None:
+    """A request's cost from its model's token prices (a ``TokenPrices``): input tokens as
+    a quarter of the body's UTF-8 bytes, output tokens as the request's cap, else an eighth
+    of the model's output limit. None when the prices or the output count are unknown."""
+    batch = getattr(prices, "batch_size", None)
+    per_input = getattr(prices, "input", None)
+    per_output = getattr(prices, "output", None)
+    if not isinstance(batch, int) or batch <= 0 or per_input is None or per_output is None:
+        return None
+    output = (
+        output_cap
+        if output_cap is not None
+        else (output_limit // 8 if output_limit is not None else None)
+    )
+    if output is None:
+        return None
+    cost = (input_bytes / 4 * float(per_input) + output * float(per_output)) / batch
+    return cost if math.isfinite(cost) and cost >= 0 else None
+
+
+@dataclass(frozen=True, slots=True)
+class Reservation:
+    """What one admitted request holds against the budget until its answer ends:
+    ``credits`` (None: its model's cost is not known yet, so it is the model's one
+    request in flight)."""
+
+    model: str
+    credits: float | None
+
+
 @dataclass
 class _Model:
     requests: int = 0
     credits: float = 0.0
+    estimated: float = 0.0
 
 
 @dataclass
@@ -170,6 +213,12 @@ class Spend:
     requests: int = 0
     credits: float = 0.0
     reported: int = 0
+    # Of ``credits``, what was counted at a reservation (no cost could be read).
+    estimated: float = 0.0
+    reserved: float = 0.0
+    in_flight: int = 0
+    _largest: dict[str, float] = field(default_factory=dict, repr=False)
+    _unknown: set[str] = field(default_factory=set, repr=False)
     _models: dict[str, _Model] = field(default_factory=dict, repr=False)
     _warned: set[str] = field(default_factory=set, repr=False)
     _told_budget: bool = False
@@ -183,6 +232,43 @@ class Spend:
         """Whether the reported costs have reached the budget."""
         return self.max_credits is not None and self.credits >= self.max_credits
 
+    def reservation(self, model: str, estimate: float | None) -> float | None:
+        """What a request for ``model`` reserves: the largest cost it reported since
+        start, else ``estimate`` (from its prices), else None (unknown)."""
+        largest = self._largest.get(model)
+        return largest if largest is not None else estimate
+
+    def admit(self, model: str, estimate: float | None) -> Reservation | None:
+        """Admit one model request (see the module docstring), holding its reservation
+        until :meth:`settle`; None: refused (:meth:`refusal_message` says why)."""
+        budget = self.max_credits
+        own = self.reservation(model, estimate)
+        if budget is not None:
+            fresh = self.credits < budget and self.in_flight == 0
+            if own is None and model in self._unknown:
+                return None
+            if not fresh and self.credits + self.reserved + (own or 0.0) > budget:
+                return None
+        self.in_flight += 1
+        if own is None:
+            self._unknown.add(model)
+        else:
+            self.reserved += own
+        return Reservation(model, own)
+
+    def settle(self, held: Reservation, credits: float | None, *, unread: bool) -> None:
+        """The admitted request ended: ``credits`` reported (None: none); ``unread`` when
+        its answer's cost could not be read (then its reservation counts as spent)."""
+        self.in_flight -= 1
+        if held.credits is None:
+            self._unknown.discard(held.model)
+        else:
+            self.reserved = max(self.reserved - held.credits, 0.0)
+        if credits is None and unread and held.credits is not None:
+            self.record(held.model, held.credits, estimated=True)
+        else:
+            self.record(held.model, credits)
+
     def refusal_message(self) -> str:
         return (
             f"copilot-host gateway: the budget of {format_credits(self.max_credits or 0)} AI "
@@ -190,14 +276,28 @@ class Spend:
             "reported since start); restart the gateway to allow more"
         )
 
-    def record(self, model: str, credits: float | None) -> None:
-        """One relayed inference request and the cost its answer reported (None: none)."""
+    def in_flight_message(self) -> str:
+        return (
+            f"copilot-host gateway: requests in flight may use the rest of the budget of "
+            f"{format_credits(self.max_credits or 0)} AI credits set with --max-credits "
+            f"({format_credits(self.credits)} spent, {format_credits(self.reserved)} "
+            "reserved); retry when they have ended"
+        )
+
+    def record(self, model: str, credits: float | None, *, estimated: bool = False) -> None:
+        """One relayed inference request and the cost its answer reported (None: none),
+        or, ``estimated``, the reservation counted for it."""
         self.requests += 1
         entry = self._models.setdefault(model, _Model())
         entry.requests += 1
         if credits is None:
             return
-        self.reported += 1
+        if estimated:
+            self.estimated += credits
+            entry.estimated += credits
+        else:
+            self.reported += 1
+            self._largest[model] = max(self._largest.get(model, 0.0), credits)
         self.credits += credits
         entry.credits += credits
         if self.exhausted() and not self._told_budget:
@@ -226,7 +326,11 @@ class Spend:
     def totals(self) -> str:
         """What the stop line says of spend: model requests and credits since start, and
         per model."""
-        credits = format_credits(self.credits) if self.reported else "none reported"
+        credits = (
+            format_credits(self.credits) if self.reported or self.estimated else "none reported"
+        )
+        if self.estimated:
+            credits += f" ({format_credits(self.estimated)} estimated)"
         line = f"{self.requests} model requests, credits {credits}"
         if self._models:
             parts = [

@@ -61,16 +61,16 @@ _RELIED_ON: dict[str, tuple[tuple[str, str, tuple[str, ...], tuple[str, ...]], .
     ),
     "h11": (
         (_H11, "H11Protocol", _GUARDED, ("conn", "cycle")),
-        (_H11, "RequestResponseCycle", (), ("response_complete",)),
+        (_H11, "RequestResponseCycle", (), ("response_complete", "body")),
     ),
     "httptools": (
         (
             _HTTPTOOLS,
             "HttpToolsProtocol",
             (*_GUARDED, "on_headers_complete", "on_message_complete", "send_400_response"),
-            ("cycle", "pipeline", "logger"),
+            ("cycle", "pipeline", "logger", "parser"),
         ),
-        (_HTTPTOOLS, "RequestResponseCycle", (), ("response_complete",)),
+        (_HTTPTOOLS, "RequestResponseCycle", (), ("response_complete", "body", "keep_alive")),
     ),
 }
 # The settings :func:`config` passes.
@@ -85,6 +85,7 @@ _SETTINGS = (
     "proxy_headers",
     "server_header",
     "timeout_graceful_shutdown",
+    "backlog",
 )
 _log = logging.getLogger("copilot_host.gateway")
 _warned: set[str] = set()
@@ -169,10 +170,17 @@ def config(
     lifespan: bool,
     grace: int,
     max_head_bytes: int,
+    accept_batch: int,
 ) -> uvicorn.Config:
-    """uvicorn's configuration for the gateway on protocol ``http``."""
+    """uvicorn's configuration for the gateway on protocol ``http``, accepting at most
+    ``accept_batch`` connections at a time (:class:`Server` keeps the listen queue)."""
     return uvicorn.Config(
         app,
+        # asyncio accepts as many connections in one go as the backlog it is given, and
+        # sets them all up before it reads a byte from any: a batch larger than the
+        # connections the bound lets in unanswered would have them push each other out
+        # before their heads are read (a key holder's among a flood of keyless ones).
+        backlog=accept_batch,
         lifespan="on" if lifespan else "off",
         # Logging is the embedding program's (the CLI's: redacted, on stderr); access
         # lines are the app's.
@@ -200,10 +208,12 @@ class Server(uvicorn.Server):
         *,
         signals: Callable[[Callable[[int, Any], None], list[int]], _GeneratorContextManager[None]],
         on_started: Callable[[], None],
+        listen_queue: int,
     ) -> None:
         super().__init__(config)
         self._signals = signals
         self._on_started = on_started
+        self._listen_queue = listen_queue
         self._exit_requested = False
 
     def capture_signals(self) -> _GeneratorContextManager[None]:
@@ -211,6 +221,10 @@ class Server(uvicorn.Server):
 
     async def startup(self, sockets: list[Any] | None = None) -> None:
         await super().startup(sockets)
+        # asyncio made the config's backlog (the accept batch) the listen queue too: the
+        # kernel keeps queueing as many as before.
+        for sock in sockets or ():
+            sock.listen(self._listen_queue)
         if self.started:
             self._on_started()
 
@@ -247,6 +261,11 @@ def _guarded(base: type[Any], guard: Guards) -> type[Any]:
 
         def feed(self, data: bytes) -> None:
             super().data_received(data)
+
+        def body_buffered(self) -> bool:
+            # Both protocols gather the body the app has not taken yet in cycle.body.
+            cycle = self.cycle
+            return cycle is not None and bool(cycle.body)
 
         def connection_made(self, transport: asyncio.BaseTransport) -> None:
             super().connection_made(self.guard.wrap(transport))
@@ -328,10 +347,24 @@ def _httptools_protocol(guard: Guards, max_head_bytes: int) -> type[asyncio.Prot
             if not self._body_open:
                 self._head_bytes += len(data)
             super().feed(data)
+            if self.parser.should_upgrade():
+                self._no_upgrade()
             if self._head_bytes > max_head_bytes and not self.transport.is_closing():
                 message = "Invalid HTTP request received."
                 self.logger.warning(message)
                 self.send_400_response(message)
+
+        def _no_upgrade(self) -> None:
+            # A request that asks to switch protocols: llhttp parses nothing after it (it
+            # waits for the switch, which the gateway never makes), so a request
+            # pipelined behind it would wait, unanswered, for the head deadline. The
+            # connection ends with this request's answer instead, as h11's would not
+            # need to: the client learns at once to send the next one elsewhere.
+            cycle = self.cycle
+            if cycle is not None and not cycle.response_complete:
+                cycle.keep_alive = False
+            elif not self.transport.is_closing():
+                self.transport.close()
 
     return cast(type[asyncio.Protocol], HardenedHttpToolsProtocol)
 

@@ -6,7 +6,7 @@ sees as one JSON line on stdout.
 MODE ``look``: the environment it got, whether the gateway answers with the key, and where
 the key can be found (every ``/proc/*/cmdline``, every file under ``$HOME``); then exits
 with ARG (default 0). ``stdin``: echoes its input. ``wait``: says it is ready, then waits
-for SIGTERM, says it got it and dies of it. ``port``: the gateway's port, then exits.
+for SIGTERM (or SIGQUIT), says it got it and dies of it. ``port``: the gateway's port, then exits.
 ``spend N``: N chat requests one after another; the status and error code of each.
 ``relogin MODEL READY GO``: a chat request for MODEL, then creates the file READY and waits
 for the file GO (the test logs in to another account meanwhile), then two more; the status
@@ -107,6 +107,7 @@ def main() -> None:
             os.kill(os.getpid(), signum)
 
         signal.signal(signal.SIGTERM, on_term)
+        signal.signal(signal.SIGQUIT, on_term)
         _say({"ready": os.getpid()})
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:

@@ -4,6 +4,7 @@ where the key is (only there), exit statuses, signals, stdin, and the gateway's 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -356,6 +357,211 @@ def test_a_budget_refuses_the_commands_model_requests_once_reached(proc: Proc, h
         "copilot-host gateway (emulator) stopped after 4 requests; 3 model requests, "
         "credits 0.1275 (by model, requests/credits: gpt-4.1 3/0.1275)"
     )
+
+
+# -- no core files -------------------------------------------------------------------------------
+
+
+# Cores as large as they come (as many systems set), for the program that follows.
+_CORES_UNLIMITED = ["sh", "-c", 'ulimit -c unlimited && exec "$@"', "sh"]
+
+
+def _cores_are_observable(folder: Path) -> None:
+    """Skip unless a process killed by SIGSEGV here leaves a core file in ``folder``: the
+    kernel's ``core_pattern`` must name a file (``core``, ``core.%p``), not a pipe to a
+    handler, and the hard limit must allow one. Checked with a plain Python child, so the
+    test below can fail."""
+    import resource
+
+    pattern = Path("/proc/sys/kernel/core_pattern")
+    if not pattern.exists() or pattern.read_text().startswith("|"):
+        pytest.skip("core_pattern pipes cores to a handler: no core file to look for")
+    if resource.getrlimit(resource.RLIMIT_CORE)[1] == 0:
+        pytest.skip("the hard RLIMIT_CORE is 0 here")
+    probe = folder / "probe"
+    probe.mkdir()
+    subprocess.run(
+        [
+            *_CORES_UNLIMITED,
+            sys.executable,
+            "-c",
+            "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)",
+        ],
+        cwd=probe,
+        check=False,
+    )
+    if not any(probe.iterdir()):
+        pytest.skip("a crashing process leaves no core file in its folder here")
+
+
+@pytest.mark.parametrize("signum", [signal.SIGQUIT, signal.SIGSEGV], ids=["SIGQUIT", "SIGSEGV"])
+def test_run_writes_no_core_and_passes_sigquit_on(home: Path, tmp_path: Path, signum: int) -> None:
+    _cores_are_observable(tmp_path)
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    run = subprocess.Popen(
+        [*_CORES_UNLIMITED, str(console_script()), "run", "--emulator", *_child("wait")],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_env(home),
+        cwd=cwd,
+    )
+    command: int | None = None
+    try:
+        command = _read_line(run)["ready"]
+        run.send_signal(signum)
+        if signum == signal.SIGQUIT:
+            # Passed to the command like SIGTERM; run ends with the command's 128+3.
+            assert _read_line(run) == {"got": "SIGQUIT"}
+        code = run.wait(BOUND)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+        if command is not None and signum == signal.SIGSEGV:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(command, signal.SIGKILL)
+    assert run.stdout is not None and run.stderr is not None
+    run.stdout.close()
+    run.stderr.close()
+    assert code == (131 if signum == signal.SIGQUIT else -signal.SIGSEGV)
+    # Neither run nor the command (which inherits run's core limit) left a core.
+    assert sorted(path.name for path in cwd.iterdir()) == []
+
+
+# -- proxies -------------------------------------------------------------------------------------
+
+
+class _RecordingProxy:
+    """A loopback "proxy" that records what reaches it and answers nothing useful."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.seen: list[bytes] = []
+        self._socket = socket.create_server(("127.0.0.1", 0))
+        self._socket.settimeout(0.2)
+        self.url = f"http://127.0.0.1:{self._socket.getsockname()[1]}"
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                connection, _ = self._socket.accept()
+            except TimeoutError:
+                continue
+            with connection:
+                connection.settimeout(2)
+                try:
+                    self.seen.append(connection.recv(65536) or b"(connected)")
+                    connection.sendall(b"HTTP/1.1 502 Bad Gateway\r\ncontent-length: 0\r\n\r\n")
+                except OSError:
+                    self.seen.append(b"(connected)")
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+        self._socket.close()
+
+
+_OPENAI_AGENT = """\
+import json, os, sys
+import openai
+client = openai.OpenAI(max_retries=0, timeout=30)
+answer = client.chat.completions.create(
+    model="gpt-4.1", messages=[{"role": "user", "content": "hi"}]
+)
+print(json.dumps({
+    "argv": sys.argv[1:],
+    "text": answer.choices[0].message.content,
+    "no_proxy": [os.environ.get("NO_PROXY"), os.environ.get("no_proxy")],
+}))
+"""
+
+
+def test_with_proxy_variables_set_no_request_to_the_gateway_reaches_the_proxy(
+    proc: Proc, home: Path
+) -> None:
+    """An agent on the OpenAI SDK (which honours HTTP_PROXY/ALL_PROXY), named codex so that
+    run also chooses its model: neither run's own lookup nor the agent goes to the proxy."""
+    bin_dir = home / "bin"
+    bin_dir.mkdir()
+    codex = bin_dir / "codex"
+    codex.write_text(f"#!{sys.executable}\n{_OPENAI_AGENT}")
+    codex.chmod(0o755)
+    proxy = _RecordingProxy()
+    try:
+        variables = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "all_proxy")
+        done = _run(
+            proc,
+            home,
+            "--emulator",
+            "--",
+            "codex",
+            "exec",
+            "hi",
+            env={
+                "PATH": f"{bin_dir}:{os.environ['PATH']}",
+                **dict.fromkeys(variables, proxy.url),
+                "NO_PROXY": "example.internal",
+            },
+        )
+    finally:
+        proxy.close()
+    assert proxy.seen == []
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    assert seen["text"] == "echo: hi"
+    assert 'model="gpt-5.3-codex"' in seen["argv"]  # run's lookup got its answer in-process
+    # What the user had is kept; both spellings gain the gateway's names.
+    assert seen["no_proxy"] == [
+        "example.internal,127.0.0.1,localhost,::1",
+        "127.0.0.1,localhost,::1",
+    ]
+
+
+# -- the log file --------------------------------------------------------------------------------
+
+
+def test_log_refuses_a_fifo_without_blocking_and_a_hard_link(proc: Proc, home: Path) -> None:
+    python = ["--", sys.executable, "-c", "pass"]
+    fifo = home / "fifo"
+    os.mkfifo(fifo)
+    # Nobody reads the FIFO: an open that blocked would hold run (and serve) before they
+    # start, until the timeout fails the test.
+    for command in ("run", "serve"):
+        args = python if command == "run" else ["--port", "0"]
+        done = proc.script(
+            command, "--emulator", "--log", str(fifo), *args, env=_env(home), timeout=BOUND
+        )
+        assert done.returncode == 1
+        assert "is not a regular file of yours with one name" in done.stderr
+    # A FIFO somebody reads is refused as well.
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        done = _run(proc, home, "--emulator", "--log", str(fifo), *python)
+    finally:
+        os.close(reader)
+    assert done.returncode == 1 and "with one name" in done.stderr
+    # A second name of another of the user's files: neither appended to nor made 0600.
+    other = home / "notes.txt"
+    other.write_text("mine\n")
+    other.chmod(0o644)
+    link = home / "gateway.log"
+    os.link(other, link)
+    done = _run(proc, home, "--emulator", "--log", str(link), *python)
+    assert done.returncode == 1 and "with one name" in done.stderr
+    assert other.read_text() == "mine\n"
+    assert stat.S_IMODE(other.stat().st_mode) == 0o644
+    # A regular file of the user's with one name is still used, and made 0600.
+    link.unlink()
+    done = _run(proc, home, "--emulator", "--log", str(other), *python)
+    assert done.returncode == 0, done.stderr
+    assert stat.S_IMODE(other.stat().st_mode) == 0o600
+    assert other.read_text().startswith("mine\n") and "stopped after" in other.read_text()
 
 
 def _stand_ins(home: Path, *names: str) -> str:

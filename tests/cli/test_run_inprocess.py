@@ -145,8 +145,8 @@ def test_failures_before_the_command_starts(cli: Cli, tmp_path: Path) -> None:
     assert result.exit_code == 3
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
-    # A FIFO opened for writing would wait for a reader: O_NONBLOCK is not used, so the
-    # test makes one available; the gateway refuses it as not a regular file.
+    # A FIFO with a reader opens at once; the gateway refuses it as not a regular file
+    # (tests/cli/test_run.py shows one without a reader is refused without blocking).
     reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
     try:
         result = cli("run", "--emulator", "--log", str(fifo), *python)

@@ -41,19 +41,29 @@ class _App:
         if scope["path"] == "/hold":
             while not self.hold.is_set():
                 await asyncio.sleep(0.01)
+        if scope["path"] == "/refuse":
+            # Refused before its body is read, as the gateway refuses a keyless request.
+            headers = [(b"connection", b"close"), (b"content-length", b"2")]
+            await send({"type": "http.response.start", "status": 401, "headers": headers})
+            await send({"type": "http.response.body", "body": b"no"})
+            return
         await send({"type": "http.response.start", "status": 200, "headers": []})
         await send({"type": "http.response.body", "body": b"ok"})
 
 
 class _Running:
-    def __init__(self, bound: int, head_timeout: float, stack: ServerStack) -> None:
+    def __init__(
+        self, bound: int, head_timeout: float, stack: ServerStack, linger: float = 2.0
+    ) -> None:
         self.app = _App()
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
         self.server = GatewayServer(
             listener=self.listener,
             stack=stack,
-            hardening=Hardening(head_timeout=head_timeout, max_connections=bound),
+            hardening=Hardening(
+                head_timeout=head_timeout, max_connections=bound, linger_seconds=linger
+            ),
             lifespan=False,
         )
         self.thread = threading.Thread(
@@ -86,8 +96,8 @@ def running(request: pytest.FixtureRequest) -> Iterator[Any]:
     if stack.http == "httptools":
         require("httptools")  # [fast]; skipped only on the base install
 
-    def start(bound: int = 100, head_timeout: float = 0.5) -> _Running:
-        server = _Running(bound, head_timeout, stack).__enter__()
+    def start(bound: int = 100, head_timeout: float = 0.5, linger: float = 2.0) -> _Running:
+        server = _Running(bound, head_timeout, stack, linger).__enter__()
         made.append(server)
         return server
 
@@ -394,3 +404,142 @@ def test_the_soft_open_file_limit_is_raised_to_the_hard_one(
     monkeypatch.setattr(resource, "setrlimit", refused)
     limits["now"] = (256, 1_024)
     assert hardening.raise_open_file_limit() == 256  # kept as it was
+
+
+REFUSED = b"POST /refuse HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100000\r\n\r\n"
+
+
+def _refused(server: _Running, *, upload: bool) -> socket.socket:
+    """A connection refused before its body was read (the client has the 401); with
+    ``upload``, it has sent a byte of its body too."""
+    sock = server.connect()
+    sock.sendall(REFUSED)
+    sock.settimeout(BOUND)
+    assert sock.recv(65536).startswith(b"HTTP/1.1 401")
+    if upload:
+        sock.sendall(b"{")
+    return sock
+
+
+def _asks_whole(sock: socket.socket) -> bytes:
+    """An answer read to its end (the app's answers are chunked), so the connection is
+    kept alive and waits for the next head."""
+    sock.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+    sock.settimeout(BOUND)
+    answer = b""
+    while not answer.endswith(b"0\r\n\r\n"):
+        data = sock.recv(65536)
+        assert data, answer
+        answer += data
+    return answer
+
+
+def _gone(sock: socket.socket) -> bool:
+    """Whether the server has closed its end of a connection it lingers on (it shut its
+    write side at once, so the client reads EOF either way): a byte sent to a closed
+    end is answered with a reset; one sent to a lingering end is discarded."""
+    try:
+        sock.sendall(b"x")
+        sock.settimeout(0.5)
+        sock.recv(1)
+        time.sleep(0.05)
+        sock.sendall(b"x")
+        sock.recv(1)
+    except (ConnectionResetError, BrokenPipeError):
+        return True
+    except TimeoutError:
+        return False
+    return False
+
+
+def test_a_refusal_whose_body_never_starts_lingers_only_briefly(running: Any) -> None:
+    server = running(linger=30.0)
+    with _refused(server, upload=False) as sock:
+        time.sleep(2.0)  # LINGER_IDLE_SECONDS is 0.25; the linger once a body byte came, 30
+        assert _gone(sock)
+
+
+def test_a_refusal_whose_body_is_arriving_gets_the_full_linger(running: Any) -> None:
+    server = running(linger=30.0)
+    with _refused(server, upload=True) as sock:
+        time.sleep(2.0)
+        assert not _gone(sock)
+
+
+def test_past_the_bound_a_lingering_refused_connection_goes_first(running: Any) -> None:
+    """Connections refused before their bodies were read stand in nobody's way: a new
+    connection past the bound closes the one that has lingered longest."""
+    server = running(bound=3, head_timeout=30.0, linger=30.0)
+    refused = [_refused(server, upload=True) for _ in range(3)]
+    try:
+        with server.connect() as newcomer:
+            assert _asks(newcomer).startswith(b"HTTP/1.1 200")
+        deadline = time.monotonic() + BOUND
+        while not _gone(refused[0]):  # closed on the server's loop, a moment later
+            assert time.monotonic() < deadline
+        assert not _gone(refused[2])
+    finally:
+        for sock in refused:
+            sock.close()
+
+
+def test_a_quarter_of_the_bound_is_kept_for_connections_that_were_answered(
+    running: Any,
+) -> None:
+    """A kept-alive connection that got an answer is not pushed out by connections
+    nobody has answered yet, although it has waited longest."""
+    server = running(bound=4, head_timeout=30.0)
+    with server.connect() as answered:
+        assert _asks_whole(answered).startswith(b"HTTP/1.1 200")
+        idle = [server.connect() for _ in range(3)]
+        time.sleep(0.2)
+        try:
+            with server.connect():
+                assert _closed_within(idle[0], BOUND)  # an unanswered one went
+                # The answered one stayed.
+                assert _asks_whole(answered).startswith(b"HTTP/1.1 200")
+        finally:
+            for sock in idle:
+                sock.close()
+
+
+def test_when_the_system_refuses_a_large_soft_limit_the_most_it_allows_is_taken(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """macOS: soft 256, hard unlimited, and setrlimit refuses past kern.maxfilesperproc."""
+    import resource
+
+    from copilot_host.gateway import _hardening as hardening
+
+    limits = {"now": (256, resource.RLIM_INFINITY)}
+    allowed = {"most": 24_576}
+    monkeypatch.setattr(resource, "getrlimit", lambda _which: limits["now"])
+
+    def setrlimit(_which: int, wanted: tuple[int, int]) -> None:
+        if wanted[0] > allowed["most"]:
+            raise ValueError("not allowed")
+        limits["now"] = wanted
+
+    monkeypatch.setattr(resource, "setrlimit", setrlimit)
+    monkeypatch.setattr(hardening, "_per_process_files", lambda: [24_576])
+    assert hardening.raise_open_file_limit() == 24_576
+    # kern.maxfilesperproc unreadable: OPEN_MAX, 10240.
+    limits["now"] = (256, resource.RLIM_INFINITY)
+    allowed["most"] = 10_240
+    monkeypatch.setattr(hardening, "_per_process_files", list)
+    assert hardening.raise_open_file_limit() == 10_240
+    assert limits["now"] == (10_240, resource.RLIM_INFINITY)
+
+
+def test_the_bound_in_force_is_said_at_debug(caplog: pytest.LogCaptureFixture) -> None:
+    import resource
+
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    with caplog.at_level(logging.DEBUG, logger="copilot_host.gateway"):
+        GatewayServer(lifespan=False)._config(_App())
+    said = [
+        r.getMessage() for r in caplog.records if "client connections at once" in r.getMessage()
+    ]
+    assert said == [
+        f"open-file limit {soft}: at most {connection_bound(soft)} client connections at once"
+    ]

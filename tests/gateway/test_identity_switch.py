@@ -93,3 +93,35 @@ def test_the_gateway_relays_the_second_refusal_when_both_identities_are_refused(
     )
     assert (status, body["error"]["code"]) == (400, "model_not_supported")
     assert _seen(gateway)[2:] == [("vscode-chat", 400), (CLI_INTEGRATION_ID, 400)]
+
+
+@pytest.mark.parametrize(
+    "emulator",
+    [
+        Scenario(
+            models=minimal_models(),
+            api_endpoint=ENTERPRISE,
+            unserved_models={
+                "vscode-chat": frozenset({"gpt-5-mini"}),
+                CLI_INTEGRATION_ID: frozenset({"gpt-4.1"}),
+            },
+        )
+    ],
+    indirect=True,
+)
+def test_alternating_models_served_to_different_identities_do_not_flap(gateway: Gateway) -> None:
+    """Each model remembers the identity that worked for it: after one switch per model,
+    every request goes out once."""
+    for model in ("gpt-4.1", "gpt-5-mini") * 4:
+        body = {"model": model, "messages": [{"role": "user", "content": "hi"}]}
+        status, _headers, _answer = gateway.post("/v1/chat/completions", body)
+        assert status == 200
+    seen = _seen(gateway)
+    # One refusal per model (gpt-5-mini as the chat identity, then gpt-4.1 as the CLI's
+    # once the default had switched); every other request goes out once.
+    assert [entry for entry in seen if entry[1] != 200] == [
+        ("vscode-chat", 400),
+        (CLI_INTEGRATION_ID, 400),
+    ]
+    assert len(seen) == 8 + 2
+    assert seen[-2:] == [("vscode-chat", 200), (CLI_INTEGRATION_ID, 200)]

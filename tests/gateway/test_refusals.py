@@ -273,6 +273,37 @@ def test_an_unknown_model_is_404_and_nothing_is_sent_to_a_model(gateway: Gateway
         assert gateway.emulator.requests_to(endpoint) == ()
 
 
+def test_a_model_name_over_256_characters_is_400_on_every_path_before_any_lookup(
+    gateway: Gateway,
+) -> None:
+    """Longer names never reach the rules or the suggestion search (an 8 MiB name held the
+    event loop for seconds); 256 characters are still looked up (404 with suggestions)."""
+    gateway.emulator.clear_requests()
+    for length, status in ((257, 400), (8 * 1024 * 1024, 400), (256, 404)):
+        name = ("gpt-9-" + "9" * length)[:length]
+        found, _headers, body = gateway.post("/v1/chat/completions", {**CHAT, "model": name})
+        assert found == status
+        if status == 400:
+            assert "longer than 256" in _openai_error(body, "invalid_request")
+        found, _headers, body = gateway.post("/v1/responses", {"model": name, "input": "hi"})
+        assert found == status
+        found, _headers, body = gateway.post("/v1/messages", {**MESSAGES, "model": name})
+        assert found == status
+        if status == 400:
+            assert "longer than 256" in _anthropic_error(body, "invalid_request_error")
+        if length < 65536:  # a URL path that long is a head too large for the parsers
+            found, _headers, body = gateway.get(f"/v1/models/{name}")
+            assert found == status
+            if status == 400:
+                _openai_error(body, "invalid_request")
+            found, _headers, body = gateway.get(
+                f"/v1/models/{name}", headers={"anthropic-version": "2023-06-01"}
+            )
+            assert found == status
+    for endpoint in ("chat", "responses", "messages"):
+        assert gateway.emulator.requests_to(endpoint) == ()
+
+
 def test_a_model_on_an_endpoint_it_does_not_list_is_400_naming_its_endpoints(
     gateway: Gateway,
 ) -> None:

@@ -497,6 +497,13 @@ async def _garbage(_seen: Seen, _r: asyncio.StreamReader, writer: asyncio.Stream
     return False
 
 
+async def _switches(_seen: Seen, _r: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+    writer.write(_head("101 Switching Protocols", ("Connection", "Upgrade"), ("Upgrade", "h2c")))
+    writer.write(b"not HTTP any more")
+    await writer.drain()
+    return False
+
+
 async def _silent(_seen: Seen, _r: asyncio.StreamReader, _w: asyncio.StreamWriter) -> bool:
     await asyncio.sleep(BOUND)
     return False
@@ -560,6 +567,7 @@ FAILURES = {
     "hung_up": (_hang_up, httpx2.RemoteProtocolError),
     "short_body": (_short_body, httpx2.RemoteProtocolError),
     "garbage": (_garbage, httpx2.RemoteProtocolError),
+    "switching_protocols": (_switches, httpx2.RemoteProtocolError),
     "silent": (_silent, httpx2.ReadTimeout),
     "stalls_mid_body": (_stalls_mid_body, httpx2.ReadTimeout),
 }
@@ -941,7 +949,7 @@ class _Redirected(httpx2.AsyncBaseTransport):
         await self.inner.aclose()
 
 
-@pytest.mark.parametrize("failure", ["refused", "hung_up"])
+@pytest.mark.parametrize("failure", ["refused", "hung_up", "switches"])
 def test_the_gateway_answers_an_upstream_failure_the_same_on_either_transport(
     failure: str, tmp_path: Path
 ) -> None:
@@ -954,6 +962,26 @@ def test_the_gateway_answers_an_upstream_failure_the_same_on_either_transport(
     port = listener.getsockname()[1]
     if failure == "refused":
         listener.close()
+    elif failure == "switches":
+        listener.listen(8)
+
+        def switch() -> None:
+            # Each request answered 101, as if the upstream had switched protocols.
+            while True:
+                try:
+                    conn, _ = listener.accept()
+                except OSError:
+                    return
+                with conn:
+                    data = b""
+                    while b"\r\n\r\n" not in data and (piece := conn.recv(65536)):
+                        data += piece
+                    conn.sendall(
+                        b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\n"
+                        b"Upgrade: h2c\r\n\r\nnot HTTP any more"
+                    )
+
+        threading.Thread(target=switch, daemon=True).start()
     else:
         listener.listen(8)
 
@@ -989,7 +1017,7 @@ def test_the_gateway_answers_an_upstream_failure_the_same_on_either_transport(
                 answers[name] = (status, body["error"]["code"], body["error"]["message"])
     finally:
         listener.close()
-    expected = "RemoteProtocolError" if failure == "hung_up" else "ConnectError"
+    expected = "ConnectError" if failure == "refused" else "RemoteProtocolError"
     assert (
         answers["aiohttp"]
         == answers["httpx2"]

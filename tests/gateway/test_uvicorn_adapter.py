@@ -52,7 +52,10 @@ def test_an_attribute_init_no_longer_sets_is_named(monkeypatch: pytest.MonkeyPat
         original(self, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(h11_impl.RequestResponseCycle, "__init__", renamed)
-    assert _uvicorn._missing("h11") == ["RequestResponseCycle.response_complete"]
+    assert _uvicorn._missing("h11") == [
+        "RequestResponseCycle.response_complete",
+        "RequestResponseCycle.body",
+    ]
 
 
 def test_a_setting_config_lost_is_named(monkeypatch: pytest.MonkeyPatch) -> None:

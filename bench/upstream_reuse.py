@@ -1,0 +1,118 @@
+"""What it costs that the gateway uses no upstream connection twice on httpx2's own
+transport (docs/upstream/httpcore2-leftover-bytes.md).
+
+    python bench/upstream_reuse.py [--requests 300]
+
+A loopback TLS server (a self-signed certificate, trusted by the client) answers small
+JSON documents; one httpx2 client on httpx2's own transport sends the same sequential
+requests with the gateway's pool (connections kept alive: the baseline) and with
+``NO_REUSE_LIMITS`` (a new TCP and TLS connection per request). Printed: the time per
+request of each, measured in the same run, and the ratio. On loopback this is the CPU
+of a TLS handshake; to the real service each new connection adds the round trips of
+TCP and TLS too (two or three, some 20-100 ms each from most places), which loopback
+cannot show.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime
+import ipaddress
+import ssl
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx2
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from copilot_host.gateway._app import NO_REUSE_LIMITS, UPSTREAM_LIMITS
+
+BODY = b'{"ok": true}'
+
+
+def _certificate(folder: Path) -> tuple[Path, Path]:
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "bench upstream")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = folder / "cert.pem", folder / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return cert_path, key_path
+
+
+async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    try:
+        while True:
+            await reader.readuntil(b"\r\n\r\n")
+            writer.write(
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                b"Content-Length: %d\r\n\r\n%s" % (len(BODY), BODY)
+            )
+            await writer.drain()
+    except (asyncio.IncompleteReadError, ConnectionError, ssl.SSLError):
+        pass
+    finally:
+        writer.close()
+
+
+async def _per_request(url: str, trust: ssl.SSLContext, limits: httpx2.Limits, n: int) -> float:
+    async with httpx2.AsyncClient(verify=trust, limits=limits) as client:
+        await client.get(url)  # warm: imports, the first connection
+        began = time.perf_counter()
+        for _ in range(n):
+            answer = await client.get(url)
+            assert answer.status_code == 200
+        return (time.perf_counter() - began) / n
+
+
+async def main(requests: int) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        cert, key = _certificate(Path(folder))
+        served = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        served.load_cert_chain(cert, key)
+        trust = ssl.create_default_context(cafile=str(cert))
+        server = await asyncio.start_server(_handle, "127.0.0.1", 0, ssl=served)
+        url = f"https://127.0.0.1:{server.sockets[0].getsockname()[1]}/"
+        try:
+            kept = await _per_request(url, trust, UPSTREAM_LIMITS, requests)
+            fresh = await _per_request(url, trust, NO_REUSE_LIMITS, requests)
+        finally:
+            server.close()
+    print(f"{requests} sequential requests over TLS on loopback, httpx2's own transport")
+    print(f"  connections kept alive (baseline): {kept * 1000:.2f} ms per request")
+    print(f"  a new connection per request:      {fresh * 1000:.2f} ms per request")
+    print(f"  ratio: {fresh / kept:.1f}x the baseline")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
+    parser.add_argument("--requests", type=int, default=300)
+    asyncio.run(main(parser.parse_args().requests))
