@@ -226,3 +226,34 @@ def test_other_plans_get_no_auto_only_line(cli: Cli, emulate: Any) -> None:
     assert json.loads(cli("models", "--json", seam=env.seam).stdout)["auto_only"] is None
     doc = json.loads(cli("usage", "--json", seam=env.seam).stdout)
     assert (doc["sku"], doc["auto_only"]) == ("plus_monthly_subscriber_quota", False)
+
+
+def test_usage_shows_a_rate_window_its_answer_reported(cli: Cli, emulate: Any) -> None:
+    from copilot_host.testing import RawAnswer
+
+    answer = RawAnswer(
+        body=json.dumps({"login": "octocat", "copilot_plan": "individual_pro"}).encode(),
+        headers=(
+            ("Content-Type", "application/json"),
+            ("x-usage-ratelimit-weekly", "ent=500&rem=25.0&rst=2026-12-07T00%3A00%3A00Z"),
+        ),
+    )
+    env = _logged_in(
+        cli, emulate, Scenario(models=minimal_models(), answers={"copilot_user": answer})
+    )
+    result = cli("usage", seam=env.seam)
+    assert result.exit_code == 0, result.stderr
+    (row,) = [line for line in result.stdout.splitlines() if line.startswith("weekly window")]
+    assert "[###############.....]" in row
+    assert "entitlement 500; resets 2026-12-07 00:00 UTC" in row
+    assert row.endswith("25.0% left")
+    assert "not reported" not in result.stdout
+    doc = json.loads(cli("usage", "--json", seam=env.seam).stdout)
+    assert doc["rate_windows"] == [
+        {
+            "id": "weekly",
+            "entitlement": 500.0,
+            "percent_remaining": 25.0,
+            "reset_at": "2026-12-07T00:00:00Z",
+        }
+    ]
