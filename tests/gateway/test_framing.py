@@ -16,6 +16,7 @@ import pytest
 from copilot_host.gateway import _app
 from copilot_host.gateway._stack import PURE_PYTHON, ServerStack
 from copilot_host.testing import GitHubEmulator
+from tests._extras import require
 from tests.gateway._support import Gateway, running_gateway
 
 BOUND = 10.0
@@ -28,6 +29,8 @@ def gateway(request: pytest.FixtureRequest, tmp_path: object) -> Iterator[Gatewa
     from pathlib import Path
 
     assert isinstance(tmp_path, Path)
+    if request.param.http == "httptools":
+        require("httptools")  # [fast]; skipped only on the base install
     with (
         GitHubEmulator() as emulator,
         running_gateway(emulator, tmp_path / "home", stack=request.param) as running,

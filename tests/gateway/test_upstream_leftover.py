@@ -17,10 +17,10 @@ from pathlib import Path
 import httpx2
 
 from copilot_host.gateway import create_app
-from copilot_host.gateway._aiotransport import AiohttpTransport
 from copilot_host.github import AsyncGitHubCopilotHost
 from copilot_host.store import CredentialStore
 from copilot_host.testing import GitHubEmulator
+from tests._extras import require
 from tests.gateway._support import new_key
 
 BOUND = 20.0
@@ -107,6 +107,9 @@ def test_on_httpx2s_own_transport_the_gateway_uses_no_upstream_connection_twice(
 
 
 def test_the_aiohttp_transport_discards_what_an_answer_left() -> None:
+    require("aiohttp")  # [fast]; skipped only on the base install
+    from copilot_host.gateway._aiotransport import AiohttpTransport
+
     async def test() -> tuple[list[bytes], int]:
         async with (
             _upstream() as (upstream, url),
