@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-__all__ = ["REQUEST", "SCRIPT", "Pane", "agent", "env", "isolated", "onboard_claude"]
+__all__ = ["REQUEST", "SCRIPT", "Pane", "agent", "env", "isolated", "onboard_claude", "run_in"]
 
 SCRIPT = Path(sys.executable).parent / "copilot-host"
 # A model request in the access log: what was asked, what served, the status.
@@ -50,6 +50,21 @@ def env(home: Path) -> dict[str, str]:
         NO_COLOR="1",
     )
     return found
+
+
+def run_in(home: Path, command: list[str], *, bound: float) -> subprocess.CompletedProcess[str]:
+    """``command`` run to its end in ``home``'s working folder, with no input, its output
+    captured, and killed past ``bound`` seconds."""
+    return subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        env=env(home),
+        cwd=home / "work",
+        stdin=subprocess.DEVNULL,
+        timeout=bound,
+        check=False,
+    )
 
 
 def isolated() -> list[str]:

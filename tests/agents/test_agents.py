@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.agents._harness import REQUEST, SCRIPT, Pane, agent, env, onboard_claude
+from tests.agents._harness import REQUEST, SCRIPT, Pane, agent, onboard_claude, run_in
 
 pytestmark = [pytest.mark.agents, pytest.mark.slow]
 
@@ -32,15 +32,8 @@ def _run(
     home: Path, *command: str
 ) -> tuple[subprocess.CompletedProcess[str], list[tuple[str, ...]]]:
     log = home / "gateway.log"
-    done = subprocess.run(
-        [str(SCRIPT), "run", "--emulator", "--log", str(log), "--", *command],
-        capture_output=True,
-        text=True,
-        env=env(home),
-        cwd=home / "work",
-        stdin=subprocess.DEVNULL,
-        timeout=BOUND,
-        check=False,
+    done = run_in(
+        home, [str(SCRIPT), "run", "--emulator", "--log", str(log), "--", *command], bound=BOUND
     )
     requests = [match.groups() for match in REQUEST.finditer(log.read_text())]
     return done, requests
@@ -160,7 +153,8 @@ def test_no_beta_outside_the_served_list_reaches_the_service(home: Path) -> None
             store=CredentialStore(store_home, key_file=True), transport=emulator.transport()
         ) as person:
             person.login(sleep=lambda _seconds: None)
-        done = subprocess.run(
+        done = run_in(
+            home,
             [
                 sys.executable,
                 str(Path(__file__).resolve().parent / "run_child.py"),
@@ -172,13 +166,7 @@ def test_no_beta_outside_the_served_list_reaches_the_service(home: Path) -> None
                 "--model",
                 "sonnet",
             ],
-            capture_output=True,
-            text=True,
-            env=env(home),
-            cwd=home / "work",
-            stdin=subprocess.DEVNULL,
-            timeout=BOUND,
-            check=False,
+            bound=BOUND,
         )
         sent = emulator.requests_to("messages")
     assert done.returncode == 0, done.stderr

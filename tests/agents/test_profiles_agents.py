@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.agents._harness import agent, env, isolated
+from tests.agents._harness import agent, isolated, run_in
 
 pytestmark = [pytest.mark.agents, pytest.mark.slow]
 
@@ -31,15 +31,8 @@ AIDER = Path(os.environ.get("COPILOT_HOST_AIDER", "/opt/aider/bin/aider"))
 
 def _recorded(home: Path, *command: str) -> tuple[subprocess.CompletedProcess[str], Any]:
     out = home / "records.json"
-    done = subprocess.run(
-        [*isolated(), sys.executable, str(CHILD), str(out), "--", *command],
-        capture_output=True,
-        text=True,
-        env=env(home),
-        cwd=home / "work",
-        stdin=subprocess.DEVNULL,
-        timeout=BOUND,
-        check=False,
+    done = run_in(
+        home, [*isolated(), sys.executable, str(CHILD), str(out), "--", *command], bound=BOUND
     )
     assert out.exists(), done.stderr
     return done, json.loads(out.read_text())
