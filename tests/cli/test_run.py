@@ -515,7 +515,7 @@ def test_with_proxy_variables_set_no_request_to_the_gateway_reaches_the_proxy(
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout)
     assert seen["text"] == "echo: hi"
-    assert 'model="gpt-5.3-codex"' in seen["argv"]  # run's lookup got its answer in-process
+    assert 'model="gpt-5.6-luna"' in seen["argv"]  # run's lookup got its answer in-process
     # What the user had is kept; both spellings gain the gateway's names.
     assert seen["no_proxy"] == [
         "example.internal,127.0.0.1,localhost,::1",
