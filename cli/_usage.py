@@ -31,8 +31,14 @@ Examples:
    "reset_at":"2027-01-01T00:00:00Z"|null,
    "quotas":[{"id":"premium_interactions","entitlement":1500.0,"remaining":12.5,
      "used":1487.5,"percent_remaining":0.8,"unlimited":false,
-     "overage_permitted":false}]}
+     "overage_permitted":false,"overage_count":0.0|null,"overage_in_use":false,
+     "usable":true}],
+   "rate_windows":[{"id":"session"|"weekly","entitlement":50.0|null,
+     "percent_remaining":80.0|null,"reset_at":"2026-12-02T18:00:00Z"|null}]}
 Numbers are as GitHub reports them (fractions; negative remaining once overage is used).
+"usable" is false only for a used-up quota whose plan permits no overage.
+"rate_windows" holds the windows this lookup's answer reported (often none: GitHub
+reports them on model answers, which `serve` and `run` warn about).
 An exhausted quota is not an error: the exit status is 0.
 """
 
@@ -61,8 +67,20 @@ def usage_document(found: CopilotUsage) -> dict[str, Any]:
                 "percent_remaining": q.percent_remaining,
                 "unlimited": q.unlimited,
                 "overage_permitted": q.overage_permitted,
+                "overage_count": q.overage_count,
+                "overage_in_use": q.overage_in_use,
+                "usable": q.usable,
             }
             for q in found.quotas
+        ],
+        "rate_windows": [
+            {
+                "id": w.id,
+                "entitlement": w.entitlement,
+                "percent_remaining": w.percent_remaining,
+                "reset_at": _iso(w.reset_at),
+            }
+            for w in found.rate_windows
         ],
     }
 
@@ -97,9 +115,21 @@ def _row(quota: Quota, unit: str) -> tuple[str, str, str, str]:
     shown = f"{_amount(quota.used)} used, {_amount(quota.remaining)} left of "
     shown += f"{_amount(quota.entitlement)} {unit}"
     percent = "" if left is None else f"{max(0.0, left) * 100:.1f}% left"
-    if quota.remaining is not None and quota.remaining <= 0:
-        percent += " (overage)" if quota.overage_permitted and quota.remaining < 0 else ""
-    return (name, _bar(quota), shown, percent)
+    if quota.overage_in_use:
+        over = "" if not quota.overage_count else f" {_amount(quota.overage_count)} {unit}"
+        percent += f" (overage in use{over})"
+    elif not quota.usable:
+        percent += " (used up; no overage on this plan)"
+    return (name, _bar(quota), shown, percent.strip())
+
+
+def _window_row(window: Quota) -> tuple[str, str, str, str]:
+    shown = "" if window.entitlement is None else f"entitlement {_amount(window.entitlement)}"
+    if window.reset_at is not None:
+        shown += f"{'; ' if shown else ''}resets {window.reset_at:%Y-%m-%d %H:%M} UTC"
+    left = window.percent_remaining
+    percent = "" if left is None else f"{left:.1f}% left"
+    return (f"{window.id} window", _bar(window), shown, percent)
 
 
 def usage_lines(found: CopilotUsage) -> list[str]:
@@ -111,12 +141,18 @@ def usage_lines(found: CopilotUsage) -> list[str]:
     if found.reset_at is not None:
         head += f"; quotas reset on {found.reset_at:%Y-%m-%d} (UTC)"
     rows = [_row(q, found.unit) for q in found.quotas]
+    rows += [_window_row(w) for w in found.rate_windows]
     lines = [head]
     auto_only = found.auto_only_line()
     if auto_only is not None:
         lines.append(auto_only)
     if rows:
         lines += table(("QUOTA", "USED", "AMOUNT", "LEFT"), rows)
+    if not found.rate_windows:
+        lines.append(
+            "rate-limit windows: not reported by this lookup "
+            "(serve and run warn when a model answer reports one running low)"
+        )
     return lines
 
 

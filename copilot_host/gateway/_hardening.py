@@ -1,22 +1,22 @@
 """What keeps the gateway answering its own user while other local programs misbehave.
 
-Any local user can open connections to a loopback port, key or no key. Left to uvicorn's
-defaults, connections that send nothing (or drip a request head a byte at a time) are held
+Any local user can open connections to a loopback port, key or no key. Left to the ASGI
+server's defaults, connections that send nothing (or drip a request head a byte at a time) are held
 for ever, each costs a descriptor, and once the process has none left the user's own
 requests wait in the listen queue while asyncio logs a traceback per failed ``accept()``.
 This module bounds all of that, on asyncio alone; the server's HTTP protocols reach it
-through :mod:`._uvicorn`, the one module that names uvicorn's classes and attributes:
+through the server adapter, the one module that names the server's classes:
 
 * :func:`raise_open_file_limit`: the soft ``RLIMIT_NOFILE`` goes up to the hard limit at
   start (when the hard limit is unlimited and the system refuses a large soft one, as
   macOS does past ``kern.maxfilesperproc``, to the most it allows), so the bounds below
   are as generous as the account allows.
-* :func:`hardened_protocol`: uvicorn's h11 or httptools protocol, each connection watched
+* ``_serving.hardened_protocol``: the server's h11 or httptools protocol, each connection watched
   by a :class:`Guard`:
 
   - a deadline for the request head: a connection that has not sent a complete request
     head within :data:`HEAD_TIMEOUT` seconds of opening (or of its previous answer) is
-    closed, idle and dripping alike (uvicorn times only the wait between keep-alive
+    closed, idle and dripping alike (the server times only the wait between keep-alive
     requests, and forgets that timer at the first byte);
   - a bound on connections held at once, below what the descriptors allow
     (:func:`connection_bound`). A connection whose last answer was a refusal sent before
@@ -68,7 +68,6 @@ __all__ = [
     "Hardening",
     "capture_stop_signals",
     "connection_bound",
-    "hardened_protocol",
     "quiet_accept_errors",
     "raise_open_file_limit",
 ]
@@ -237,7 +236,7 @@ class ConnectionBook:
 
 
 class Connection(Protocol):
-    """What a guard asks of the HTTP protocol it watches (:mod:`._uvicorn` answers)."""
+    """What a guard asks of the HTTP protocol it watches (the server adapter answers)."""
 
     def body_unread(self) -> bool:
         """Whether the request being answered has body bytes the server never read."""
@@ -440,38 +439,6 @@ class Guard:
         if self._linger_timer is not None:
             self._linger_timer.cancel()
         self._linger_timer = self._loop.call_at(when, self._linger.real.close)
-
-
-def hardened_protocol(
-    book: ConnectionBook,
-    *,
-    http: str = "h11",
-    head_timeout: float = HEAD_TIMEOUT,
-    linger_seconds: float = LINGER_SECONDS,
-    linger_bytes: int = LINGER_BYTES,
-    max_head_bytes: int = MAX_HEAD_BYTES,
-    linger_idle_seconds: float = LINGER_IDLE_SECONDS,
-) -> type[asyncio.Protocol]:
-    """uvicorn's HTTP protocol ``http`` (``"h11"`` or ``"httptools"``) with each
-    connection watched by a :class:`Guard` keeping ``book``. The two differ only in how
-    they answer two questions, "is a request body still unread?" and "is the connection
-    waiting for a request head?", and httptools gets the bound on a request head that h11
-    keeps by itself (``max_head_bytes``, given to h11 as its largest incomplete event)."""
-    from . import _uvicorn
-
-    limits = Hardening(
-        head_timeout=head_timeout,
-        max_connections=book.bound,
-        linger_seconds=linger_seconds,
-        linger_bytes=linger_bytes,
-        max_head_bytes=max_head_bytes,
-        linger_idle_seconds=linger_idle_seconds,
-    )
-
-    def guard(connection: Connection) -> Guard:
-        return Guard(connection, book, limits)
-
-    return _uvicorn.protocol(http, guard, max_head_bytes=max_head_bytes)
 
 
 def quiet_accept_errors(loop: asyncio.AbstractEventLoop) -> Callable[[], None]:

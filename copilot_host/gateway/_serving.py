@@ -29,11 +29,17 @@ from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 import copilot_host as ch
 
 from ._hardening import (
+    HEAD_TIMEOUT,
+    LINGER_BYTES,
+    LINGER_IDLE_SECONDS,
+    LINGER_SECONDS,
+    MAX_HEAD_BYTES,
+    Connection,
     ConnectionBook,
+    Guard,
     Hardening,
     capture_stop_signals,
     connection_bound,
-    hardened_protocol,
     quiet_accept_errors,
     raise_open_file_limit,
 )
@@ -298,3 +304,35 @@ async def serve(app: Any, **options: Unpack[ServeOptions]) -> None:
     the task is cancelled or, with ``signals=True``, a stop signal arrives; either way
     requests in flight get the grace period. The options are :class:`GatewayServer`'s."""
     await GatewayServer(**options).serve(app)
+
+
+def hardened_protocol(
+    book: ConnectionBook,
+    *,
+    http: str = "h11",
+    head_timeout: float = HEAD_TIMEOUT,
+    linger_seconds: float = LINGER_SECONDS,
+    linger_bytes: int = LINGER_BYTES,
+    max_head_bytes: int = MAX_HEAD_BYTES,
+    linger_idle_seconds: float = LINGER_IDLE_SECONDS,
+) -> type[asyncio.Protocol]:
+    """uvicorn's HTTP protocol ``http`` (``"h11"`` or ``"httptools"``) with each
+    connection watched by a :class:`Guard` keeping ``book``. The two differ only in how
+    they answer two questions, "is a request body still unread?" and "is the connection
+    waiting for a request head?", and httptools gets the bound on a request head that h11
+    keeps by itself (``max_head_bytes``, given to h11 as its largest incomplete event)."""
+    from . import _uvicorn
+
+    limits = Hardening(
+        head_timeout=head_timeout,
+        max_connections=book.bound,
+        linger_seconds=linger_seconds,
+        linger_bytes=linger_bytes,
+        max_head_bytes=max_head_bytes,
+        linger_idle_seconds=linger_idle_seconds,
+    )
+
+    def guard(connection: Connection) -> Guard:
+        return Guard(connection, book, limits)
+
+    return _uvicorn.protocol(http, guard, max_head_bytes=max_head_bytes)

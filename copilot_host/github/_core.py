@@ -107,6 +107,20 @@ class HostCore:
     def client_id(self) -> str:
         return self._client_id
 
+    def client_id_mismatch(self) -> str | None:
+        """The stored login's OAuth app when it is not this host's ``client_id=``, else None.
+
+        A status check for applications (DESIGN, "Client id"): the token keeps working
+        for the app it was minted for, but a re-login from this host would authorize a
+        different app. None too when nobody is logged in. Reads only the record's header
+        (no network, no keyring).
+        """
+        header = self._store.header()
+        if header is None:
+            return None
+        stored = header.client_id if header.client_id is not None else DEFAULT_CLIENT_ID
+        return None if stored == self._client_id else stored
+
     def request_headers(self) -> Mapping[str, str]:
         return self._headers
 

@@ -9,6 +9,8 @@ in real answers; unknown fields are ignored; a malformed answer is a ``ResponseE
 
 from __future__ import annotations
 
+import math
+import urllib.parse
 from collections.abc import Mapping
 from datetime import datetime
 
@@ -27,7 +29,7 @@ from ._status import (
 from ._urls import USAGE_URL
 from ._wire import WireRequest, WireResponse, json_object, opt_number, reads_response
 
-__all__ = ["build_usage_request", "parse_usage"]
+__all__ = ["build_usage_request", "parse_rate_windows", "parse_usage"]
 
 WHAT = "the Copilot usage lookup"
 _MAX_QUOTAS = 32
@@ -75,13 +77,14 @@ def _quota(
     *,
     unlimited: bool,
     overage: bool,
+    overage_count: float | None = None,
 ) -> Quota:
     used = (
         entitlement - remaining
         if entitlement is not None and remaining is not None and not unlimited
         else None
     )
-    return Quota(quota_id, entitlement, remaining, used, percent, unlimited, overage)
+    return Quota(quota_id, entitlement, remaining, used, percent, unlimited, overage, overage_count)
 
 
 def _snapshot(key: str, value: object) -> Quota:
@@ -97,6 +100,7 @@ def _snapshot(key: str, value: object) -> Quota:
         opt_number(value, "percent_remaining", WHAT),
         unlimited=_flag(value, "unlimited"),
         overage=_flag(value, "overage_permitted"),
+        overage_count=opt_number(value, "overage_count", WHAT),
     )
 
 
@@ -122,6 +126,41 @@ def _free_quotas(monthly: object, left: object) -> list[Quota]:
             _quota(_quota_id(key), entitlement, rest, percent, unlimited=False, overage=False)
         )
     return quotas
+
+
+_WINDOWS = ("session", "weekly")
+
+
+def _header_number(fields: Mapping[str, list[str]], key: str) -> float | None:
+    try:
+        value = float(fields.get(key, [""])[0])
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def parse_rate_windows(headers: Mapping[str, str]) -> tuple[Quota, ...]:
+    """The usage rate-limit windows an answer reports (``x-usage-ratelimit-session`` and
+    ``-weekly``, each ``ent=..&rem=<percent left>&rst=..``, as VS Code's
+    ``chatQuotaService.ts`` reads them). A value that does not parse is left out: these
+    headers only inform, they never fail a lookup."""
+    windows: list[Quota] = []
+    for window in _WINDOWS:
+        raw = headers.get(f"x-usage-ratelimit-{window}")
+        if raw is None:
+            continue
+        fields = urllib.parse.parse_qs(raw[:1024])
+        percent = _header_number(fields, "rem")
+        entitlement = _header_number(fields, "ent")
+        if percent is None and entitlement is None:
+            continue
+        if percent is not None:
+            percent = max(0.0, min(100.0, percent))
+        reset = parse_instant(fields.get("rst", [""])[0])
+        windows.append(
+            Quota(window, entitlement, None, None, percent, False, False, reset_at=reset)
+        )
+    return tuple(windows)
 
 
 def _reset(body: Mapping[str, object]) -> datetime | None:
@@ -178,4 +217,5 @@ def parse_usage(response: WireResponse, login: str) -> CopilotUsage:
         quotas=tuple(quotas),
         sku=sku,
         auto_only=sku in AUTO_ONLY_SKUS or shown_plan in AUTO_ONLY_PLANS,
+        rate_windows=parse_rate_windows(response.headers),
     )

@@ -51,7 +51,18 @@ def test_usage_json_document_has_exactly_the_documented_shape(cli: Cli, emulate:
     # An exhausted quota is what the person asked to see, not a failure.
     assert result.exit_code == 0, result.stderr
     doc = json.loads(result.stdout)
-    assert set(doc) == {"v", "login", "plan", "sku", "auto_only", "unit", "reset_at", "quotas"}
+    assert set(doc) == {
+        "v",
+        "login",
+        "plan",
+        "sku",
+        "auto_only",
+        "unit",
+        "reset_at",
+        "quotas",
+        "rate_windows",
+    }
+    assert doc["rate_windows"] == []
     assert (doc["v"], doc["login"], doc["plan"], doc["unit"]) == (
         1,
         "octocat",
@@ -68,7 +79,34 @@ def test_usage_json_document_has_exactly_the_documented_shape(cli: Cli, emulate:
         "percent_remaining": 0.0,
         "unlimited": False,
         "overage_permitted": False,
+        "overage_count": 0.0,
+        "overage_in_use": False,
+        "usable": False,
     }
+
+
+def test_usage_says_overage_in_use_with_its_count(cli: Cli, emulate: Any) -> None:
+    env = _logged_in(cli, emulate, Scenario(quota_entitlement=1500, quota_used=1620))
+    result = cli("usage", seam=env.seam)
+    assert result.exit_code == 0, result.stderr
+    premium = next(line for line in result.stdout.splitlines() if "premium" in line)
+    assert premium.endswith("0.0% left (overage in use 120 credits)")
+    assert result.stdout.splitlines()[-1].startswith("rate-limit windows: not reported")
+    doc = json.loads(cli("usage", "--json", seam=env.seam).stdout)
+    quota = next(q for q in doc["quotas"] if q["id"] == "premium_interactions")
+    assert (quota["remaining"], quota["overage_count"]) == (-120.0, 120.0)
+    assert (quota["overage_in_use"], quota["usable"]) == (True, True)
+
+
+def test_usage_says_when_a_used_up_quota_no_longer_serves(cli: Cli, emulate: Any) -> None:
+    spent = _logged_in(
+        cli,
+        emulate,
+        Scenario(quota_entitlement=300, quota_used=300, overage_permitted=False),
+    )
+    shown = cli("usage", seam=spent.seam).stdout
+    line = next(line for line in shown.splitlines() if "premium" in line)
+    assert line.endswith("0.0% left (used up; no overage on this plan)")
 
 
 def test_usage_not_logged_in_exits_1_and_sends_nothing(cli: Cli, emulate: Any) -> None:
@@ -188,3 +226,34 @@ def test_other_plans_get_no_auto_only_line(cli: Cli, emulate: Any) -> None:
     assert json.loads(cli("models", "--json", seam=env.seam).stdout)["auto_only"] is None
     doc = json.loads(cli("usage", "--json", seam=env.seam).stdout)
     assert (doc["sku"], doc["auto_only"]) == ("plus_monthly_subscriber_quota", False)
+
+
+def test_usage_shows_a_rate_window_its_answer_reported(cli: Cli, emulate: Any) -> None:
+    from copilot_host.testing import RawAnswer
+
+    answer = RawAnswer(
+        body=json.dumps({"login": "octocat", "copilot_plan": "individual_pro"}).encode(),
+        headers=(
+            ("Content-Type", "application/json"),
+            ("x-usage-ratelimit-weekly", "ent=500&rem=25.0&rst=2026-12-07T00%3A00%3A00Z"),
+        ),
+    )
+    env = _logged_in(
+        cli, emulate, Scenario(models=minimal_models(), answers={"copilot_user": answer})
+    )
+    result = cli("usage", seam=env.seam)
+    assert result.exit_code == 0, result.stderr
+    (row,) = [line for line in result.stdout.splitlines() if line.startswith("weekly window")]
+    assert "[###############.....]" in row
+    assert "entitlement 500; resets 2026-12-07 00:00 UTC" in row
+    assert row.endswith("25.0% left")
+    assert "not reported" not in result.stdout
+    doc = json.loads(cli("usage", "--json", seam=env.seam).stdout)
+    assert doc["rate_windows"] == [
+        {
+            "id": "weekly",
+            "entitlement": 500.0,
+            "percent_remaining": 25.0,
+            "reset_at": "2026-12-07T00:00:00Z",
+        }
+    ]

@@ -1,6 +1,7 @@
 """Run ``copilot-host serve`` in this (child) process against an emulator in another one.
 
     python tests/gateway/serve_child.py EMULATOR_PORT [--debug] [serve options...]
+    python tests/gateway/serve_child.py EMULATOR_PORT run [run options...] -- COMMAND...
 
 The emulator's transports reach the command through the CLI's private test seam (``obj=``
 on ``main``), which no option or environment variable can reach. The login is whatever
@@ -36,6 +37,10 @@ def main() -> None:
         upstream_transport=lambda: async_loopback_transport(port, inner=upstream_transport()),
     )
     options = sys.argv[2:]
+    if options[:1] == ["run"]:
+        # ``run`` the same way: its options and the command after ``--`` as given.
+        cli(options, obj=seam, prog_name="copilot-host")
+        return
     debug = ["--debug"] if "--debug" in options else []  # the group's option, not serve's
     serve = [option for option in options if option != "--debug"]
     cli([*debug, "serve", *serve], obj=seam, prog_name="copilot-host")

@@ -260,3 +260,60 @@ def test_plans_that_can_use_only_auto_are_read_from_the_sku_and_the_plan(
             f"this plan ({shown}) can use only Auto model selection; requests that name a "
             "model will be refused"
         )
+
+
+def test_overage_in_use_and_whether_an_exhausted_quota_still_serves(
+    store: CredentialStore,
+) -> None:
+    over = Scenario(models=minimal_models(), quota_entitlement=1500, quota_used=1600.5)
+    spent = Scenario(
+        models=minimal_models(), quota_entitlement=300, quota_used=300, overage_permitted=False
+    )
+    found = []
+    for scenario in (over, spent):
+        with (
+            GitHubEmulator(scenario) as emu,
+            GitHubCopilotHost(store=store, transport=emu.transport()) as host,
+        ):
+            _login(host)
+            found.append(_premium(host.usage()))
+    premium, exhausted = found
+    # Past the entitlement: remaining negative, the answer's overage_count, still usable.
+    assert (premium.remaining, premium.overage_count) == (-100.5, 100.5)
+    assert (premium.overage_in_use, premium.overage_permitted, premium.usable) == (
+        True,
+        True,
+        True,
+    )
+    # Used up on a plan without overage: no overage in use, and no longer usable.
+    assert (exhausted.remaining, exhausted.overage_count) == (0.0, 0.0)
+    assert (exhausted.overage_in_use, exhausted.usable) == (False, False)
+
+
+def test_rate_windows_come_from_the_answer_that_reported_them(store: CredentialStore) -> None:
+    plain = Scenario(models=minimal_models())
+    with (
+        GitHubEmulator(plain) as emu,
+        GitHubCopilotHost(store=store, transport=emu.transport()) as host,
+    ):
+        _login(host)
+        usual = host.usage()
+    # The emulator, like every source read, reports no window on copilot_internal/user.
+    assert usual.rate_windows == ()
+    answer = RawAnswer(
+        body=json.dumps({"login": "octocat", "copilot_plan": "individual_pro"}).encode(),
+        headers=(
+            ("Content-Type", "application/json"),
+            ("x-usage-ratelimit-session", "ent=50&rem=12.5&rst=2026-12-02T18%3A00%3A00Z"),
+            ("x-usage-ratelimit-weekly", "ent=abc&rem=nope"),
+        ),
+    )
+    scenario = Scenario(models=minimal_models(), answers={"copilot_user": answer})
+    with (
+        GitHubEmulator(scenario) as emu,
+        GitHubCopilotHost(store=store, transport=emu.transport()) as host,
+    ):
+        usage = host.usage()
+    (session,) = usage.rate_windows  # the unreadable weekly value is left out, no failure
+    assert (session.id, session.entitlement, session.percent_remaining) == ("session", 50, 12.5)
+    assert session.reset_at == datetime(2026, 12, 2, 18, tzinfo=UTC)
