@@ -16,7 +16,10 @@ from ._output import CopilotHostCommand, Output
 if TYPE_CHECKING:
     from copilot_host import ModelBilling, ModelRoute, SkippedModel
 
-__all__ = ["models", "route_document", "skipped_document"]
+__all__ = ["TITLES", "models", "route_document", "skipped_document"]
+
+# The columns of the ``models`` table, in order.
+TITLES = ("ROUTE", "NAME", "PROTOCOL", "CONTEXT", "PICKER", "MULT", "IN/1M", "OUT/1M", "CACHE/1M")
 
 _EPILOG = """\b
 Examples:
@@ -233,18 +236,7 @@ def models(as_json: bool, show_all: bool) -> None:
         )
         for r in routes
     ]
-    titles = (
-        "ROUTE",
-        "NAME",
-        "PROTOCOL",
-        "CONTEXT",
-        "PICKER",
-        "MULT",
-        "IN/1M",
-        "OUT/1M",
-        "CACHE/1M",
-    )
-    for line in table(titles, rows):
+    for line in table(TITLES, rows):
         out.result(line)
     _print_billing_notes(out, routes)
     if show_all:

@@ -214,20 +214,17 @@ def _messages(
 
 def _billing_header(value: dict[str, Any], result: Rewritten) -> None:
     system = value.get("system")
+    # What ``system`` keeps without the header: the rest of a string, or the other blocks.
+    kept: str | list[Any]
     if isinstance(system, str):
-        if system.startswith(_BILLING_PREFIX):
-            rest = system.partition("\n")[2]
-            doc = _edit(value, result)
-            if rest:
-                doc["system"] = rest
-            else:
-                del doc["system"]
-            result.names.append("billing-header")
-        return
-    if not isinstance(system, list) or not system:
-        return
-    kept = [block for block in system if not _is_billing(block)]
-    if len(kept) == len(system):
+        if not system.startswith(_BILLING_PREFIX):
+            return
+        kept = system.partition("\n")[2]
+    elif isinstance(system, list) and system:
+        kept = [block for block in system if not _is_billing(block)]
+        if len(kept) == len(system):
+            return
+    else:
         return
     doc = _edit(value, result)
     if kept:

@@ -12,6 +12,18 @@ needs nothing beyond the library's own dependencies.
 from __future__ import annotations
 
 from ._emulator import GitHubEmulator
+from ._groups import (
+    COPILOT_CLI_CLIENT_ID,
+    VSCODE_CLIENT_ID,
+    DeviceFlow,
+    Faults,
+    Inventory,
+    RateWindow,
+    RawAnswer,
+    Replies,
+    Session,
+    Usage,
+)
 from ._inventory import (
     chat_model,
     inventory_of,
@@ -21,23 +33,8 @@ from ._inventory import (
 )
 from ._protocols import ToolCall
 from ._record import RecordedRequest
-from ._scenario import (
-    AUTO_ONLY_PLANS,
-    CHECKS,
-    COPILOT_CLI_CLIENT_ID,
-    ENDPOINTS,
-    USAGE_PLANS,
-    VSCODE_CLIENT_ID,
-    DeviceFlow,
-    Faults,
-    Inventory,
-    RateWindow,
-    RawAnswer,
-    Replies,
-    Scenario,
-    Session,
-    Usage,
-)
+from ._routes import ENDPOINTS
+from ._scenario import AUTO_ONLY_PLANS, CHECKS, USAGE_PLANS, Scenario
 from ._transport import async_loopback_transport, loopback_transport
 
 __all__ = [

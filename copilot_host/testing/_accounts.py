@@ -16,8 +16,9 @@ from ._answers import (
     oauth_answer,
     refused,
 )
+from ._groups import VSCODE_CLIENT_ID
 from ._record import RecordedRequest
-from ._scenario import VSCODE_CLIENT_ID, Scenario
+from ._scenario import Scenario
 from ._state import UsageState, editor_version
 
 __all__ = ["ENTERPRISE_HOST", "Accounts"]

@@ -28,23 +28,9 @@ from ._inventory import realistic_models
 from ._protocols import ToolCall
 from ._routes import ENDPOINTS
 
-__all__ = [
-    "AUTO_ONLY_PLANS",
-    "CHECKS",
-    "COPILOT_CLI_CLIENT_ID",
-    "ENDPOINTS",
-    "USAGE_PLANS",
-    "VSCODE_CLIENT_ID",
-    "DeviceFlow",
-    "Faults",
-    "Inventory",
-    "RateWindow",
-    "RawAnswer",
-    "Replies",
-    "Scenario",
-    "Session",
-    "Usage",
-]
+# Only what this module defines: the groups are _groups.py's, ENDPOINTS is _routes.py's, and
+# copilot_host.testing re-exports each from where it is defined.
+__all__ = ["AUTO_ONLY_PLANS", "CHECKS", "USAGE_PLANS", "Scenario"]
 
 
 # The refusals the real service makes that a scenario may switch off (``Scenario(lenient=)``),

@@ -20,10 +20,10 @@ from types import MappingProxyType
 from typing import Any
 
 from ._answers import Answer, copilot_request_id, copilot_text, github_json, github_request_id
+from ._groups import RawAnswer
 from ._inference import Inference
 from ._record import RecordedRequest
 from ._routes import COPILOT_HOSTS, GITHUB_HOST, ROUTED_HOSTS, route_of
-from ._scenario import RawAnswer
 
 __all__ = ["COPILOT_HOSTS", "EmulatorState", "ROUTED_HOSTS", "make_server"]
 

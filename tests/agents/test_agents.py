@@ -14,9 +14,6 @@ marked ``agents``: ``pytest -m "not agents"`` leaves them out.
 from __future__ import annotations
 
 import json
-import os
-import re
-import shutil
 import subprocess
 import sys
 import time
@@ -24,63 +21,19 @@ from pathlib import Path
 
 import pytest
 
+from tests.agents._harness import REQUEST, SCRIPT, Pane, agent, onboard_claude, run_in
+
 pytestmark = [pytest.mark.agents, pytest.mark.slow]
 
-SCRIPT = Path(sys.executable).parent / "copilot-host"
 BOUND = 120.0
-# A model request in the access log: what was asked, what served, the status.
-REQUEST = re.compile(r" POST (/v1/\S+) model=(\S+?)(?:->(\S+))? status=(\d+) ")
-
-
-def _agent(name: str) -> str:
-    found = shutil.which(name)
-    if found is None:
-        if os.environ.get("CI"):
-            pytest.fail(f"{name} is not installed: .ci/run installs it from npm")
-        pytest.skip(f"{name} is not installed (npm: see .ci/run); CI runs this test")
-    return found
-
-
-def _env(home: Path) -> dict[str, str]:
-    env = {
-        name: value
-        for name, value in os.environ.items()
-        # Nothing of the person's own agent setup reaches the agent under test.
-        if not name.startswith(("ANTHROPIC_", "OPENAI_", "CLAUDE_", "CODEX_"))
-    }
-    env.update(
-        HOME=str(home),
-        XDG_CONFIG_HOME=str(home / ".config"),
-        TMPDIR=str(home / "tmp"),
-        COPILOT_HOST_HOME=str(home / "copilot-host"),
-        PYTHON_KEYRING_BACKEND="keyring.backends.fail.Keyring",
-        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
-        NO_COLOR="1",
-    )
-    return env
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    folder = tmp_path / "home"
-    (folder / "tmp").mkdir(parents=True)
-    (folder / "work").mkdir()
-    return folder
 
 
 def _run(
     home: Path, *command: str
 ) -> tuple[subprocess.CompletedProcess[str], list[tuple[str, ...]]]:
     log = home / "gateway.log"
-    done = subprocess.run(
-        [str(SCRIPT), "run", "--emulator", "--log", str(log), "--", *command],
-        capture_output=True,
-        text=True,
-        env=_env(home),
-        cwd=home / "work",
-        stdin=subprocess.DEVNULL,
-        timeout=BOUND,
-        check=False,
+    done = run_in(
+        home, [str(SCRIPT), "run", "--emulator", "--log", str(log), "--", *command], bound=BOUND
     )
     requests = [match.groups() for match in REQUEST.finditer(log.read_text())]
     return done, requests
@@ -98,7 +51,7 @@ def _served(requests: list[tuple[str, ...]], path: str) -> set[str]:
 
 
 def test_claude_headless_with_no_model_option(home: Path) -> None:
-    claude = _agent("claude")
+    claude = agent("claude")
     done, requests = _run(home, claude, "-p", "Say hello")
     assert done.returncode == 0, done.stderr
     assert "echo:" in done.stdout and "Say hello" in done.stdout
@@ -109,7 +62,7 @@ def test_claude_headless_with_no_model_option(home: Path) -> None:
 
 
 def test_claude_headless_with_model_sonnet(home: Path) -> None:
-    claude = _agent("claude")
+    claude = agent("claude")
     done, requests = _run(home, claude, "-p", "Say hello", "--model", "sonnet")
     assert done.returncode == 0, done.stderr
     assert "echo:" in done.stdout and "Say hello" in done.stdout
@@ -117,7 +70,7 @@ def test_claude_headless_with_model_sonnet(home: Path) -> None:
 
 
 def test_claude_headless_with_a_dated_claude_id(home: Path) -> None:
-    claude = _agent("claude")
+    claude = agent("claude")
     done, requests = _run(home, claude, "-p", "Say hi", "--model", "claude-haiku-4-5-20251001")
     assert done.returncode == 0, done.stderr
     assert "echo:" in done.stdout and "Say hi" in done.stdout
@@ -127,73 +80,29 @@ def test_claude_headless_with_a_dated_claude_id(home: Path) -> None:
 
 def test_claude_interactive_in_a_terminal(home: Path) -> None:
     """One prompt in Claude Code's full-screen interface, in tmux, then Ctrl-C twice."""
-    claude = _agent("claude")
-    tmux = _agent("tmux")
-    work = home / "work"
-    # As after Claude Code's first-run questions (theme, trusting the folder).
-    (home / ".claude.json").write_text(
-        json.dumps(
-            {
-                "hasCompletedOnboarding": True,
-                "theme": "dark",
-                "projects": {
-                    str(work): {
-                        "hasTrustDialogAccepted": True,
-                        "hasCompletedProjectOnboarding": True,
-                    }
-                },
-            }
-        )
-    )
+    claude = agent("claude")
+    tmux = agent("tmux")
+    onboard_claude(home)
     log = home / "gateway.log"
     status = home / "status"
-    socket = str(home / "tmux.sock")
-    env = _env(home)
     inner = f"{SCRIPT} run --emulator --log {log} -- {claude}; echo $? > {status}; sleep 60"
     # The emulator echoes the whole user turn, which since the gateway folds Claude Code's
     # "# Environment" system message into it runs to a hundred lines or more: a pane tall
     # enough keeps the echo's start on the screen capture-pane reads.
-    subprocess.run(
-        [tmux, "-S", socket, "new-session", "-d", "-x", "160", "-y", "300", "-c", str(work), inner],
-        env=env,
-        check=True,
-        timeout=30,
-    )
-
-    def screen() -> str:
-        shown = subprocess.run(
-            [tmux, "-S", socket, "capture-pane", "-p"],
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=30,
-        )
-        return shown.stdout
-
-    def wait_for(what: str) -> str:
-        deadline = time.monotonic() + BOUND
-        while time.monotonic() < deadline:
-            text = screen()
-            if what in text:
-                return text
-            time.sleep(0.2)
-        raise AssertionError(f"{what!r} never appeared:\n{screen()}")
-
+    pane = Pane(tmux, home, inner, height=300, bound=BOUND)
     try:
-        wait_for("❯")
-        subprocess.run([tmux, "-S", socket, "send-keys", "-l", "Say hello from tmux"], check=True)
-        time.sleep(0.3)
-        subprocess.run([tmux, "-S", socket, "send-keys", "Enter"], check=True)
-        wait_for("echo:")
+        pane.wait_for("❯")
+        pane.enter("Say hello from tmux")
+        pane.wait_for("echo:")
         for _ in range(2):
-            subprocess.run([tmux, "-S", socket, "send-keys", "C-c"], check=True)
+            pane.keys("C-c")
             time.sleep(0.5)
         deadline = time.monotonic() + BOUND
         while not status.exists() and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert status.exists(), screen()
+        assert status.exists(), pane.screen()
     finally:
-        subprocess.run([tmux, "-S", socket, "kill-server"], check=False, timeout=30)
+        pane.kill()
     # Ctrl-C reached Claude Code (which exits on the second), not run: exit 0.
     assert status.read_text().strip() == "0"
     requests = [match.groups() for match in REQUEST.finditer(log.read_text())]
@@ -204,7 +113,7 @@ def test_claude_interactive_in_a_terminal(home: Path) -> None:
 
 
 def test_codex_exec_with_no_model(home: Path) -> None:
-    codex = _agent("codex")
+    codex = agent("codex")
     done, requests = _run(home, codex, "exec", "--skip-git-repo-check", "Say hello")
     assert done.returncode == 0, done.stderr
     assert "echo: Say hello" in done.stdout
@@ -215,7 +124,7 @@ def test_codex_exec_with_no_model(home: Path) -> None:
 
 
 def test_codex_exec_with_a_model(home: Path) -> None:
-    codex = _agent("codex")
+    codex = agent("codex")
     done, requests = _run(
         home, codex, "exec", "--skip-git-repo-check", "-m", "gpt-5.5", "Say hello"
     )
@@ -236,7 +145,7 @@ def test_no_beta_outside_the_served_list_reaches_the_service(home: Path) -> None
     from copilot_host.testing import GitHubEmulator, Scenario
     from copilot_host.testing._betas import SERVED_BETAS
 
-    claude = _agent("claude")
+    claude = agent("claude")
     scenario = Scenario(tool_calls=False, lenient=frozenset({"anthropic_beta"}))
     store_home = home / "copilot-host"
     with GitHubEmulator(scenario) as emulator:
@@ -244,7 +153,8 @@ def test_no_beta_outside_the_served_list_reaches_the_service(home: Path) -> None
             store=CredentialStore(store_home, key_file=True), transport=emulator.transport()
         ) as person:
             person.login(sleep=lambda _seconds: None)
-        done = subprocess.run(
+        done = run_in(
+            home,
             [
                 sys.executable,
                 str(Path(__file__).resolve().parent / "run_child.py"),
@@ -256,13 +166,7 @@ def test_no_beta_outside_the_served_list_reaches_the_service(home: Path) -> None
                 "--model",
                 "sonnet",
             ],
-            capture_output=True,
-            text=True,
-            env=_env(home),
-            cwd=home / "work",
-            stdin=subprocess.DEVNULL,
-            timeout=BOUND,
-            check=False,
+            bound=BOUND,
         )
         sent = emulator.requests_to("messages")
     assert done.returncode == 0, done.stderr

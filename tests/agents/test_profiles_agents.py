@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,52 +19,23 @@ from typing import Any
 
 import pytest
 
-from tests.agents.test_agents import BOUND, _agent, _env
+from tests.agents._harness import agent, isolated, run_in
 
 pytestmark = [pytest.mark.agents, pytest.mark.slow]
 
 CHILD = Path(__file__).resolve().parent / "recorded_child.py"
+BOUND = 120.0
 # Where .ci/run installs aider (a large PyPI tree: a venv of its own).
 AIDER = Path(os.environ.get("COPILOT_HOST_AIDER", "/opt/aider/bin/aider"))
 
 
-def _isolated() -> list[str]:
-    """The prefix that gives the command a network namespace with only loopback."""
-    unshare = shutil.which("unshare")
-    probe = (
-        subprocess.run([unshare, "-n", "true"], capture_output=True, check=False, timeout=30)
-        if unshare
-        else None
-    )
-    if probe is None or probe.returncode != 0:
-        if os.environ.get("CI"):
-            pytest.fail("unshare -n is not available: the agents run with loopback only in CI")
-        pytest.skip("unshare -n is not available here (CI runs these tests)")
-    return [unshare, "-n", "sh", "-c", 'ip link set lo up && exec "$0" "$@"']  # type: ignore[list-item]
-
-
 def _recorded(home: Path, *command: str) -> tuple[subprocess.CompletedProcess[str], Any]:
     out = home / "records.json"
-    done = subprocess.run(
-        [*_isolated(), sys.executable, str(CHILD), str(out), "--", *command],
-        capture_output=True,
-        text=True,
-        env=_env(home),
-        cwd=home / "work",
-        stdin=subprocess.DEVNULL,
-        timeout=BOUND,
-        check=False,
+    done = run_in(
+        home, [*isolated(), sys.executable, str(CHILD), str(out), "--", *command], bound=BOUND
     )
     assert out.exists(), done.stderr
     return done, json.loads(out.read_text())
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    folder = tmp_path / "home"
-    (folder / "tmp").mkdir(parents=True)
-    (folder / "work").mkdir()
-    return folder
 
 
 def _served(records: Any) -> list[dict[str, Any]]:
@@ -79,7 +49,7 @@ def _served(records: Any) -> list[dict[str, Any]]:
 
 
 def test_opencode_run_with_no_opencode_json(home: Path) -> None:
-    opencode = _agent("opencode")
+    opencode = agent("opencode")
     done, records = _recorded(home, opencode, "run", "Say hello")
     assert (done.returncode, records["returncode"]) == (0, 0), done.stderr
     assert 'echo: "Say hello"' in done.stdout or "echo: Say hello" in done.stdout
@@ -95,7 +65,7 @@ def test_opencode_run_with_the_users_own_opencode_json(home: Path) -> None:
     """The user's file names the model and a setting of their own; the profile merges its
     provider into it: gpt-4.1 with the account's output limit (16384), which opencode's
     own default (32000) would exceed."""
-    opencode = _agent("opencode")
+    opencode = agent("opencode")
     (home / "work" / "opencode.json").write_text(
         json.dumps(
             {
@@ -145,7 +115,7 @@ def test_aider_message_with_no_model(home: Path) -> None:
 
 
 def test_copilot_cli_prompt_with_no_variables_set_by_hand(home: Path) -> None:
-    copilot = _agent("copilot")
+    copilot = agent("copilot")
     done, records = _recorded(home, copilot, "-p", "Say hello")
     assert (done.returncode, records["returncode"]) == (0, 0), done.stderr
     assert "echo:" in done.stdout and "Say hello" in done.stdout

@@ -21,10 +21,8 @@ except under ``CI``, where they fail.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 import time
@@ -39,15 +37,14 @@ from copilot_host.testing import (
     RecordedRequest,
     realistic_models,
 )
+from tests.agents._harness import REQUEST, SCRIPT, Pane, agent, env, isolated, onboard_claude
 
 pytestmark = [pytest.mark.agents, pytest.mark.slow]
 
 SESSION_CHILD = Path(__file__).resolve().parent / "session_child.py"
-SCRIPT = Path(sys.executable).parent / "copilot-host"
 # One agent turn with a tool call is three or four model requests to a loopback emulator;
 # each agent starts in a few seconds. A hung agent fails the test instead of the CI run.
 BOUND = 60.0
-REQUEST = re.compile(r" POST (/v1/\S+) model=(\S+?)(?:->(\S+))? status=(\d+) ")
 
 # -- what the service is reported to refuse (docs/WIRE.md "Agents through the gateway") ---
 
@@ -119,62 +116,11 @@ def _refusable(record: RecordedRequest) -> list[str]:
 # -- the harness -----------------------------------------------------------------------------
 
 
-def _agent(name: str) -> str:
-    found = shutil.which(name)
-    if found is None:
-        if os.environ.get("CI"):
-            pytest.fail(f"{name} is not installed: .ci/run installs it from npm")
-        pytest.skip(f"{name} is not installed (npm: see .ci/run); CI runs this test")
-    return found
-
-
-def _env(home: Path) -> dict[str, str]:
-    env = {
-        name: value
-        for name, value in os.environ.items()
-        # Nothing of the person's own agent setup reaches the agent under test.
-        if not name.startswith(("ANTHROPIC_", "OPENAI_", "CLAUDE_", "CODEX_", "COPILOT_HOST_"))
-    }
-    env.update(
-        HOME=str(home),
-        XDG_CONFIG_HOME=str(home / ".config"),
-        TMPDIR=str(home / "tmp"),
-        COPILOT_HOST_HOME=str(home / "copilot-host"),
-        PYTHON_KEYRING_BACKEND="keyring.backends.fail.Keyring",
-        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
-        NO_COLOR="1",
-    )
-    return env
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    folder = tmp_path / "home"
-    (folder / "tmp").mkdir(parents=True)
-    (folder / "work").mkdir()
-    return folder
-
-
 def _tool_script(*calls: tuple[str, Mapping[str, object]]) -> list[list[object]]:
     """The emulated model's script (tests/agents/session_child.py makes it a
     ``Scenario(replies=Replies(tool_script=...))``): each call in turn, each after the
     person's turn, then text; every rule the service enforces stays on (no ``lenient``)."""
     return [[name, dict(arguments)] for name, arguments in calls]
-
-
-def _isolated() -> list[str]:
-    """The prefix that gives the session a network namespace with only loopback."""
-    unshare = shutil.which("unshare")
-    probe = (
-        subprocess.run([unshare, "-n", "true"], capture_output=True, check=False, timeout=30)
-        if unshare
-        else None
-    )
-    if unshare is None or probe is None or probe.returncode != 0:
-        if os.environ.get("CI"):
-            pytest.fail("unshare -n is not available: the agents run with loopback only in CI")
-        pytest.skip("unshare -n is not available here (CI runs these tests)")
-    return [unshare, "-n", "sh", "-c", 'ip link set lo up && exec "$0" "$@"']
 
 
 @dataclass(frozen=True)
@@ -213,8 +159,8 @@ def _session(
     try:
         child = [sys.executable, str(SESSION_CHILD), str(out), str(scripted), str(log)]
         ran = subprocess.run(
-            [*_isolated(), *child, "--", *command],
-            env=_env(home),
+            [*isolated(), *child, "--", *command],
+            env=env(home),
             cwd=home / "work",
             stdin=subprocess.DEVNULL,
             capture_output=True,
@@ -277,7 +223,7 @@ def _call_outputs(bodies: list[dict[str, Any]]) -> Iterator[tuple[str, str]]:
 
 
 def test_claude_reads_a_file_with_its_read_tool_and_answers_after_the_result(home: Path) -> None:
-    claude = _agent("claude")
+    claude = agent("claude")
     notes = home / "work" / "notes.txt"
     notes.write_text("The password of the day is PAPAYA-7731.\n")
     scenario = _tool_script(("Read", {"file_path": str(notes)}))
@@ -296,7 +242,7 @@ def test_claude_web_search_is_answered_with_the_gateways_explanation(home: Path)
     """Claude Code's WebSearch asks the API for the server tool ``web_search_20250305`` in a
     request of its own; the gateway answers that request itself (Copilot refuses the tool),
     so the tool's result says why, the session goes on and nothing refusable went up."""
-    claude = _agent("claude")
+    claude = agent("claude")
     scenario = _tool_script(("WebSearch", {"query": "copilot-host release notes"}))
     session = _session(
         home,
@@ -337,7 +283,7 @@ CODEX_SANDBOX = "--sandbox=workspace-write"
 
 
 def _codex(home: Path, scenario: list[list[object]], *args: str) -> Session:
-    codex = _agent("codex")
+    codex = agent("codex")
     return _session(home, scenario, [codex, "exec", "--skip-git-repo-check", CODEX_SANDBOX, *args])
 
 
@@ -413,68 +359,25 @@ def test_claude_context_shows_the_accounts_window_and_count_tokens_is_served(hom
     model serving Claude Code's default name (``run``'s Claude profile sets
     ``CLAUDE_CODE_AUTO_COMPACT_WINDOW``), and the ``count_tokens`` calls ``/context`` makes
     are answered by the gateway, never 404."""
-    claude = _agent("claude")
-    tmux = _agent("tmux")
-    work = home / "work"
-    # As after Claude Code's first-run questions (theme, trusting the folder).
-    (home / ".claude.json").write_text(
-        json.dumps(
-            {
-                "hasCompletedOnboarding": True,
-                "theme": "dark",
-                "projects": {
-                    str(work): {
-                        "hasTrustDialogAccepted": True,
-                        "hasCompletedProjectOnboarding": True,
-                    }
-                },
-            }
-        )
-    )
+    claude = agent("claude")
+    tmux = agent("tmux")
+    onboard_claude(home)
     log = home / "gateway.log"
-    socket = str(home / "tmux.sock")
     # run, its emulator and Claude Code in a network namespace with only loopback.
-    isolated = " ".join(shlex.quote(part) for part in _isolated())
-    inner = f"{isolated} {SCRIPT} run --emulator --log {log} -- {claude}; sleep 60"
-    subprocess.run(
-        [tmux, "-S", socket, "new-session", "-d", "-x", "160", "-y", "50", "-c", str(work), inner],
-        env=_env(home),
-        check=True,
-        timeout=30,
-    )
-
-    def screen() -> str:
-        shown = subprocess.run(
-            [tmux, "-S", socket, "capture-pane", "-p"],
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=30,
-        )
-        return shown.stdout
-
-    def wait_for(pattern: str) -> re.Match[str]:
-        deadline = time.monotonic() + BOUND
-        while time.monotonic() < deadline:
-            found = re.search(pattern, screen())
-            if found:
-                return found
-            time.sleep(0.2)
-        raise AssertionError(f"{pattern!r} never appeared:\n{screen()}")
-
+    inside = " ".join(shlex.quote(part) for part in isolated())
+    inner = f"{inside} {SCRIPT} run --emulator --log {log} -- {claude}; sleep 60"
+    pane = Pane(tmux, home, inner, height=50, bound=BOUND)
     window = _prompt_limit("claude-opus-5")  # serves Claude Code's default claude-opus-5-5
     try:
-        wait_for("❯")
-        subprocess.run([tmux, "-S", socket, "send-keys", "-l", "/context"], check=True)
-        time.sleep(0.3)
-        subprocess.run([tmux, "-S", socket, "send-keys", "Enter"], check=True)
-        shown = wait_for(r"Auto-compact window:\s+(\S+) tokens")
+        pane.wait_for("❯")
+        pane.enter("/context")
+        shown = pane.wait_for(r"Auto-compact window:\s+(\S+) tokens")
         # /context fires its count_tokens calls before it draws: wait for their lines.
         deadline = time.monotonic() + BOUND
         while "count_tokens" not in log.read_text() and time.monotonic() < deadline:
             time.sleep(0.2)
     finally:
-        subprocess.run([tmux, "-S", socket, "kill-server"], check=False, timeout=30)
+        pane.kill()
     counted = [m.groups() for m in REQUEST.finditer(log.read_text()) if "count_tokens" in m[1]]
     assert counted, log.read_text()
     assert all(status == "200" for *_, status in counted), counted

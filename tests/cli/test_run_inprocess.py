@@ -17,9 +17,30 @@ from copilot_host_cli._context import CliSeam
 
 from copilot_host.gateway._stack import PURE_PYTHON_ENV
 from copilot_host.github import AsyncGitHubCopilotHost
+from copilot_host.testing import GitHubEmulator
 from tests.cli.conftest import Cli
 
 CHILD = Path(__file__).resolve().parent / "run_child.py"
+
+
+def _logged_in(cli: Cli, env: Any, capfd: pytest.CaptureFixture[str]) -> CliSeam:
+    """``login`` on the emulator of ``env``, then the seam through which ``run`` reaches
+    that emulator (its host and the gateway's upstream)."""
+    assert cli("login", "--headless", seam=env.seam).exit_code == 0
+    capfd.readouterr()
+    emulator: GitHubEmulator = env.emulator
+    return CliSeam(
+        async_host_factory=lambda *, store, clock: AsyncGitHubCopilotHost(
+            store=store, transport=emulator.async_transport()
+        ),
+        upstream_transport=emulator.async_transport,
+    )
+
+
+def _echo_argv(path: Path) -> None:
+    """A stand-in agent at ``path`` that prints its arguments as JSON."""
+    path.write_text(f"#!{sys.executable}\nimport json, sys\nprint(json.dumps(sys.argv[1:]))\n")
+    path.chmod(0o755)
 
 
 def _look(capfd: pytest.CaptureFixture[str]) -> dict[str, Any]:
@@ -44,15 +65,7 @@ def test_this_logins_account_through_the_seam(
     else:
         monkeypatch.delenv(PURE_PYTHON_ENV, raising=False)
     env = emulate()
-    assert cli("login", "--headless", seam=env.seam).exit_code == 0
-    capfd.readouterr()
-    emulator = env.emulator
-    seam = CliSeam(
-        async_host_factory=lambda *, store, clock: AsyncGitHubCopilotHost(
-            store=store, transport=emulator.async_transport()
-        ),
-        upstream_transport=emulator.async_transport,
-    )
+    seam = _logged_in(cli, env, capfd)
     home = tmp_path / "agent-home"
     home.mkdir()
     log = tmp_path / "run.log"
@@ -83,7 +96,7 @@ def test_this_logins_account_through_the_seam(
     )
     assert stat.S_IMODE(log.stat().st_mode) == 0o600
     # The gateway went upstream to the emulator of this test.
-    assert emulator.requests_to("models")
+    assert env.emulator.requests_to("models")
 
 
 def test_the_emulators_account_and_a_codex_profile(
@@ -92,8 +105,7 @@ def test_the_emulators_account_and_a_codex_profile(
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     codex = bin_dir / "codex"
-    codex.write_text(f"#!{sys.executable}\nimport json, sys\nprint(json.dumps(sys.argv[1:]))\n")
-    codex.chmod(0o755)
+    _echo_argv(codex)
     result = cli(
         "run",
         "--emulator",
@@ -199,18 +211,9 @@ def test_codex_gets_the_first_of_equally_new_models_in_the_inventorys_order(
         chat_model("gpt-5.2-codex", endpoints=both),
     )
     env = emulate(Scenario(models=inventory))
-    assert cli("login", "--headless", seam=env.seam).exit_code == 0
-    capfd.readouterr()
-    emulator = env.emulator
-    seam = CliSeam(
-        async_host_factory=lambda *, store, clock: AsyncGitHubCopilotHost(
-            store=store, transport=emulator.async_transport()
-        ),
-        upstream_transport=emulator.async_transport,
-    )
+    seam = _logged_in(cli, env, capfd)
     codex = tmp_path / "codex"
-    codex.write_text(f"#!{sys.executable}\nimport json, sys\nprint(json.dumps(sys.argv[1:]))\n")
-    codex.chmod(0o755)
+    _echo_argv(codex)
     result = cli("run", "--", str(codex), "exec", "hi", seam=seam, env={"HOME": str(tmp_path)})
     assert result.exit_code == 0, result.stderr
     argv = json.loads(capfd.readouterr()[0])
@@ -231,15 +234,7 @@ def test_run_says_in_its_one_line_that_the_plan_can_use_only_auto(
     from copilot_host.testing import Scenario
 
     env = emulate(Scenario(usage_plan="free"))
-    assert cli("login", "--headless", seam=env.seam).exit_code == 0
-    capfd.readouterr()
-    emulator = env.emulator
-    seam = CliSeam(
-        async_host_factory=lambda *, store, clock: AsyncGitHubCopilotHost(
-            store=store, transport=emulator.async_transport()
-        ),
-        upstream_transport=emulator.async_transport,
-    )
+    seam = _logged_in(cli, env, capfd)
     result = cli("run", "--", sys.executable, "-c", "pass", seam=seam)
     assert result.exit_code == 0, result.stderr
     err = capfd.readouterr()[1] + result.stderr

@@ -18,8 +18,8 @@ from copilot_host.gateway._rewrites import (
     rewrites_from_environment,
 )
 from copilot_host.testing import GitHubEmulator, Scenario, realistic_models
+from tests.gateway._rewrites_support import checked, events_of, module_gateway, rewrote
 from tests.gateway._support import Gateway, running_gateway
-from tests.gateway.conftest import assert_no_leaks
 
 _ANTHROPIC = {"anthropic-version": "2023-06-01"}
 BILLING = "x-anthropic-billing-header: cc_version=2.1.332.abc; cc_entrypoint=sdk-cli;"
@@ -34,32 +34,14 @@ def messages_body(**more: Any) -> dict[str, Any]:
     }
 
 
-def events_of(text: str) -> list[dict[str, Any]]:
-    """The data of each event of a Server-Sent Events text, in order."""
-    found = []
-    for block in text.replace("\r\n", "\n").split("\n\n"):
-        for line in block.split("\n"):
-            if line.startswith("data:") and line[5:].strip() != "[DONE]":
-                found.append(json.loads(line[5:]))
-    return found
-
-
 @pytest.fixture(scope="module")
 def started(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
-    home = tmp_path_factory.mktemp("rewrites") / "home"
-    with GitHubEmulator() as emulator, running_gateway(emulator, home) as running:
-        yield running
+    yield from module_gateway(tmp_path_factory, "rewrites")
 
 
 @pytest.fixture
 def gw(started: Gateway) -> Iterator[Gateway]:
-    started.emulator.clear_requests()
-    started.seen.clear()
-    started.access.lines.clear()
-    yield started
-    assert_no_leaks(started)
-    # What the gateway sent passed every refusal rule of the emulator (none is lenient).
-    started.emulator.assert_no_refusals()
+    yield from checked(started)
 
 
 def sent(gateway: Gateway, endpoint: str = "messages") -> dict[str, Any]:
@@ -67,14 +49,6 @@ def sent(gateway: Gateway, endpoint: str = "messages") -> dict[str, Any]:
     document = json.loads(record.body)
     assert isinstance(document, dict)
     return document
-
-
-def rewrote(gateway: Gateway) -> list[str]:
-    (line,) = gateway.access.lines
-    for field in line.split():
-        if field.startswith("rewrote="):
-            return field.removeprefix("rewrote=").split(",")
-    return []
 
 
 def post(gateway: Gateway, body: dict[str, Any], **headers: str) -> tuple[int, dict[str, str], Any]:

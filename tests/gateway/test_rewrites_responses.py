@@ -15,9 +15,8 @@ import pytest
 
 from copilot_host.gateway import REWRITES
 from copilot_host.testing import GitHubEmulator, Scenario, ToolCall
+from tests.gateway._rewrites_support import checked, events_of, module_gateway, rewrote
 from tests.gateway._support import Gateway, running_gateway
-from tests.gateway.conftest import assert_no_leaks
-from tests.gateway.test_rewrites_messages import events_of, rewrote
 
 PATCH = '*** Begin Patch\n*** Add File: hello.txt\n+say "hi" \\ bye\n+日本 😀\n*** End Patch\n'
 EXEC = {
@@ -67,30 +66,18 @@ SCRIPT = (
 
 @pytest.fixture(scope="module")
 def started(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
-    home = tmp_path_factory.mktemp("responses") / "home"
-    with (
-        GitHubEmulator(Scenario(tool_script=SCRIPT)) as emulator,
-        running_gateway(emulator, home) as running,
-    ):
-        yield running
+    yield from module_gateway(tmp_path_factory, "responses", Scenario(tool_script=SCRIPT))
 
 
 @pytest.fixture
 def gw(started: Gateway) -> Iterator[Gateway]:
-    started.emulator.clear_requests()
-    started.seen.clear()
-    started.access.lines.clear()
-    yield started
-    assert_no_leaks(started)
-    started.emulator.assert_no_refusals()
+    yield from checked(started)
 
 
 @pytest.fixture(scope="module")
 def unscripted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
     """A gateway over an emulator whose model calls the first tool offered, with ``{}``."""
-    home = tmp_path_factory.mktemp("unscripted") / "home"
-    with GitHubEmulator() as emulator, running_gateway(emulator, home) as running:
-        yield running
+    yield from module_gateway(tmp_path_factory, "unscripted")
 
 
 @pytest.fixture
