@@ -156,20 +156,23 @@ def test_a_request_asking_to_upgrade_leaves_no_pipelined_request_waiting(
     assert took < 4.0
 
 
+def _chat_head(gateway: Gateway) -> bytes:
+    """The head of a keyed chat request declaring CHAT's length, its body still to come."""
+    return _head(
+        gateway,
+        "POST",
+        "/v1/chat/completions",
+        "Content-Type: application/json",
+        f"Content-Length: {len(CHAT)}",
+    )
+
+
 def test_a_dripped_body_is_cut_off_at_its_deadline(
     gateway: Gateway, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(_app, "BODY_SECONDS", 1.0)
     with socket.create_connection(("127.0.0.1", gateway.port), timeout=BOUND) as sock:
-        sock.sendall(
-            _head(
-                gateway,
-                "POST",
-                "/v1/chat/completions",
-                "Content-Type: application/json",
-                f"Content-Length: {len(CHAT)}",
-            )
-        )
+        sock.sendall(_chat_head(gateway))
         began = time.monotonic()
         answer = b""
         sock.settimeout(0.2)
@@ -197,15 +200,7 @@ def test_a_body_that_arrives_in_pieces_within_its_deadline_is_served(
 ) -> None:
     monkeypatch.setattr(_app, "BODY_SECONDS", 5.0)
     with socket.create_connection(("127.0.0.1", gateway.port), timeout=BOUND) as sock:
-        sock.sendall(
-            _head(
-                gateway,
-                "POST",
-                "/v1/chat/completions",
-                "Content-Type: application/json",
-                f"Content-Length: {len(CHAT)}",
-            )
-        )
+        sock.sendall(_chat_head(gateway))
         for piece in (CHAT[:20], CHAT[20:40], CHAT[40:]):
             time.sleep(0.3)
             sock.sendall(piece)
