@@ -181,3 +181,21 @@ def test_close_waits_a_bounded_time_for_a_blocked_writer(pipe: tuple[int, int]) 
     began = time.monotonic()
     queue.close(0.3)  # nobody reads: the writer stays blocked, close gives up
     assert time.monotonic() - began < 2.0
+
+
+def test_a_line_to_an_idle_writer_goes_at_once_and_lines_after_it_wait_for_its_linger(
+    pipe: tuple[int, int],
+) -> None:
+    read_end, write_end = pipe
+    # A linger far longer than the test: what it holds back can only come out by close().
+    queue = _stderr_queue._Queue(write_end, capacity=16, linger=60.0)
+    queue.put("first\n")
+    assert _drain(read_end, b"first\n") == b"first\n"  # woken: written at once
+    queue.put("second\n")
+    queue.put("third\n")
+    time.sleep(0.3)
+    assert _read_some(read_end) == b""  # held: the writer lingers and was not woken
+    began = time.monotonic()
+    queue.close(BOUND)  # close() ends the linger: both go out, in one write
+    assert time.monotonic() - began < BOUND
+    assert _drain(read_end, b"third\n") == b"second\nthird\n"
