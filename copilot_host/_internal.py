@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ._accel import Accelerations, accelerations
     from ._flight import Flight, SingleFlight
+    from ._safety._redact import redact_line
     from ._safety._text import clean, show_path
     from ._sessions._inspect import read_json_body, request_facts
 
@@ -23,6 +24,7 @@ _EXPORTS: dict[str, str] = {
     "SingleFlight": "_flight",
     "clean": "_safety._text",
     "show_path": "_safety._text",
+    "redact_line": "_safety._redact",
     "read_json_body": "_sessions._inspect",
     "request_facts": "_sessions._inspect",
     "Accelerations": "_accel",
@@ -37,6 +39,7 @@ __all__ = [
     # text fit for a terminal or a log line
     "clean",
     "show_path",
+    "redact_line",
     # the gateway's one reading of a request body
     "read_json_body",
     "request_facts",

@@ -24,7 +24,9 @@ __all__ = [
     "install_redaction",
     "known_values",
     "mask_secrets",
+    "may_hold_token_shape",
     "redact",
+    "redact_line",
     "register_secret",
     "scrub",
 ]
@@ -47,8 +49,19 @@ TOKEN_SHAPES = re.compile(
 _lock = threading.Lock()
 # Weak references: registering a secret must not keep it alive after its owner drops it.
 _known: weakref.WeakSet[Secret] = weakref.WeakSet()
+# Moves whenever the set changes: on a registration, and when a registered secret is
+# collected (its finalizer). known_values() rebuilds its cache only then, and otherwise
+# answers from it without a lock: it runs several times per relayed request.
 _generation = 0
-_cache: tuple[tuple[int, int], tuple[str, ...]] = ((-1, -1), ())
+# (generation, values longest first, the same values encoded as UTF-8)
+_cache: tuple[int, tuple[str, ...], tuple[bytes, ...]] = (-1, (), ())
+
+
+def _collected() -> None:
+    # A finalizer may run in any thread, at any moment, the lock's holder included: no
+    # lock. An increment lost to a race still leaves the generation moved.
+    global _generation  # noqa: PLW0603
+    _generation += 1
 
 
 def register_secret(secret: Secret) -> None:
@@ -58,19 +71,27 @@ def register_secret(secret: Secret) -> None:
         with _lock:
             if secret not in _known:
                 _known.add(secret)
+                weakref.finalize(secret, _collected)
                 _generation += 1
+
+
+def _known_forms() -> tuple[int, tuple[str, ...], tuple[bytes, ...]]:
+    global _cache  # noqa: PLW0603 - replaced whole, under _lock
+    cached = _cache
+    if cached[0] == _generation:
+        return cached
+    with _lock:
+        # Read before the set: a change while this builds moves it again, so the next
+        # call rebuilds.
+        generation = _generation
+        values = tuple(sorted((s.reveal() for s in _known), key=len, reverse=True))
+        _cache = (generation, values, tuple(v.encode("utf-8") for v in values))
+        return _cache
 
 
 def known_values() -> tuple[str, ...]:
     """The registered values, longest first (so a value inside another is masked whole)."""
-    global _cache  # noqa: PLW0603 - guarded by _lock
-    with _lock:
-        # Rebuilt only when a secret was added or collected: redaction runs per log record
-        # and validation per model string, so sorting on every call was the hot spot.
-        key = (_generation, len(_known))
-        if _cache[0] != key:
-            _cache = (key, tuple(sorted((s.reveal() for s in _known), key=len, reverse=True)))
-        return _cache[1]
+    return _known_forms()[1]
 
 
 def mask_secrets(data: _Text) -> _Text:
@@ -84,7 +105,7 @@ def mask_secrets(data: _Text) -> _Text:
     character outside the BMP as its surrogate pair) or, for ``/``, ``"`` and ``\\``,
     as the short escape, in any mix with literal characters. Not masked: a value split
     across two calls, or encoded any other way (base64, URL or HTML escapes)."""
-    values = known_values()
+    _, values, encoded = _known_forms()
     if isinstance(data, str):
         for value in values:
             if value in data:
@@ -94,8 +115,7 @@ def mask_secrets(data: _Text) -> _Text:
             if forms.clue_text.search(data):
                 data = forms.text.sub(REDACTED, data)
         return data
-    for value in values:
-        raw = value.encode("utf-8")
+    for raw in encoded:
         if raw in data:
             data = data.replace(raw, _REDACTED_BYTES)
     if b"\\" in data and values:
@@ -162,12 +182,32 @@ def _json_char(char: str, *, as_bytes: bool) -> str:
     return "(?:" + "|".join(spellings) + ")"
 
 
+def may_hold_token_shape(text: str) -> bool:
+    """False only when :data:`TOKEN_SHAPES` cannot match ``text``: every match holds
+    ``gh`` (a ``gh?_`` prefix), ``github_pat_`` or ``tid=`` as written, or ``bearer`` or
+    ``token`` in some case (``str.lower`` folds every character the pattern's
+    case-insensitive part matches, the Kelvin sign included). The regular expression
+    costs several times this test, on every log line and every access line."""
+    if "gh" in text or "tid=" in text or "github_pat_" in text:
+        return True
+    lower = text.lower()
+    return "token" in lower or "bearer" in lower
+
+
 def redact(text: str, extra: Iterable[Secret] = ()) -> str:
     """Return ``text`` with registered secrets, ``extra`` and token shapes masked."""
     for value in (s.reveal() for s in extra):
         if value and value in text:
             text = text.replace(value, REDACTED)
-    return TOKEN_SHAPES.sub(REDACTED, mask_secrets(text))
+    text = mask_secrets(text)
+    return TOKEN_SHAPES.sub(REDACTED, text) if may_hold_token_shape(text) else text
+
+
+def redact_line(text: str) -> str:
+    """A log line's text as :class:`RedactingFilter` leaves a record's message: invisible
+    characters dropped, then secrets and token shapes masked (for a program that writes
+    lines without a logging record, as serve writes its access lines)."""
+    return redact(drop_invisible(text))
 
 
 def scrub(text: object, *, limit: int = 200) -> str:
@@ -229,7 +269,7 @@ class RedactingFilter(logging.Filter):
             message = record.getMessage()
         except Exception:  # a malformed record must not escape unredacted
             message = f"{record.msg!r} (unformattable arguments)"
-        record.msg = redact(drop_invisible(message))
+        record.msg = redact_line(message)
         record.args = None
         if record.exc_info and record.exc_info[1] is not None:
             # Format the traceback now, redacted, so handlers never format the raw one.

@@ -180,6 +180,7 @@ INTERNAL = [
     "SingleFlight",
     "clean",
     "show_path",
+    "redact_line",
     "read_json_body",
     "request_facts",
     "Accelerations",

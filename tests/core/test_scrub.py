@@ -193,3 +193,79 @@ def test_mask_secrets_leaves_other_escapes_and_other_encodings_alone() -> None:
     assert mask_secrets(encoded) == encoded
     assert mask_secrets(raw[:10]) == raw[:10]
     assert secret.reveal() == raw
+
+
+# Characters the token shapes' case-insensitive part treats as letters of "bearer" and
+# "token" (the Kelvin sign is a k to re's IGNORECASE), and the pieces of every shape.
+_SHAPE_PIECES = st.sampled_from(
+    [
+        "gh",
+        "o",
+        "u",
+        "p",
+        "s",
+        "r",
+        "_",
+        "github",
+        "_pat_",
+        "tid",
+        "=",
+        "BEARER",
+        "Bearer",
+        "TOKEN",
+        "To\u212aen",
+        "token",
+        " ",
+        "\t",
+        "x" * 8,
+        "A1b2C3d4",
+        ";",
+        "é",
+        "\u0130",
+        "-",
+    ]
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(pieces=st.lists(_SHAPE_PIECES | st.text(max_size=4), max_size=24))
+def test_the_token_shape_prefilter_never_skips_text_the_shapes_would_match(
+    pieces: list[str],
+) -> None:
+    from copilot_host import mask_secrets
+    from copilot_host._safety._redact import TOKEN_SHAPES, may_hold_token_shape, redact
+
+    text = "".join(pieces)
+    if TOKEN_SHAPES.search(text):
+        assert may_hold_token_shape(text)
+    # The same result as the expression alone, as before the prefilter.
+    assert redact(text) == TOKEN_SHAPES.sub("[REDACTED]", mask_secrets(text))
+
+
+def test_the_prefilter_passes_the_usual_access_line_by() -> None:
+    from copilot_host._safety._redact import may_hold_token_shape
+
+    line = "POST /v1/chat/completions model=gpt-4.1 status=200 bytes=345 1.2ms"
+    assert not may_hold_token_shape(line)
+    assert may_hold_token_shape(line + " Authorization: Bearer abcdefgh12")
+
+
+def test_a_collected_secret_is_no_longer_masked_and_a_new_one_is_at_once() -> None:
+    import gc
+
+    from copilot_host import mask_secrets
+    from copilot_host._safety._redact import known_values
+
+    first = "first-" + secrets.token_hex(8)
+    secret: Secret | None = Secret(first)
+    register_secret(secret)  # type: ignore[arg-type]
+    assert first in known_values()
+    assert mask_secrets(first.encode()) == b"[REDACTED]"
+    secret = None
+    gc.collect()
+    assert first not in known_values()  # nothing keeps a dropped secret's value
+    assert mask_secrets(first.encode()) == first.encode()
+    second = "second-" + secrets.token_hex(8)
+    register_secret(kept := Secret(second))
+    assert mask_secrets(f"a {second} b") == "a [REDACTED] b"
+    assert kept.reveal() == second
