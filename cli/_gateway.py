@@ -189,8 +189,10 @@ class LogFile:
 
         from copilot_host import RedactingFilter
 
+        from ._logging import line_formatter
+
         handler = logging.StreamHandler(self.stream)
-        handler.setFormatter(logging.Formatter(fmt, datefmt))
+        handler.setFormatter(line_formatter(fmt, datefmt))
         handler.addFilter(RedactingFilter())
         return handler
 
@@ -198,6 +200,10 @@ class LogFile:
         from copilot_host import mask_secrets
 
         self.stream.write(mask_secrets(line) + "\n")
+
+    def write_stamped(self, line: str) -> None:
+        """An access line already stamped and redacted, with its newline."""
+        self.stream.write(line)
 
     def close(self) -> None:
         self.stream.close()
@@ -230,10 +236,12 @@ async def serve_gateway(
     on_app: Callable[[GatewayApp], None] | None = None,
     max_credits: float | None = None,
     on_plan: Callable[[str], None] | None = None,
+    access_line: Callable[[str], None] | None = None,
 ) -> None:
     """Build the gateway for ``gateway``'s account and serve it with ``server`` until the
     server is told to stop; ``on_app`` is given the app once it is built (its ``spend``
-    makes the stop line, however the server ends). The host is made, used and closed on
+    makes the stop line, however the server ends), ``access_line`` each access line
+    (``create_app``'s). The host is made, used and closed on
     this loop (an asynchronous host belongs to one); the app never closes it. What the
     server's ``on_started`` raises (a :class:`ReaderGone` from the listening line) stops
     it the orderly way and is raised once it has stopped. ``on_plan`` is given the one
@@ -259,6 +267,7 @@ async def serve_gateway(
             default_model=names.default,
             max_credits=max_credits,
             rewrites=rewrites,
+            access_line=access_line,
             **extra,
         )
         if on_app is not None:

@@ -333,6 +333,7 @@ class _Gateway:
         *,
         max_credits: float | None = None,
         on_app: Callable[[GatewayApp], None] | None = None,
+        access_line: Callable[[str], None] | None = None,
     ) -> None:
         from copilot_host.gateway import GatewayServer
 
@@ -359,6 +360,7 @@ class _Gateway:
                 on_app=on_app,
                 max_credits=max_credits,
                 on_plan=self.plan.append,
+                access_line=access_line,
             )
 
         def target() -> None:
@@ -413,7 +415,13 @@ def _run(
     counted = RequestCount()
     undo_access_log = access_log(log, counted, stderr=False)
     server = _Gateway(
-        listener, gateway, key, names, max_credits=max_credits, on_app=counted.serving
+        listener,
+        gateway,
+        key,
+        names,
+        max_credits=max_credits,
+        on_app=counted.serving,
+        access_line=counted.line,
     )
     try:
         server.start(signals)

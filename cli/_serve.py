@@ -17,8 +17,8 @@ replaces a key file left by a killed gateway.
 
 from __future__ import annotations
 
-import logging
 import socket
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -31,6 +31,7 @@ from ._context import output, set_error_sink
 from ._editor import editor_from_environment
 from ._failure import CliFailure, Problem
 from ._gateway import GatewayNames, LogFile, account, gateway_options, serve_gateway
+from ._logging import SecondStamp
 from ._nodump import no_core_dumps
 from ._output import CopilotHostCommand, Output, write_stdout
 
@@ -50,6 +51,8 @@ __all__ = [
     "serve",
 ]
 
+# How access lines (and the gateway's warnings beside them) show their time.
+ACCESS_DATEFMT = "%Y-%m-%dT%H:%M:%S"
 # The fixed default port: the same base URL every day, for tools configured once.
 DEFAULT_PORT = 4141
 KEY_PREFIX = "cph_"
@@ -199,6 +202,7 @@ def serve(
                             ),
                             max_credits=max_credits,
                             on_app=counted.serving,
+                            access_line=counted.line,
                         )
                     finally:
                         if counted.started:
@@ -255,13 +259,17 @@ def _key_file(store: CredentialStore, port: int, key: str) -> Iterator[GatewayKe
 
 
 class RequestCount:
-    """Whether the gateway listened, and how many access lines it wrote: the stop line
-    (written only after it listened, and told) says how many requests were served."""
+    """Whether the gateway listened, and the access lines it wrote: the app gives each to
+    :meth:`line` (``create_app(access_line=...)``), which counts it and writes it where
+    :func:`access_log` said; the stop line (written only after it listened, and told) says
+    how many requests were served."""
 
     def __init__(self) -> None:
         self.requests = 0
         self.started = False
         self.app: GatewayApp | None = None
+        self._outputs: tuple[Callable[[str], None], ...] = ()
+        self._stamp = SecondStamp(ACCESS_DATEFMT)
 
     def serving(self, app: GatewayApp) -> None:
         self.app = app
@@ -280,10 +288,20 @@ class RequestCount:
         # the gateway ends as quietly as any command whose reader went away.
         self.started = True
 
-    def filter(self, record: logging.LogRecord) -> bool:
-        if record.levelno == logging.INFO:  # an access line, not a budget or quota warning
-            self.requests += 1
-        return True
+    def write_to(self, *outputs: Callable[[str], None]) -> None:
+        """Where :meth:`line` writes (each takes a whole line, with its newline)."""
+        self._outputs = outputs
+
+    def line(self, text: str) -> None:
+        """One access line: counted, then stamped and behind the redaction a logging
+        handler would apply (:func:`copilot_host._internal.redact_line`), written."""
+        self.requests += 1
+        if self._outputs:
+            from copilot_host._internal import redact_line
+
+            stamped = f"{self._stamp(time.time())} {redact_line(text)}\n"
+            for output in self._outputs:
+                output(stamped)
 
 
 def _stopped(out: Output, log: LogFile | None, counted: RequestCount, *, emulator: bool) -> None:
@@ -296,31 +314,35 @@ def _stopped(out: Output, log: LogFile | None, counted: RequestCount, *, emulato
 def access_log(
     log: LogFile | None = None, counted: RequestCount | None = None, *, stderr: bool = True
 ) -> Callable[[], None]:
-    """The gateway's access lines on stderr (at INFO; ``stderr=False``: not there) and in
-    the log file (with the gateway's warnings), behind the redaction filter; returns the
-    undo."""
+    """The gateway's access lines (``counted.line``) on stderr (``stderr=False``: not
+    there) and in the log file; its warnings (the budget, a quota running low, an alias
+    whose model is gone) there too, through logging, behind the redaction filter; returns
+    the undo."""
     import logging
 
-    from copilot_host.gateway import ACCESS_LOGGER
+    from copilot_host.gateway import ACCESS_LOGGER, write_stderr_line
 
     from ._logging import stderr_handler
 
+    if counted is not None:
+        outputs: list[Callable[[str], None]] = [write_stderr_line] if stderr else []
+        if log is not None:
+            outputs.append(log.write_stamped)
+        counted.write_to(*outputs)
     logger = logging.getLogger(ACCESS_LOGGER)
-    fmt, datefmt = "%(asctime)s %(message)s", "%Y-%m-%dT%H:%M:%S"
-    handlers = [stderr_handler(logging.INFO, fmt, datefmt)] if stderr else []
+    fmt = "%(asctime)s %(message)s"
+    handlers = [stderr_handler(logging.INFO, fmt, ACCESS_DATEFMT)] if stderr else []
     if log is not None:
-        handlers.append(log.handler(fmt, datefmt))
+        handlers.append(log.handler(fmt, ACCESS_DATEFMT))
     before = (logger.level, logger.propagate)
     for handler in handlers:
         logger.addHandler(handler)
-    if counted is not None:
-        logger.addFilter(counted)
     logger.setLevel(logging.INFO)
     logger.propagate = False
     # The gateway's warnings (an alias whose model is gone, a relay cut short) go to the
     # log file too: under run it is the only place they can be read.
     gateway_log = logging.getLogger("copilot_host.gateway")
-    warnings = log.handler(fmt, datefmt) if log is not None else None
+    warnings = log.handler(fmt, ACCESS_DATEFMT) if log is not None else None
     if warnings is not None:
         warnings.setLevel(logging.WARNING)
         gateway_log.addHandler(warnings)
@@ -329,7 +351,7 @@ def access_log(
         if warnings is not None:
             gateway_log.removeHandler(warnings)
         if counted is not None:
-            logger.removeFilter(counted)
+            counted.write_to()
         for handler in handlers:
             logger.removeHandler(handler)
         logger.setLevel(before[0])
@@ -347,6 +369,7 @@ def _run(
     *,
     max_credits: float | None = None,
     on_app: Callable[[GatewayApp], None] | None = None,
+    access_line: Callable[[str], None] | None = None,
 ) -> None:
     import asyncio
 
@@ -368,7 +391,14 @@ def _run(
 
     asyncio.run(
         serve_gateway(
-            server, gateway, key, names, on_app=on_app, max_credits=max_credits, on_plan=on_plan
+            server,
+            gateway,
+            key,
+            names,
+            on_app=on_app,
+            max_credits=max_credits,
+            on_plan=on_plan,
+            access_line=access_line,
         )
     )
 

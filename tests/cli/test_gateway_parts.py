@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import re
 import stat
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
@@ -84,26 +85,36 @@ def test_the_log_file_takes_access_lines_warnings_and_the_stop_line(tmp_path: Pa
     counted = RequestCount()
     undo = access_log(log, counted, stderr=False)
     try:
-        logging.getLogger(ACCESS_LOGGER).info("GET /v1/models model=- status=200")
-        logging.getLogger(ACCESS_LOGGER).info("key %s", secret.reveal())
+        # The app hands its access lines to counted.line (create_app's access_line).
+        counted.line("GET /v1/models model=- status=200")
+        counted.line(f"key {secret.reveal()} and Bearer abcdefgh12345\u200b")
+        logging.getLogger(ACCESS_LOGGER).warning("budget reached")
         logging.getLogger("copilot_host.gateway").warning("an alias lost its model")
         logging.getLogger("copilot_host.gateway").info("not for the log file")
     finally:
         undo()
+    counted.line("after the undo: counted, written nowhere")
     log.write(stop_line(counted.requests, emulator=False))
     log.close()
     lines = path.read_text().splitlines()
-    assert [line.split(" ", 1)[1] for line in lines[:3]] == [
+    assert [line.split(" ", 1)[1] for line in lines[:4]] == [
         "GET /v1/models model=- status=200",
-        "key [REDACTED]",
+        "key [REDACTED] and [REDACTED]",
+        "budget reached",
         "an alias lost its model",
     ]
+    # Every line but the stop line starts with the local time, to the second.
+    assert all(
+        re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d", line.split(" ", 1)[0]) for line in lines[:4]
+    )
     assert secret.reveal() not in path.read_text()
-    assert lines[-1] == "copilot-host gateway stopped after 2 requests"
+    assert lines[-1] == "copilot-host gateway stopped after 3 requests"
     assert "not for the log file" not in path.read_text()
+    assert "after the undo" not in path.read_text()
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     # Undone: nothing more reaches the file's handlers.
     assert not logging.getLogger("copilot_host.gateway").handlers
+    assert not logging.getLogger(ACCESS_LOGGER).handlers
 
 
 def test_stop_lines() -> None:
