@@ -42,7 +42,6 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Collection, Mapping, MutableMapping
-from dataclasses import replace
 from typing import Any
 
 import httpx2
@@ -590,7 +589,12 @@ class GatewayApp:
             # Code's spelling, a family: ._names); spliced into the bytes where it can be.
             body = rewrite_model(body, parsed, route.model_id)
         tools = rewritten.tools
-        facts = replace(parsed.facts, model=route.model_id)
+        # Every field of the facts, with the model upstream knows (dataclasses.replace
+        # costs several times this; tests/gateway/test_units.py pins the fields).
+        known = parsed.facts
+        facts = ch.RequestFacts(
+            vision=known.vision, initiator=known.initiator, model=route.model_id
+        )
         # The parsed tree goes before the request does: only the bytes travel on.
         # Admitted last, with no await before _forward settles it: every way out of
         # this request after here releases the reservation.
@@ -868,29 +872,48 @@ async def _read_body(receive: Receive, headers: RequestHeaders) -> bytes | Refus
     # Chunks joined once at the end: one copy of a large body, not a growing buffer's.
     chunks: list[bytes] = []
     size = 0
-    began = asyncio.get_running_loop().time()
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    assert task is not None
+    began = loop.time()
+    # The deadline as one timer that cancels this task, and a flag that says it did
+    # (asyncio.timeout's bookkeeping, which cost more than the rest of a read).
+    late = False
+
+    def expire() -> None:
+        nonlocal late
+        late = True
+        task.cancel()
+
+    cancelling = task.cancelling()
+    timer = loop.call_at(began + body_deadline(expected, 0), expire)
     try:
-        async with asyncio.timeout_at(began + body_deadline(expected, 0)) as window:
-            while True:
-                message = await receive()
-                if message["type"] == "http.disconnect":
-                    return None
-                chunk = message.get("body", b"")
-                size += len(chunk)
-                if size > MAX_BODY_BYTES:
-                    return _too_large()
-                chunks.append(chunk)
-                if not message.get("more_body", False):
-                    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
-                if size > expected:
-                    window.reschedule(began + body_deadline(expected, size))
-    except TimeoutError:
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return None
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > MAX_BODY_BYTES:
+                return _too_large()
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+            if size > expected:
+                timer.cancel()
+                timer = loop.call_at(began + body_deadline(expected, size), expire)
+    except asyncio.CancelledError:
+        # Cancelled by the deadline alone (not also from outside): the 408.
+        if not late or task.uncancel() > cancelling:
+            raise
         seconds = body_deadline(expected, size)
         return Refusal(
             408,
             "request_timeout",
             f"copilot-host gateway: the request body did not arrive within {seconds:.0f} s",
         )
+    finally:
+        timer.cancel()
 
 
 def _too_large() -> Refusal:

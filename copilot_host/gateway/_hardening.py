@@ -111,6 +111,9 @@ MAX_HEAD_BYTES = 16 * 1024
 # A connection set up this long after the last failed accept() was accepted by a retry
 # that worked: the episode is over (asyncio retries a failed accept a second later).
 _EPISODE_GAP = 0.5
+# A timer may run this much before its time (the loop's clock resolution and rounding):
+# a head this close to its deadline is late.
+_TIMER_SLACK = 0.001
 # How a failed accept() is announced by asyncio (selector_events).
 _ACCEPT_FAILED = "socket.accept() out of system resource"
 
@@ -305,6 +308,8 @@ class Guard:
         self._limits = limits
         self._loop = asyncio.get_running_loop()
         self._head_timer: asyncio.TimerHandle | None = None
+        # When the connection began to wait for its current request head.
+        self._waiting_since = 0.0
         self._linger: _Linger | None = None
         self._linger_timer: asyncio.TimerHandle | None = None
         self._linger_began = 0.0
@@ -396,8 +401,13 @@ class Guard:
         return self._linger is None or self._linger.is_closing()
 
     def _sync(self) -> None:
-        """Waiting for a request head, or busy with a request: the timer and the book
-        follow."""
+        """Waiting for a request head, or busy with a request: the book follows, and the
+        head timer is armed when none is.
+
+        The timer is not moved as a kept-alive connection goes from request to request:
+        when it fires it looks at when the connection began to wait, and arms itself again
+        if the head is not late yet. So a connection costs one timer per
+        :data:`HEAD_TIMEOUT` rather than one per request."""
         if self.closing():
             return
         book = self._book
@@ -405,11 +415,13 @@ class Guard:
             self._body_seen = False
             if self not in book.waiting:
                 book.waiting[self] = None
+                self._waiting_since = self._loop.time()
             if self._head_timer is None:
-                self._head_timer = self._loop.call_later(self._limits.head_timeout, self._head_late)
+                self._head_timer = self._loop.call_at(
+                    self._waiting_since + self._limits.head_timeout, self._head_late
+                )
         else:
             book.waiting.pop(self, None)
-            self._cancel_head_timer()
 
     def _cancel_head_timer(self) -> None:
         if self._head_timer is not None:
@@ -418,8 +430,13 @@ class Guard:
 
     def _head_late(self) -> None:
         self._head_timer = None
-        if self in self._book.waiting:
+        if self not in self._book.waiting:
+            return  # busy with a request: armed again when it waits for the next head
+        due = self._waiting_since + self._limits.head_timeout
+        if self._loop.time() + _TIMER_SLACK >= due:
             self._drop()
+        else:
+            self._head_timer = self._loop.call_at(due, self._head_late)
 
     def start_linger(self) -> None:
         """The connection is refused: out of the bound's way, first to go, and closed

@@ -17,7 +17,7 @@ pure-Python stack a fifth of a relayed request's CPU, bench/gateway.py). So the 
 woken only when it waits idle: once it has written, lines that come within
 :data:`LINGER_SECONDS` are written together by its next turn, without waking it. A quiet
 gateway's line goes out at once; a busy one's lines go out in one write per
-:data:`LINGER_SECONDS`, at most that late.
+:data:`LINGER_SECONDS`, at most that late (sooner once half the queue is taken).
 """
 
 from __future__ import annotations
@@ -69,6 +69,12 @@ class _Queue:
             if self._idle:
                 self._idle = False
                 self._changed.notify()
+            elif len(self._lines) == self._capacity // 2:
+                # Filling fast: the writer's linger ends now, before lines are dropped.
+                self._changed.notify()
+
+    def _linger_over(self) -> bool:
+        return self._closing or len(self._lines) >= self._capacity // 2
 
     def close(self, timeout: float) -> None:
         with self._changed:
@@ -90,15 +96,18 @@ class _Queue:
                     return
                 batch = "".join(self._lines)
                 self._lines.clear()
+                if self._dropped:
+                    # Room again: what was dropped is said after the lines held before it.
+                    batch += _dropped_notice(self._dropped)
+                    self._dropped = 0
             if not self._write(batch.encode("utf-8", "replace")):
                 with self._changed:
                     self._broken = True
                     self._lines.clear()
                 return
             with self._changed:
-                if not self._closing:
-                    # Puts do not wake it now; close() does.
-                    self._changed.wait(self._linger)
+                # Puts do not wake it now; close() and a half-full queue do.
+                self._changed.wait_for(self._linger_over, self._linger)
 
     def _write(self, data: bytes) -> bool:
         view = memoryview(data)

@@ -67,6 +67,9 @@ _RATE_LIMIT_PREFIXES = (
     *QUOTA_HEADER_PREFIXES,
 )
 
+_RELAYED = frozenset(name.encode("ascii") for name in RELAYED_RESPONSE_HEADERS)
+_RATE_LIMIT_STARTS = tuple(prefix.encode("ascii") for prefix in _RATE_LIMIT_PREFIXES)
+
 # A JSON answer larger than this is refused (502 response_too_large), and a streamed
 # event longer than this cuts the stream: model answers are far smaller, and the gateway
 # holds a JSON answer (or an event) whole to mask it.
@@ -136,9 +139,14 @@ def _upstream_headers(headers: RequestHeaders) -> list[tuple[bytes, bytes]]:
 def _relayed(response: httpx2.Response) -> list[tuple[bytes, bytes]]:
     kept: list[tuple[bytes, bytes]] = []
     for name, value in response.headers.raw:
-        lower = name.lower().decode("latin-1")
-        if lower in RELAYED_RESPONSE_HEADERS or lower.startswith(_RATE_LIMIT_PREFIXES):
-            kept.append((lower.encode("latin-1"), ch.mask_secrets(value)))
+        lower = name.lower()
+        if lower in _RELAYED or lower.startswith(_RATE_LIMIT_STARTS):
+            kept.append((lower, value))
+    # One look for a secret in all the values kept (one is as likely as never), and a
+    # value masked only when the look found one.
+    values = b"\n".join(value for _, value in kept)
+    if ch.mask_secrets(values) != values:
+        kept = [(name, ch.mask_secrets(value)) for name, value in kept]
     return kept
 
 

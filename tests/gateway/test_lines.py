@@ -199,3 +199,14 @@ def test_a_line_to_an_idle_writer_goes_at_once_and_lines_after_it_wait_for_its_l
     queue.close(BOUND)  # close() ends the linger: both go out, in one write
     assert time.monotonic() - began < BOUND
     assert _drain(read_end, b"third\n") == b"second\nthird\n"
+
+
+def test_a_queue_filling_fast_ends_the_writers_linger(pipe: tuple[int, int]) -> None:
+    read_end, write_end = pipe
+    queue = _stderr_queue._Queue(write_end, capacity=8, linger=60.0)
+    queue.put("first\n")
+    _drain(read_end, b"first\n")
+    for index in range(4):  # half the capacity: the writer is woken from its linger
+        queue.put(f"line {index}\n")
+    assert _drain(read_end, b"line 3\n") == b"line 0\nline 1\nline 2\nline 3\n"
+    queue.close(BOUND)

@@ -160,3 +160,17 @@ def test_https_settings_that_cannot_work_fail_the_lifespan_startup_typed(
     assert (caught.value.code, caught.value.retryable) == ("network_config", False)
     asyncio.run(app({"type": "lifespan"}, receive, send))  # type: ignore[arg-type]
     assert sent == [{"type": "lifespan.startup.failed", "message": caught.value.message}]
+
+
+def test_the_gateway_copies_every_field_of_a_requests_facts() -> None:
+    # GatewayApp._inference builds the facts route.auth gets field by field (cheaper
+    # than dataclasses.replace): a field added to RequestFacts must be added there too.
+    import dataclasses
+
+    import copilot_host as ch
+
+    assert [f.name for f in dataclasses.fields(ch.RequestFacts)] == [
+        "vision",
+        "initiator",
+        "model",
+    ]
