@@ -416,6 +416,18 @@ def bare(home: Path, emulator_port: int, stack: str = "default") -> Iterator[Gat
         child.stop()
 
 
+@contextmanager
+def keyed_gateway() -> Iterator[tuple[Gateway, str, dict[str, str]]]:
+    """A gateway in its own process on a logged-in emulator of its own, with its root URL
+    (no ``/v1``) and the headers of a keyed JSON request (for the one-question benches)."""
+    with tempfile.TemporaryDirectory() as folder, emulator() as emu:
+        home = Path(folder) / "home"
+        login(home, emu.port)
+        with gateway(home, emu.port) as gw:
+            key = {"Authorization": f"Bearer {gw.key}", "Content-Type": "application/json"}
+            yield gw, gw.base_url.removesuffix("/v1"), key
+
+
 # -- measurements -------------------------------------------------------------------------------
 
 

@@ -23,7 +23,6 @@ import base64
 import json
 import os
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -76,66 +75,59 @@ def main() -> None:
     parser.add_argument("--mib", type=int, default=30)
     parser.add_argument("--count", type=int, default=300)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as folder, bench.emulator() as emu:
-        home = Path(folder) / "home"
-        bench.login(home, emu.port)
-        with bench.gateway(home, emu.port) as gw:
-            key = {"Authorization": f"Bearer {gw.key}", "Content-Type": "application/json"}
-            root = gw.base_url.removesuffix("/v1")
-            small = json.dumps(
-                {"model": "gpt-4.1", "messages": [{"role": "user", "content": "hi"}]}
-            ).encode()
-            with httpx2.Client(timeout=120) as client:
-                client.post(root + "/v1/chat/completions", content=small, headers=key)
-                idle = gw.child.rss_mb()
-                large = chat_body(args.mib)
-                result: dict[str, object] = {}
+    with bench.keyed_gateway() as (gw, root, key):
+        small = json.dumps(
+            {"model": "gpt-4.1", "messages": [{"role": "user", "content": "hi"}]}
+        ).encode()
+        with httpx2.Client(timeout=120) as client:
+            client.post(root + "/v1/chat/completions", content=small, headers=key)
+            idle = gw.child.rss_mb()
+            large = chat_body(args.mib)
+            result: dict[str, object] = {}
 
-                def send_large() -> None:
-                    with httpx2.Client(timeout=120) as other:
-                        start = time.perf_counter()
-                        answer = other.post(
-                            root + "/v1/chat/completions", content=large, headers=key
-                        )
-                        result["status"] = answer.status_code
-                        result["seconds"] = time.perf_counter() - start
+            def send_large() -> None:
+                with httpx2.Client(timeout=120) as other:
+                    start = time.perf_counter()
+                    answer = other.post(root + "/v1/chat/completions", content=large, headers=key)
+                    result["status"] = answer.status_code
+                    result["seconds"] = time.perf_counter() - start
 
-                worker = threading.Thread(target=send_large)
-                worker.start()
-                time.sleep(0.15)  # the large body is on its way or being parsed
-                start = time.perf_counter()
-                client.post(root + "/v1/chat/completions", content=small, headers=key)
-                meanwhile = time.perf_counter() - start
-                worker.join()
-                peak = gw.child.rss_mb("VmHWM")
-            print(f"1. one {args.mib} MiB Chat body ({len(large) / 2**20:.1f} MiB sent)")
-            print(
-                f"   answered {result['status']} in {result['seconds']:.2f} s; gateway RSS idle "
-                f"{idle:.0f} MiB, high-water {peak:.0f} MiB (target < 400)"
-            )
-            print(f"   a small request meanwhile: {meanwhile * 1000:.0f} ms (target < 1000)")
+            worker = threading.Thread(target=send_large)
+            worker.start()
+            time.sleep(0.15)  # the large body is on its way or being parsed
+            start = time.perf_counter()
+            client.post(root + "/v1/chat/completions", content=small, headers=key)
+            meanwhile = time.perf_counter() - start
+            worker.join()
+            peak = gw.child.rss_mb("VmHWM")
+        print(f"1. one {args.mib} MiB Chat body ({len(large) / 2**20:.1f} MiB sent)")
+        print(
+            f"   answered {result['status']} in {result['seconds']:.2f} s; gateway RSS idle "
+            f"{idle:.0f} MiB, high-water {peak:.0f} MiB (target < 400)"
+        )
+        print(f"   a small request meanwhile: {meanwhile * 1000:.0f} ms (target < 1000)")
 
-            headers = {**key, "anthropic-version": "2023-06-01"}
-            with httpx2.Client(timeout=60) as client:
-                listed = client.get(root + "/v1/models", headers=headers).json()["data"]
-            claude = listed[0]["id"]
-            named = messages_body(f"github-copilot/{claude}", 100 * 1024)
-            plain = messages_body(claude, 100 * 1024)
-            small_messages = messages_body(claude, 200)
-            count = args.count
-            cpu_small = cpu_per_request(gw, "/v1/messages", small_messages, count, headers)
-            cpu_plain = cpu_per_request(gw, "/v1/messages", plain, count, headers)
-            cpu_named = cpu_per_request(gw, "/v1/messages", named, count, headers)
-            loads = min(_time(lambda: json.loads(named), 200) for _ in range(5)) * 1e6
-            print(f"\n2. a {len(named) / 1024:.0f} KB Messages body, gateway CPU per request")
-            print(f"   small body                 {cpu_small:7.0f} us")
-            print(f"   100 KB, model id            {cpu_plain:7.0f} us")
-            print(f"   100 KB, route id rewritten  {cpu_named:7.0f} us")
-            print(
-                f"   one json.loads of it {loads:.0f} us; budget small + 2.5x = "
-                f"{cpu_small + 2.5 * loads:.0f} us; rewritten uses "
-                f"{(cpu_named - cpu_small) / loads:.2f}x json.loads over the small body"
-            )
+        headers = {**key, "anthropic-version": "2023-06-01"}
+        with httpx2.Client(timeout=60) as client:
+            listed = client.get(root + "/v1/models", headers=headers).json()["data"]
+        claude = listed[0]["id"]
+        named = messages_body(f"github-copilot/{claude}", 100 * 1024)
+        plain = messages_body(claude, 100 * 1024)
+        small_messages = messages_body(claude, 200)
+        count = args.count
+        cpu_small = cpu_per_request(gw, "/v1/messages", small_messages, count, headers)
+        cpu_plain = cpu_per_request(gw, "/v1/messages", plain, count, headers)
+        cpu_named = cpu_per_request(gw, "/v1/messages", named, count, headers)
+        loads = min(_time(lambda: json.loads(named), 200) for _ in range(5)) * 1e6
+        print(f"\n2. a {len(named) / 1024:.0f} KB Messages body, gateway CPU per request")
+        print(f"   small body                 {cpu_small:7.0f} us")
+        print(f"   100 KB, model id            {cpu_plain:7.0f} us")
+        print(f"   100 KB, route id rewritten  {cpu_named:7.0f} us")
+        print(
+            f"   one json.loads of it {loads:.0f} us; budget small + 2.5x = "
+            f"{cpu_small + 2.5 * loads:.0f} us; rewritten uses "
+            f"{(cpu_named - cpu_small) / loads:.2f}x json.loads over the small body"
+        )
 
 
 def _time(fn: object, rounds: int) -> float:

@@ -17,7 +17,6 @@ import argparse
 import json
 import statistics
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -35,44 +34,39 @@ def main() -> None:
     args = parser.parse_args()
     name = ("claude-opus-" + "9" * (args.mib * 1024 * 1024))[: args.mib * 1024 * 1024]
     body = json.dumps({"model": name, "messages": [{"role": "user", "content": "hi"}]}).encode()
-    with tempfile.TemporaryDirectory() as folder, bench.emulator() as emu:
-        home = Path(folder) / "home"
-        bench.login(home, emu.port)
-        with bench.gateway(home, emu.port) as gw:
-            key = {"Authorization": f"Bearer {gw.key}", "Content-Type": "application/json"}
-            root = gw.base_url.removesuffix("/v1")
+    with bench.keyed_gateway() as (_gw, root, key):
 
-            def listing(client: httpx2.Client) -> float:
-                start = time.perf_counter()
-                client.get(root + "/v1/models", headers=key).raise_for_status()
-                return time.perf_counter() - start
+        def listing(client: httpx2.Client) -> float:
+            start = time.perf_counter()
+            client.get(root + "/v1/models", headers=key).raise_for_status()
+            return time.perf_counter() - start
 
-            with httpx2.Client(timeout=120) as client:
-                for _ in range(5):
-                    listing(client)
-                unloaded = statistics.median(listing(client) for _ in range(20))
-                worst = 0.0
-                long_seconds: list[float] = []
-                statuses: set[int] = set()
-                for _ in range(args.rounds):
-                    sent = threading.Event()
+        with httpx2.Client(timeout=120) as client:
+            for _ in range(5):
+                listing(client)
+            unloaded = statistics.median(listing(client) for _ in range(20))
+            worst = 0.0
+            long_seconds: list[float] = []
+            statuses: set[int] = set()
+            for _ in range(args.rounds):
+                sent = threading.Event()
 
-                    def send_long(sent: threading.Event = sent) -> None:
-                        with httpx2.Client(timeout=120) as other:
-                            start = time.perf_counter()
-                            sent.set()
-                            answer = other.post(
-                                root + "/v1/chat/completions", content=body, headers=key
-                            )
-                            statuses.add(answer.status_code)
-                            long_seconds.append(time.perf_counter() - start)
+                def send_long(sent: threading.Event = sent) -> None:
+                    with httpx2.Client(timeout=120) as other:
+                        start = time.perf_counter()
+                        sent.set()
+                        answer = other.post(
+                            root + "/v1/chat/completions", content=body, headers=key
+                        )
+                        statuses.add(answer.status_code)
+                        long_seconds.append(time.perf_counter() - start)
 
-                    worker = threading.Thread(target=send_long)
-                    worker.start()
-                    sent.wait()
-                    time.sleep(0.15)  # the body is read and parsed by now, or nearly
-                    worst = max(worst, listing(client))
-                    worker.join()
+                worker = threading.Thread(target=send_long)
+                worker.start()
+                sent.wait()
+                time.sleep(0.15)  # the body is read and parsed by now, or nearly
+                worst = max(worst, listing(client))
+                worker.join()
     print(f"a {args.mib} MiB model name, {args.rounds} rounds")
     print(f"  unloaded GET /v1/models: {unloaded * 1000:.1f} ms (median of 20)")
     print(

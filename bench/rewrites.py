@@ -25,6 +25,7 @@ import argparse
 import asyncio
 import json
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -33,8 +34,11 @@ from typing import Any
 
 import httpx2
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import gateway as bench
+
 from copilot_host.gateway import create_app
-from copilot_host.github import AsyncGitHubCopilotHost, GitHubCopilotHost
+from copilot_host.github import AsyncGitHubCopilotHost
 from copilot_host.store import CredentialStore
 from copilot_host.testing import GitHubEmulator
 
@@ -195,11 +199,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp, GitHubEmulator() as emulator:
         home = Path(tmp) / "home"
-        home.mkdir(mode=0o700)
-        with GitHubCopilotHost(
-            store=CredentialStore(home, key_file=True), transport=emulator.transport()
-        ) as person:
-            person.login(sleep=lambda _seconds: None)
+        bench.login(home, emulator.port)
         asyncio.run(measure(args.rounds, home, emulator))
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, MutableMapping
@@ -25,7 +26,10 @@ from typing import Any
 
 import httpx2
 
-from copilot_host.github import AsyncGitHubCopilotHost, GitHubCopilotHost
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import gateway as bench
+
+from copilot_host.github import AsyncGitHubCopilotHost
 from copilot_host.store import CredentialStore
 from copilot_host.testing import GitHubEmulator
 
@@ -125,11 +129,7 @@ def main() -> None:
     size = options.mib * 1024 * 1024 - 1024  # under the cap, with room for the framing
     with tempfile.TemporaryDirectory() as folder, GitHubEmulator() as emulator:
         home = Path(folder) / "home"
-        home.mkdir(mode=0o700)
-        with GitHubCopilotHost(
-            store=CredentialStore(home, key_file=True), transport=emulator.transport()
-        ) as person:
-            person.login(sleep=lambda _seconds: None)
+        bench.login(home, emulator.port)
         took = asyncio.run(_relay_once(home, emulator, _LongEvent(size, options.chunk * 1024)))
     print(
         f"one {size / (1024 * 1024):.1f} MiB event in {options.chunk} KiB chunks: "

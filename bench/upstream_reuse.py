@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import datetime
-import ipaddress
 import ssl
 import sys
 import tempfile
@@ -26,46 +24,13 @@ import time
 from pathlib import Path
 
 import httpx2
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from copilot_host.gateway._app import NO_REUSE_LIMITS, UPSTREAM_LIMITS
+from tests._tls import self_signed
 
 BODY = b'{"ok": true}'
-
-
-def _certificate(folder: Path) -> tuple[Path, Path]:
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "bench upstream")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(hours=1))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-            critical=False,
-        )
-        .sign(key, hashes.SHA256())
-    )
-    cert_path, key_path = folder / "cert.pem", folder / "key.pem"
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    return cert_path, key_path
 
 
 async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -79,6 +44,10 @@ async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) ->
             await writer.drain()
     except (asyncio.IncompleteReadError, ConnectionError, ssl.SSLError):
         pass
+    except asyncio.CancelledError:
+        # A kept-alive connection's handler, cancelled as the run ends: its normal end
+        # (asyncio would otherwise print the cancellation as a failed callback).
+        return
     finally:
         writer.close()
 
@@ -95,7 +64,7 @@ async def _per_request(url: str, trust: ssl.SSLContext, limits: httpx2.Limits, n
 
 async def main(requests: int) -> None:
     with tempfile.TemporaryDirectory() as folder:
-        cert, key = _certificate(Path(folder))
+        cert, key = self_signed(Path(folder), "bench upstream")
         served = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         served.load_cert_chain(cert, key)
         trust = ssl.create_default_context(cafile=str(cert))

@@ -38,7 +38,8 @@ def _recorded(home: Path, *command: str) -> tuple[subprocess.CompletedProcess[st
     return done, json.loads(out.read_text())
 
 
-def _served(records: Any) -> list[dict[str, Any]]:
+def _served(done: Any, records: Any) -> list[dict[str, Any]]:
+    """The requests the gateway served the agent, once the agent and run both exited 0."""
     requests = records["requests"]
     assert requests, records
     assert all(r["status"] == 200 for r in requests), requests
@@ -51,9 +52,8 @@ def _served(records: Any) -> list[dict[str, Any]]:
 def test_opencode_run_with_no_opencode_json(home: Path) -> None:
     opencode = agent("opencode")
     done, records = _recorded(home, opencode, "run", "Say hello")
-    assert (done.returncode, records["returncode"]) == (0, 0), done.stderr
+    requests = _served(done, records)
     assert 'echo: "Say hello"' in done.stdout or "echo: Say hello" in done.stdout
-    requests = _served(records)
     # The profile's default chat model (the inventory's chat default), on Chat Completions,
     # asked for no more output than the model's limit (opencode caps it at 32000 of
     # gpt-5-mini's 64000).
@@ -76,9 +76,8 @@ def test_opencode_run_with_the_users_own_opencode_json(home: Path) -> None:
         )
     )
     done, records = _recorded(home, opencode, "run", "Say hello")
-    assert (done.returncode, records["returncode"]) == (0, 0), done.stderr
+    requests = _served(done, records)
     assert "echo:" in done.stdout and "Say hello" in done.stdout
-    requests = _served(records)
     assert {(r["endpoint"], r["model"]) for r in requests} == {("chat", "gpt-4.1")}
     assert {r["max_tokens"] for r in requests} == {16_384}
 
@@ -102,9 +101,8 @@ def test_aider_message_with_no_model(home: Path) -> None:
         "--no-show-release-notes",
         "--no-analytics",
     )
-    assert (done.returncode, records["returncode"]) == (0, 0), done.stdout + done.stderr
+    requests = _served(done, records)
     assert "echo:" in done.stdout and "Say hello" in done.stdout
-    requests = _served(records)
     # The default chat model answered the message; nothing asked for a model the account
     # lacks (aider's own weak model, openai/gpt-4.1-mini, would get 404).
     assert ("chat", "gpt-5-mini") in {(r["endpoint"], r["model"]) for r in requests}
@@ -117,8 +115,7 @@ def test_aider_message_with_no_model(home: Path) -> None:
 def test_copilot_cli_prompt_with_no_variables_set_by_hand(home: Path) -> None:
     copilot = agent("copilot")
     done, records = _recorded(home, copilot, "-p", "Say hello")
-    assert (done.returncode, records["returncode"]) == (0, 0), done.stderr
+    requests = _served(done, records)
     assert "echo:" in done.stdout and "Say hello" in done.stdout
-    requests = _served(records)
     # Its own bring-your-own-key mode on the gateway's /v1: the default chat model.
     assert {(r["endpoint"], r["model"]) for r in requests} == {("chat", "gpt-5-mini")}

@@ -24,6 +24,19 @@ CHILD = Path(__file__).resolve().parent / "run_child.py"
 BOUND = 60.0
 
 
+# What run's Codex profile adds for the emulator's account: the newest Responses model
+# Codex ships metadata for, its window, and compaction at 90% of its prompt limit (922k of
+# 1,050k).
+CODEX_MODEL_ARGS = [
+    "-c",
+    'model="gpt-5.6-luna"',
+    "-c",
+    "model_context_window=1050000",
+    "-c",
+    "model_auto_compact_token_limit=829800",
+]
+
+
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
     """A HOME for the command, holding everything run may write (TMPDIR included)."""
@@ -221,13 +234,7 @@ def test_codex_gets_a_provider_at_the_gateway_and_a_model(proc: Proc, home: Path
         f'{provider}.env_key="COPILOT_HOST_API_KEY"',
         "-c",
         'model_provider="copilot-host"',
-        "-c",
-        'model="gpt-5.6-luna"',  # the newest Responses model Codex ships metadata for
-        # Its window, and compaction at 90% of its prompt limit (922k of 1,050k).
-        "-c",
-        "model_context_window=1050000",
-        "-c",
-        "model_auto_compact_token_limit=829800",
+        *CODEX_MODEL_ARGS,
         "exec",
         "hi",
     ]

@@ -19,6 +19,7 @@ from copilot_host.gateway._stack import PURE_PYTHON_ENV
 from copilot_host.github import AsyncGitHubCopilotHost
 from copilot_host.testing import GitHubEmulator
 from tests.cli.conftest import Cli
+from tests.cli.test_run import CODEX_MODEL_ARGS
 
 CHILD = Path(__file__).resolve().parent / "run_child.py"
 
@@ -118,15 +119,7 @@ def test_the_emulators_account_and_a_codex_profile(
     assert result.exit_code == 0, result.stderr
     out, _err = capfd.readouterr()
     argv = json.loads(out)
-    assert argv[-7:] == [
-        'model="gpt-5.6-luna"',
-        "-c",
-        "model_context_window=1050000",
-        "-c",
-        "model_auto_compact_token_limit=829800",
-        "exec",
-        "hi",
-    ]
+    assert argv[-8:] == [*CODEX_MODEL_ARGS, "exec", "hi"]
     assert not (tmp_path / "never").exists()
 
 

@@ -13,6 +13,7 @@ from copilot_host.gateway._stack import PURE_PYTHON
 from copilot_host.testing import GitHubEmulator, Scenario
 from tests._extras import require
 from tests.gateway._support import Gateway, running_gateway
+from tests.gateway.test_serve import serve  # noqa: F401 - a child serve, for every module
 from tests.security._support import TOKEN_SHAPES
 
 

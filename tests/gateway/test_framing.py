@@ -94,7 +94,9 @@ def _chunked(body: bytes) -> bytes:
     return b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
 
 
-def test_content_length_with_transfer_encoding_is_refused_and_closed(gateway: Gateway) -> None:
+def _chunked_chat_then_models(gateway: Gateway, *extra: str) -> tuple[bytes, bool]:
+    """A chunked chat request (with ``extra`` headers) and a pipelined GET /v1/models, on
+    one connection: what came back, and whether the gateway closed it."""
     with socket.create_connection(("127.0.0.1", gateway.port), timeout=BOUND) as sock:
         sock.sendall(
             _head(
@@ -102,13 +104,18 @@ def test_content_length_with_transfer_encoding_is_refused_and_closed(gateway: Ga
                 "POST",
                 "/v1/chat/completions",
                 "Content-Type: application/json",
-                f"Content-Length: {len(CHAT) + 10}",
+                *extra,
                 "Transfer-Encoding: chunked",
             )
             + _chunked(CHAT)
-            + _head(gateway, "GET", "/v1/models")  # pipelined: must not be answered
+            + _head(gateway, "GET", "/v1/models")
         )
-        data, closed = _read_all(sock)
+        return _read_all(sock)
+
+
+def test_content_length_with_transfer_encoding_is_refused_and_closed(gateway: Gateway) -> None:
+    # The pipelined request after it must not be answered.
+    data, closed = _chunked_chat_then_models(gateway, f"Content-Length: {len(CHAT) + 10}")
     assert data.startswith(b"HTTP/1.1 400"), data[:200]
     assert closed
     assert data.count(b"HTTP/1.1 ") == 1
@@ -116,19 +123,7 @@ def test_content_length_with_transfer_encoding_is_refused_and_closed(gateway: Ga
 
 
 def test_an_answer_to_a_chunked_request_closes_the_connection(gateway: Gateway) -> None:
-    with socket.create_connection(("127.0.0.1", gateway.port), timeout=BOUND) as sock:
-        sock.sendall(
-            _head(
-                gateway,
-                "POST",
-                "/v1/chat/completions",
-                "Content-Type: application/json",
-                "Transfer-Encoding: chunked",
-            )
-            + _chunked(CHAT)
-            + _head(gateway, "GET", "/v1/models")
-        )
-        data, closed = _read_all(sock)
+    data, closed = _chunked_chat_then_models(gateway)
     head = data.split(b"\r\n\r\n", 1)[0].lower()
     assert head.startswith(b"http/1.1 200"), data[:300]
     assert b"\r\nconnection: close" in head

@@ -19,24 +19,26 @@ from tests.gateway._rewrites_support import checked, events_of, module_gateway, 
 from tests.gateway._support import Gateway, running_gateway
 
 PATCH = '*** Begin Patch\n*** Add File: hello.txt\n+say "hi" \\ bye\n+日本 😀\n*** End Patch\n'
-EXEC = {
-    "type": "function",
-    "name": "exec_command",
-    "description": "run a command",
-    "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}},
-}
+
+
+def _function(name: str, description: str, argument: str) -> dict[str, Any]:
+    """A Responses function tool taking one string argument."""
+    return {
+        "type": "function",
+        "name": name,
+        "description": description,
+        "parameters": {"type": "object", "properties": {argument: {"type": "string"}}},
+    }
+
+
+EXEC = _function("exec_command", "run a command", "cmd")
 APPLY_PATCH = {
     "type": "custom",
     "name": "apply_patch",
     "description": "Apply a patch.",
     "format": {"type": "grammar", "syntax": "lark", "definition": "start: begin_patch hunk+"},
 }
-SPAWN = {
-    "type": "function",
-    "name": "spawn_agent",
-    "description": "start an agent",
-    "parameters": {"type": "object", "properties": {"task": {"type": "string"}}},
-}
+SPAWN = _function("spawn_agent", "start an agent", "task")
 NAMESPACE = {
     "type": "namespace",
     "name": "multi_agent_v1",
@@ -55,6 +57,14 @@ def responses_body(**more: Any) -> dict[str, Any]:
         "tools": [EXEC, APPLY_PATCH, WEB_SEARCH, NAMESPACE],
         **more,
     }
+
+
+def _output(answer: Any, *, stream: bool) -> list[Any]:
+    """A Responses answer's output items: the whole answer's, or response.completed's."""
+    if not stream:
+        return list(answer["output"])
+    completed = next(e for e in events_of(answer) if e["type"] == "response.completed")
+    return list(completed["response"]["output"])
 
 
 SCRIPT = (
@@ -173,13 +183,7 @@ def test_namespaced_calls_come_back_with_their_namespace(gw: Gateway, stream: bo
         "arguments": json.dumps({"input": PATCH}),
     }
     assert upstream[2] == {"type": "function_call_output", "call_id": "call_p", "output": "patched"}
-    output = (
-        answer["output"]
-        if not stream
-        else next(e for e in events_of(answer) if e["type"] == "response.completed")["response"][
-            "output"
-        ]
-    )
+    output = _output(answer, stream=stream)
     (item,) = output
     assert item["type"] == "function_call"
     assert (item["name"], item["namespace"]) == ("spawn_agent", "multi_agent_v1")
@@ -200,13 +204,7 @@ def test_namespaced_calls_come_back_with_their_namespace(gw: Gateway, stream: bo
     assert status == 200
     sent_call = sent(gw)["input"][3]
     assert sent_call["name"] == "spawn_agent" and "namespace" not in sent_call
-    output = (
-        answer["output"]
-        if not stream
-        else next(e for e in events_of(answer) if e["type"] == "response.completed")["response"][
-            "output"
-        ]
-    )
+    output = _output(answer, stream=stream)
     (item,) = output
     assert (item["name"], item["namespace"]) == ("exec_command", "multi_agent_v1")
 

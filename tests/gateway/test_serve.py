@@ -3,10 +3,12 @@ against an emulator in this one; and in-process for what fails before it listens
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
 import re
+import resource
 import shlex
 import shutil
 import signal
@@ -15,7 +17,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, cast
@@ -130,7 +132,7 @@ def _env(home: Path, *, pure_python: bool = False) -> dict[str, str]:
 
 
 @pytest.fixture
-def serve(tmp_path: Path) -> Iterator[Any]:
+def serve(tmp_path: Path) -> Iterator[Callable[..., Served]]:
     """``serve(*options, scenario=, logged_in=, home=, open_files=, read_stderr=)`` starts
     ``copilot-host serve`` in a child process on an emulator of its own (under the open-file
     limits ``(soft, hard)`` when given; its stderr a pipe nobody reads with
@@ -181,6 +183,20 @@ def serve(tmp_path: Path) -> Iterator[Any]:
                     pipe.close()
         for emulator in emulators:
             emulator.stop()
+
+
+@contextlib.contextmanager
+def open_files_for(wanted: int) -> Iterator[None]:
+    """This process may hold ``wanted`` descriptors (its soft limit raised while inside;
+    the test skipped when the hard limit is lower)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < wanted:
+        pytest.skip(f"the hard open-file limit ({hard}) is below {wanted}")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, wanted), hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 
 class _Nothing:

@@ -27,7 +27,7 @@ from tests.gateway.test_serve import (
     _listening,
     _login,
     _port,
-    serve,  # noqa: F401 - the fixture serve_child hands on
+    open_files_for,
 )
 
 IDLE_CONNECTIONS = 1_100
@@ -37,24 +37,10 @@ CHILD_OPEN_FILES = 1_024
 
 
 @pytest.fixture
-def serve_child(request: pytest.FixtureRequest) -> Callable[..., Served]:
-    """test_serve's ``serve``, whose ``open_files=`` and ``read_stderr=`` these tests use."""
-    started: Callable[..., Served] = request.getfixturevalue("serve")
-    return started
-
-
-@pytest.fixture
 def many_descriptors() -> Iterator[None]:
     """This process may hold the idle connections it opens (and then some)."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    wanted = IDLE_CONNECTIONS + 1_000
-    if hard != resource.RLIM_INFINITY and hard < wanted:
-        pytest.skip(f"the hard open-file limit ({hard}) is below {wanted}")
-    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, wanted), hard))
-    try:
+    with open_files_for(IDLE_CONNECTIONS + 1_000):
         yield
-    finally:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 
 def _open_idle(port: int, count: int) -> list[socket.socket]:
@@ -73,9 +59,9 @@ def _open_idle(port: int, count: int) -> list[socket.socket]:
 
 
 def test_1100_idle_connections_do_not_stop_a_keyed_request_under_1024_descriptors(
-    serve_child: Callable[..., Served], many_descriptors: None
+    serve: Callable[..., Served], many_descriptors: None
 ) -> None:
-    served = serve_child("--port", "0", "--json", open_files=(CHILD_OPEN_FILES, CHILD_OPEN_FILES))
+    served = serve("--port", "0", "--json", open_files=(CHILD_OPEN_FILES, CHILD_OPEN_FILES))
     _listening(served)
     idle = _open_idle(_port(served), IDLE_CONNECTIONS)
     try:
@@ -102,12 +88,12 @@ def test_1100_idle_connections_do_not_stop_a_keyed_request_under_1024_descriptor
 
 
 def test_serve_raises_its_soft_open_file_limit_to_the_hard_one(
-    serve_child: Callable[..., Served],
+    serve: Callable[..., Served],
 ) -> None:
     soft, hard = 512, 2_048
     if resource.getrlimit(resource.RLIMIT_NOFILE)[1] < hard:
         pytest.skip(f"the hard open-file limit is below {hard}")
-    served = serve_child("--port", "0", "--json", open_files=(soft, hard))
+    served = serve("--port", "0", "--json", open_files=(soft, hard))
     _listening(served)
     limits = Path(f"/proc/{served.child.pid}/limits").read_text()
     line = next(line for line in limits.splitlines() if line.startswith("Max open files"))
@@ -117,11 +103,11 @@ def test_serve_raises_its_soft_open_file_limit_to_the_hard_one(
 
 
 def test_a_stderr_nobody_reads_never_stops_the_gateway_answering(
-    serve_child: Callable[..., Served],
+    serve: Callable[..., Served],
 ) -> None:
     """Access lines fill a pipe nobody reads (64 KiB: some 800 lines); the gateway goes on
     answering, drops the lines stderr cannot take, and says how many once it is read."""
-    served = serve_child("--port", "0", "--json", read_stderr=False)
+    served = serve("--port", "0", "--json", read_stderr=False)
     _listening(served)
     requests = 2_500
     with httpx2.Client(timeout=10.0) as client:
@@ -179,11 +165,11 @@ def test_json_mode_whose_stdout_reader_is_gone_stops_quietly_and_removes_its_key
     ("signum", "code"), [(signal.SIGHUP, 129), (signal.SIGQUIT, 131)], ids=["SIGHUP", "SIGQUIT"]
 )
 def test_sighup_and_sigquit_stop_it_like_sigterm(
-    serve_child: Callable[..., Served], signum: int, code: int
+    serve: Callable[..., Served], signum: int, code: int
 ) -> None:
     """The terminal serve runs in is closed (SIGHUP), or Ctrl-\\ (SIGQUIT): requests in
     flight get the grace period, the key file goes, and the exit is 128 + the signal."""
-    served = serve_child("--port", "0", "--json", scenario=Scenario(slow={"chat": 0.5}))
+    served = serve("--port", "0", "--json", scenario=Scenario(slow={"chat": 0.5}))
     _listening(served)
     results: list[int] = []
 
@@ -213,11 +199,11 @@ def test_sighup_and_sigquit_stop_it_like_sigterm(
 
 
 def test_a_sigkilled_gateway_leaves_a_dead_key_file_that_the_next_start_replaces(
-    serve_child: Callable[..., Served],
+    serve: Callable[..., Served],
 ) -> None:
     """SIGKILL cannot be caught: its key file stays (README says so), unlocked, and the
     next serve on that port takes it over."""
-    first = serve_child("--port", "0", "--json")
+    first = serve("--port", "0", "--json")
     _listening(first)
     port = _port(first)
     key_file = first.home / f"gateway-{port}.key"

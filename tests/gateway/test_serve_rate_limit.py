@@ -21,13 +21,12 @@ from tests.gateway.test_serve import (
     _env,
     _listening,
     _login,
-    serve,  # noqa: F401 - the fixture the test uses
 )
 
 RUN_CHILD = Path(__file__).resolve().parents[1] / "cli" / "run_child.py"
 
 
-def test_a_spent_weekly_window_is_one_stderr_line_with_the_reset(serve: Any) -> None:  # noqa: F811
+def test_a_spent_weekly_window_is_one_stderr_line_with_the_reset(serve: Any) -> None:
     scenario = Scenario(usage=Usage(weekly_window=RateWindow(remaining=0.0, resets_in=7200)))
     before = datetime.now(UTC)
     served = serve("--port", "0", "--json", scenario=scenario)

@@ -8,7 +8,6 @@ is answered every time, at the review's two descriptor limits (soft = hard 256: 
 from __future__ import annotations
 
 import collections
-import resource
 import socket
 import threading
 import time
@@ -20,7 +19,7 @@ from tests.gateway.test_serve import (
     Served,
     _listening,
     _port,
-    serve,  # noqa: F401 - the fixture serve_child hands on
+    open_files_for,
 )
 
 # How long the flood runs while the key holder asks, and how often it asks.
@@ -33,23 +32,10 @@ CHAT_BODY = b'{"model":"gpt-4.1","messages":[{"role":"user","content":"hi"}]}'
 
 
 @pytest.fixture
-def serve_child(request: pytest.FixtureRequest) -> Callable[..., Served]:
-    started: Callable[..., Served] = request.getfixturevalue("serve")
-    return started
-
-
-@pytest.fixture
 def flood_descriptors() -> Iterator[None]:
     """This process may hold the connections the flood keeps open (and then some)."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    wanted = KEPT_OPEN + 500
-    if hard != resource.RLIM_INFINITY and hard < wanted:
-        pytest.skip(f"the hard open-file limit ({hard}) is below {wanted}")
-    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, wanted), hard))
-    try:
+    with open_files_for(KEPT_OPEN + 500):
         yield
-    finally:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 
 def _flood(port: int, stop: threading.Event, opened_count: list[int]) -> None:
@@ -104,9 +90,9 @@ def _keyed(port: int, key: str) -> int:
 
 @pytest.mark.parametrize("open_files", [256, 1_024], ids=["256-descriptors", "1024-descriptors"])
 def test_a_flood_of_lingering_keyless_refusals_never_stops_the_key_holder(
-    serve_child: Callable[..., Served], flood_descriptors: None, open_files: int
+    serve: Callable[..., Served], flood_descriptors: None, open_files: int
 ) -> None:
-    served = serve_child("--port", "0", "--json", open_files=(open_files, open_files))
+    served = serve("--port", "0", "--json", open_files=(open_files, open_files))
     _listening(served)
     port = _port(served)
     stop = threading.Event()

@@ -8,9 +8,7 @@ Each test drives both transports against a small HTTP/1.1 server on a loopback s
 from __future__ import annotations
 
 import asyncio
-import datetime
 import gzip
-import ipaddress
 import json
 import os
 import secrets
@@ -25,12 +23,9 @@ from typing import Any
 
 import httpx2
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from tests._extras import require
+from tests._tls import self_signed
 
 require("aiohttp")
 
@@ -734,41 +729,10 @@ def test_no_failure_text_holds_the_authorization_header() -> None:
 # -- TLS, proxies, the pure path ---------------------------------------------------------------
 
 
-def _self_signed(folder: Path) -> tuple[Path, Path]:
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "copilot-host test upstream")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(hours=1))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-            critical=False,
-        )
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    cert_file, key_file = folder / "upstream.pem", folder / "upstream.key"
-    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    return cert_file, key_file
-
-
 def test_tls_trusts_what_ssl_cert_file_names_and_nothing_else(
     make: Factory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    cert_file, key_file = _self_signed(tmp_path)
+    cert_file, key_file = self_signed(tmp_path)
     server_tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     server_tls.load_cert_chain(cert_file, key_file)
     server_tls.set_alpn_protocols(["h2", "http/1.1"])
@@ -949,6 +913,34 @@ class _Redirected(httpx2.AsyncBaseTransport):
         await self.inner.aclose()
 
 
+def _answer_each(listener: socket.socket, failure: str) -> None:
+    """Each connection's whole request read, then ``switches``: an answer 101, as if the
+    upstream had switched protocols; ``hung_up``: closed without an answer (a close with
+    bytes still unread would be a reset, which reads as ReadError)."""
+    while True:
+        try:
+            conn, _ = listener.accept()
+        except OSError:
+            return
+        with conn:
+            data = b""
+            while b"\r\n\r\n" not in data and (piece := conn.recv(65536)):
+                data += piece
+            head, _, body = data.partition(b"\r\n\r\n")
+            length = 0
+            for line in head.split(b"\r\n")[1:]:
+                name, _, value = line.partition(b":")
+                if name.strip().lower() == b"content-length":
+                    length = int(value)
+            while len(body) < length and (piece := conn.recv(65536)):
+                body += piece
+            if failure == "switches":
+                conn.sendall(
+                    b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\n"
+                    b"Upgrade: h2c\r\n\r\nnot HTTP any more"
+                )
+
+
 @pytest.mark.parametrize("failure", ["refused", "hung_up", "switches"])
 def test_the_gateway_answers_an_upstream_failure_the_same_on_either_transport(
     failure: str, tmp_path: Path
@@ -962,51 +954,9 @@ def test_the_gateway_answers_an_upstream_failure_the_same_on_either_transport(
     port = listener.getsockname()[1]
     if failure == "refused":
         listener.close()
-    elif failure == "switches":
-        listener.listen(8)
-
-        def switch() -> None:
-            # Each request answered 101, as if the upstream had switched protocols.
-            while True:
-                try:
-                    conn, _ = listener.accept()
-                except OSError:
-                    return
-                with conn:
-                    data = b""
-                    while b"\r\n\r\n" not in data and (piece := conn.recv(65536)):
-                        data += piece
-                    conn.sendall(
-                        b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\n"
-                        b"Upgrade: h2c\r\n\r\nnot HTTP any more"
-                    )
-
-        threading.Thread(target=switch, daemon=True).start()
     else:
         listener.listen(8)
-
-        def hang_up() -> None:
-            # Each connection: its whole request read, then closed without an answer. (A
-            # close with bytes still unread would be a reset, which reads as ReadError.)
-            while True:
-                try:
-                    conn, _ = listener.accept()
-                except OSError:
-                    return
-                with conn:
-                    data = b""
-                    while b"\r\n\r\n" not in data and (piece := conn.recv(65536)):
-                        data += piece
-                    head, _, body = data.partition(b"\r\n\r\n")
-                    length = 0
-                    for line in head.split(b"\r\n")[1:]:
-                        name, _, value = line.partition(b":")
-                        if name.strip().lower() == b"content-length":
-                            length = int(value)
-                    while len(body) < length and (piece := conn.recv(65536)):
-                        body += piece
-
-        threading.Thread(target=hang_up, daemon=True).start()
+        threading.Thread(target=_answer_each, args=(listener, failure), daemon=True).start()
     answers = {}
     try:
         with GitHubEmulator() as emulator:

@@ -6,7 +6,9 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+import anthropic
 import httpx2
+import openai
 
 from copilot_host.testing import GitHubEmulator
 
@@ -73,3 +75,35 @@ def sse(lines: Iterator[str]) -> list[tuple[str | None, str]]:
 
 def payloads(events: list[tuple[str | None, str]]) -> list[Any]:
     return [json.loads(data) for _, data in events if data != "[DONE]"]
+
+
+# A Copilot session at the emulator, as the SDK fixtures take it: (origin, token, client).
+Copilot = tuple[str, str, httpx2.Client]
+
+
+def openai_sdk(copilot: Copilot, *, strict: bool = True) -> openai.OpenAI:
+    """The OpenAI SDK on the emulator with the editor headers; ``strict=False`` is its
+    default, lenient parsing, as applications use it (Copilot's first chat chunk, Azure's
+    prompt-filter results, has an empty ``object`` that strict parsing refuses)."""
+    origin, token, http = copilot
+    return openai.OpenAI(
+        base_url=origin,
+        api_key=token,  # becomes the Bearer header
+        default_headers=EDITOR,
+        http_client=http,
+        max_retries=0,
+        _strict_response_validation=strict,
+    )
+
+
+def anthropic_sdk(copilot: Copilot) -> anthropic.Anthropic:
+    """The Anthropic SDK on the emulator, its response validation strict."""
+    origin, token, http = copilot
+    return anthropic.Anthropic(
+        base_url=origin,
+        auth_token=token,
+        default_headers=EDITOR,
+        http_client=http,
+        max_retries=0,
+        _strict_response_validation=True,
+    )

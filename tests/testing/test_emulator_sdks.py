@@ -16,7 +16,7 @@ import pytest
 from openai.types.chat import ChatCompletionChunk
 
 from copilot_host.testing import GitHubEmulator, Scenario, chat_model
-from tests.testing._support import EDITOR, TOOL, session
+from tests.testing._support import TOOL, Copilot, anthropic_sdk, openai_sdk, session
 
 ALL = ("/chat/completions", "/responses", "/v1/messages")
 SCENARIO = Scenario(models=(chat_model("m", endpoints=ALL, vision=True),), stream_events=3)
@@ -33,26 +33,14 @@ def copilot() -> Iterator[tuple[str, str, httpx2.Client]]:
 
 
 @pytest.fixture
-def oai(copilot: tuple[str, str, httpx2.Client]) -> openai.OpenAI:
-    origin, token, http = copilot
-    return openai.OpenAI(
-        base_url=origin,
-        api_key=token,  # becomes the Bearer header
-        default_headers=EDITOR,
-        http_client=http,
-        max_retries=0,
-        _strict_response_validation=True,
-    )
+def oai(copilot: Copilot) -> openai.OpenAI:
+    return openai_sdk(copilot)
 
 
 @pytest.fixture
-def lax(copilot: tuple[str, str, httpx2.Client]) -> openai.OpenAI:
-    """The SDK as applications use it: its default, lenient parsing (Copilot's first chat
-    chunk, Azure's prompt-filter results, has an empty ``object`` strict parsing refuses)."""
-    origin, token, http = copilot
-    return openai.OpenAI(
-        base_url=origin, api_key=token, default_headers=EDITOR, http_client=http, max_retries=0
-    )
+def lax(copilot: Copilot) -> openai.OpenAI:
+    """The SDK as applications use it: its default, lenient parsing."""
+    return openai_sdk(copilot, strict=False)
 
 
 def _strictly(chunks: list[ChatCompletionChunk]) -> list[ChatCompletionChunk]:
@@ -63,16 +51,8 @@ def _strictly(chunks: list[ChatCompletionChunk]) -> list[ChatCompletionChunk]:
 
 
 @pytest.fixture
-def claude(copilot: tuple[str, str, httpx2.Client]) -> anthropic.Anthropic:
-    origin, token, http = copilot
-    return anthropic.Anthropic(
-        base_url=origin,
-        auth_token=token,
-        default_headers=EDITOR,
-        http_client=http,
-        max_retries=0,
-        _strict_response_validation=True,
-    )
+def claude(copilot: Copilot) -> anthropic.Anthropic:
+    return anthropic_sdk(copilot)
 
 
 HI: list[Any] = [{"role": "user", "content": "hi"}]

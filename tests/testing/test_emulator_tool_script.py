@@ -14,7 +14,16 @@ import openai
 import pytest
 
 from copilot_host.testing import GitHubEmulator, Scenario, ToolCall, chat_model
-from tests.testing._support import EDITOR, PATH, copilot, payloads, session, sse
+from tests.testing._support import (
+    PATH,
+    Copilot,
+    anthropic_sdk,
+    copilot,
+    openai_sdk,
+    payloads,
+    session,
+    sse,
+)
 
 ALL = ("/chat/completions", "/responses", "/v1/messages")
 READ = ToolCall(name="Read", arguments={"file_path": "/home/me/notes.txt", "limit": 20})
@@ -37,7 +46,7 @@ HI: list[Any] = [{"role": "user", "content": "read the notes"}]
 
 
 @pytest.fixture
-def copilot_http() -> Iterator[tuple[str, str, httpx2.Client]]:
+def copilot_http() -> Iterator[Copilot]:
     with GitHubEmulator(SCRIPT) as emu, httpx2.Client(transport=emu.transport()) as http:
         origin, token = session(emu, http)
         yield origin, token, http
@@ -45,39 +54,20 @@ def copilot_http() -> Iterator[tuple[str, str, httpx2.Client]]:
 
 
 @pytest.fixture
-def oai(copilot_http: tuple[str, str, httpx2.Client]) -> openai.OpenAI:
-    origin, token, http = copilot_http
-    return openai.OpenAI(
-        base_url=origin,
-        api_key=token,
-        default_headers=EDITOR,
-        http_client=http,
-        max_retries=0,
-        _strict_response_validation=True,
-    )
+def oai(copilot_http: Copilot) -> openai.OpenAI:
+    return openai_sdk(copilot_http)
 
 
 @pytest.fixture
-def lax(copilot_http: tuple[str, str, httpx2.Client]) -> openai.OpenAI:
+def lax(copilot_http: Copilot) -> openai.OpenAI:
     """Default parsing: Copilot's first chat chunk (Azure's prompt filter) is not a strict
     chunk, as on the real service."""
-    origin, token, http = copilot_http
-    return openai.OpenAI(
-        base_url=origin, api_key=token, default_headers=EDITOR, http_client=http, max_retries=0
-    )
+    return openai_sdk(copilot_http, strict=False)
 
 
 @pytest.fixture
-def claude(copilot_http: tuple[str, str, httpx2.Client]) -> anthropic.Anthropic:
-    origin, token, http = copilot_http
-    return anthropic.Anthropic(
-        base_url=origin,
-        auth_token=token,
-        default_headers=EDITOR,
-        http_client=http,
-        max_retries=0,
-        _strict_response_validation=True,
-    )
+def claude(copilot_http: Copilot) -> anthropic.Anthropic:
+    return anthropic_sdk(copilot_http)
 
 
 def test_chat_answers_each_scripted_call_then_text(oai: openai.OpenAI, lax: openai.OpenAI) -> None:
