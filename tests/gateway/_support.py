@@ -203,6 +203,7 @@ def running_gateway(
     default_model: str | None = None,
     stack: ServerStack | None = None,
     rewrites: frozenset[str] | None = None,
+    access_line: Callable[[str], None] | None = None,
 ) -> Iterator[Gateway]:
     """Serve a gateway for the account in ``home`` until the block ends, on the server
     stack serve would use (or ``stack``)."""
@@ -247,6 +248,7 @@ def running_gateway(
                 model_aliases=model_aliases,
                 default_model=default_model,
                 rewrites=rewrites,
+                access_line=access_line,
                 **extra,
             )
             # serve's server (as ``cli/_serve.py`` runs it), saying when it accepts
