@@ -227,11 +227,13 @@ def role_bare(upstream: int, emulator: int) -> None:
 
 
 class Child:
-    def __init__(self, argv: list[str], env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, argv: list[str], env: dict[str, str] | None = None, stdout: int = subprocess.PIPE
+    ) -> None:
         self.process = subprocess.Popen(
             argv,
             stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
+            stdout=stdout,
             stderr=subprocess.DEVNULL,
             text=True,
             env=env,

@@ -1,12 +1,13 @@
-"""What it costs that the gateway uses no upstream connection twice on httpx2's own
-transport (docs/upstream/httpcore2-leftover-bytes.md).
+"""What the gateway saves by keeping its upstream connections alive on httpx2's own
+transport, rather than opening one per request (docs/upstream/httpcore2-leftover-bytes.md
+says why it keeps them despite an httpcore2 defect).
 
     python bench/upstream_reuse.py [--requests 300]
 
 A loopback TLS server (a self-signed certificate, trusted by the client) answers small
 JSON documents; one httpx2 client on httpx2's own transport sends the same sequential
-requests with the gateway's pool (connections kept alive: the baseline) and with
-``NO_REUSE_LIMITS`` (a new TCP and TLS connection per request). Printed: the time per
+requests with the gateway's pool (connections kept alive: the baseline) and with no idle
+connection kept (a new TCP and TLS connection per request). Printed: the time per
 request of each, measured in the same run, and the ratio. On loopback this is the CPU
 of a TLS handshake; to the real service each new connection adds the round trips of
 TCP and TLS too (two or three, some 20-100 ms each from most places), which loopback
@@ -27,10 +28,12 @@ import httpx2
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from copilot_host.gateway._app import NO_REUSE_LIMITS, UPSTREAM_LIMITS
+from copilot_host.gateway._app import UPSTREAM_LIMITS
 from tests._tls import self_signed
 
 BODY = b'{"ok": true}'
+# The gateway's pool with no idle connection kept: one connection per request.
+NO_REUSE = httpx2.Limits(max_connections=512, max_keepalive_connections=0)
 
 
 async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -72,7 +75,7 @@ async def main(requests: int) -> None:
         url = f"https://127.0.0.1:{server.sockets[0].getsockname()[1]}/"
         try:
             kept = await _per_request(url, trust, UPSTREAM_LIMITS, requests)
-            fresh = await _per_request(url, trust, NO_REUSE_LIMITS, requests)
+            fresh = await _per_request(url, trust, NO_REUSE, requests)
         finally:
             server.close()
     print(f"{requests} sequential requests over TLS on loopback, httpx2's own transport")

@@ -101,14 +101,13 @@ ACCESS_LOGGER = "copilot_host.gateway.access"
 # a request queued behind others waits for them, and its client can hang up.
 UPSTREAM_TIMEOUT = httpx2.Timeout(connect=10.0, read=600.0, write=60.0, pool=None)
 # Many streams may be open at once; each holds one upstream connection for its length.
+# Idle connections are kept on every transport: a new one costs a TCP and TLS handshake
+# (about 6x a kept-alive request's CPU on loopback, bench/upstream_reuse.py, and two or
+# three round trips to the service). On httpx2's own transport an answer that carried
+# bytes past its declared length would hand them to the next request on its connection
+# (an httpcore2 defect: docs/upstream/httpcore2-leftover-bytes.md says why that is not
+# worth a new connection per request); aiohttp discards them.
 UPSTREAM_LIMITS = httpx2.Limits(max_connections=512, max_keepalive_connections=64)
-# On httpx2's own transport (create_app's default, and serve's with a proxy set or on the
-# pure-Python path) no upstream connection is used twice: httpcore2 2.16 hands bytes an
-# answer left unread on a kept-alive connection to the next request, which may be another
-# client's (docs/upstream/httpcore2-leftover-bytes.md). Each request then pays a new
-# connection (bench/upstream_reuse.py). The aiohttp transport discards such bytes and
-# keeps its pool.
-NO_REUSE_LIMITS = httpx2.Limits(max_connections=512, max_keepalive_connections=0)
 
 # How long, with a budget set, an answer whose client hung up is still read for its cost.
 DRAIN_SECONDS = 60.0
@@ -332,7 +331,7 @@ class GatewayApp:
                     transport=transport,
                     timeout=UPSTREAM_TIMEOUT,
                     # Only for the transport the client makes itself: httpx2's own.
-                    limits=UPSTREAM_LIMITS if transport is not None else NO_REUSE_LIMITS,
+                    limits=UPSTREAM_LIMITS,
                     follow_redirects=False,
                 )
             except (OSError, ValueError, ImportError) as exc:  # ssl.SSLError is an OSError

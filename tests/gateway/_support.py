@@ -20,7 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import anthropic
 import httpx2
+import openai
 
 import copilot_host as ch
 from copilot_host.gateway import (
@@ -83,6 +85,8 @@ class Gateway:
     loop: asyncio.AbstractEventLoop
     person: GitHubCopilotHost
     seen: list[tuple[str, str]] = field(default_factory=list)
+    # The SDK clients made by openai() and anthropic(), closed by close_clients().
+    clients: list[Any] = field(default_factory=list)
 
     @property
     def base_url(self) -> str:
@@ -91,6 +95,29 @@ class Gateway:
     @property
     def root_url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    def openai(self, **options: Any) -> openai.OpenAI:
+        """The OpenAI SDK on this gateway (its key, no retries unless ``options`` say),
+        closed when the test ends: an SDK client left to the garbage collector warns of
+        its open sockets in whichever later test the collection happens to run."""
+        client = openai.OpenAI(
+            **{"base_url": self.base_url, "api_key": self.key, "max_retries": 0, **options}
+        )
+        self.clients.append(client)
+        return client
+
+    def anthropic(self, **options: Any) -> anthropic.Anthropic:
+        """The Anthropic SDK on this gateway (whose base URL has no /v1: the SDK adds it),
+        closed when the test ends, like :meth:`openai`'s."""
+        client = anthropic.Anthropic(
+            **{"base_url": self.root_url, "api_key": self.key, "max_retries": 0, **options}
+        )
+        self.clients.append(client)
+        return client
+
+    def close_clients(self) -> None:
+        while self.clients:
+            self.clients.pop().close()
 
     def login(self) -> ch.LoginIdentity:
         return self.person.login(sleep=lambda _seconds: None)
@@ -269,7 +296,7 @@ def running_gateway(
     try:
         assert ready.wait(START_TIMEOUT), "the gateway did not start"
         assert not failed, failed
-        yield Gateway(
+        gateway = Gateway(
             emulator=emulator,
             home=home,
             key=key,
@@ -279,7 +306,11 @@ def running_gateway(
             loop=made["loop"],
             person=person,
         )
+        made["gateways"] = (gateway,)
+        yield gateway
     finally:
+        for opened in made.get("gateways", ()):
+            opened.close_clients()
         server = made.get("server")
         if server is not None:
             server.stop()

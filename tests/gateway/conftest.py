@@ -85,7 +85,10 @@ def fresh_view(shared: Gateway) -> Iterator[Gateway]:
     shared.emulator.clear_requests()
     shared.seen.clear()
     shared.access.lines.clear()
-    yield shared
+    try:
+        yield shared
+    finally:
+        shared.close_clients()
     assert_no_leaks(shared)
 
 

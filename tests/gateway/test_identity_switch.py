@@ -4,7 +4,6 @@ switches to the Copilot CLI's identity once and the gateway relays that answer."
 
 from __future__ import annotations
 
-import anthropic
 import openai
 import pytest
 
@@ -49,13 +48,13 @@ def test_the_gateway_relays_the_switched_answer_as_200(gateway: Gateway) -> None
 
     # The next requests go as the CLI at once: a stream through the OpenAI SDK and the
     # Anthropic SDK on Messages.
-    client = openai.OpenAI(base_url=gateway.base_url, api_key=gateway.key, max_retries=0)
+    client = gateway.openai()
     stream = client.chat.completions.create(
         model="gpt-5-mini", messages=[{"role": "user", "content": "again"}], stream=True
     )
     text = "".join(chunk.choices[0].delta.content or "" for chunk in stream if chunk.choices)
     assert text == "echo: again"
-    claude = anthropic.Anthropic(base_url=gateway.root_url, api_key=gateway.key, max_retries=0)
+    claude = gateway.anthropic()
     message = claude.messages.create(
         model="claude-messages-only",
         max_tokens=64,
@@ -74,7 +73,7 @@ def test_the_gateway_relays_the_switched_answer_as_200(gateway: Gateway) -> None
 def test_the_gateway_relays_the_second_refusal_when_both_identities_are_refused(
     gateway: Gateway,
 ) -> None:
-    client = openai.OpenAI(base_url=gateway.base_url, api_key=gateway.key, max_retries=0)
+    client = gateway.openai()
     with pytest.raises(openai.BadRequestError) as refused:
         client.chat.completions.create(
             model="gpt-4.1", messages=[{"role": "user", "content": "hi"}]

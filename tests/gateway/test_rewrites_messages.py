@@ -283,16 +283,16 @@ def test_a_streamed_server_tools_only_request_gets_the_event_sequence(gw: Gatewa
     )
     assert text == SERVER_TOOLS_TEXT
     # The anthropic SDK reads it as a whole answer.
-    anthropic = pytest.importorskip("anthropic")
-    client = anthropic.Anthropic(base_url=gw.root_url, api_key=gw.key)
+    client = gw.anthropic()
     with client.messages.stream(
         model="claude-opus-5",
         max_tokens=100,
         messages=[{"role": "user", "content": "hi"}],
-        tools=[WEB_SEARCH],
+        tools=[WEB_SEARCH],  # type: ignore[list-item] # as Claude Code sends it
     ) as streamed:
         final = streamed.get_final_message()
-    assert final.content[0].text == SERVER_TOOLS_TEXT
+    (block,) = final.content
+    assert block.type == "text" and block.text == SERVER_TOOLS_TEXT
 
 
 # -- turning rewrites off ----------------------------------------------------------------

@@ -29,15 +29,6 @@ PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAh
 COPILOT = "api.individual.githubcopilot.com"
 
 
-def _openai(gateway: Gateway) -> openai.OpenAI:
-    return openai.OpenAI(base_url=gateway.base_url, api_key=gateway.key, max_retries=0)
-
-
-def _anthropic(gateway: Gateway) -> anthropic.Anthropic:
-    # Anthropic's SDK adds /v1 itself: its base URL is the gateway's without it.
-    return anthropic.Anthropic(base_url=gateway.root_url, api_key=gateway.key, max_retries=0)
-
-
 def _upstream_is_clean(gateway: Gateway, endpoint: str) -> None:
     """Every request to ``endpoint`` went to the route's origin and protocol path, with the
     session bearer and without the client's key anywhere."""
@@ -53,7 +44,7 @@ def _upstream_is_clean(gateway: Gateway, endpoint: str) -> None:
 
 
 def test_openai_sdk_sync_chat_whole_and_streamed(gateway: Gateway) -> None:
-    client = _openai(gateway)
+    client = gateway.openai()
     whole = client.chat.completions.create(
         model="gpt-4.1", messages=[{"role": "user", "content": "Hello"}]
     )
@@ -69,7 +60,7 @@ def test_openai_sdk_sync_chat_whole_and_streamed(gateway: Gateway) -> None:
 
 
 def test_openai_sdk_sync_responses_whole_and_streamed(gateway: Gateway) -> None:
-    client = _openai(gateway)
+    client = gateway.openai()
     assert client.responses.create(model="gpt-5.5", input="Hi there").output_text == (
         "echo: Hi there"
     )
@@ -104,7 +95,7 @@ def test_openai_sdk_async_chat_and_responses_streamed(gateway: Gateway) -> None:
 def test_openai_sdk_with_an_image_and_a_tool_loop(gateway: Gateway) -> None:
     """route.auth sets the vision and X-Initiator headers from the relayed body: the image
     is accepted, and the tool result's follow-up is the agent's turn."""
-    client = _openai(gateway)
+    client = gateway.openai()
     image: Any = [
         {"type": "text", "text": "What is in it?"},
         {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG}"}},
@@ -129,7 +120,7 @@ def test_openai_sdk_with_an_image_and_a_tool_loop(gateway: Gateway) -> None:
 
 
 def test_anthropic_sdk_messages_whole_and_streamed(gateway: Gateway) -> None:
-    client = _anthropic(gateway)
+    client = gateway.anthropic()
     whole = client.messages.create(
         model="claude-opus-5", max_tokens=64, messages=[{"role": "user", "content": "Bonjour"}]
     )
@@ -151,7 +142,7 @@ def test_anthropic_sdk_messages_whole_and_streamed(gateway: Gateway) -> None:
 
 
 def test_anthropic_sdk_errors_arrive_in_anthropics_shape(gateway: Gateway) -> None:
-    client = _anthropic(gateway)
+    client = gateway.anthropic()
     with pytest.raises(anthropic.BadRequestError) as refused:
         client.messages.create(
             model="gpt-4.1", max_tokens=8, messages=[{"role": "user", "content": "x"}]
@@ -159,28 +150,28 @@ def test_anthropic_sdk_errors_arrive_in_anthropics_shape(gateway: Gateway) -> No
     assert refused.value.status_code == 400
     assert refused.value.body["error"]["type"] == "invalid_request_error"  # type: ignore[index]
     assert "/v1/chat/completions" in refused.value.message
-    wrong = anthropic.Anthropic(base_url=gateway.root_url, api_key="cph_wrong", max_retries=0)
+    wrong = gateway.anthropic(api_key="cph_wrong")
     with pytest.raises(anthropic.AuthenticationError) as unauthorized:
         wrong.models.list()
     assert unauthorized.value.body["error"]["type"] == "authentication_error"  # type: ignore[index]
 
 
 def test_model_lists_for_both_sdks(gateway: Gateway) -> None:
-    listed = _openai(gateway).models.list().data
+    listed = gateway.openai().models.list().data
     ids = [m.id for m in listed]
     assert ids == sorted(ids) and "gpt-4.1" in ids and "claude-opus-5" in ids
     assert {m.object for m in listed} == {"model"}
     assert {m.owned_by for m in listed} == {"github-copilot"}
-    assert _openai(gateway).models.retrieve("gpt-4.1").id == "gpt-4.1"
+    assert gateway.openai().models.retrieve("gpt-4.1").id == "gpt-4.1"
     # Anthropic clients see only the models served on /v1/messages.
-    claude = [m.id for m in _anthropic(gateway).models.list()]
+    claude = [m.id for m in gateway.anthropic().models.list()]
     assert claude and all(model_id.startswith("claude-") for model_id in claude)
     assert "claude-opus-5" in claude and "gpt-4.1" not in claude
-    assert _anthropic(gateway).models.retrieve("claude-opus-5").display_name
+    assert gateway.anthropic().models.retrieve("claude-opus-5").display_name
 
 
 def test_a_route_id_names_the_model_too(gateway: Gateway) -> None:
-    client = _openai(gateway)
+    client = gateway.openai()
     answer = client.chat.completions.create(
         model="github-copilot/gpt-4.1", messages=[{"role": "user", "content": "by route"}]
     )

@@ -249,8 +249,8 @@ def test_json_mode_one_listening_line_a_0600_key_file_and_sigterm_143(
     assert (key_file.stat().st_mode & 0o777) == 0o600
     assert key_file.read_text() == served.key + "\n"
     # A program reads the key from the file and uses the gateway with it.
-    client = openai.OpenAI(base_url=served.base_url, api_key=key_file.read_text().strip())
-    answer = client.chat.completions.create(**CHAT)  # type: ignore[call-overload]
+    with openai.OpenAI(base_url=served.base_url, api_key=key_file.read_text().strip()) as client:
+        answer = client.chat.completions.create(**CHAT)  # type: ignore[call-overload]
     assert answer.choices[0].message.content == "echo: hi"
     # The key is nowhere in the process's command line or environment.
     assert served.key.encode() not in Path(f"/proc/{served.child.pid}/cmdline").read_bytes()

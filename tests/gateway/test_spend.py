@@ -26,14 +26,6 @@ def gateway(emulator: GitHubEmulator, tmp_path: Path) -> Iterator[Gateway]:
         assert_no_leaks(running)
 
 
-def _openai(gateway: Gateway) -> openai.OpenAI:
-    return openai.OpenAI(base_url=gateway.base_url, api_key=gateway.key, max_retries=0)
-
-
-def _anthropic(gateway: Gateway) -> anthropic.Anthropic:
-    return anthropic.Anthropic(base_url=gateway.root_url, api_key=gateway.key, max_retries=0)
-
-
 def _credits(gateway: Gateway) -> list[str]:
     return [
         line.rsplit("credits=", 1)[1]
@@ -48,7 +40,7 @@ def _quota_headers(headers: object) -> dict[str, str]:
 
 
 def test_openai_sdk_reads_quota_headers_and_every_answer_costs(gateway: Gateway) -> None:
-    client = _openai(gateway)
+    client = gateway.openai()
     raw = client.chat.completions.with_raw_response.create(
         model="gpt-4.1", messages=[{"role": "user", "content": "Hi"}]
     )
@@ -72,7 +64,7 @@ def test_openai_sdk_reads_quota_headers_and_every_answer_costs(gateway: Gateway)
 
 
 def test_anthropic_sdk_reads_quota_headers_and_every_answer_costs(gateway: Gateway) -> None:
-    client = _anthropic(gateway)
+    client = gateway.anthropic()
     raw = client.messages.with_raw_response.create(
         model="claude-sonnet-4.6", max_tokens=64, messages=[{"role": "user", "content": "Hi"}]
     )
@@ -89,7 +81,7 @@ def test_budget_refuses_in_each_apis_shape_once_reported_costs_reach_it(
     emulator: GitHubEmulator, tmp_path: Path
 ) -> None:
     with running_gateway(emulator, tmp_path / "home", max_credits=0.1) as gateway:
-        client = _openai(gateway)
+        client = gateway.openai()
         for _ in range(3):  # 0.0425, 0.085, 0.1275: the third reaches the budget
             client.chat.completions.create(
                 model="gpt-4.1", messages=[{"role": "user", "content": "Hi"}]
@@ -101,7 +93,7 @@ def test_budget_refuses_in_each_apis_shape_once_reported_costs_reach_it(
         assert refused.value.code == "budget_exhausted"
         assert "--max-credits" in refused.value.message
         with pytest.raises(anthropic.RateLimitError) as refused_too:
-            _anthropic(gateway).messages.create(
+            gateway.anthropic().messages.create(
                 model="claude-sonnet-4.6",
                 max_tokens=64,
                 messages=[{"role": "user", "content": "Hi"}],
@@ -123,7 +115,7 @@ def test_budget_refuses_in_each_apis_shape_once_reported_costs_reach_it(
     "emulator", [Scenario(quota_entitlement=10, quota_used=9.4)], indirect=True
 )
 def test_a_quota_under_ten_percent_warns_once(gateway: Gateway) -> None:
-    client = _openai(gateway)
+    client = gateway.openai()
     for _ in range(2):
         client.chat.completions.create(
             model="gpt-4.1", messages=[{"role": "user", "content": "Hi"}]
@@ -142,7 +134,7 @@ def test_a_quota_under_ten_percent_warns_once(gateway: Gateway) -> None:
 )
 def test_the_services_402_is_relayed_as_it_is(gateway: Gateway) -> None:
     with pytest.raises(openai.APIStatusError) as raised:
-        _openai(gateway).chat.completions.create(
+        gateway.openai().chat.completions.create(
             model="gpt-4.1", messages=[{"role": "user", "content": "Hi"}]
         )
     assert raised.value.status_code == 402
@@ -197,7 +189,7 @@ def test_spend_rejects_a_budget_that_is_not_positive() -> None:
     indirect=True,
 )
 def test_a_scripted_quota_runs_out_and_the_model_list_carries_prices(gateway: Gateway) -> None:
-    client = _openai(gateway)
+    client = gateway.openai()
     for _ in range(2):
         client.chat.completions.create(
             model="gpt-4.1", messages=[{"role": "user", "content": "Hi"}]

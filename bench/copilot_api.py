@@ -1,0 +1,469 @@
+"""The gateway beside the npm ``copilot-api`` 0.7.0 gateway, in one run, both over TLS.
+
+    python bench/copilot_api.py [--requests 1500] [--rounds 3] [--copilot-api DIR]
+
+``copilot-api`` sends to fixed ``https://`` hosts (``api.github.com``,
+``api.githubcopilot.com``) with certificate checks on, so the comparison runs inside a
+network and mount namespace of its own (``unshare --net --mount``: root, Linux), where
+
+* only loopback exists, and ``/etc/hosts`` (bind-mounted over for the namespace alone)
+  names ``github.com``, ``api.github.com`` and ``api.githubcopilot.com`` 127.0.0.1;
+* a TLS terminator on 127.0.0.1:443 holds a certificate for those names, signed by a CA
+  made for the run, and relays each connection's bytes to the emulator (which routes by
+  the ``Host`` header, as the real hosts do);
+* ``copilot-api`` trusts that CA through ``NODE_EXTRA_CA_CERTS``, and ``copilot-host
+  serve`` (the real command, no test seam) and the baseline through ``SSL_CERT_FILE``.
+
+So all three pay the same TLS to the same upstream. Measured, on each stack: the CPU time
+(user + system, every thread) of each server process per non-streaming chat request, the
+requests sent sequentially over one kept-alive connection, the three servers taken in
+turn ``--rounds`` times (medians); printed as ratios to the baseline (a bare uvicorn app
+that relays with one httpx2 request, on the same stack) measured in the same run.
+``copilot-api`` counts each request's tokens (gpt-tokenizer) and logs a line per request:
+that is its own work, left in. ``--copilot-api DIR`` names a folder where
+``npm install copilot-api@0.7.0`` was run; without it the bench installs it in a
+temporary one (npm needs the network before the namespace is entered).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime
+import ipaddress
+import json
+import os
+import shutil
+import socket
+import ssl
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx2
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import gateway as bench
+
+ROOT = Path(__file__).resolve().parents[1]
+NAMES = ("github.com", "api.github.com", "api.githubcopilot.com")
+COPILOT = "https://api.githubcopilot.com"
+VERSION = "0.7.0"
+BODY = json.dumps(bench.CHAT).encode()
+
+
+# -- the children -------------------------------------------------------------------------
+
+
+def role_emulator() -> None:
+    """An emulator whose sessions name api.githubcopilot.com (the host copilot-api sends
+    to for an individual account); prints its port, then waits for stdin to close."""
+    from copilot_host.testing import GitHubEmulator, Scenario, Session, minimal_models
+    from copilot_host.testing import Inventory as Models
+
+    scenario = Scenario(
+        session=Session(api_endpoint=COPILOT), inventory=Models(models=minimal_models())
+    )
+    with GitHubEmulator(scenario) as emulator:
+        print(emulator.port, flush=True)
+        sys.stdin.read()
+
+
+def role_terminator(target: int, cert: str, key: str) -> None:
+    """TLS on 127.0.0.1:443, each connection's bytes relayed to 127.0.0.1:``target``."""
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+
+    async def pump(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+        try:
+            while data := await source.read(65536):
+                sink.write(data)
+                await sink.drain()
+        except (ConnectionError, ssl.SSLError):
+            pass
+        finally:
+            sink.close()
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", target)
+        await asyncio.gather(pump(reader, up_writer), pump(up_reader, writer))
+
+    async def main() -> None:
+        server = await asyncio.start_server(handle, "127.0.0.1", 443, ssl=context)
+        print("443", flush=True)
+        async with server:
+            await server.serve_forever()
+
+    asyncio.run(main())
+
+
+def role_bare() -> None:
+    """The baseline (bench/gateway.py's, over TLS to the real names): a bare uvicorn app
+    relaying each body with one httpx2 request, on the stack serve would use, the headers
+    route.auth sets fixed once. Prints its port."""
+    import uvicorn
+
+    import copilot_host as ch
+    from copilot_host.gateway import upstream_transport
+    from copilot_host.gateway._app import UPSTREAM_LIMITS
+    from copilot_host.gateway._stack import server_stack
+    from copilot_host.github import GitHubCopilotHost
+    from copilot_host.store import CredentialStore
+
+    home = Path(os.environ["COPILOT_HOST_HOME"])
+    with GitHubCopilotHost(store=CredentialStore(home, key_file=True)) as host:
+        route = ch.register_models(ch.Catalog(), host).routes[0]
+        first = httpx2.Request("POST", route.url, content=b"{}")
+        headers = list(next(route.auth.sync_auth_flow(first)).headers.raw)
+    headers = [(k, v) for k, v in headers if k.lower() not in (b"host", b"content-length")]
+    url = httpx2.URL(route.url)
+    client: httpx2.AsyncClient | None = None
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        nonlocal client
+        if client is None:
+            client = httpx2.AsyncClient(transport=upstream_transport(), limits=UPSTREAM_LIMITS)
+        body = b""
+        more = True
+        while more:
+            message = await receive()
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+        answer = await client.post(url, content=body, headers=headers)
+        await send(
+            {
+                "type": "http.response.start",
+                "status": answer.status_code,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(answer.content)).encode()),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": answer.content})
+
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(128)
+    print(listener.getsockname()[1], flush=True)
+    config = uvicorn.Config(
+        app, lifespan="off", access_log=False, log_level="warning", http=server_stack().http
+    )
+    uvicorn.Server(config).run(sockets=[listener])
+
+
+# -- the namespace --------------------------------------------------------------------------
+
+
+def _certificates(folder: Path) -> tuple[Path, Path, Path]:
+    """(CA certificate, server certificate, server key) for :data:`NAMES`."""
+    now = datetime.datetime.now(datetime.UTC)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "copilot-host bench CA")])
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=2))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=True,
+                crl_sign=True,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    key = ec.generate_private_key(ec.SECP256R1())
+    leaf = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, NAMES[1])]))
+        .issuer_name(ca_name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=2))
+        .add_extension(
+            x509.SubjectAlternativeName(
+                [x509.DNSName(name) for name in NAMES]
+                + [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+            ),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .sign(ca_key, hashes.SHA256())
+    )
+    ca_file, cert_file, key_file = folder / "ca.pem", folder / "server.pem", folder / "server.key"
+    ca_file.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    cert_file.write_bytes(leaf.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return ca_file, cert_file, key_file
+
+
+def _enter_namespace(folder: Path) -> None:
+    """In the namespace (this process is its first): loopback up, and the names above
+    pointing at it in this namespace's /etc/hosts."""
+    subprocess.run([_tool("ip"), "link", "set", "lo", "up"], check=True)
+    hosts = folder / "hosts"
+    hosts.write_text("127.0.0.1 localhost " + " ".join(NAMES) + "\n::1 localhost\n")
+    subprocess.run([_tool("mount"), "--bind", str(hosts), "/etc/hosts"], check=True)
+
+
+def _github_token(emulator_port: int) -> str:
+    """A GitHub token from the emulator's device flow, as copilot-api's ``auth`` would
+    have stored one (the emulator authorizes at once)."""
+    from copilot_host.testing import loopback_transport
+
+    with httpx2.Client(transport=loopback_transport(emulator_port)) as client:
+        code = client.post(
+            "https://github.com/login/device/code",
+            data={"client_id": "Iv1.b507a08c87ecfe98", "scope": "read:user"},
+            headers={"Accept": "application/json"},
+        ).json()
+        for _ in range(10):
+            answer = client.post(
+                "https://github.com/login/oauth/access_token",
+                data={
+                    "client_id": "Iv1.b507a08c87ecfe98",
+                    "device_code": code["device_code"],
+                    "grant_type": "urn:ietf:params:oauth:grant-type:device_code",
+                },
+                headers={"Accept": "application/json"},
+            ).json()
+            if "access_token" in answer:
+                return str(answer["access_token"])
+            time.sleep(0.1)
+    raise RuntimeError(f"the emulator gave no token: {answer}")
+
+
+def _wait_for_port(port: int, seconds: float = 60.0) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"nothing listened on {port} within {seconds:.0f} s")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _tool(name: str) -> str:
+    found = shutil.which(name)
+    if found is None:
+        raise SystemExit(f"{name} is not installed")
+    return found
+
+
+def _me(*args: str) -> list[str]:
+    return [sys.executable, str(Path(__file__).resolve()), *args]
+
+
+@contextmanager
+def _server(
+    argv: list[str], env: dict[str, str], *, port_line: bool
+) -> Iterator[tuple[bench.Child, str]]:
+    child = bench.Child(argv, env)
+    try:
+        yield child, child.line() if port_line else ""
+    finally:
+        child.stop()
+
+
+def _cpu_per_request(child: bench.Child, url: str, headers: dict[str, str], count: int) -> float:
+    with httpx2.Client(
+        headers={"Content-Type": "application/json", **headers}, timeout=60
+    ) as client:
+        for _ in range(20):  # warm: the connection, the registration, the JIT
+            client.post(url, content=BODY).raise_for_status()
+        before = child.cpu_seconds()
+        for _ in range(count):
+            client.post(url, content=BODY).raise_for_status()
+        return (child.cpu_seconds() - before) / count * 1e6
+
+
+def inside(copilot_api: Path, requests: int, rounds: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        _enter_namespace(folder)
+        ca, cert, key = _certificates(folder)
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(ROOT),
+            "SSL_CERT_FILE": str(ca),
+            "NODE_EXTRA_CA_CERTS": str(ca),
+            "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring",
+            "HOME": str(folder / "home"),
+        }
+        (folder / "home").mkdir()
+        with (
+            _server(_me("--role", "emulator"), env, port_line=True) as (_emu, emulator_port),
+            _server(
+                _me("--role", "terminator", emulator_port, str(cert), str(key)), env, port_line=True
+            ),
+        ):
+            home = folder / "copilot-host"
+            bench.login(home, int(emulator_port))
+            token = _github_token(int(emulator_port))
+            ours = {**env, "COPILOT_HOST_HOME": str(home)}
+            cli = [sys.executable, "-c", "from copilot_host_cli import main; main()"]
+            node_port = _free_port()
+            copilot_api_child = bench.Child(
+                [
+                    _tool("node"),
+                    str(copilot_api / "node_modules" / "copilot-api" / "dist" / "main.js"),
+                    "start",
+                    "--github-token",
+                    token,
+                    "--port",
+                    str(node_port),
+                ],
+                env,
+                stdout=subprocess.DEVNULL,
+            )
+            try:
+                _wait_for_port(node_port)
+                results: dict[str, list[float]] = {}
+                for _ in range(rounds):
+                    for stack in bench.STACKS:
+                        # The pure stack is the base install's (bench/gateway.py's).
+                        stack_env = bench._stack_env(stack) | {
+                            k: v for k, v in ours.items() if k != "COPILOT_HOST_PURE_PYTHON"
+                        }
+                        with _server(
+                            [*cli, "serve", "--port", "0", "--json"], stack_env, port_line=True
+                        ) as (gw, line):
+                            listening = json.loads(line)
+                            found = _cpu_per_request(
+                                gw,
+                                listening["base_url"] + "/chat/completions",
+                                {"Authorization": f"Bearer {listening['api_key']}"},
+                                requests,
+                            )
+                        results.setdefault(f"gateway {stack}", []).append(found)
+                        with _server(_me("--role", "bare"), stack_env, port_line=True) as (
+                            bare,
+                            port,
+                        ):
+                            found = _cpu_per_request(
+                                bare, f"http://127.0.0.1:{port}/v1/chat/completions", {}, requests
+                            )
+                        results.setdefault(f"baseline {stack}", []).append(found)
+                    found = _cpu_per_request(
+                        copilot_api_child,
+                        f"http://127.0.0.1:{node_port}/v1/chat/completions",
+                        {},
+                        requests,
+                    )
+                    results.setdefault("copilot-api", []).append(found)
+            finally:
+                copilot_api_child.stop()
+    median = {name: statistics.median(values) for name, values in results.items()}
+    node = median["copilot-api"]
+    print(
+        f"CPU per non-streaming chat request over TLS, medians of {rounds} rounds of "
+        f"{requests}, as ratios to the baseline on each stack (a bare uvicorn app relaying "
+        "with one httpx2 request):"
+    )
+    print(f"  {'stack':12} {'copilot-host serve':>19} {f'copilot-api {VERSION}':>19}")
+    for stack in bench.STACKS:
+        base = median[f"baseline {stack}"]
+        ours = median[f"gateway {stack}"] / base
+        print(f"  {stack:12} {ours:18.2f}x {node / base:18.2f}x")
+    fast = median[f"gateway {bench.STACKS[0]}"]
+    print(
+        f"  copilot-host serve ({bench.STACKS[0]}) uses {fast / node:.2f}x the CPU of "
+        f"copilot-api (Node {_node_version()})"
+    )
+
+
+def _node_version() -> str:
+    return subprocess.run(
+        [_tool("node"), "--version"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--requests", type=int, default=1500)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--copilot-api", type=Path)
+    parser.add_argument("--inside", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--role", help=argparse.SUPPRESS)
+    parser.add_argument("role_args", nargs="*", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.role == "emulator":
+        return role_emulator()
+    if args.role == "terminator":
+        return role_terminator(int(args.role_args[0]), args.role_args[1], args.role_args[2])
+    if args.role == "bare":
+        return role_bare()
+    if args.inside:
+        return inside(args.copilot_api, args.requests, args.rounds)
+    missing = [tool for tool in ("unshare", "mount", "ip", "node", "npm") if not shutil.which(tool)]
+    if missing or os.geteuid() != 0:
+        sys.exit(f"needs root and {', '.join(missing) or 'Linux namespaces'}: skipped")
+    with tempfile.TemporaryDirectory() as installed:
+        where = args.copilot_api
+        if where is None:
+            where = Path(installed)
+            subprocess.run(
+                [
+                    _tool("npm"),
+                    "install",
+                    "--no-audit",
+                    "--no-fund",
+                    "--silent",
+                    "--prefix",
+                    str(where),
+                    f"copilot-api@{VERSION}",
+                ],
+                check=True,
+            )
+        argv = _me(
+            "--inside",
+            "--copilot-api",
+            str(where.resolve()),
+            "--requests",
+            str(args.requests),
+            "--rounds",
+            str(args.rounds),
+        )
+        subprocess.run([_tool("unshare"), "--net", "--mount", *argv], check=True)
+    return None
+
+
+if __name__ == "__main__":
+    main()
