@@ -367,6 +367,10 @@ class GatewayApp:
             else Shape.OPENAI
         )
         call = _Call(receive, send, headers=headers, path=path, method=scope["method"], shape=shape)
+        # Looked up once: each lookup of the running loop asks the kernel for the process id.
+        task = asyncio.current_task()
+        assert task is not None
+        call.task = task
         logged = False
         sink = self._access_line
 
@@ -510,7 +514,7 @@ class GatewayApp:
         )
 
     async def _inference(self, call: _Call) -> None:
-        body = await _read_body(call.receive, call.headers)
+        body = await _read_body(call.receive, call.headers, call.task)
         if isinstance(body, Refusal):
             await call.refuse(body)
             return
@@ -647,8 +651,7 @@ class GatewayApp:
         held: Reservation,
         mapper: AnswerMapper | None = None,
     ) -> None:
-        task = asyncio.current_task()
-        assert task is not None
+        task = call.task
         outcome = call.outcome
         # With a budget, a client that hangs up does not end the upstream request: its
         # answer is read to the end (bounded) so that the cost it reports counts.
@@ -658,7 +661,7 @@ class GatewayApp:
             # What the gateway read already, so route.auth reads neither body nor login.
             auth = auth.for_request(facts, identity)
         hooks = self._hooks
-        watcher = asyncio.get_running_loop().create_task(hangup.watch())
+        watcher = task.get_loop().create_task(hangup.watch())
         try:
             await relay(
                 self._upstream(),
@@ -784,6 +787,7 @@ class _Call:
         "rewrote",
         "send",
         "shape",
+        "task",
     )
 
     def __init__(
@@ -813,6 +817,8 @@ class _Call:
         self.close = False
         # The rewrites applied (._rewrites), for the access line.
         self.rewrote: list[str] = []
+        # The task serving the request (set by GatewayApp._http).
+        self.task: asyncio.Task[Any]
 
     async def answer(
         self,
@@ -857,7 +863,9 @@ class _Call:
 # -- helpers ---------------------------------------------------------------------------------
 
 
-async def _read_body(receive: Receive, headers: RequestHeaders) -> bytes | Refusal | None:
+async def _read_body(
+    receive: Receive, headers: RequestHeaders, task: asyncio.Task[Any]
+) -> bytes | Refusal | None:
     """The whole request body; a Refusal when it is too large, its length malformed or it
     does not arrive in time (:func:`body_deadline`); None when the client hung up."""
     declared = headers.get(b"content-length")
@@ -871,9 +879,7 @@ async def _read_body(receive: Receive, headers: RequestHeaders) -> bytes | Refus
     # Chunks joined once at the end: one copy of a large body, not a growing buffer's.
     chunks: list[bytes] = []
     size = 0
-    loop = asyncio.get_running_loop()
-    task = asyncio.current_task()
-    assert task is not None
+    loop = task.get_loop()
     began = loop.time()
     # The deadline as one timer that cancels this task, and a flag that says it did
     # (asyncio.timeout's bookkeeping, which cost more than the rest of a read).

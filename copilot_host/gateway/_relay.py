@@ -69,6 +69,7 @@ _RATE_LIMIT_PREFIXES = (
 
 _RELAYED = frozenset(name.encode("ascii") for name in RELAYED_RESPONSE_HEADERS)
 _RATE_LIMIT_STARTS = tuple(prefix.encode("ascii") for prefix in _RATE_LIMIT_PREFIXES)
+_QUOTA_STARTS = tuple(prefix.encode("ascii") for prefix in QUOTA_HEADER_PREFIXES)
 
 # A JSON answer larger than this is refused (502 response_too_large), and a streamed
 # event longer than this cuts the stream: model answers are far smaller, and the gateway
@@ -94,7 +95,7 @@ class Outcome:
     on_done: Callable[[], None] | None = None
     # AI credits the answer reported (copilot_usage), None when it reported none.
     credits: float | None = None
-    # The quota headers the answer carried, as relayed.
+    # The quota headers the answer carried, as relayed (names in lower case).
     quota: tuple[tuple[str, str], ...] = ()
 
     def add_cost(self, credits: float | None) -> None:
@@ -237,6 +238,11 @@ async def relay(
             raise session_refused(response)
         outcome.upstream_id = response.headers.get("x-github-request-id", "")
         relayed = _relayed(response)
+        outcome.quota = tuple(
+            (name.decode("latin-1"), value.decode("latin-1"))
+            for name, value in relayed
+            if name.startswith(_QUOTA_STARTS)
+        )
         if observer is not None:
             observer.start(response.status_code, response.headers)
         start: MutableMapping[str, Any] = {

@@ -56,9 +56,6 @@ QUOTA_HEADER_PREFIXES = ("x-quota-snapshot-", "x-usage-ratelimit-")
 # Warn when a relayed quota shows less than this share left (percent).
 LOW_QUOTA_PERCENT = 10.0
 _FIELD = b"total_nano_aiu"
-_QUOTA_PREFIXES = tuple(prefix.encode("ascii") for prefix in QUOTA_HEADER_PREFIXES)
-# The first two bytes of a quota header's name, in either case: a cheap first look.
-_QUOTA_STARTS = frozenset({b"x-", b"X-"})
 _HOLDERS = ("response", "message", "usage")
 
 
@@ -117,14 +114,13 @@ def events_cost(chunk: bytes) -> float | None:
 class Tally(Protocol):
     """Where a :class:`CostReader` puts what it read (the gateway's per-request outcome)."""
 
-    quota: tuple[tuple[str, str], ...]
-
     def add_cost(self, credits: float | None) -> None: ...
 
 
 class CostReader:
     """The gateway's own answer observer (:class:`copilot_host.gateway.AnswerObserver`): the
-    quota headers an answer carries and the cost it reports, into ``tally``."""
+    cost an answer reports, into ``tally``. (The quota headers an answer carries are
+    taken by the relay from the headers it relays, which hold them.)"""
 
     __slots__ = ("_tally",)
 
@@ -132,16 +128,7 @@ class CostReader:
         self._tally = tally
 
     def start(self, status: int, headers: httpx2.Headers) -> None:
-        # On the raw bytes: decoding every header of every answer to find the few quota
-        # ones cost more than reading them.
-        quota = [
-            (name, value)
-            for name, value in headers.raw
-            if name[:2] in _QUOTA_STARTS and name.lower().startswith(_QUOTA_PREFIXES)
-        ]
-        self._tally.quota = tuple(
-            (name.decode("latin-1").lower(), value.decode("latin-1")) for name, value in quota
-        )
+        pass
 
     def whole(self, body: bytes) -> None:
         self._tally.add_cost(answer_cost(body))
