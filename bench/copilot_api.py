@@ -402,6 +402,14 @@ def inside(copilot_api: Path, requests: int, rounds: int) -> None:
         base = median[f"baseline {stack}"]
         ours = median[f"gateway {stack}"] / base
         print(f"  {stack:12} {ours:18.2f}x {node / base:18.2f}x")
+    print(
+        "  (CPU per request of each run, us: "
+        + "; ".join(
+            f"{name} {' '.join(f'{value:.0f}' for value in values)}"
+            for name, values in results.items()
+        )
+        + ")"
+    )
     fast = median[f"gateway {bench.STACKS[0]}"]
     print(
         f"  copilot-host serve ({bench.STACKS[0]}) uses {fast / node:.2f}x the CPU of "
