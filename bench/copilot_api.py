@@ -44,7 +44,6 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import httpx2
 from cryptography import x509
@@ -111,55 +110,13 @@ def role_bare() -> None:
     """The baseline (bench/gateway.py's, over TLS to the real names): a bare uvicorn app
     relaying each body with one httpx2 request, on the stack serve would use, the headers
     route.auth sets fixed once. Prints its port."""
-    import uvicorn
-
-    import copilot_host as ch
     from copilot_host.gateway import upstream_transport
     from copilot_host.gateway._app import UPSTREAM_LIMITS
-    from copilot_host.gateway._stack import server_stack
-    from copilot_host.github import GitHubCopilotHost
-    from copilot_host.store import CredentialStore
 
-    home = Path(os.environ["COPILOT_HOST_HOME"])
-    with GitHubCopilotHost(store=CredentialStore(home, key_file=True)) as host:
-        route = ch.register_models(ch.Catalog(), host).routes[0]
-        first = httpx2.Request("POST", route.url, content=b"{}")
-        headers = list(next(route.auth.sync_auth_flow(first)).headers.raw)
-    headers = [(k, v) for k, v in headers if k.lower() not in (b"host", b"content-length")]
-    url = httpx2.URL(route.url)
-    client: httpx2.AsyncClient | None = None
-
-    async def app(scope: Any, receive: Any, send: Any) -> None:
-        nonlocal client
-        if client is None:
-            client = httpx2.AsyncClient(transport=upstream_transport(), limits=UPSTREAM_LIMITS)
-        body = b""
-        more = True
-        while more:
-            message = await receive()
-            body += message.get("body", b"")
-            more = message.get("more_body", False)
-        answer = await client.post(url, content=body, headers=headers)
-        await send(
-            {
-                "type": "http.response.start",
-                "status": answer.status_code,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(answer.content)).encode()),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": answer.content})
-
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(128)
-    print(listener.getsockname()[1], flush=True)
-    config = uvicorn.Config(
-        app, lifespan="off", access_log=False, log_level="warning", http=server_stack().http
+    bench.serve_bare_relay(
+        None,
+        lambda: httpx2.AsyncClient(transport=upstream_transport(), limits=UPSTREAM_LIMITS),
     )
-    uvicorn.Server(config).run(sockets=[listener])
 
 
 # -- the namespace --------------------------------------------------------------------------
@@ -400,8 +357,8 @@ def inside(copilot_api: Path, requests: int, rounds: int) -> None:
     print(f"  {'stack':12} {'copilot-host serve':>19} {f'copilot-api {VERSION}':>19}")
     for stack in bench.STACKS:
         base = median[f"baseline {stack}"]
-        ours = median[f"gateway {stack}"] / base
-        print(f"  {stack:12} {ours:18.2f}x {node / base:18.2f}x")
+        ratio = median[f"gateway {stack}"] / base
+        print(f"  {stack:12} {ratio:18.2f}x {node / base:18.2f}x")
     print(
         "  (CPU per request of each run, us: "
         + "; ".join(

@@ -154,44 +154,57 @@ def role_bare(upstream: int, emulator: int) -> None:
     each request body upstream with one ``httpx2.AsyncClient`` request (headers fixed
     once, as route.auth set them for a first request) and answers with what came back.
     Prints its port."""
+    from copilot_host.gateway import upstream_transport
+    from copilot_host.gateway._app import UPSTREAM_LIMITS
+    from copilot_host.testing import async_loopback_transport, loopback_transport
+
+    def client() -> httpx2.AsyncClient:
+        inner = upstream_transport()
+        return httpx2.AsyncClient(
+            transport=async_loopback_transport(upstream, limits=UPSTREAM_LIMITS)
+            if inner is None
+            else async_loopback_transport(upstream, inner=inner)
+        )
+
+    serve_bare_relay(loopback_transport(emulator), client)
+
+
+def serve_bare_relay(
+    transport: httpx2.BaseTransport | None, client: Callable[[], httpx2.AsyncClient]
+) -> None:
+    """Serve the bare relay for the first model route of the login in
+    ``$COPILOT_HOST_HOME`` (its GitHub calls over ``transport``), each request sent with
+    one request of the client ``client()`` makes; prints the port, then serves until
+    stopped. ``bench/copilot_api.py`` runs the same baseline over TLS."""
     import socket
 
     import uvicorn
 
     import copilot_host as ch
-    from copilot_host.gateway import upstream_transport
-    from copilot_host.gateway._app import UPSTREAM_LIMITS
+    from copilot_host.gateway._stack import server_stack
     from copilot_host.github import GitHubCopilotHost
     from copilot_host.store import CredentialStore
-    from copilot_host.testing import async_loopback_transport, loopback_transport
 
     home = Path(os.environ["COPILOT_HOST_HOME"])
-    with GitHubCopilotHost(
-        store=CredentialStore(home, key_file=True), transport=loopback_transport(emulator)
-    ) as host:
+    with GitHubCopilotHost(store=CredentialStore(home, key_file=True), transport=transport) as host:
         route = ch.register_models(ch.Catalog(), host).routes[0]
         first = httpx2.Request("POST", route.url, content=b"{}")
         headers = list(next(route.auth.sync_auth_flow(first)).headers.raw)
     headers = [(k, v) for k, v in headers if k.lower() not in (b"host", b"content-length")]
     url = httpx2.URL(route.url)
-    client: httpx2.AsyncClient | None = None
+    upstream: httpx2.AsyncClient | None = None
 
     async def app(scope: Any, receive: Any, send: Any) -> None:
-        nonlocal client
-        if client is None:
-            inner = upstream_transport()
-            client = httpx2.AsyncClient(
-                transport=async_loopback_transport(upstream, limits=UPSTREAM_LIMITS)
-                if inner is None
-                else async_loopback_transport(upstream, inner=inner)
-            )
+        nonlocal upstream
+        if upstream is None:
+            upstream = client()
         body = b""
         more = True
         while more:
             message = await receive()
             body += message.get("body", b"")
             more = message.get("more_body", False)
-        answer = await client.post(url, content=body, headers=headers)
+        answer = await upstream.post(url, content=body, headers=headers)
         await send(
             {
                 "type": "http.response.start",
@@ -209,15 +222,12 @@ def role_bare(upstream: int, emulator: int) -> None:
     listener.bind(("127.0.0.1", 0))
     listener.listen(128)
     print(listener.getsockname()[1], flush=True)
-    from copilot_host.gateway._stack import server_stack
-
-    stack = server_stack()
     config = uvicorn.Config(
         app,
         lifespan="off",
         access_log=False,
         log_level="warning",
-        http=stack.http,
+        http=server_stack().http,
         loop="asyncio",
     )
     uvicorn.Server(config).run(sockets=[listener])
