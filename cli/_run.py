@@ -338,10 +338,13 @@ class _Gateway:
         from copilot_host.gateway import GatewayServer
 
         self._ready = threading.Event()
-        # Off the main thread, so no signals; the open-file limit is the process's, which
-        # run is.
+        # Off the main thread, so no signals; the open-file limit and malloc's thresholds
+        # are the process's, which run is.
         self._server = GatewayServer(
-            listener=listener, raise_open_files=True, on_started=self._ready.set
+            listener=listener,
+            raise_open_files=True,
+            tune_malloc=True,
+            on_started=self._ready.set,
         )
         self.error: BaseException | None = None
         self.stopping = False

@@ -375,13 +375,14 @@ def _run(
 
     from copilot_host.gateway import GatewayServer
 
-    # The signals, the open-file limit and a stderr nobody reads are the process's: serve
-    # is the whole process, so it takes them all.
+    # The signals, the open-file limit, a stderr nobody reads and malloc's thresholds are
+    # the process's: serve is the whole process, so it takes them all.
     server = GatewayServer(
         listener=listener,
         signals=True,
         raise_open_files=True,
         queue_stderr=True,
+        tune_malloc=True,
         on_started=on_listening,
     )
     from copilot_host.gateway import write_stderr_line

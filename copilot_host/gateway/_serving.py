@@ -11,8 +11,10 @@ own: ``signals=True`` takes :data:`STOP_SIGNALS` while serving (in the main thre
 and raises each again once stopped, for the program's own handling; ``raise_open_files``
 raises the soft open-file limit to the hard one first; ``queue_stderr`` sends the lines
 of :func:`write_stderr_line` through a writer thread, so a stderr nobody reads never
-blocks serving. No logging handler is installed: the app logs to ``copilot_host.gateway``
-and its access lines to :data:`ACCESS_LOGGER`, for the program to route.
+blocks serving; ``tune_malloc`` keeps asyncio's socket read buffers on glibc's heap
+(:mod:`._malloc` says why and what it costs). No logging handler is installed: the app
+logs to ``copilot_host.gateway`` and its access lines to :data:`ACCESS_LOGGER`, for the
+program to route.
 """
 
 from __future__ import annotations
@@ -134,6 +136,7 @@ class GatewayServer:
         signals: bool = False,
         raise_open_files: bool = False,
         queue_stderr: bool = False,
+        tune_malloc: bool = False,
         on_started: Callable[[], None] | None = None,
     ) -> None:
         self._host = host
@@ -146,6 +149,7 @@ class GatewayServer:
         self._signals = signals
         self._raise_open_files = raise_open_files
         self._queue_stderr = queue_stderr
+        self._tune_malloc = tune_malloc
         self._on_started = on_started
         self._lock = threading.Lock()
         self._server: _uvicorn.Server | None = None
@@ -201,6 +205,10 @@ class GatewayServer:
         _uvicorn.check(self.stack.http)
         if self._raise_open_files:
             raise_open_file_limit()
+        if self._tune_malloc:
+            from ._malloc import tune_malloc
+
+            tune_malloc()
         self.adopt(app)
         config, book = self._config(app)
         book.accepted = quiet_accept_errors(asyncio.get_running_loop())
@@ -296,6 +304,7 @@ class ServeOptions(TypedDict, total=False):
     signals: bool
     raise_open_files: bool
     queue_stderr: bool
+    tune_malloc: bool
     on_started: Callable[[], None] | None
 
 
