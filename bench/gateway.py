@@ -181,10 +181,14 @@ def serve_bare_relay(
     import uvicorn
 
     import copilot_host as ch
+    from copilot_host.gateway._malloc import tune_malloc
     from copilot_host.gateway._stack import server_stack
     from copilot_host.github import GitHubCopilotHost
     from copilot_host.store import CredentialStore
 
+    # As serve does: without it, whether each socket read maps memory depends on the heap's
+    # history, which would differ between the two processes for no reason of theirs.
+    tune_malloc()
     home = Path(os.environ["COPILOT_HOST_HOME"])
     with GitHubCopilotHost(store=CredentialStore(home, key_file=True), transport=transport) as host:
         route = ch.register_models(ch.Catalog(), host).routes[0]
