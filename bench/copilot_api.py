@@ -29,8 +29,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import datetime
-import ipaddress
 import json
 import os
 import shutil
@@ -46,13 +44,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import httpx2
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 import gateway as bench
+
+from tests._tls import ca_and_server
 
 ROOT = Path(__file__).resolve().parents[1]
 NAMES = ("github.com", "api.github.com", "api.githubcopilot.com")
@@ -120,68 +117,6 @@ def role_bare() -> None:
 
 
 # -- the namespace --------------------------------------------------------------------------
-
-
-def _certificates(folder: Path) -> tuple[Path, Path, Path]:
-    """(CA certificate, server certificate, server key) for :data:`NAMES`."""
-    now = datetime.datetime.now(datetime.UTC)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "copilot-host bench CA")])
-    ca = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(hours=2))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=True,
-                crl_sign=True,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
-        .sign(ca_key, hashes.SHA256())
-    )
-    key = ec.generate_private_key(ec.SECP256R1())
-    leaf = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, NAMES[1])]))
-        .issuer_name(ca_name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(hours=2))
-        .add_extension(
-            x509.SubjectAlternativeName(
-                [x509.DNSName(name) for name in NAMES]
-                + [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
-            ),
-            critical=False,
-        )
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .sign(ca_key, hashes.SHA256())
-    )
-    ca_file, cert_file, key_file = folder / "ca.pem", folder / "server.pem", folder / "server.key"
-    ca_file.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
-    cert_file.write_bytes(leaf.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    return ca_file, cert_file, key_file
 
 
 def _enter_namespace(folder: Path) -> None:
@@ -275,7 +210,7 @@ def inside(copilot_api: Path, requests: int, rounds: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         _enter_namespace(folder)
-        ca, cert, key = _certificates(folder)
+        ca, cert, key = ca_and_server(folder, NAMES)
         env = {
             **os.environ,
             "PYTHONPATH": str(ROOT),
