@@ -4,11 +4,11 @@ asyncio's selector transports read a socket with ``sock.recv(256 KiB)``: CPython
 allocates a 256 KiB buffer, reads the few hundred bytes that came into it, and shrinks
 it. glibc serves an allocation that size with a fresh ``mmap`` whenever it is above
 malloc's mmap threshold, which starts at 128 KiB and only grows when a mapped block that
-large is freed unshrunk; whether that ever happens depends on the process's heap history
-(python/cpython#85451 reports the same). In a gateway process where it did not, every
-read of a client's request and of an upstream answer cost ``mmap``, ``mremap`` and
-``munmap``, and the page faults of a new mapping: ``strace -c`` counted two such triples
-per relayed request on the base stack, and none in the bare relay beside it.
+large is freed unshrunk; whether that ever happens depends on the process's heap
+history. In a gateway process where it did not, every read of a client's request and of
+an upstream answer cost ``mmap``, ``mremap`` and ``munmap``, and the page faults of a new
+mapping: ``strace -c`` counted two such triples per relayed request on the base stack,
+and none in the bare relay beside it.
 
 :func:`tune_malloc` fixes both thresholds above that size for the whole process, so those
 buffers come from the heap and go back to it. The cost is that up to
