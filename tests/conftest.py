@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -90,6 +91,14 @@ def _reference_workload() -> float:
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
+    # A suite started in the background by a shell without job control (`nohup pytest &`,
+    # `sh -c '... &'`) inherits SIGINT and SIGQUIT ignored, and so would every process the
+    # tests start; the signal tests send them and expect the usual dispositions. The
+    # product's own rule (an ignored signal stays ignored) is tested by setting it.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if signal.getsignal(signal.SIGQUIT) is signal.SIG_IGN:
+        signal.signal(signal.SIGQUIT, signal.SIG_DFL)
     if not hasattr(session.config, "workerinput"):  # the controller, not an xdist worker
         session.config.stash[_STARTED] = (time.perf_counter(), _reference_workload())
 
