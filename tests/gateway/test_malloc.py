@@ -10,12 +10,13 @@ import os
 import subprocess
 import sys
 import textwrap
+from typing import Any
 
 import pytest
 
-from copilot_host.gateway._malloc import MMAP_THRESHOLD
+from copilot_host.gateway._malloc import MMAP_THRESHOLD, tune_malloc
 
-pytestmark = pytest.mark.skipif(
+glibc_only = pytest.mark.skipif(
     not (os.confstr("CS_GNU_LIBC_VERSION") or "").startswith("glibc"),
     reason="malloc's thresholds are glibc's; elsewhere tune_malloc changes nothing",
 )
@@ -62,6 +63,7 @@ def _child(body: str) -> str:
     return done.stdout.strip()
 
 
+@glibc_only
 def test_after_tune_malloc_a_read_buffer_is_not_mapped_and_a_large_block_still_is() -> None:
     said = _child(
         f"""
@@ -75,12 +77,14 @@ def test_after_tune_malloc_a_read_buffer_is_not_mapped_and_a_large_block_still_i
     assert said == "True 0 1"
 
 
+@glibc_only
 def test_without_tuning_a_fresh_process_maps_each_read_buffer() -> None:
     # The default this module changes: glibc's 128 KiB threshold, in a process whose heap
     # never freed a mapped block that large.
     assert _child(f"print(mapped_while_holding({_READ_BUFFER}))") == "1"
 
 
+@glibc_only
 def test_a_gateway_server_asked_to_tunes_malloc_before_it_accepts() -> None:
     said = _child(
         f"""
@@ -108,3 +112,39 @@ def test_a_gateway_server_asked_to_tunes_malloc_before_it_accepts() -> None:
         """
     )
     assert said == "[0]"
+
+
+def _no_libc(*_args: Any) -> Any:
+    raise AssertionError("the C library was opened")
+
+
+def _unknown_name(_name: str) -> str:
+    raise ValueError("unrecognized configuration name")
+
+
+@pytest.mark.parametrize(
+    "confstr",
+    [lambda _name: None, lambda _name: "musl 1.2", _unknown_name],
+    ids=["no answer", "another C library", "no such name"],
+)
+def test_on_another_c_library_nothing_is_touched(
+    monkeypatch: pytest.MonkeyPatch, confstr: Any
+) -> None:
+    import ctypes
+
+    monkeypatch.setattr(os, "confstr", confstr)
+    monkeypatch.setattr(ctypes, "CDLL", _no_libc)
+    assert tune_malloc() is False
+
+
+def test_a_c_library_that_cannot_be_opened_is_a_false_answer_not_an_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import ctypes
+
+    def refuse(*_args: Any) -> Any:
+        raise OSError("no such library")
+
+    monkeypatch.setattr(os, "confstr", lambda _name: "glibc 2.36")
+    monkeypatch.setattr(ctypes, "CDLL", refuse)
+    assert tune_malloc() is False
