@@ -195,3 +195,42 @@ def test_the_plan_is_asked_within_its_bound_and_never_fails_the_start() -> None:
     assert asyncio.run(plan_line(Host("hang"), timeout=0.01)) is None
     logged_out = Host(auto, logged_in=False)
     assert asyncio.run(plan_line(logged_out)) is None and logged_out.asked == 0
+
+
+class _Asked(Exception):
+    """Raised by the recording GatewayServer below once it has seen its options."""
+
+
+@pytest.mark.parametrize("command", ["serve", "run"])
+def test_serve_and_run_ask_for_the_process_wide_settings(
+    command: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both own their process, so both take what GatewayServer leaves off by default for an
+    embedding application: the open-file limit and malloc's thresholds (serve, in the main
+    thread, the signals and a queued stderr too)."""
+    import socket
+
+    from copilot_host import gateway
+
+    asked: dict[str, Any] = {}
+
+    class Recording(gateway.GatewayServer):
+        def __init__(self, **options: Any) -> None:
+            asked.update(options)
+            raise _Asked
+
+    monkeypatch.setattr(gateway, "GatewayServer", Recording)
+    with socket.socket() as listener, pytest.raises(_Asked):
+        if command == "serve":
+            from copilot_host_cli._serve import _run as serve_run
+
+            serve_run(listener, None, "key", GatewayNames(), lambda: None)  # type: ignore[arg-type]
+        else:
+            from copilot_host_cli._run import _Gateway
+
+            _Gateway(listener, None, "key", GatewayNames())  # type: ignore[arg-type]
+    assert asked["raise_open_files"] is True
+    assert asked["tune_malloc"] is True
+    wanted = command == "serve"
+    assert asked.get("signals", False) is wanted
+    assert asked.get("queue_stderr", False) is wanted
