@@ -128,7 +128,7 @@ class CostReader:
         self._tally = tally
 
     def start(self, status: int, headers: httpx2.Headers) -> None:
-        pass
+        """Nothing to read here: the cost is in the body, the quota in relayed headers."""
 
     def whole(self, body: bytes) -> None:
         self._tally.add_cost(answer_cost(body))
