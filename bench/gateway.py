@@ -181,8 +181,8 @@ def serve_bare_relay(
     import uvicorn
 
     import copilot_host as ch
-    from copilot_host.gateway._malloc import tune_malloc
-    from copilot_host.gateway._stack import server_stack
+    from copilot_host.gateway._server._malloc import tune_malloc
+    from copilot_host.gateway._server._stack import server_stack
     from copilot_host.github import GitHubCopilotHost
     from copilot_host.store import CredentialStore
 
@@ -369,7 +369,7 @@ def _forced_stack() -> None:
     wanted = os.environ.get("BENCH_SERVER_STACK")
     if not wanted:
         return
-    from copilot_host.gateway import _serving, _stack
+    from copilot_host.gateway._server import _serving, _stack
 
     if wanted.endswith("+unhardened"):
         # What serve's connection bounds cost: uvicorn's own protocol instead.

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from copilot_host_cli._context import CliSeam
 
-from copilot_host.gateway._stack import PURE_PYTHON_ENV
+from copilot_host.gateway._server._stack import PURE_PYTHON_ENV
 from copilot_host.github import AsyncGitHubCopilotHost
 from copilot_host.testing import GitHubEmulator
 from tests.cli.conftest import Cli

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from copilot_host.gateway._spend import Reservation, Spend, estimate_cost
+from copilot_host.gateway._app._spend import Reservation, Spend, estimate_cost
 from copilot_host.testing import GitHubEmulator, Scenario, chat_model
 from tests.gateway._support import Gateway, running_gateway
 

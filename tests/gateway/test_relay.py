@@ -320,7 +320,7 @@ def test_events_are_relayed_as_they_complete_and_masked_across_chunk_cuts(
 
 
 def test_sse_cut_finds_the_end_of_the_last_complete_event() -> None:
-    from copilot_host.gateway._relay import sse_cut
+    from copilot_host.gateway._sse import cut as sse_cut
 
     assert sse_cut(b"") == 0
     assert sse_cut(b"data: x\n") == 0
@@ -342,7 +342,7 @@ def test_searching_only_the_new_bytes_cuts_where_searching_everything_does(
 ) -> None:
     """The relay searches for an event's end only where the newest chunk could complete
     one: chunk by chunk, it cuts exactly where a search of the whole buffer would."""
-    from copilot_host.gateway._relay import sse_cut
+    from copilot_host.gateway._sse import cut as sse_cut
 
     held = bytearray()
     for piece in pieces:
@@ -356,7 +356,7 @@ def test_searching_only_the_new_bytes_cuts_where_searching_everything_does(
 def test_an_event_that_never_ends_cuts_the_stream_past_the_answer_cap(
     emulator: GitHubEmulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from copilot_host.gateway import _relay
+    from copilot_host.gateway._app import _relay
 
     monkeypatch.setattr(_relay, "MAX_ANSWER_BYTES", 1024 * 1024)
     megabyte = b"x" * (1024 * 1024)

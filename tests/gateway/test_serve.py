@@ -29,7 +29,7 @@ from click.testing import CliRunner
 from copilot_host_cli import main
 from copilot_host_cli._context import CliSeam
 
-from copilot_host.gateway._stack import PURE_PYTHON_ENV
+from copilot_host.gateway._server._stack import PURE_PYTHON_ENV
 from copilot_host.github import AsyncGitHubCopilotHost, GitHubCopilotHost
 from copilot_host.store import CredentialStore
 from copilot_host.testing import GitHubEmulator, Scenario

@@ -11,7 +11,7 @@ import anthropic
 import openai
 import pytest
 
-from copilot_host.gateway._spend import Spend, answer_cost, events_cost, format_credits
+from copilot_host.gateway._app._spend import Spend, answer_cost, events_cost, format_credits
 from copilot_host.testing import GitHubEmulator, Scenario
 from tests.gateway._support import Gateway, running_gateway
 from tests.gateway.conftest import assert_no_leaks

@@ -33,7 +33,7 @@ import aiohttp  # noqa: E402
 
 from copilot_host._accel import PURE_PYTHON_ENV, accelerations  # noqa: E402
 from copilot_host.gateway import GatewayServer, upstream_transport  # noqa: E402
-from copilot_host.gateway._aiotransport import AiohttpTransport, _mapped  # noqa: E402
+from copilot_host.gateway._server._aiotransport import AiohttpTransport, _mapped  # noqa: E402
 
 # Every test finishes well within this; a transport that hangs fails instead.
 BOUND = 20.0

@@ -169,7 +169,7 @@ class GatewayServer:
         transport (aiohttp on ``[fast]``; see :func:`upstream_transport`). :meth:`serve`
         does it; call it first to open the app's client before serving
         (``await app.startup()``, which fails on unusable HTTPS settings)."""
-        from ._app import GatewayApp
+        from .._app import GatewayApp
 
         if isinstance(app, GatewayApp):
             stack = self.stack

@@ -1,6 +1,6 @@
 """One model request upstream, through ``route.auth``, and its answer back to the client.
 
-The request goes to ``route.origin + protocol.path`` and nowhere else (``route.auth``
+The request goes to the route's origin and its API's upstream path, nowhere else (``route.auth``
 refuses any other origin, and redirects are not followed). It carries the body as the
 client sent it and, of the client's headers, only those in
 :data:`FORWARDED_REQUEST_HEADERS`: never the client's key, which ``route.auth`` replaces
@@ -20,33 +20,44 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Awaitable, Callable, MutableMapping
-from dataclasses import dataclass
+from collections.abc import MutableMapping
 from typing import Any
 
 import httpx2
 
 import copilot_host as ch
 
+from .. import _sse
+from .._changes import AnswerPass, ApiChanges, RequestEdit
 from ._access import FORWARDED_REQUEST_HEADERS, RequestHeaders
+from ._flow import Outcome, Send
 from ._hooks import AnswerObserver, HeaderFilter
-from ._messages import filter_betas
-from ._ratelimit import rate_limited
-from ._responses_tools import AnswerMapper
 from ._spend import QUOTA_HEADER_PREFIXES
 
 __all__ = [
     "MAX_ANSWER_BYTES",
     "RELAYED_RESPONSE_HEADERS",
+    "UPSTREAM_LIMITS",
+    "UPSTREAM_TIMEOUT",
     "AnswerTooLarge",
-    "Outcome",
     "relay",
-    "sse_cut",
+    "session_refused",
 ]
 
 _log = logging.getLogger("copilot_host.gateway")
 
-Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+# Inference has no total deadline (a long answer streams for minutes); a read waiting
+# this long for the next byte means the connection is dead. The pool wait is unbounded:
+# a request queued behind others waits for them, and its client can hang up.
+UPSTREAM_TIMEOUT = httpx2.Timeout(connect=10.0, read=600.0, write=60.0, pool=None)
+# Many streams may be open at once; each holds one upstream connection for its length.
+# Idle connections are kept on every transport: a new one costs a TCP and TLS handshake
+# (about 6x a kept-alive request's CPU on loopback, bench/upstream_reuse.py, and two or
+# three round trips to the service). On httpx2's own transport an answer that carried
+# bytes past its declared length would hand them to the next request on its connection
+# (an httpcore2 defect: docs/upstream/httpcore2-leftover-bytes.md says why that is not
+# worth a new connection per request); aiohttp discards them.
+UPSTREAM_LIMITS = httpx2.Limits(max_connections=512, max_keepalive_connections=64)
 
 _FORWARDED = tuple(name.encode("ascii") for name in FORWARDED_REQUEST_HEADERS)
 # The one forwarded header that may rightly come more than once (a list of features); of
@@ -81,34 +92,6 @@ class AnswerTooLarge(Exception):
     """The upstream JSON answer, or one streamed event, was larger than MAX_ANSWER_BYTES."""
 
 
-@dataclass(slots=True)
-class Outcome:
-    """What the access log says about one request."""
-
-    status: int = 0
-    sent: int = 0
-    upstream_id: str = ""
-    # Set just before the last body message: from then on the server reports the request
-    # as finished, which is not the client hanging up.
-    done: bool = False
-    # Called once, then: the access line is written before the client can see the end.
-    on_done: Callable[[], None] | None = None
-    # AI credits the answer reported (copilot_usage), None when it reported none.
-    credits: float | None = None
-    # The quota headers the answer carried, as relayed (names in lower case).
-    quota: tuple[tuple[str, str], ...] = ()
-
-    def add_cost(self, credits: float | None) -> None:
-        if credits is not None:
-            self.credits = credits if self.credits is None else self.credits + credits
-
-    def finish(self) -> None:
-        self.done = True
-        callback, self.on_done = self.on_done, None
-        if callback is not None:
-            callback()
-
-
 @functools.lru_cache(maxsize=64)
 def _target(origin: str, path: str) -> httpx2.URL:
     """The URL a route's requests go to, parsed once: httpx2 parses a URL given as text on
@@ -123,12 +106,6 @@ def _upstream_headers(headers: RequestHeaders) -> list[tuple[bytes, bytes]]:
         if name == b"content-type":
             continue
         values = repeated.get(name, ())
-        if name == b"anthropic-beta":
-            # Only the betas the service serves (._messages); none left, no header.
-            joined = filter_betas(values) if values else None
-            if joined is not None:
-                out.append((name, joined))
-            continue
         out.extend((name, value) for value in (values if name in _REPEATABLE else values[:1]))
     kind = headers.get(b"content-type") or b""
     if kind.split(b";", 1)[0].strip().lower() != b"application/json":
@@ -151,29 +128,6 @@ def _relayed(response: httpx2.Response) -> list[tuple[bytes, bytes]]:
     return kept
 
 
-def sse_cut(buffer: bytes | bytearray, start: int = 0) -> int:
-    """Where the last complete event in ``buffer`` ends (0: none complete yet), looking
-    only at line-ending pairs that begin at ``start`` or later.
-
-    An event ends at an empty line: two line endings in a row, each CRLF, LF or CR. Every
-    such pair contains LF LF, LF CR or CR CR; the cut falls after the last of those, and
-    after the LF of a CRLF that ends it. (A CR that ends the buffer may yet be followed
-    by an LF: cut after it, the LF opens the next piece, which changes no byte.) The relay
-    passes the first position a pair could begin at in the bytes just added, so each byte
-    is searched once however long an event grows.
-    """
-    lf_lf = buffer.rfind(b"\n\n", start)
-    cr_cr = buffer.rfind(b"\r\r", start)
-    lf_cr = buffer.rfind(b"\n\r", start)
-    end = max(lf_lf, cr_cr, lf_cr)
-    if end < 0:
-        return 0
-    cut = end + 2
-    if end == lf_cr and buffer[cut : cut + 1] == b"\n":
-        cut += 1
-    return cut
-
-
 def session_refused(response: httpx2.Response) -> ch.SessionError:
     """The error for an upstream 401 that ``route.auth`` did not (or could not) retry."""
     return ch.SessionError(
@@ -192,10 +146,10 @@ def _is_event_stream(response: httpx2.Response) -> bool:
 
 async def relay(
     client: httpx2.AsyncClient,
-    route: ch.ModelRoute,
-    protocol: ch.ApiProtocol,
     body: bytes,
     *,
+    edit: RequestEdit,
+    changes: ApiChanges,
     headers: RequestHeaders,
     send: Send,
     outcome: Outcome,
@@ -203,7 +157,7 @@ async def relay(
     header_filter: HeaderFilter | None = None,
     observer: AnswerObserver | None = None,
     extra_headers: tuple[tuple[bytes, bytes], ...] = (),
-    mapper: AnswerMapper | None = None,
+    answers: AnswerPass | None = None,
 ) -> None:
     """Send the request upstream and relay its answer (see the module docstring).
 
@@ -211,14 +165,16 @@ async def relay(
     :class:`AnswerTooLarge`): the caller then answers with an error of its own. A failure
     after the answer started propagates too; the server then cuts the connection, so the
     client sees an answer that did not end rather than a shorter one that did.
-    ``mapper`` maps a Responses answer's tool calls back to the client's tools
-    (:mod:`._responses_tools`), whole or event by event, before masking.
+    ``answers`` is what the request's answer changes do to the answer (whole, or event by
+    event), before masking; ``changes`` gives the headers that go upstream and may reshape
+    an answer read whole (the rate-limit refusal).
     """
-    forwarded = _upstream_headers(headers)
+    route = edit.route
+    forwarded = changes.headers(edit, _upstream_headers(headers))
     if header_filter is not None:
         forwarded = header_filter(route, forwarded)
     request = client.build_request(
-        "POST", _target(route.origin, protocol.path), content=body, headers=forwarded
+        "POST", _target(route.origin, changes.api.protocol.path), content=body, headers=forwarded
     )
     response = await client.send(request, auth=auth or route.auth, stream=True)
     try:
@@ -251,10 +207,10 @@ async def relay(
             "headers": [*relayed, *extra_headers],
         }
         if _is_event_stream(response):
-            await _relay_events(response, start, send, outcome, observer, mapper=mapper)
+            await _relay_events(response, start, send, outcome, observer, answers=answers)
         else:
             await _relay_whole(
-                response, start, send, outcome, observer, mapper=mapper, protocol=protocol
+                response, start, send, outcome, observer, answers=answers, changes=changes
             )
     finally:
         await response.aclose()
@@ -267,8 +223,8 @@ async def _relay_whole(
     outcome: Outcome,
     observer: AnswerObserver | None,
     *,
-    mapper: AnswerMapper | None = None,
-    protocol: ch.ApiProtocol | None = None,
+    answers: AnswerPass | None,
+    changes: ApiChanges,
 ) -> None:
     """A JSON answer: held whole (to mask it), then sent with its length."""
     whole = bytearray()
@@ -276,12 +232,12 @@ async def _relay_whole(
         whole += chunk
         if len(whole) > MAX_ANSWER_BYTES:
             raise AnswerTooLarge
-    answer = ch.mask_secrets(mapper.whole(bytes(whole)) if mapper else bytes(whole))
-    if response.status_code == 429:
-        shape = "anthropic" if protocol is ch.ApiProtocol.ANTHROPIC_MESSAGES else "openai"
-        refused = rate_limited(answer, response.headers, shape)
+    answer = ch.mask_secrets(answers.whole(bytes(whole)) if answers else bytes(whole))
+    if response.status_code >= 400:
+        refused = changes.reshape(response.status_code, answer, response.headers)
         if refused is not None:
-            # The one reshaped upstream answer (gateway/_ratelimit.py says why).
+            # An upstream answer a change replaced (the rate-limit refusal: its module
+            # says why).
             _log.warning("%s", refused.line)
             answer = refused.body
             kept = [(k, v) for k, v in start["headers"] if k.lower() != b"retry-after"]
@@ -308,7 +264,7 @@ async def _relay_events(
     outcome: Outcome,
     observer: AnswerObserver | None,
     *,
-    mapper: AnswerMapper | None = None,
+    answers: AnswerPass | None,
 ) -> None:
     """An event stream: each complete event is masked and sent as it arrives."""
     outcome.status = response.status_code
@@ -319,10 +275,10 @@ async def _relay_events(
     async for chunk in response.aiter_bytes():
         fresh = max(len(held) - 1, 0)  # a line-ending pair may straddle the cut
         held += chunk
-        cut = sse_cut(held, fresh)
+        cut = _sse.cut(held, fresh)
         if cut:
             complete = bytes(held[:cut])
-            ready = ch.mask_secrets(mapper.events(complete) if mapper else complete)
+            ready = ch.mask_secrets(answers.events(complete) if answers else complete)
             del held[:cut]
             outcome.sent += len(ready)
             await send({"type": "http.response.body", "body": ready, "more_body": True})
@@ -332,7 +288,7 @@ async def _relay_events(
             # An event that never ends would be held without bound: the answer is cut
             # (the client sees it break off; the log says why).
             raise AnswerTooLarge
-    tail = ch.mask_secrets(mapper.events(bytes(held)) if mapper and held else bytes(held))
+    tail = ch.mask_secrets(answers.events(bytes(held)) if answers and held else bytes(held))
     if observer is not None:
         if tail:
             observer.events(tail)

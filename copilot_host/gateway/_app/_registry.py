@@ -18,37 +18,23 @@ a minute later.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import Any
 
 import copilot_host as ch
 from copilot_host._internal import Flight, SingleFlight
 
+from .._protocols import Api, models_api
 from ._names import ModelNames, NameTable
 
-__all__ = [
-    "PROTOCOL_OF_PATH",
-    "REREGISTER_AFTER",
-    "Registry",
-    "Snapshot",
-    "anthropic_entry",
-    "endpoints_of",
-    "openai_entry",
-]
-
-# The gateway's paths and the protocol each speaks.
-PROTOCOL_OF_PATH: Mapping[str, ch.ApiProtocol] = {
-    "/v1/chat/completions": ch.ApiProtocol.OPENAI_CHAT,
-    "/v1/responses": ch.ApiProtocol.OPENAI_RESPONSES,
-    "/v1/messages": ch.ApiProtocol.ANTHROPIC_MESSAGES,
-}
-_PATH_OF = {protocol: path for path, protocol in PROTOCOL_OF_PATH.items()}
+__all__ = ["REREGISTER_AFTER", "Registry", "Snapshot"]
 
 _log = logging.getLogger("copilot_host.gateway")
+
+# The APIs whose model lists GET /v1/models answers with (OpenAI's and Anthropic's).
+LISTED = (models_api(None), models_api(b"2023-06-01"))
 
 # Routes are registered again at least this often, so models the account gains or loses
 # show up without a restart.
@@ -59,80 +45,19 @@ RETRY_AFTER_FAILURE = 60.0
 FAILURE_MEMORY = 1.0
 
 
-def endpoints_of(route: ch.ModelRoute) -> list[str]:
-    """The gateway paths a route may be called on, in order of preference."""
-    return [_PATH_OF[p] for p in ch.ApiProtocol if p in route.spec.protocols]
-
-
 @dataclass(frozen=True, slots=True)
 class Snapshot:
     """The routes registered for one login, indexed by model id and route id."""
 
     identity: ch.LoginIdentity
     by_name: Mapping[str, ch.ModelRoute]
-    openai_list: bytes
-    anthropic_list: bytes
+    # GET /v1/models as each kind of client reads it (._protocols.models_api), made once.
+    lists: Mapping[Api, bytes]
     due: float  # monotonic time of the next re-registration
     names: NameTable  # how a request's model name finds its route (._names)
 
     def find(self, name: str) -> ch.ModelRoute | None:
         return self.by_name.get(name)
-
-
-def openai_entry(route: ch.ModelRoute, owner: str) -> dict[str, Any]:
-    spec = route.spec
-    return {
-        "id": route.model_id,
-        "object": "model",
-        # The inventory does not say when a model was released.
-        "created": 0,
-        "owned_by": owner,
-        "route_id": route.route_id,
-        "display_name": spec.display_name,
-        "endpoints": endpoints_of(route),
-        "context_window": spec.context_window,
-        "max_output_tokens": spec.max_output_tokens,
-        "max_prompt_tokens": spec.max_prompt_tokens,
-        "chat_default": spec.chat_default,
-        "input_modalities": list(spec.input_modalities),
-        "supports_reasoning": spec.supports_reasoning,
-        "picker_enabled": spec.picker_enabled,
-        # What the model costs, as `copilot-host models --json` shows it.
-        "billing": None if spec.billing is None else spec.billing.document(),
-    }
-
-
-def anthropic_entry(route: ch.ModelRoute) -> dict[str, Any]:
-    spec = route.spec
-    return {
-        "type": "model",
-        "id": route.model_id,
-        "display_name": spec.display_name,
-        # Anthropic's documented value when the release date is unknown.
-        "created_at": "1970-01-01T00:00:00Z",
-        "lifecycle": "active",
-        "max_input_tokens": spec.context_window,
-        "max_tokens": spec.max_output_tokens,
-    }
-
-
-def _documents(routes: tuple[ch.ModelRoute, ...], owner: str) -> tuple[bytes, bytes]:
-    ordered = sorted(routes, key=lambda r: r.model_id)
-    openai = {"object": "list", "data": [openai_entry(r, owner) for r in ordered]}
-    # Anthropic clients can call /v1/messages only: they are shown the models served there.
-    speaking = [
-        anthropic_entry(r) for r in ordered if ch.ApiProtocol.ANTHROPIC_MESSAGES in r.spec.protocols
-    ]
-    anthropic = {
-        "data": speaking,
-        "has_more": False,
-        "first_id": speaking[0]["id"] if speaking else None,
-        "last_id": speaking[-1]["id"] if speaking else None,
-    }
-    return (
-        ch.mask_secrets(json.dumps(openai, ensure_ascii=False).encode("utf-8")),
-        ch.mask_secrets(json.dumps(anthropic, ensure_ascii=False).encode("utf-8")),
-    )
 
 
 class Registry:
@@ -245,7 +170,7 @@ class Registry:
         for route in result.routes:
             by_name[route.model_id] = route
             by_name[route.route_id] = route
-        openai_list, anthropic_list = _documents(result.routes, result.provider_id)
+        lists = {api: api.model_list(result.routes) for api in LISTED}
         names = NameTable(result.routes, self._names)
         for line in names.missing_targets():
             # Once per registration: the alias answers 404 naming both until the model
@@ -254,8 +179,7 @@ class Registry:
         snapshot = Snapshot(
             identity=identity,
             by_name=by_name,
-            openai_list=openai_list,
-            anthropic_list=anthropic_list,
+            lists=lists,
             due=self._clock.monotonic() + REREGISTER_AFTER,
             names=names,
         )

@@ -1,4 +1,4 @@
-"""Messages requests as the Copilot API takes them: the betas it serves, a block ``system``.
+"""The Messages betas the Copilot API serves, and the body fields each beta governs.
 
 Claude Code opts into many betas (``claude-code-20250219``, ``afk-mode-...``, ...) through
 ``anthropic-beta``. Of those only the values in :data:`SERVED_BETAS` are forwarded, each
@@ -8,9 +8,6 @@ that the service refuses others (docs/WIRE.md, "Agents through the gateway") is 
 and unverified against the live service; VS Code's own bridge from Claude Code to Copilot
 likewise sends its endpoint's own set rather than Claude Code's.
 
-A string ``system`` is sent as one text block: the service requires blocks (VS Code's agent
-host converts it for that reason, microsoft/vscode
-``src/vs/platform/agentHost/node/shared/copilotApiService.ts``).
 """
 
 from __future__ import annotations
@@ -18,11 +15,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
-from typing import Any
 
 from copilot_host._internal import clean
 
-__all__ = ["FIELD_BETAS", "SERVED_BETAS", "filter_betas", "forwarded_betas", "system_as_blocks"]
+__all__ = ["FIELD_BETAS", "SERVED_BETAS", "filter_betas", "forwarded_betas"]
 
 _log = logging.getLogger("copilot_host.gateway")
 
@@ -47,7 +43,7 @@ _SERVED = frozenset(value.encode("ascii") for value in SERVED_BETAS)
 # Body field -> the betas that govern it, with where the pairing is seen
 # (``system_message``: a ``role: "system"`` message inside ``messages``). A field goes
 # upstream only when one of its betas is among those forwarded with the request
-# (:mod:`._rewrites` removes or folds it otherwise): a field sent without its beta is what
+# (:mod:`._messages` removes or folds it otherwise): a field sent without its beta is what
 # ericc-ch/copilot-api #217 records the service refusing ("Extra inputs are not
 # permitted"; reported). The emulator keeps its own copy (copilot_host.testing).
 FIELD_BETAS: Mapping[str, tuple[frozenset[str], str]] = MappingProxyType(
@@ -67,7 +63,7 @@ FIELD_BETAS: Mapping[str, tuple[frozenset[str], str]] = MappingProxyType(
             frozenset({"per-turn-control-2026-07-01"}),
             "Claude Code 2.1.332 sends an '# Environment' system message inside messages "
             "with this beta (captured, issue 24); not served, so the message is folded "
-            "into a user turn instead (._rewrites)",
+            "into a user turn instead (._messages)",
         ),
     }
 )
@@ -102,12 +98,3 @@ def forwarded_betas(values: Iterable[bytes]) -> frozenset[str]:
             if beta in _SERVED:
                 found.add(beta.decode("ascii"))
     return frozenset(found)
-
-
-def system_as_blocks(value: dict[str, Any]) -> bool:
-    """Turn a string ``system`` into one text block; whether the body changed."""
-    system = value.get("system")
-    if not isinstance(system, str):
-        return False
-    value["system"] = [{"type": "text", "text": system}]
-    return True

@@ -2,13 +2,13 @@
 
 * ``request_headers``: a filter over the client headers the gateway forwards upstream
   (lower-case names, bytes values, in order), given the route; it returns the headers to
-  send. Beta filtering is one.
+  send, after the gateway's own changes (:mod:`copilot_host.gateway._changes`).
 * ``observe``: called once per relayed request with its route; it returns an
   :class:`AnswerObserver` (or None) that sees the answer as it is relayed. Reading an
   answer's cost is one.
 
-The model rewrite a request needs when the name it gives is not the upstream model's is
-:func:`copilot_host.gateway._request.rewrite_model`.
+What the gateway itself changes in requests and answers is its table of changes
+(:mod:`copilot_host.gateway._changes`), not a hook.
 """
 
 from __future__ import annotations

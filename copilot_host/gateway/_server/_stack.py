@@ -61,7 +61,7 @@ def upstream_transport(stack: ServerStack | None = None) -> httpx2.AsyncBaseTran
     stack = stack if stack is not None else server_stack()
     if stack.transport != "aiohttp":
         return None
+    from .._app._relay import UPSTREAM_LIMITS
     from ._aiotransport import AiohttpTransport
-    from ._app import UPSTREAM_LIMITS
 
     return AiohttpTransport(limits=UPSTREAM_LIMITS)

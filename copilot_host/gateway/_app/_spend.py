@@ -12,17 +12,18 @@ Inference answers also carry the account's quota (``x-quota-snapshot-<quota>`` a
 ``chatQuotaService.ts`` reads them); the gateway relays those headers and :class:`Spend`
 warns once per quota per start when one shows under 10% left.
 
-:class:`Spend` keeps the totals the stop line shows and the ``--max-credits`` budget.
-A model request is admitted (:meth:`Spend.admit`) when what was spent, plus what requests
-in flight hold, plus its own reservation stays within the budget, or when nothing is spent
-past the budget and nothing is in flight (a fresh budget always lets one through). A
-reservation is the largest cost the model has reported since start, else an estimate from
-its token prices (:func:`estimate_cost`); a model with neither is admitted one request at
-a time until it reports a cost. What an answer reports is spent; an answer whose cost
-could not be read (its client hung up and the drain was cut) counts its reservation as
-spent, and the stop line says how much of the total was estimated. So the reported and
-estimated total passes the budget by at most one request's reservation, as far as
-reservations cover what answers cost; GitHub's own bill is what the service counts.
+:class:`Spend` keeps the totals the stop line shows and the ``--max-credits`` budget. A
+model request is admitted (:meth:`Spend.admit`) when what was spent, plus what requests in
+flight hold, plus its own reservation stays within the budget, or when nothing is spent past
+the budget and nothing is in flight (a fresh budget always lets one through). A reservation
+is the larger of the largest cost the model has reported since start and the request's own
+estimate from its token prices (:func:`estimate_cost`), whichever is known; a model with
+neither is admitted one request at a time until it reports a cost. What an answer reports is
+spent; an answer whose cost could not be read (its client hung up and the drain was cut)
+counts its reservation as spent, and the stop line says how much of the total was estimated.
+So the reported and estimated total passes the budget by at most one request's reservation,
+as far as reservations cover what answers cost; GitHub's own bill is what the service
+counts.
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ from typing import Protocol
 import httpx2
 
 from copilot_host._internal import read_json_body
+
+from .. import _sse
 
 __all__ = [
     "NANO_PER_CREDIT",
@@ -99,11 +102,11 @@ def events_cost(chunk: bytes) -> float | None:
     if _FIELD not in chunk:
         return None
     total: float | None = None
-    for line in chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n"):
-        if not line.startswith(b"data:") or _FIELD not in line:
+    for data in _sse.data_lines(chunk):
+        if _FIELD not in data:
             continue
         try:
-            cost = _cost_in(read_json_body(line[5:].strip()))
+            cost = _cost_in(read_json_body(data))
         except (ValueError, RecursionError):
             continue
         if cost is not None:
@@ -231,10 +234,15 @@ class Spend:
         return self.max_credits is not None and self.credits >= self.max_credits
 
     def reservation(self, model: str, estimate: float | None) -> float | None:
-        """What a request for ``model`` reserves: the largest cost it reported since
-        start, else ``estimate`` (from its prices), else None (unknown)."""
+        """What a request for ``model`` reserves: the larger of the largest cost the model
+        reported since start and ``estimate`` (this request's own, from its prices), either
+        when only one is known, else None (unknown). Taking the larger is what keeps a
+        cheap first answer (Claude Code's probe) from making a burst of large requests
+        look cheap."""
         largest = self._largest.get(model)
-        return largest if largest is not None else estimate
+        if largest is None:
+            return estimate
+        return largest if estimate is None else max(largest, estimate)
 
     def admit(self, model: str, estimate: float | None) -> Reservation | None:
         """Admit one model request (see the module docstring), holding its reservation
