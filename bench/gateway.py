@@ -711,7 +711,7 @@ BUCKETS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("HTTP parsing and writing, both sides (h11, httptools)", ("/h11/", "httptools")),
     (
         "server: uvicorn and the gateway's hardening",
-        ("/uvicorn/", "gateway/_hardening", "gateway/_uvicorn", "gateway/_serving"),
+        ("/uvicorn/", "gateway/_server/"),
     ),
     (
         "upstream client: httpx2 and its transport (aiohttp, or httpcore2 and anyio)",

@@ -21,6 +21,16 @@ import copilot_host as ch
 from copilot_host._internal import request_facts
 
 from . import _sse
+from ._documents import (
+    Framer,
+    anthropic_entry,
+    anthropic_list,
+    chat_text,
+    messages_text,
+    openai_entry,
+    openai_list,
+    responses_text,
+)
 from ._json import dumps
 
 __all__ = [
@@ -36,6 +46,7 @@ __all__ = [
     "api_of_path",
     "api_of_protocol",
     "endpoints_of",
+    "errors_of",
     "models_api",
 ]
 
@@ -116,11 +127,12 @@ class Api:
     # Whether this API's clients are shown only the models that speak it (an Anthropic
     # client can call /v1/messages only; an OpenAI client calls any of the three).
     own_models_only: bool
-    _text: Callable[[Api, str, str, str, bool], bytes] = field(repr=False)
+    _text: Callable[[Framer, str, str, str, bool], bytes] = field(repr=False)
     _last_user_text: Callable[[dict[str, Any]], str | None] = field(repr=False)
-    # This API's clients' model list: its entry for one route, and the whole document.
-    _entry: Callable[[ch.ModelRoute], dict[str, Any]] = field(repr=False)
-    _listing: Callable[[Api, Iterable[ch.ModelRoute]], dict[str, Any]] = field(repr=False)
+    # This API's clients' model list: its entry for one route (given the gateway paths it
+    # is served on), and the document around the entries.
+    _entry: Callable[[ch.ModelRoute, list[str]], dict[str, Any]] = field(repr=False)
+    _listing: Callable[[list[dict[str, Any]]], dict[str, Any]] = field(repr=False)
 
     def __repr__(self) -> str:
         return f"<Api {self.name}>"
@@ -145,7 +157,7 @@ class Api:
         """A whole answer (or, ``stream``, its event sequence) whose one text part is
         ``text``, as this API's clients read a model's answer: for what the gateway
         answers itself."""
-        return self._text(self, model, text, ident, stream)
+        return self._text(self.event, model, text, ident, stream)
 
     def last_user_text(self, value: dict[str, Any]) -> str | None:
         """The text of the last user message of a request body, None when it has none."""
@@ -153,73 +165,17 @@ class Api:
 
     def model_entry(self, route: ch.ModelRoute) -> dict[str, Any]:
         """One model as ``GET /v1/models/{name}`` shows it to this API's clients."""
-        return self._entry(route)
+        return self._entry(route, endpoints_of(route))
 
     def model_list(self, routes: Iterable[ch.ModelRoute]) -> bytes:
         """``GET /v1/models`` for this API's clients (masked of known secrets), sorted by
         id (see ``own_models_only``)."""
-        ordered = sorted(routes, key=lambda route: route.model_id)
-        return ch.mask_secrets(dumps(self._listing(self, ordered)))
-
-
-def endpoints_of(route: ch.ModelRoute) -> list[str]:
-    """The gateway paths a route may be called on, in order of preference."""
-    return [api.path for api in APIS if api.speaks(route)]
-
-
-def _openai_entry(route: ch.ModelRoute) -> dict[str, Any]:
-    spec = route.spec
-    return {
-        "id": route.model_id,
-        "object": "model",
-        # The inventory does not say when a model was released.
-        "created": 0,
-        "owned_by": route.owner,
-        "route_id": route.route_id,
-        "display_name": spec.display_name,
-        "endpoints": endpoints_of(route),
-        "context_window": spec.context_window,
-        "max_output_tokens": spec.max_output_tokens,
-        "max_prompt_tokens": spec.max_prompt_tokens,
-        "chat_default": spec.chat_default,
-        "input_modalities": list(spec.input_modalities),
-        "supports_reasoning": spec.supports_reasoning,
-        "picker_enabled": spec.picker_enabled,
-        # What the model costs, as `copilot-host models --json` shows it.
-        "billing": None if spec.billing is None else spec.billing.document(),
-    }
-
-
-def _shown_to(api: Api, routes: Iterable[ch.ModelRoute]) -> list[ch.ModelRoute]:
-    return [route for route in routes if not api.own_models_only or api.speaks(route)]
-
-
-def _openai_list(api: Api, routes: Iterable[ch.ModelRoute]) -> dict[str, Any]:
-    return {"object": "list", "data": [_openai_entry(route) for route in _shown_to(api, routes)]}
-
-
-def _anthropic_entry(route: ch.ModelRoute) -> dict[str, Any]:
-    spec = route.spec
-    return {
-        "type": "model",
-        "id": route.model_id,
-        "display_name": spec.display_name,
-        # Anthropic's documented value when the release date is unknown.
-        "created_at": "1970-01-01T00:00:00Z",
-        "lifecycle": "active",
-        "max_input_tokens": spec.context_window,
-        "max_tokens": spec.max_output_tokens,
-    }
-
-
-def _anthropic_list(api: Api, routes: Iterable[ch.ModelRoute]) -> dict[str, Any]:
-    speaking = [_anthropic_entry(route) for route in _shown_to(api, routes)]
-    return {
-        "data": speaking,
-        "has_more": False,
-        "first_id": speaking[0]["id"] if speaking else None,
-        "last_id": speaking[-1]["id"] if speaking else None,
-    }
+        shown = [
+            self.model_entry(route)
+            for route in sorted(routes, key=lambda route: route.model_id)
+            if not self.own_models_only or self.speaks(route)
+        ]
+        return ch.mask_secrets(dumps(self._listing(shown)))
 
 
 def _texts(content: object, kinds: frozenset[str]) -> str | None:
@@ -237,6 +193,11 @@ def _texts(content: object, kinds: frozenset[str]) -> str | None:
     return "\n".join(parts) if parts else None
 
 
+def endpoints_of(route: ch.ModelRoute) -> list[str]:
+    """The gateway paths a route may be called on, in order of preference."""
+    return [api.path for api in APIS if api.speaks(route)]
+
+
 def _last_user(items: object, kinds: frozenset[str]) -> str | None:
     if not isinstance(items, list):
         return None
@@ -246,99 +207,6 @@ def _last_user(items: object, kinds: frozenset[str]) -> str | None:
             if found is not None:
                 return found
     return None
-
-
-def _events(api: Api, events: Iterable[dict[str, Any]]) -> bytes:
-    return b"".join(api.event(data) for data in events)
-
-
-def _messages_text(api: Api, model: str, text: str, ident: str, stream: bool) -> bytes:
-    head = {"id": ident, "type": "message", "role": "assistant", "model": model}
-    usage = {"input_tokens": 0, "output_tokens": 0}
-    end = {"stop_reason": "end_turn", "stop_sequence": None}
-    if not stream:
-        return dumps({**head, "content": [{"type": "text", "text": text}], **end, "usage": usage})
-    start: dict[str, Any] = {**head, "content": [], "stop_reason": None, "stop_sequence": None}
-    start["usage"] = usage
-    return _events(
-        api,
-        (
-            {"type": "message_start", "message": start},
-            {
-                "type": "content_block_start",
-                "index": 0,
-                "content_block": {"type": "text", "text": ""},
-            },
-            {"type": "ping"},
-            {
-                "type": "content_block_delta",
-                "index": 0,
-                "delta": {"type": "text_delta", "text": text},
-            },
-            {"type": "content_block_stop", "index": 0},
-            {"type": "message_delta", "delta": end, "usage": {"output_tokens": 0}},
-            {"type": "message_stop"},
-        ),
-    )
-
-
-def _chat_text(api: Api, model: str, text: str, ident: str, stream: bool) -> bytes:
-    head = {"id": ident, "created": 0, "model": model}
-    if not stream:
-        choice = {
-            "index": 0,
-            "message": {"role": "assistant", "content": text},
-            "finish_reason": "stop",
-        }
-        usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
-        return dumps({**head, "object": "chat.completion", "choices": [choice], "usage": usage})
-    chunk = {**head, "object": "chat.completion.chunk"}
-    deltas = (
-        {"index": 0, "delta": {"role": "assistant", "content": text}, "finish_reason": None},
-        {"index": 0, "delta": {}, "finish_reason": "stop"},
-    )
-    return _events(api, ({**chunk, "choices": [delta]} for delta in deltas)) + api.event(b"[DONE]")
-
-
-def _responses_text(api: Api, model: str, text: str, ident: str, stream: bool) -> bytes:
-    part = {"type": "output_text", "text": text, "annotations": []}
-    item = {
-        "type": "message",
-        "id": f"{ident}_0",
-        "status": "completed",
-        "role": "assistant",
-        "content": [part],
-    }
-    usage = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
-    response = {
-        "id": ident,
-        "object": "response",
-        "created_at": 0,
-        "status": "completed",
-        "model": model,
-        "output": [item] if text else [],
-        "usage": usage,
-    }
-    if not stream:
-        return dumps(response)
-    started = {**response, "status": "in_progress", "output": [], "usage": None}
-    events: list[dict[str, Any]] = [{"type": "response.created", "response": started}]
-    if text:
-        at = {"output_index": 0, "item_id": item["id"], "content_index": 0}
-        events += [
-            {
-                "type": "response.output_item.added",
-                "output_index": 0,
-                "item": {**item, "status": "in_progress", "content": []},
-            },
-            {"type": "response.content_part.added", **at, "part": {**part, "text": ""}},
-            {"type": "response.output_text.delta", **at, "delta": text},
-            {"type": "response.output_text.done", **at, "text": text},
-            {"type": "response.content_part.done", **at, "part": part},
-            {"type": "response.output_item.done", "output_index": 0, "item": item},
-        ]
-    events.append({"type": "response.completed", "response": response})
-    return _events(api, ({**event, "sequence_number": n} for n, event in enumerate(events)))
 
 
 _TEXT = frozenset({"text"})
@@ -353,10 +221,10 @@ CHAT = Api(
     ("messages", "tools"),
     False,
     False,
-    _chat_text,
+    chat_text,
     lambda value: _last_user(value.get("messages"), _TEXT),
-    _openai_entry,
-    _openai_list,
+    openai_entry,
+    openai_list,
 )
 RESPONSES = Api(
     "responses",
@@ -367,14 +235,14 @@ RESPONSES = Api(
     ("instructions", "input", "tools"),
     True,
     False,
-    _responses_text,
+    responses_text,
     lambda value: (
         value["input"]
         if isinstance(value.get("input"), str)
         else _last_user(value.get("input"), _INPUT_TEXT)
     ),
-    _openai_entry,
-    _openai_list,
+    openai_entry,
+    openai_list,
 )
 MESSAGES = Api(
     "messages",
@@ -385,10 +253,10 @@ MESSAGES = Api(
     ("system", "messages", "tools"),
     True,
     True,
-    _messages_text,
+    messages_text,
     lambda value: _last_user(value.get("messages"), _TEXT),
-    _anthropic_entry,
-    _anthropic_list,
+    anthropic_entry,
+    anthropic_list,
 )
 
 # In the order of preference of ApiProtocol (a model listing several is routed to the first).
@@ -408,6 +276,16 @@ def api_of_path(path: str) -> Api | None:
 
 def api_of_protocol(protocol: ch.ApiProtocol) -> Api:
     return _BY_PROTOCOL[protocol]
+
+
+def errors_of(api: Api | None, *, models: bool, anthropic_version: bytes | None) -> ErrorShape:
+    """The shape a path's errors take: its API's (``api``), on the model list paths
+    (``models``) the shape of the client asking (:func:`models_api`), OpenAI's elsewhere."""
+    if api is not None:
+        return api.errors
+    if models:
+        return models_api(anthropic_version).errors
+    return OPENAI_ERRORS
 
 
 def models_api(anthropic_version: bytes | None) -> Api:

@@ -30,7 +30,7 @@ import httpx2
 import copilot_host as ch
 
 from .._changes import Changes, check_rewrites
-from .._protocols import BY_ENDPOINT, OPENAI_ERRORS, ErrorShape, api_of_path, models_api
+from .._protocols import BY_ENDPOINT, api_of_path, errors_of
 from ._access import Refusal, allowed_hosts, check_access, read_headers
 from ._account import ACCESS_LOGGER, writer
 from ._failures import failure_of
@@ -53,20 +53,6 @@ _access = logging.getLogger(ACCESS_LOGGER)
 
 # Paths agents probe to see whether a server is there (Claude Code sends HEAD /api/hello).
 _PROBES = frozenset({"/", "/api/hello"})
-
-
-def _errors_of(path: str, anthropic_version: bytes | None, changes: Changes) -> ErrorShape:
-    """The shape errors take on ``path``: its API's, Anthropic's on the Messages paths and
-    on /v1/models asked with anthropic-version, OpenAI's elsewhere."""
-    api = api_of_path(path)
-    if api is not None:
-        return api.errors
-    own = changes.api_of_path(path)
-    if own is not None:
-        return own.errors
-    if path == MODELS or path.startswith(MODEL_PREFIX):
-        return models_api(anthropic_version).errors
-    return OPENAI_ERRORS
 
 
 def create_app(
@@ -298,7 +284,11 @@ class GatewayApp:
             headers=headers,
             path=path,
             method=scope["method"],
-            errors=_errors_of(path, headers.get(b"anthropic-version"), self._changes),
+            errors=errors_of(
+                api_of_path(path) or self._changes.api_of_path(path),
+                models=path == MODELS or path.startswith(MODEL_PREFIX),
+                anthropic_version=headers.get(b"anthropic-version"),
+            ),
             started=started,
         )
         # Looked up once: each lookup of the running loop asks the kernel for the process id.

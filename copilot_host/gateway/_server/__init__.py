@@ -5,8 +5,9 @@ stderr. Above the application (:mod:`copilot_host.gateway._app`), which it runs.
 
 from __future__ import annotations
 
-from ._hardening import STOP_SIGNALS, Hardening
+from ._hardening import Hardening
 from ._lines import write_stderr_line
+from ._process import STOP_SIGNALS
 from ._serving import GRACE, GatewayServer, ServeOptions, bind, serve
 from ._stack import ServerStack, upstream_transport
 

@@ -23,9 +23,7 @@ transport under them changes. It sends what the ``httpx2.Request`` says and noth
   by an ``asyncio.timeout`` around the request that each slice reschedules.
 
 aiohttp's errors become the httpx2 exceptions httpx2's own transport raises in the same
-case, with messages built here from the target and the OS error only: never the
-exception's own text, which can quote the request's URL or headers (an ``Authorization``
-header among them), and never chained to it.
+case (:mod:`._aioerrors`).
 """
 
 from __future__ import annotations
@@ -39,6 +37,8 @@ from typing import Any
 import aiohttp
 import httpx2
 import yarl
+
+from ._aioerrors import mapped_error, where_of
 
 __all__ = ["AiohttpTransport"]
 
@@ -77,56 +77,6 @@ def _headers(raw: list[tuple[bytes, bytes]]) -> list[tuple[str, str]] | None:
     except UnicodeDecodeError:
         return None
     return out
-
-
-def _where(request: httpx2.Request) -> str:
-    url = request.url
-    return f"{url.host}:{url.port or (443 if url.scheme == 'https' else 80)}"
-
-
-def _os_text(error: BaseException | None) -> str:
-    if isinstance(error, OSError) and error.strerror:
-        return error.strerror
-    if isinstance(error, ssl.SSLError):
-        return f"TLS: {error.reason or type(error).__name__}"
-    return type(error).__name__
-
-
-def _mapped(exc: BaseException, request: httpx2.Request) -> httpx2.TransportError:
-    """The httpx2 exception httpx2's own transport raises for the failure ``exc`` is."""
-    where = _where(request)
-    if isinstance(exc, aiohttp.ConnectionTimeoutError):
-        return httpx2.ConnectTimeout(f"timed out connecting to {where}", request=request)
-    if isinstance(exc, TimeoutError):  # aiohttp's SocketTimeoutError and its base
-        return httpx2.ReadTimeout(f"timed out reading from {where}", request=request)
-    if isinstance(exc, aiohttp.ClientConnectorCertificateError):
-        # Its os_error is unset in some releases (3.10.0): the certificate error is not.
-        text = _os_text(exc.certificate_error)
-        return httpx2.ConnectError(f"cannot connect to {where}: {text}", request=request)
-    if isinstance(exc, aiohttp.ClientConnectorError):
-        text = _os_text(exc.os_error)
-        return httpx2.ConnectError(f"cannot connect to {where}: {text}", request=request)
-    if isinstance(exc, aiohttp.ServerDisconnectedError):
-        return httpx2.RemoteProtocolError(
-            f"{where} disconnected without sending a complete answer", request=request
-        )
-    if isinstance(exc, aiohttp.ClientPayloadError):
-        return httpx2.RemoteProtocolError(
-            f"the answer from {where} ended before its body was complete", request=request
-        )
-    if isinstance(exc, aiohttp.ClientResponseError):
-        # aiohttp's own name for an answer its parser refused.
-        return httpx2.RemoteProtocolError(f"malformed HTTP answer from {where}", request=request)
-    if isinstance(exc, aiohttp.ClientOSError):
-        return httpx2.ReadError(f"connection to {where} failed: {_os_text(exc)}", request=request)
-    if isinstance(exc, aiohttp.ClientConnectionError):
-        return httpx2.ReadError(f"connection to {where} failed", request=request)
-    if isinstance(exc, ValueError):  # a header aiohttp refuses to write (CR, LF)
-        return httpx2.LocalProtocolError(
-            f"the request to {where} cannot be sent as given ({type(exc).__name__})",
-            request=request,
-        )
-    return httpx2.TransportError(f"request to {where} failed ({type(exc).__name__})")
 
 
 class _Sending:
@@ -200,7 +150,7 @@ class _Body(httpx2.AsyncByteStream):
                 yield piece
         except (aiohttp.ClientError, TimeoutError) as exc:
             self._close()
-            raise _mapped(exc, self._request) from None
+            raise mapped_error(exc, self._request) from None
         self._close()
 
     async def aclose(self) -> None:
@@ -300,7 +250,7 @@ class AiohttpTransport(httpx2.AsyncBaseTransport):
                     await slots.acquire()
             except TimeoutError:
                 raise httpx2.PoolTimeout(
-                    f"timed out waiting for a connection to {_where(request)}", request=request
+                    f"timed out waiting for a connection to {where_of(request)}", request=request
                 ) from None
         return slots.release
 
@@ -362,10 +312,10 @@ class AiohttpTransport(httpx2.AsyncBaseTransport):
                 free()
             if isinstance(exc, TimeoutError) and watch is not None and watch.stalled():
                 raise httpx2.WriteTimeout(
-                    f"timed out writing to {_where(request)}", request=request
+                    f"timed out writing to {where_of(request)}", request=request
                 ) from None
             if isinstance(exc, (aiohttp.ClientError, TimeoutError, ValueError)):
-                raise _mapped(exc, request) from None
+                raise mapped_error(exc, request) from None
             raise
         _check_final(response, free, request)
         version = response.version or aiohttp.HttpVersion11
@@ -406,7 +356,7 @@ def _check_final(
     if free is not None:
         free()
     raise httpx2.RemoteProtocolError(
-        f"{_where(request)} answered with status {response.status}, which is not a final "
+        f"{where_of(request)} answered with status {response.status}, which is not a final "
         "HTTP answer",
         request=request,
     ) from None

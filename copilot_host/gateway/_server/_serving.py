@@ -40,6 +40,8 @@ from ._hardening import (
     ConnectionBook,
     Guard,
     Hardening,
+)
+from ._process import (
     capture_stop_signals,
     connection_bound,
     quiet_accept_errors,
