@@ -47,10 +47,14 @@ FORWARDED_REQUEST_HEADERS: Mapping[str, str] = {
 }
 # Documentation to read, not a setting: read-only, so changing it cannot look as if it did.
 FORWARDED_REQUEST_HEADERS = MappingProxyType(dict(FORWARDED_REQUEST_HEADERS))
+# Headers that tell which agent sent a request (copilot_host.gateway._agents): read, never
+# forwarded, never logged (only the agent's name, from a closed vocabulary, is kept).
+IDENTIFYING = frozenset({b"user-agent", b"x-app", b"originator", b"x-interaction-type"})
 # What else the gateway reads: the body's framing (declared length, transfer coding) and
 # the headers it may forward.
 _WANTED = (
     _SINGLE
+    | IDENTIFYING
     | {b"content-length", b"transfer-encoding"}
     | {name.encode("ascii") for name in FORWARDED_REQUEST_HEADERS}
 )

@@ -33,6 +33,7 @@ import httpx2
 import copilot_host as ch
 from copilot_host._internal import clean
 
+from .._agents import agent_of
 from .._changes import AnswerPass, ApiChanges, Changes, LocalAnswer, RequestEdit
 from .._json import dumps
 from .._protocols import Api, models_api
@@ -84,6 +85,8 @@ class Pipeline:
         self._upstream = upstream
         # Numbers for the ids of the answers the gateway writes itself.
         self._serials = itertools.count(1)
+        # Who sends the requests a rule of ._agents does not name (``run``: its agent).
+        self.agent = "other"
 
     # -- GET /v1/models ------------------------------------------------------------------
 
@@ -133,6 +136,7 @@ class Pipeline:
             await flow.refuse(found)
             return
         route, identity = found
+        flow.agent = agent_of(flow.headers.values, self.agent)
         changes = self.changes.of(api)
         edit = RequestEdit(
             api, parsed.value, route, flow.headers.repeated.get(b"anthropic-beta", ())

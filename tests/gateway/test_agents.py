@@ -1,4 +1,5 @@
-"""The agent profiles of ``copilot-host run`` (cli/_profiles.py), as pure functions."""
+"""The agents' modules (copilot_host/gateway/_agents): each profile of ``copilot-host run``
+as a pure function, and how a request's sender is told."""
 
 from __future__ import annotations
 
@@ -7,23 +8,21 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
-from copilot_host_cli._profiles import (
-    CLAUDE_DEFAULT_MODEL,
-    CODEX_BUNDLED,
-    PROFILES,
+
+from copilot_host import ApiProtocol, ModelBilling, ModelSpec, TokenPrices
+from copilot_host.gateway._agents import AGENTS, agent_for
+from copilot_host.gateway._agents._claude_code import CLAUDE_DEFAULT_MODEL
+from copilot_host.gateway._agents._codex import CODEX_BUNDLED, codex_model, names_a_model
+from copilot_host.gateway._agents._configs import deep_merge, strip_jsonc
+from copilot_host.gateway._agents._profile import (
     Facts,
+    Profile,
     Request,
     Setup,
     cheapest_chat_model,
-    codex_model,
-    deep_merge,
     default_chat_model,
-    names_a_model,
-    profile_for,
-    strip_jsonc,
 )
-
-from copilot_host import ApiProtocol, ModelBilling, ModelSpec, TokenPrices
+from copilot_host.gateway._protocols import Api
 
 BASE = "http://127.0.0.1:4141/v1"
 
@@ -143,7 +142,7 @@ MODELS = (
 )
 
 
-def _resolve(name: str, protocol: ApiProtocol | None) -> ModelSpec | None:
+def _resolve(name: str, api: Api | None) -> ModelSpec | None:
     """The gateway's rules, as far as these tests need them."""
     served = {
         "opus": "claude-opus-5",
@@ -152,7 +151,7 @@ def _resolve(name: str, protocol: ApiProtocol | None) -> ModelSpec | None:
     }
     wanted = served.get(name, name)
     for model in MODELS:
-        if model.model_id == wanted and (protocol is None or protocol in model.protocols):
+        if model.model_id == wanted and (api is None or api.speaks(model)):
             return model
     return None
 
@@ -169,7 +168,9 @@ def _setup(
     where: Path | None = None,
 ) -> Setup:
     folder = where if where is not None else Path("/nonexistent-copilot-host-test")
-    return PROFILES[program].build(
+    agent = agent_for(program)
+    assert agent is not None
+    return agent.profile.build(
         Request(
             args=args,
             env=dict(env or {}),
@@ -181,15 +182,21 @@ def _setup(
     )
 
 
+def _profile(command: str) -> Profile | None:
+    agent = agent_for(command)
+    return agent.profile if agent is not None else None
+
+
 def test_profiles_are_chosen_by_the_commands_file_name() -> None:
-    assert profile_for("codex") is PROFILES["codex"]
-    assert profile_for("/usr/local/bin/codex") is PROFILES["codex"]
-    assert profile_for("/opt/agents/node_modules/.bin/opencode") is PROFILES["opencode"]
-    assert set(PROFILES) == {"claude", "codex", "opencode", "aider", "copilot"}
-    assert profile_for("codex-wrapper") is None
-    assert profile_for("gemini") is None
+    assert _profile("codex") is _profile("/usr/local/bin/codex") is not None
+    assert _profile("/opt/agents/node_modules/.bin/opencode") is agent_for("opencode").profile  # type: ignore[union-attr]
+    programs = {program for agent in AGENTS for program in agent.programs}
+    assert programs == {"claude", "codex", "opencode", "aider", "copilot"}
+    assert _profile("codex-wrapper") is None
+    assert _profile("gemini") is None
     # Each is declarative: what it adds, its sources and its precedence table.
-    for profile in PROFILES.values():
+    for agent in AGENTS:
+        profile = agent.profile
         assert profile.adds and profile.sources and profile.precedence
 
 
