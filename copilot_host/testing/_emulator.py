@@ -98,7 +98,8 @@ class GitHubEmulator:
         return self._state.part(Logins)
 
     def authorize(self) -> None:
-        """The person approves the pending login (with ``Scenario(auto_approve=False)``)."""
+        """The person approves the pending login (with
+        ``Scenario(login=DeviceFlow(auto_approve=False))``)."""
         self._logins.decide("approved")
 
     def deny(self) -> None:

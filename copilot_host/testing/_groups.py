@@ -1,9 +1,8 @@
 """``Scenario``'s groups: what a test scripts, one concern per group.
 
-``Scenario(login=DeviceFlow(...), usage=Usage(...), ...)`` reads as what it scripts; each
-group's fields are the flat keywords of 0.3.0 (still taken in 0.4.0, with a
-``DeprecationWarning``; 0.5.0 takes only the groups). Each group only holds values:
-``Scenario`` checks them, whichever way they were given.
+``Scenario(login=DeviceFlow(...), usage=Usage(...), ...)`` reads as what it scripts (the
+flat keywords of 0.3.0, deprecated in 0.4.0, went in 0.5.0). Each group only holds values:
+``Scenario`` checks them and keeps frozen copies.
 """
 
 from __future__ import annotations

@@ -63,7 +63,7 @@ def test_a_longer_prompt_costs_more_and_the_flat_model_does_not_care() -> None:
     short, _, _ = _ask(priced, _chat("m", "hi"))
     long, _, _ = _ask(priced, _chat("m", "x" * 40_000))
     assert long["copilot_usage"]["total_nano_aiu"] > 10 * short["copilot_usage"]["total_nano_aiu"]
-    flat = Scenario(inventory=Inventory(models=priced.models), usage=Usage(request_cost=0.5))
+    flat = Scenario(inventory=priced.inventory, usage=Usage(request_cost=0.5))
     for text in ("hi", "x" * 40_000):
         whole, _, used = _ask(flat, _chat("m", text))
         assert whole["copilot_usage"]["total_nano_aiu"] == 500_000_000
