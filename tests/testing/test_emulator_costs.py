@@ -1,5 +1,5 @@
-"""``Scenario(cost_model="prices")``: an answer costs its tokens times the inventory's prices
-(the budget tests' model), beside the flat ``request_cost``."""
+"""``Scenario(usage=Usage(cost_model="prices"))``: an answer costs its tokens times the
+inventory's prices (the budget tests' model), beside the flat ``request_cost``."""
 
 from __future__ import annotations
 

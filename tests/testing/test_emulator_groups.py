@@ -4,6 +4,8 @@ in 0.4.0) are gone in 0.5.0 and name the group each went to."""
 from __future__ import annotations
 
 import dataclasses
+import re
+from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -82,6 +84,23 @@ def test_every_former_flat_keyword_is_refused() -> None:
             with pytest.raises(TypeError, match=f"{member.name}= in its group"):
                 Scenario(**{member.name: None})  # type: ignore[arg-type]
             assert not hasattr(Scenario(), member.name), f"{name}.{member.name}"
+
+
+def test_the_changelog_says_where_each_flat_keyword_went() -> None:
+    changelog = Path(__file__).resolve().parents[2] / "CHANGELOG.md"
+    rows = re.findall(
+        r"^  \| (`\w+`(?:, `\w+`)*) \| `(\w+)=(\w+)\(\.\.\.\)` \|$",
+        changelog.read_text(encoding="utf-8"),
+        re.M,
+    )
+    told = {
+        name: (group, kind) for names, group, kind in rows for name in re.findall(r"\w+", names)
+    }
+    assert told == {
+        member.name: (group, kind.__name__)
+        for group, kind in GROUPS
+        for member in dataclasses.fields(kind)
+    }
 
 
 def test_a_scenario_is_read_through_its_groups() -> None:
