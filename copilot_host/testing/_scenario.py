@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from types import MappingProxyType
 
-from ._costs import COST_MODELS
 from ._groups import (
+    AUTO_ONLY_PLANS,
     GROUPS,
     DeviceFlow,
     Faults,
@@ -19,12 +17,11 @@ from ._groups import (
     Session,
     Usage,
 )
-from ._protocols import ToolCall
 from ._routes import ENDPOINTS
 
-# Only what this module defines: the groups are _groups.py's, ENDPOINTS is _routes.py's, and
-# copilot_host.testing re-exports each from where it is defined.
-__all__ = ["AUTO_ONLY_PLANS", "CHECKS", "USAGE_PLANS", "Scenario"]
+# Only what this module defines: the groups and the plans are _groups.py's, ENDPOINTS is
+# _routes.py's, and copilot_host.testing re-exports each from where it is defined.
+__all__ = ["CHECKS", "Scenario"]
 
 
 # The refusals the real service makes that a scenario may switch off (``Scenario(lenient=)``),
@@ -66,22 +63,15 @@ CHECKS = frozenset(
     }
 )
 
-_VERSION = re.compile(r"\d+(?:\.\d+)*")
-# The shapes of ``/copilot_internal/user``: a credit-billed plan (usage-based billing since
-# 2026-06-01), a plan still billed by premium request, Copilot Free, and Copilot Student.
-USAGE_PLANS = frozenset({"credits", "requests", "free", "student"})
-# The plans GitHub limited to Auto model selection on 2026-06-24.
-AUTO_ONLY_PLANS = frozenset({"free", "student"})
-_API_VERSION = re.compile(r"\d{4}-\d{2}-\d{2}")
-
 
 @dataclass(frozen=True, kw_only=True)
 class Scenario:
     """How the emulated GitHub behaves, one group per concern; every default is the happy
     path. ``Scenario(login=DeviceFlow(...), session=Session(...), inventory=Inventory(...),
     replies=Replies(...), usage=Usage(...), faults=Faults(...), lenient=...)``; a group not
-    given is its defaults. Each group is checked here and kept frozen (a mapping or set given
-    is copied): ``scenario.usage.usage_plan`` reads what the emulator runs with.
+    given is its defaults. Each group checks its values and keeps frozen copies (a mapping or
+    set given is copied); the scenario checks the endpoint names they give:
+    ``scenario.usage.usage_plan`` reads what the emulator runs with.
 
     ``login=DeviceFlow``, github.com's device flow: ``slow_down_polls`` slow_down answers
     come first, then ``pending_polls`` authorization_pending answers, then ``login_result``
@@ -190,14 +180,13 @@ class Scenario:
         for check in lenient:
             if check not in CHECKS:
                 raise ValueError(f"unknown check {check!r}; one of {sorted(CHECKS)}")
-        # The groups kept are checked, frozen copies: a running emulator never sees a
-        # caller's dict or set change.
         object.__setattr__(self, "lenient", lenient)
-        object.__setattr__(self, "session", _session(self.session))
-        object.__setattr__(self, "inventory", _inventory(self.inventory))
-        object.__setattr__(self, "replies", _replies(self.replies))
-        object.__setattr__(self, "usage", _usage(self.usage))
-        object.__setattr__(self, "faults", _faults(self.faults))
+        # Each group checked its own values; the endpoint names are the routing table's.
+        faults = self.faults
+        _endpoints(
+            (*faults.malformed, *faults.oversized, *faults.slow, *faults.drip, *faults.answers)
+        )
+        _endpoints(self.usage.quota_exceeded_on)
 
     @property
     def auto_only_plan(self) -> bool:
@@ -228,88 +217,7 @@ _MOVED = {
 }
 
 
-def _version_floor(floor: str | None) -> None:
-    if floor is not None and not _VERSION.fullmatch(floor):
-        raise ValueError(f"an editor version floor is dotted numbers, not {floor!r}")
-
-
 def _endpoints(names: Iterable[str]) -> None:
     for name in names:
         if name not in ENDPOINTS:
             raise ValueError(f"unknown emulated endpoint {name!r}; one of {sorted(ENDPOINTS)}")
-
-
-def _session(session: Session) -> Session:
-    return dataclasses.replace(session, copilot_client_ids=frozenset(session.copilot_client_ids))
-
-
-def _inventory(inventory: Inventory) -> Inventory:
-    for floor in (
-        *inventory.min_editor_version.values(),
-        inventory.min_client_version,
-        inventory.deprecated_below,
-    ):
-        _version_floor(floor)
-    floor = inventory.min_api_version
-    if floor is not None and not _API_VERSION.fullmatch(floor):
-        raise ValueError("min_api_version is a date like 2025-05-01")
-    unserved: dict[str, frozenset[str]] = {}
-    given: Iterable[tuple[object, object]] = inventory.unserved_models.items()
-    for integration, models in given:
-        # A bare string would become a set of its letters and refuse nothing real.
-        if (
-            not isinstance(integration, str)
-            or not integration
-            or not isinstance(models, (set, frozenset, tuple, list))
-            or not models
-            or not all(isinstance(model, str) for model in models)
-        ):
-            raise ValueError(
-                "unserved_models maps an integration id to a set of model ids (or {'*'})"
-            )
-        unserved[integration] = frozenset(models)
-    return dataclasses.replace(
-        inventory,
-        models=tuple(inventory.models),
-        min_editor_version=MappingProxyType(dict(inventory.min_editor_version)),
-        refused_integration_ids=frozenset(inventory.refused_integration_ids),
-        unserved_models=MappingProxyType(unserved),
-    )
-
-
-def _replies(replies: Replies) -> Replies:
-    if replies.stream_events < 1:
-        raise ValueError("stream_events must be at least 1")
-    if replies.stream_cut is not None and replies.stream_cut < 0:
-        raise ValueError("stream_cut is a number of events, 0 or more")
-    if replies.stream_pause < 0:
-        raise ValueError("pauses are positive seconds")
-    script = tuple(replies.tool_script)
-    if not all(isinstance(call, ToolCall) for call in script):
-        raise TypeError("tool_script is a sequence of ToolCall")
-    return dataclasses.replace(replies, tool_script=script)
-
-
-def _usage(usage: Usage) -> Usage:
-    if usage.usage_plan not in USAGE_PLANS:
-        raise ValueError(f"usage_plan is one of {sorted(USAGE_PLANS)}")
-    if usage.cost_model not in COST_MODELS:
-        raise ValueError(f"cost_model is one of {sorted(COST_MODELS)}")
-    if usage.quota_entitlement < 0 or usage.request_cost < 0:
-        raise ValueError("a quota and a cost are 0 or more")
-    _endpoints(usage.quota_exceeded_on)
-    return dataclasses.replace(usage, quota_exceeded_on=frozenset(usage.quota_exceeded_on))
-
-
-def _faults(faults: Faults) -> Faults:
-    _endpoints((*faults.malformed, *faults.oversized, *faults.slow, *faults.drip, *faults.answers))
-    if any(pause <= 0 for pause in faults.drip.values()):
-        raise ValueError("pauses are positive seconds")
-    return dataclasses.replace(
-        faults,
-        malformed=frozenset(faults.malformed),
-        oversized=frozenset(faults.oversized),
-        slow=MappingProxyType(dict(faults.slow)),
-        drip=MappingProxyType(dict(faults.drip)),
-        answers=MappingProxyType(dict(faults.answers)),
-    )

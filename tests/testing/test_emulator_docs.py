@@ -33,7 +33,7 @@ def test_the_worked_example_shows_a_row_a_handler_a_setting_and_a_test() -> None
         "copilot_host/testing/_routes.py",
         "copilot_host/testing/_accounts.py",
         "copilot_host/testing/_groups.py",
-        "copilot_host/testing/_scenario.py",
+        "copilot_host/testing/_groups.py",
         "tests/testing/test_emulator_plans.py",
     ]
 
