@@ -68,12 +68,25 @@ STREAM = {**CHAT, "stream": True}
 # -- the roles of the child processes -----------------------------------------------------------
 
 
-def role_emulator(scenario: dict[str, Any]) -> None:
-    """An emulator; prints its port, then answers commands on stdin until it closes:
+def role_emulator(groups: dict[str, dict[str, Any]]) -> None:
+    """An emulator (``groups``: the ``replies`` and ``session`` groups' fields, as JSON
+    carries them); prints its port, then answers commands on stdin until it closes:
     ``count ENDPOINT`` prints how many requests reached it, ``clear`` forgets them."""
-    from copilot_host.testing import GitHubEmulator, Scenario, minimal_models
+    from copilot_host.testing import (
+        GitHubEmulator,
+        Inventory,
+        Replies,
+        Scenario,
+        Session,
+        minimal_models,
+    )
 
-    with GitHubEmulator(Scenario(models=minimal_models(), **scenario)) as emulator:
+    scenario = Scenario(
+        inventory=Inventory(models=minimal_models()),
+        replies=Replies(**groups.get("replies", {})),
+        session=Session(**groups.get("session", {})),
+    )
+    with GitHubEmulator(scenario) as emulator:
         print(emulator.port, flush=True)
         for line in sys.stdin:
             command, _, argument = line.strip().partition(" ")
@@ -309,8 +322,10 @@ def _me(*args: str) -> list[str]:
 
 
 @contextmanager
-def emulator(**scenario: Any) -> Iterator[Emulator]:
-    child = Child(_me("--role", "emulator", json.dumps(scenario)))
+def emulator(**groups: dict[str, Any]) -> Iterator[Emulator]:
+    """An emulator in a child process; ``groups`` are ``Scenario`` groups' fields by group
+    (``replies={"stream_events": 20}``), the groups ``role_emulator`` takes."""
+    child = Child(_me("--role", "emulator", json.dumps(groups)))
     try:
         yield Emulator(child, int(child.line()))
     finally:
@@ -902,7 +917,7 @@ def main() -> None:
 
         # 3: streams of 1,000 text events, 1 ms apart, through a tap (and one more hop).
         with (
-            emulator(stream_events=1000, stream_pause=0.001) as emu,
+            emulator(replies={"stream_events": 1000, "stream_pause": 0.001}) as emu,
             tap(emu.port) as (tap_child, tap_port),
             tap(tap_port) as (_hop_child, hop_port),
         ):
@@ -930,7 +945,7 @@ def main() -> None:
             host.close()
 
         # 4: streams that stay open for about 2 s each.
-        with emulator(stream_events=20, stream_pause=0.1) as emu:
+        with emulator(replies={"stream_events": 20, "stream_pause": 0.1}) as emu:
             home = base / "home-4"
             login(home, emu.port)
             with gateway(home, emu.port) as gw:
@@ -945,7 +960,7 @@ def main() -> None:
                 )
 
         # 5: sessions that live 10 s.
-        with emulator(session_lifetime=10, refresh_in=None) as emu:
+        with emulator(session={"session_lifetime": 10, "refresh_in": None}) as emu:
             home = base / "home-5"
             login(home, emu.port)
             with gateway(home, emu.port) as gw:
