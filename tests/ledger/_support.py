@@ -9,8 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from copilot_host.gateway._ledger import End, Ledger, LedgerOff, Start, open_ledger
-
+from copilot_host.gateway._ledger import Admitted, End, Ledger, LedgerOff, Start, open_ledger
 from tests._clock import FakeClock
 
 # 2026-12-06 12:00:00 UTC: the middle of a UTC day, so a few hours either way stay in it.
@@ -39,6 +38,13 @@ def start(
 def end(row: int | None, *, credits: float | None = 0.25, status: int = 200) -> End:
     assert row is not None, "the start was not recorded"
     return End(row, status, 1200, 310, 100, credits, False, 2310)
+
+
+def begun(ledger: Ledger, what: Start) -> int:
+    """The row of a start that must be admitted and recorded."""
+    found = ledger.begin_wait(what, timeout=30)
+    assert isinstance(found, Admitted) and found.row is not None, found
+    return found.row
 
 
 def opened(path: Path, **kwargs: Any) -> Ledger:

@@ -14,13 +14,14 @@ import pytest
 from copilot_host import StoreError, StoreInsecureError
 from copilot_host.gateway._ledger import (
     LEDGER_NAME,
+    Admitted,
     LedgerOff,
     ledger_path,
     open_ledger,
     read_history,
 )
 
-from ._support import end, ledger_at, opened, rows, start
+from ._support import begun, end, ledger_at, opened, rows, start
 
 
 def _refused(path: Path) -> StoreInsecureError:
@@ -44,7 +45,7 @@ def test_the_default_ledger_is_in_the_store_folder_made_0600_with_its_companions
         path = ledger_path(option=None, no_ledger=False, environ=os.environ)
         assert path == copilot_home / LEDGER_NAME
         with ledger_at(path) as ledger:
-            ledger.end(end(ledger.begin_wait(start()).row))
+            ledger.end(end(begun(ledger, start())))
             ledger.flush()
             found = sorted(p.name for p in copilot_home.iterdir())
             assert found == [
@@ -98,7 +99,7 @@ def test_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
     def attempt() -> None:
         try:
             opened(path)
-        except BaseException as exc:  # noqa: BLE001 - handed to the test's thread
+        except BaseException as exc:
             outcome.append(exc)
 
     worker = threading.Thread(target=attempt, daemon=True)
@@ -171,7 +172,7 @@ def test_a_file_in_a_folder_of_ones_own_is_fine_and_a_missing_folder_is_said(
     mine = tmp_path / "mine"
     mine.mkdir(mode=0o755)
     with ledger_at(mine / "spend.db") as ledger:
-        ledger.end(end(ledger.begin_wait(start()).row))
+        ledger.end(end(begun(ledger, start())))
     assert len(rows(mine / "spend.db")) == 1
     with pytest.raises(StoreError) as raised:
         opened(tmp_path / "missing" / "spend.db")
@@ -190,7 +191,7 @@ def test_without_wal_the_ledger_is_off_with_one_reason(
     found = open_ledger(tmp_path / "ledger.sqlite3")
     assert isinstance(found, LedgerOff)
     assert found.reason is not None and "WAL" in found.reason
-    assert found.begin_wait(start()).row is None
+    assert found.begin_wait(start()) == Admitted(None)
 
 
 def test_without_sqlite3_in_python_the_ledger_is_off_with_one_reason(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from copilot_host import StoreCorruptError, StoreVersionError
 from copilot_host.gateway._ledger import SCHEMA_VERSION, read_history
 from copilot_host.gateway._ledger._schema import MIGRATIONS, migrate
 
-from ._support import end, ledger_at, opened, rows, start
+from ._support import begun, end, ledger_at, opened, rows, start
 
 
 def _version(path: Path) -> int:
@@ -25,8 +25,7 @@ def _version(path: Path) -> int:
 def test_a_new_ledger_is_made_at_the_current_version_in_wal_mode(tmp_path: Path) -> None:
     path = tmp_path / "ledger.sqlite3"
     with ledger_at(path) as ledger:
-        admitted = ledger.begin_wait(start())
-        ledger.end(end(admitted.row))
+        ledger.end(end(begun(ledger, start())))
     assert _version(path) == SCHEMA_VERSION == len(MIGRATIONS)
     db = sqlite3.connect(path)
     try:
@@ -64,7 +63,7 @@ def test_an_older_ledger_is_migrated_keeping_its_rows(tmp_path: Path) -> None:
     """The steps run from the file's version on, in one transaction; rows stay."""
     path = tmp_path / "ledger.sqlite3"
     with ledger_at(path) as ledger:
-        ledger.end(end(ledger.begin_wait(start()).row))
+        ledger.end(end(begun(ledger, start())))
 
     def v2(db: sqlite3.Connection) -> None:
         db.execute("ALTER TABLE requests ADD COLUMN region TEXT")
@@ -104,7 +103,7 @@ def test_an_empty_version_zero_file_is_brought_to_the_schema(tmp_path: Path) -> 
     assert read_history(path, since=0).requests == 0  # read: nothing, changed nothing
     assert path.stat().st_size == 0
     with ledger_at(path) as ledger:
-        ledger.end(end(ledger.begin_wait(start()).row))
+        ledger.end(end(begun(ledger, start())))
     assert _version(path) == SCHEMA_VERSION
     assert len(rows(path)) == 1
 

@@ -18,7 +18,7 @@ from copilot_host.gateway._ledger import (
     new_run_id,
 )
 
-from ._support import NOON, clock_at, end, ledger_at, opened, rows, runs, start
+from ._support import NOON, begun, clock_at, end, ledger_at, opened, rows, runs, start
 
 
 def test_a_request_is_one_row_holding_what_the_gateway_knew(tmp_path: Path) -> None:
@@ -69,7 +69,7 @@ def test_an_agent_outside_the_vocabulary_is_other_and_an_unknown_api_a_mistake(
 ) -> None:
     path = tmp_path / "ledger.sqlite3"
     with ledger_at(path) as ledger:
-        ledger.end(end(ledger.begin_wait(start(agent="Mozilla/5.0 (X11)")).row))
+        ledger.end(end(begun(ledger, start(agent="Mozilla/5.0 (X11)"))))
         with pytest.raises(ValueError, match="unknown API"):
             ledger.begin_wait(start(api="completions"))
     assert [row["agent"] for row in rows(path)] == ["other"]
@@ -81,7 +81,7 @@ def test_closing_with_a_request_in_flight_records_it_interrupted_with_its_reserv
     path = tmp_path / "ledger.sqlite3"
     with ledger_at(path) as ledger:
         ledger.begin_wait(start(reserved=0.75))
-        unknown = ledger.begin_wait(start(reserved=None))
+        unknown = begun(ledger, start(reserved=None))
     first, second = rows(path)
     assert (first["status"], first["credits"], first["credits_estimated"]) == (
         INTERRUPTED,
@@ -94,7 +94,7 @@ def test_closing_with_a_request_in_flight_records_it_interrupted_with_its_reserv
         0,
     )
     # An end that comes after the close changes nothing.
-    ledger.end(end(unknown.row))
+    ledger.end(end(unknown))
     assert rows(path)[1]["status"] == INTERRUPTED
 
 
@@ -126,6 +126,7 @@ def test_a_busy_file_is_waited_for_by_the_writer_thread_not_the_event_loop(
             return admitted, ticks
 
     admitted, ticks = asyncio.run(main())
+    assert isinstance(admitted, Admitted)
     assert ticks == 20
     assert [(row["id"], row["status"]) for row in rows(path)] == [(admitted.row, 200)]
 
@@ -159,7 +160,7 @@ def test_a_write_that_fails_stops_recording_with_one_warning_and_serving_goes_on
     path = tmp_path / "ledger.sqlite3"
     warnings: list[str] = []
     with ledger_at(path, warn=warnings.append) as ledger:
-        ledger.end(end(ledger.begin_wait(start()).row))
+        ledger.end(end(begun(ledger, start())))
         assert ledger.flush()
         vandal = sqlite3.connect(path)
         vandal.execute("DROP TABLE requests")
@@ -208,12 +209,10 @@ def test_the_daily_budget_counts_spent_and_reserved_credits_of_the_utc_day(
 def test_ends_linger_for_the_next_transaction_but_a_flush_writes_them(tmp_path: Path) -> None:
     path = tmp_path / "ledger.sqlite3"
     with ledger_at(path) as ledger:
-        first = ledger.begin_wait(start())
-        ledger.end(end(first.row))
+        ledger.end(end(begun(ledger, start())))
         assert ledger.flush()
         assert rows(path)[0]["status"] == 200
-        second = ledger.begin_wait(start())
-        ledger.end(end(second.row))
+        ledger.end(end(begun(ledger, start())))
         # With no request after it, the writer thread writes it within its linger.
         deadline = time.monotonic() + 5
         while rows(path)[1]["status"] is None and time.monotonic() < deadline:

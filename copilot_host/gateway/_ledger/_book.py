@@ -235,7 +235,7 @@ class Book:
         self, op: Begin, days: dict[Key, list[float]], opened: dict[int, tuple[Key, float]]
     ) -> Admission:
         start = op.start
-        login = stored_text(start.login)
+        login = mask_secrets(stored_text(start.login))
         key = (login, int(start.time // DAY))
         own = start.reserved if start.reserved is not None else 0.0
         limit = self.limit
@@ -257,7 +257,7 @@ class Book:
         values: tuple[object, ...] = (
             start.time,
             self.run_id,
-            stored_text(start.login),
+            mask_secrets(stored_text(start.login)),
             agent_word(start.agent),
             api_word(start.api),
             mask_secrets(stored_text(start.model_asked)),

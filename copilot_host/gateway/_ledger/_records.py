@@ -162,5 +162,10 @@ def stored_text(text: str) -> str:
 
 
 def rewrote_text(names: tuple[str, ...]) -> str:
-    """The rewrite names, comma-joined; anything not shaped like a name is left out."""
-    return ",".join(name for name in names if _REWRITE.fullmatch(name))
+    """The rewrite names, comma-joined; anything not shaped like a name, or holding a
+    known secret (a token is shaped like a name), is left out."""
+    if not names:
+        return ""
+    from copilot_host import mask_secrets
+
+    return ",".join(name for name in names if _REWRITE.fullmatch(mask_secrets(name)))
