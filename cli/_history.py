@@ -9,71 +9,21 @@ from __future__ import annotations
 
 import os
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
-from ._context import JSON_VERSION, output, seam
+from ._context import output, seam
 from ._format import table
 
 if TYPE_CHECKING:
     from copilot_host.gateway._ledger import Group, History, HistoryRow
 
-__all__ = ["DEFAULT_SINCE", "history_document", "history_lines", "show_history"]
+__all__ = ["DEFAULT_SINCE", "history_lines", "show_history"]
 
 DEFAULT_SINCE = "30d"
 _ROW_HEADER = ("TIME (UTC)", "AGENT", "API", "MODEL", "STATUS", "IN", "OUT", "CREDITS", "MS")
 _BY_HEADER = {"day": "DAY (UTC)", "agent": "AGENT", "model": "MODEL", "run": "RUN"}
-
-
-def _iso(moment: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(moment))
-
-
-def _credits(value: float) -> float:
-    # Sums of nano-credit fractions carry float noise below a nano-credit.
-    return round(value, 9)
-
-
-def _row_document(row: HistoryRow) -> dict[str, Any]:
-    return {
-        "time": _iso(row.time),
-        "run_id": row.run_id,
-        "agent": row.agent,
-        "api": row.api,
-        "model_asked": row.model_asked,
-        "model": row.model,
-        "status": row.status,
-        "input_tokens": row.input_tokens,
-        "output_tokens": row.output_tokens,
-        "cached_tokens": row.cached_tokens,
-        "credits": row.credits,
-        "credits_estimated": row.credits_estimated,
-        "duration_ms": row.duration_ms,
-        "rewrote": list(row.rewrote),
-    }
-
-
-def _group_document(group: Group) -> dict[str, Any]:
-    return {
-        "key": group.key,
-        "requests": group.requests,
-        "credits": _credits(group.credits),
-        "input_tokens": group.input_tokens,
-        "output_tokens": group.output_tokens,
-    }
-
-
-def history_document(found: History) -> dict[str, Any]:
-    """The ``--json`` document: ``rows``, or with ``--by`` ``groups``, and the total."""
-    total = {"requests": found.requests, "credits": _credits(found.credits)}
-    if found.by is None:
-        return {"v": JSON_VERSION, "rows": [_row_document(r) for r in found.rows], "total": total}
-    return {
-        "v": JSON_VERSION,
-        "groups": [_group_document(g) for g in found.groups],
-        "total": total,
-    }
 
 
 def _amount(value: float | None) -> str:
@@ -145,10 +95,13 @@ def show_history(*, since: str | None, by: str | None, ledger: str | None, as_js
     from copilot_host._internal import show_path
     from copilot_host.gateway._ledger import (
         LEDGER_VARIABLE,
+        history_json,
         history_path,
         read_history,
         since_time,
     )
+
+    from ._output import write_stdout
 
     out = output()
     clock = seam().clock
@@ -164,20 +117,25 @@ def show_history(*, since: str | None, by: str | None, ledger: str | None, as_js
             f"{show_path(path)} holds from before"
         )
     try:
-        found = read_history(path, since=start, by=by)
+        if as_json:
+            document, exists = history_json(path, since=start, by=by)
+        else:
+            found = read_history(path, since=start, by=by)
+            exists = found.found
     except ImportError:
         from ._failure import CliFailure
 
         raise CliFailure(
             "ledger_unavailable", "this Python was built without sqlite3: no ledger to read"
         ) from None
-    if not found.found:
+    if not exists:
         out.info(
             f"No ledger at {show_path(path)} yet: serve and run record there unless run "
             f"with --no-ledger or {LEDGER_VARIABLE}=off."
         )
     if as_json:
-        out.json(history_document(found))
+        # Made whole by the ledger (SQLite writes each row's JSON): one line, as out.json.
+        write_stdout(document)
         return
     for line in history_lines(found):
         out.result(line)

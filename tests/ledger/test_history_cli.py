@@ -229,3 +229,26 @@ def test_logout_keeps_the_ledger_and_says_where_it_is(cli: Cli, copilot_home: Pa
     # Without a ledger, logout says nothing of one.
     path.unlink()
     assert "ledger" not in cli("logout").stderr
+
+
+def test_the_json_sqlite_makes_is_the_json_python_makes(
+    copilot_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each row's JSON comes from SQLite when it has JSON functions, else from Python:
+    the same document either way, a row in flight of a live process included."""
+    from copilot_host.gateway._ledger import _document, history_json
+
+    path = copilot_home / LEDGER_NAME
+    _seed(path)
+    with ledger_at(path) as live:
+        begun(live, start(time=NOON, model_asked='odd "name" \\ é', rewrote=("a.b", "c:d")))
+        made, found = history_json(path, since=0)
+        monkeypatch.setattr(_document, "_ROW_JSON", "SELECT no_such_function_here()")
+        fallback, _found = history_json(path, since=0)
+    assert found
+    assert json.loads(made) == json.loads(fallback)
+    doc = json.loads(made)
+    assert [row["status"] for row in doc["rows"]][-2:] == ["interrupted", "in_flight"]
+    assert doc["rows"][-1]["model_asked"] == 'odd "name" \\ é'
+    assert doc["rows"][-1]["rewrote"] == ["a.b", "c:d"]
+    assert doc["total"] == {"requests": 7, "credits": 0.5 + 0.25 + 0.125 + 0.0625 + 0.5 + 0.5}

@@ -14,7 +14,7 @@ gateway applied. Never a prompt, an answer, a header value or a secret. docs/ARC
 * :mod:`._runs`: which processes are alive (a lock each), and settling what dead ones left.
 * :mod:`._writer`: the writer thread, its batches and the daily budget.
 * :mod:`._ledger`: :func:`open_ledger`, :class:`Ledger`, :class:`LedgerOff`.
-* :mod:`._history`: reading it back (``usage --history``).
+* :mod:`._history`: reading it back (``usage --history``); :mod:`._document` its JSON.
 
 Importing this package needs no ``sqlite3``: a Python built without it gets a
 :class:`LedgerOff` with its reason.
@@ -23,6 +23,7 @@ Importing this package needs no ``sqlite3``: a Python built without it gets a
 from __future__ import annotations
 
 from ._agents import agent_from_user_agent
+from ._document import history_json
 from ._file import LEDGER_NAME, LEDGER_VARIABLE, history_path, ledger_path
 from ._history import BY, Group, History, HistoryRow, read_history, since_time
 from ._ledger import KEEP_DAYS, Ledger, LedgerOff, Recorder, open_ledger
@@ -66,6 +67,7 @@ __all__ = [
     "Start",
     "agent_from_user_agent",
     "format_credits",
+    "history_json",
     "history_path",
     "ledger_path",
     "new_run_id",

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,10 +26,22 @@ from ._schema import ledger_error, migrate, user_version
 if TYPE_CHECKING:
     import sqlite3
 
-__all__ = ["BY", "Group", "History", "HistoryRow", "read_history", "since_time"]
+__all__ = [
+    "BY",
+    "KEYS",
+    "Group",
+    "History",
+    "HistoryRow",
+    "check_by",
+    "empty_history",
+    "read_history",
+    "reading",
+    "since_time",
+]
 
 BY = ("day", "agent", "model", "run")
-_KEYS = {
+# The SQL for each --by key (our own expressions, never the caller's text).
+KEYS = {
     "day": "strftime('%Y-%m-%d', time, 'unixepoch')",
     "agent": "agent",
     "model": "model",
@@ -105,25 +119,26 @@ def _utc_midnight(moment: time.struct_time) -> int:
     return calendar.timegm((moment.tm_year, moment.tm_mon, moment.tm_mday, 0, 0, 0))
 
 
-def _empty(path: Path, since: float, by: str | None, *, found: bool) -> History:
+def empty_history(path: Path, since: float, by: str | None, *, found: bool) -> History:
     return History(path, found, since, by, (), (), 0, 0.0, 0.0)
 
 
-def read_history(path: Path, *, since: float, by: str | None = None) -> History:
-    """The ledger at ``path`` since ``since``; ``by`` one of :data:`BY` for totals.
-    Raises ``ImportError`` without ``sqlite3``, a ``StoreError`` for an unsafe, damaged or
-    newer ledger."""
+@contextmanager
+def reading(path: Path) -> Iterator[tuple[sqlite3.Connection, set[str]] | bool]:
+    """The ledger open for reading and the runs alive, or False when there is no ledger
+    file, True when it holds nothing yet (an empty file). Raises ``ImportError`` without
+    ``sqlite3``, a ``StoreError`` for an unsafe, damaged or newer ledger."""
     import sqlite3
 
-    if by is not None and by not in _KEYS:
-        raise ValueError(f"--by {by!r}: one of {', '.join(BY)}")
     opened = open_database(path, create=False)
     if opened is None:
-        return _empty(path, since, by, found=False)
+        yield False
+        return
     try:
         db = opened.db
         if user_version(db) == 0:
-            return _empty(path, since, by, found=True)
+            yield True
+            return
         migrate(db, path)
         runs = opened.folder.folder(runs_folder_name(path), create=False)
         try:
@@ -131,13 +146,29 @@ def read_history(path: Path, *, since: float, by: str | None = None) -> History:
         finally:
             if runs is not None:
                 runs.close()
-        if by is None:
-            return _rows(db, path, since, alive)
-        return _groups(db, path, since, by)
+        yield db, alive
     except sqlite3.Error as exc:
         raise ledger_error(exc, path) from None
     finally:
         opened.close()
+
+
+def check_by(by: str | None) -> None:
+    if by is not None and by not in KEYS:
+        raise ValueError(f"--by {by!r}: one of {', '.join(BY)}")
+
+
+def read_history(path: Path, *, since: float, by: str | None = None) -> History:
+    """The ledger at ``path`` since ``since``; ``by`` one of :data:`BY` for totals
+    (errors as :func:`reading`)."""
+    check_by(by)
+    with reading(path) as found:
+        if isinstance(found, bool):
+            return empty_history(path, since, by, found=found)
+        db, alive = found
+        if by is None:
+            return _rows(db, path, since, alive)
+        return _groups(db, path, since, by)
 
 
 def _rows(db: sqlite3.Connection, path: Path, since: float, alive: set[str]) -> History:
@@ -181,7 +212,7 @@ def _rows(db: sqlite3.Connection, path: Path, since: float, alive: set[str]) -> 
 
 
 def _groups(db: sqlite3.Connection, path: Path, since: float, by: str) -> History:
-    key = _KEYS[by]
+    key = KEYS[by]
     groups = [
         Group(str(row[0]), int(row[1]), float(row[2]), int(row[3]), int(row[4]))
         for row in db.execute(
