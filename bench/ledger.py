@@ -57,7 +57,7 @@ def _cpu() -> float:
 
 def role_recorder(folder: str, requests: int, callers: int, limit: float | None) -> None:
     """Prints the process CPU (us) per request of the loop with the ledger and without."""
-    from copilot_host.gateway._ledger import Admitted, End, Start, open_ledger
+    from copilot_host.gateway._ledger import Admitted, End, Ledger, Start, open_ledger
 
     def make() -> tuple[Start, End]:
         start = Start(time.time(), "octocat", "openai-sdk", "chat", "gpt-4.1", "gpt-4.1", 0.04)
@@ -86,6 +86,7 @@ def role_recorder(folder: str, requests: int, callers: int, limit: float | None)
         if record:
             path = Path(folder) / "ledger.sqlite3"
             ledger = open_ledger(path, max_credits_per_day=limit)
+            assert isinstance(ledger, Ledger)
             asyncio.run(run(True, ledger))  # warm: statements prepared, pages cached
         before = _cpu()
         asyncio.run(run(record, ledger))
@@ -211,9 +212,8 @@ def reading(rows: int, runs: int) -> None:
         home.mkdir(mode=0o700)
         made = time.perf_counter()
         _year(home / "ledger.sqlite3", rows)
-        print(
-            f"\n2. reading a ledger of {rows:,} rows over 365 days ({time.perf_counter() - made:.0f} s to make)"
-        )
+        took = time.perf_counter() - made
+        print(f"\n2. reading a ledger of {rows:,} rows over 365 days ({took:.0f} s to make)")
         env = {
             **{k: v for k, v in os.environ.items() if not k.startswith("COPILOT_HOST_")},
             "COPILOT_HOST_HOME": str(home),
@@ -243,7 +243,7 @@ def reading(rows: int, runs: int) -> None:
         }
         for argv in commands.values():
             _best(argv, env, 1)  # warm: bytecode, the page cache
-        best = {label: [] for label in commands}
+        best: dict[str, list[float]] = {label: [] for label in commands}
         for _ in range(runs):  # interleaved, so machine load weighs on all alike
             for label, argv in commands.items():
                 best[label].append(_best(argv, env, 1))
