@@ -82,11 +82,12 @@ def role_recorder(folder: str, requests: int, callers: int, limit: float | None)
 
     found: dict[str, float] = {}
     for label, record in (("without", False), ("with", True), ("without2", False)):
-        ledger = None
+        ledger: Ledger | None = None
         if record:
             path = Path(folder) / "ledger.sqlite3"
-            ledger = open_ledger(path, max_credits_per_day=limit)
-            assert isinstance(ledger, Ledger)
+            made = open_ledger(path, max_credits_per_day=limit)
+            assert isinstance(made, Ledger)
+            ledger = made
             asyncio.run(run(True, ledger))  # warm: statements prepared, pages cached
         before = _cpu()
         asyncio.run(run(record, ledger))
