@@ -241,7 +241,11 @@ def open_ledger(
         use_wal(opened.db, path)
         runs = opened.folder.folder(runs_folder_name(path))
         assert runs is not None  # made when missing
-        lock = RunLock.take(runs, run_id)
+        try:
+            lock = RunLock.take(runs, run_id)
+        except BaseException:
+            runs.close()
+            raise
         settle_dead_runs(opened.db, lock.folder, own=run_id)
         first_row = _register(opened, run_id, clock.time())
         _prune(opened, clock.time() - KEEP_DAYS * DAY)
