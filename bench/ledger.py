@@ -220,27 +220,12 @@ def reading(rows: int, runs: int) -> None:
             "COPILOT_HOST_HOME": str(home),
             "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring",
         }
+        history = [str(SCRIPT), "usage", "--history", "--json"]
         commands = {
             "status (logged out)": [str(SCRIPT), "status"],
-            "usage --history --json (30 days)": [str(SCRIPT), "usage", "--history", "--json"],
-            "... --since 365d (every row)": [
-                str(SCRIPT),
-                "usage",
-                "--history",
-                "--json",
-                "--since",
-                "365d",
-            ],
-            "... --since 365d --by day": [
-                str(SCRIPT),
-                "usage",
-                "--history",
-                "--json",
-                "--since",
-                "365d",
-                "--by",
-                "day",
-            ],
+            "usage --history --json (30 days)": history,
+            "... --since 365d (every row)": [*history, "--since", "365d"],
+            "... --since 365d --by day": [*history, "--since", "365d", "--by", "day"],
         }
         for argv in commands.values():
             _best(argv, env, 1)  # warm: bytecode, the page cache

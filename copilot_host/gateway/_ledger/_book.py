@@ -22,6 +22,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -70,6 +71,29 @@ _DAY_FIGURES = (
 )
 
 Key = tuple[str, int]
+
+
+@dataclass(slots=True)
+class _Changes:
+    """What one transaction changes in the book's memory: the day's figures (a working
+    copy), the rows it opened and the rows it closed; kept only once it commits."""
+
+    days: dict[Key, list[float]]
+    opened: dict[int, tuple[Key, float]] = field(default_factory=dict)
+    closed: list[int] = field(default_factory=list)
+
+
+def _ended(end: End) -> tuple[object, ...]:
+    """An end's values, in the order of the ``status`` ... ``duration_ms`` columns."""
+    return (
+        end.status,
+        end.input_tokens,
+        end.output_tokens,
+        end.cached_tokens,
+        end.credits,
+        end.credits_estimated,
+        end.duration_ms,
+    )
 
 
 def is_busy(exc: BaseException) -> bool:
@@ -139,34 +163,31 @@ class Book:
                         return None
                     self._days.clear()  # another connection wrote: read the figures again
                     self._version = version
-            # Working copies, kept only once the transaction commits.
-            days = {key: list(figures) for key, figures in self._days.items()}
-            opened: dict[int, tuple[Key, float]] = {}
-            closed: list[int] = []
+            work = _Changes({key: list(figures) for key, figures in self._days.items()})
             pending = self.pending
             while pending:
                 item = pending.popleft()
                 if isinstance(item, End):
-                    self._end(item, days, opened, closed)
+                    self._end(item, work)
                 else:
                     self._insert(item.start, item.end)
             answers: list[tuple[Begin, Admission]] = []
             for op in ops:
                 if isinstance(op, Begin):
-                    answers.append((op, self._begin(op, days, opened)))
+                    answers.append((op, self._begin(op, work)))
                 elif isinstance(op, Abandon):
-                    self._abandon(op, days, opened, closed)
+                    self._abandon(op, work)
                 elif isinstance(op, Query):
-                    op.figures = self._figures(days, op.login, int(op.time // DAY))
+                    op.figures = self._figures(work.days, op.login, int(op.time // DAY))
             db.execute("COMMIT")
         except BaseException:
             if db.in_transaction:
                 db.execute("ROLLBACK")
             raise
         self.commits += 1
-        self._days = days
-        self._open.update(opened)
-        for row in closed:
+        self._days = work.days
+        self._open.update(work.opened)
+        for row in work.closed:
             self._open.pop(row, None)
         return answers
 
@@ -231,26 +252,24 @@ class Book:
             figures = days[key] = [float(row[0]), float(row[1]), float(row[2])]
         return figures[0], figures[1], int(figures[2])
 
-    def _begin(
-        self, op: Begin, days: dict[Key, list[float]], opened: dict[int, tuple[Key, float]]
-    ) -> Admission:
+    def _begin(self, op: Begin, work: _Changes) -> Admission:
         start = op.start
         login = mask_secrets(stored_text(start.login))
         key = (login, int(start.time // DAY))
         own = start.reserved if start.reserved is not None else 0.0
         limit = self.limit
         if limit is not None:
-            done, held, flying = self._figures(days, *key)
+            done, held, flying = self._figures(work.days, *key)
             # As the run's budget: spent is spent; else a request fits when what is spent
             # and held leaves room for its reservation, or when nothing is held at all.
             if done >= limit or (flying and done + held + own > limit):
                 return OverDailyBudget(login, done, held, limit)
         op.row = row = self._insert(start, None)
-        figures = days.get(key)
+        figures = work.days.get(key)
         if figures is not None:
             figures[1] += own
             figures[2] += 1
-        opened[row] = (key, own)
+        work.opened[row] = (key, own)
         return Admitted(row)
 
     def _insert(self, start: Start, end: End | None) -> int:
@@ -267,69 +286,29 @@ class Book:
             held = start.reserved
             values += (None, None, None, None, held, held is not None, None)
         else:
-            values += (
-                end.status,
-                end.input_tokens,
-                end.output_tokens,
-                end.cached_tokens,
-                end.credits,
-                end.credits_estimated,
-                end.duration_ms,
-            )
+            values += _ended(end)
         row = self.db.execute(_INSERT, (*values, rewrote_text(start.rewrote))).lastrowid
         assert row is not None
         return row
 
-    def _close_row(
-        self,
-        row: int,
-        days: dict[Key, list[float]],
-        opened: dict[int, tuple[Key, float]],
-        closed: list[int],
-        spent: float,
-    ) -> None:
-        found = opened.pop(row, None) or self._open.get(row)
+    def _close_row(self, row: int, work: _Changes, spent: float) -> None:
+        found = work.opened.pop(row, None) or self._open.get(row)
         if found is None:
             return
-        closed.append(row)
+        work.closed.append(row)
         key, held = found
-        figures = days.get(key)
+        figures = work.days.get(key)
         if figures is not None:
             figures[0] += spent
             figures[1] = max(figures[1] - held, 0.0)
             figures[2] -= 1
 
-    def _end(
-        self,
-        end: End,
-        days: dict[Key, list[float]],
-        opened: dict[int, tuple[Key, float]],
-        closed: list[int],
-    ) -> None:
-        changed = self.db.execute(
-            _END,
-            (
-                end.status,
-                end.input_tokens,
-                end.output_tokens,
-                end.cached_tokens,
-                end.credits,
-                end.credits_estimated,
-                end.duration_ms,
-                end.row,
-                self.run_id,
-            ),
-        ).rowcount
+    def _end(self, end: End, work: _Changes) -> None:
+        changed = self.db.execute(_END, (*_ended(end), end.row, self.run_id)).rowcount
         if changed:
-            self._close_row(end.row, days, opened, closed, end.credits or 0.0)
+            self._close_row(end.row, work, end.credits or 0.0)
 
-    def _abandon(
-        self,
-        op: Abandon,
-        days: dict[Key, list[float]],
-        opened: dict[int, tuple[Key, float]],
-        closed: list[int],
-    ) -> None:
+    def _abandon(self, op: Abandon, work: _Changes) -> None:
         row = op.begin.row
         if row is None:
             return
@@ -337,4 +316,4 @@ class Book:
             "DELETE FROM requests WHERE id = ? AND run_id = ? AND status IS NULL",
             (row, self.run_id),
         )
-        self._close_row(row, days, opened, closed, 0.0)
+        self._close_row(row, work, 0.0)
