@@ -30,7 +30,7 @@ import copilot_host as ch
 from copilot_host._sessions._inspect import inspect_body
 from copilot_host.github import GitHubCopilotHost
 from copilot_host.store import CredentialStore
-from copilot_host.testing import GitHubEmulator, Scenario, minimal_models
+from copilot_host.testing import GitHubEmulator, Inventory, Scenario, minimal_models
 
 
 def per_call_ns(fn: Callable[[], object], rounds: int, repeat: int = 7) -> float:
@@ -86,7 +86,7 @@ def main() -> None:
     args = parser.parse_args()
     with (
         tempfile.TemporaryDirectory() as folder,
-        GitHubEmulator(Scenario(models=minimal_models())) as emulator,
+        GitHubEmulator(Scenario(inventory=Inventory(models=minimal_models()))) as emulator,
     ):
         home = Path(folder) / "home"
         store = CredentialStore(home)

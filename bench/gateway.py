@@ -68,12 +68,25 @@ STREAM = {**CHAT, "stream": True}
 # -- the roles of the child processes -----------------------------------------------------------
 
 
-def role_emulator(scenario: dict[str, Any]) -> None:
-    """An emulator; prints its port, then answers commands on stdin until it closes:
+def role_emulator(groups: dict[str, dict[str, Any]]) -> None:
+    """An emulator (``groups``: the ``replies`` and ``session`` groups' fields, as JSON
+    carries them); prints its port, then answers commands on stdin until it closes:
     ``count ENDPOINT`` prints how many requests reached it, ``clear`` forgets them."""
-    from copilot_host.testing import GitHubEmulator, Scenario, minimal_models
+    from copilot_host.testing import (
+        GitHubEmulator,
+        Inventory,
+        Replies,
+        Scenario,
+        Session,
+        minimal_models,
+    )
 
-    with GitHubEmulator(Scenario(models=minimal_models(), **scenario)) as emulator:
+    scenario = Scenario(
+        inventory=Inventory(models=minimal_models()),
+        replies=Replies(**groups.get("replies", {})),
+        session=Session(**groups.get("session", {})),
+    )
+    with GitHubEmulator(scenario) as emulator:
         print(emulator.port, flush=True)
         for line in sys.stdin:
             command, _, argument = line.strip().partition(" ")
@@ -181,8 +194,8 @@ def serve_bare_relay(
     import uvicorn
 
     import copilot_host as ch
-    from copilot_host.gateway._malloc import tune_malloc
-    from copilot_host.gateway._stack import server_stack
+    from copilot_host.gateway._server._malloc import tune_malloc
+    from copilot_host.gateway._server._stack import server_stack
     from copilot_host.github import GitHubCopilotHost
     from copilot_host.store import CredentialStore
 
@@ -309,8 +322,10 @@ def _me(*args: str) -> list[str]:
 
 
 @contextmanager
-def emulator(**scenario: Any) -> Iterator[Emulator]:
-    child = Child(_me("--role", "emulator", json.dumps(scenario)))
+def emulator(**groups: dict[str, Any]) -> Iterator[Emulator]:
+    """An emulator in a child process; ``groups`` are ``Scenario`` groups' fields by group
+    (``replies={"stream_events": 20}``), the groups ``role_emulator`` takes."""
+    child = Child(_me("--role", "emulator", json.dumps(groups)))
     try:
         yield Emulator(child, int(child.line()))
     finally:
@@ -369,7 +384,7 @@ def _forced_stack() -> None:
     wanted = os.environ.get("BENCH_SERVER_STACK")
     if not wanted:
         return
-    from copilot_host.gateway import _serving, _stack
+    from copilot_host.gateway._server import _serving, _stack
 
     if wanted.endswith("+unhardened"):
         # What serve's connection bounds cost: uvicorn's own protocol instead.
@@ -711,7 +726,7 @@ BUCKETS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("HTTP parsing and writing, both sides (h11, httptools)", ("/h11/", "httptools")),
     (
         "server: uvicorn and the gateway's hardening",
-        ("/uvicorn/", "gateway/_hardening", "gateway/_uvicorn", "gateway/_serving"),
+        ("/uvicorn/", "gateway/_server/"),
     ),
     (
         "upstream client: httpx2 and its transport (aiohttp, or httpcore2 and anyio)",
@@ -902,7 +917,7 @@ def main() -> None:
 
         # 3: streams of 1,000 text events, 1 ms apart, through a tap (and one more hop).
         with (
-            emulator(stream_events=1000, stream_pause=0.001) as emu,
+            emulator(replies={"stream_events": 1000, "stream_pause": 0.001}) as emu,
             tap(emu.port) as (tap_child, tap_port),
             tap(tap_port) as (_hop_child, hop_port),
         ):
@@ -930,7 +945,7 @@ def main() -> None:
             host.close()
 
         # 4: streams that stay open for about 2 s each.
-        with emulator(stream_events=20, stream_pause=0.1) as emu:
+        with emulator(replies={"stream_events": 20, "stream_pause": 0.1}) as emu:
             home = base / "home-4"
             login(home, emu.port)
             with gateway(home, emu.port) as gw:
@@ -945,7 +960,7 @@ def main() -> None:
                 )
 
         # 5: sessions that live 10 s.
-        with emulator(session_lifetime=10, refresh_in=None) as emu:
+        with emulator(session={"session_lifetime": 10, "refresh_in": None}) as emu:
             home = base / "home-5"
             login(home, emu.port)
             with gateway(home, emu.port) as gw:

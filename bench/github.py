@@ -24,7 +24,7 @@ import httpx2
 import copilot_host as ch
 from copilot_host.github import GitHubCopilotHost
 from copilot_host.store import CredentialStore
-from copilot_host.testing import GitHubEmulator, Scenario, inventory_of
+from copilot_host.testing import GitHubEmulator, Inventory, Scenario, inventory_of
 
 
 def _logged_in_store(emu: GitHubEmulator, home: str) -> CredentialStore:
@@ -35,7 +35,7 @@ def _logged_in_store(emu: GitHubEmulator, home: str) -> CredentialStore:
 
 def bench_registration(models: int, rounds: int) -> dict[str, float]:
     with (
-        GitHubEmulator(Scenario(models=inventory_of(models))) as emu,
+        GitHubEmulator(Scenario(inventory=Inventory(models=inventory_of(models)))) as emu,
         tempfile.TemporaryDirectory() as home,
     ):
         store = _logged_in_store(emu, home)

@@ -163,13 +163,15 @@ def _journey(out: Output, steps: _Steps, home: Path, stack: ExitStack) -> None:
     from copilot_host import ApiProtocol, Catalog, register_models
     from copilot_host._internal import clean
     from copilot_host.github import GitHubCopilotHost
-    from copilot_host.testing import GitHubEmulator, Scenario
+    from copilot_host.testing import DeviceFlow, GitHubEmulator, Scenario
 
     from ._emulated import throwaway_store
 
     with steps.step("started the loopback GitHub emulator") as details:
         # The emulated person approves only when step 3 says so.
-        emulator = stack.enter_context(GitHubEmulator(Scenario(auto_approve=False)))
+        emulator = stack.enter_context(
+            GitHubEmulator(Scenario(login=DeviceFlow(auto_approve=False)))
+        )
         details.append("github.com, api.github.com and Copilot's hosts route to 127.0.0.1")
     # The throwaway home is passed explicitly and the key goes to a key file in it: the
     # real store, the OS keyring and the network are never involved.

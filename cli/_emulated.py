@@ -39,13 +39,13 @@ def emulated_account(editor: EditorIdentity | None = None) -> Iterator[Account]:
     import tempfile
 
     from copilot_host.github import AsyncGitHubCopilotHost, GitHubCopilotHost
-    from copilot_host.testing import GitHubEmulator, Scenario
+    from copilot_host.testing import GitHubEmulator, Replies, Scenario
 
     from ._account import Account
 
     # Text answers only: an agent would run an emulated tool call, with empty arguments,
     # on this machine.
-    scenario = Scenario(tool_calls=False)
+    scenario = Scenario(replies=Replies(tool_calls=False))
     with (
         tempfile.TemporaryDirectory(prefix="copilot-host-emulator-") as tmp,
         GitHubEmulator(scenario) as emulator,

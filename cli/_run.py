@@ -46,6 +46,7 @@ from ._serve import LOOPBACK, RequestCount, access_log, host_option, listen, new
 
 if TYPE_CHECKING:
     from copilot_host.gateway import GatewayApp
+    from copilot_host.gateway._plumbing import Api
 
 __all__ = ["CHILD_REMOVED", "run"]
 
@@ -270,8 +271,8 @@ async def _facts(app: GatewayApp, names: GatewayNames) -> Facts:
             default=names.default, missing=f"the models could not be registered ({exc.code})"
         )
 
-    def resolve(name: str, protocol: ch.ApiProtocol | None) -> ch.ModelSpec | None:
-        route = app.route_for(name, protocol)
+    def resolve(name: str, api: Api | None) -> ch.ModelSpec | None:
+        route = app.route_for(name, api.protocol if api is not None else None)
         return route.spec if route is not None else None
 
     return Facts(

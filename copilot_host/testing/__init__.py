@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from ._emulator import GitHubEmulator
 from ._groups import (
+    AUTO_ONLY_PLANS,
     COPILOT_CLI_CLIENT_ID,
+    USAGE_PLANS,
     VSCODE_CLIENT_ID,
     DeviceFlow,
     Faults,
@@ -34,7 +36,7 @@ from ._inventory import (
 from ._protocols import ToolCall
 from ._record import RecordedRequest
 from ._routes import ENDPOINTS
-from ._scenario import AUTO_ONLY_PLANS, CHECKS, USAGE_PLANS, Scenario
+from ._scenario import CHECKS, Scenario
 from ._transport import async_loopback_transport, loopback_transport
 
 __all__ = [

@@ -1,20 +1,20 @@
 """The inventory: what ``/models`` lists, which paths serve each model, its limits and
-prices."""
+prices, and the ``/models`` handler."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ._accounts import Accounts
+from ._accounts import copilot_gate, failure
 from ._answers import (
     Answer,
     json_answer,
 )
+from ._quota import Quota
 from ._record import RecordedRequest
-from ._scenario import Scenario
-from ._state import editor_version
+from ._state import EmulatorState, editor_version
 
-__all__ = ["InventoryState"]
+__all__ = ["Catalog", "models"]
 
 
 # What every /models entry carries for a client the service calls stale (late 2026). The
@@ -75,43 +75,47 @@ def _listed_limits(models: tuple[Mapping[str, object], ...]) -> dict[str, dict[s
     return listed
 
 
-class InventoryState(Accounts):
-    """The scripted models as the service serves them."""
+class Catalog:
+    """The scripted models as the service serves them (``state.part(Catalog)``): the paths
+    and limits of each, its prices, and the ``/models`` failures still to serve."""
 
-    def __init__(self, scenario: Scenario) -> None:
-        super().__init__(scenario)
-        self._models_failures = list(scenario.models_failures)
-        self._served = _served_paths(scenario.models)
-        self._limits = _listed_limits(scenario.models)
-        self._billing: dict[str, object] = {}
-        for item in scenario.models:
+    def __init__(self, state: EmulatorState) -> None:
+        listed = state.scenario.inventory.models
+        self.failures = list(state.scenario.faults.models_failures)
+        self.served = _served_paths(listed)
+        self.limits = _listed_limits(listed)
+        self.billing: dict[str, object] = {}
+        for item in listed:
             model_id = item.get("id")
             if isinstance(model_id, str):
-                self._billing.setdefault(model_id, item.get("billing"))
+                self.billing.setdefault(model_id, item.get("billing"))
 
-    def _models(self, request: RecordedRequest) -> Answer:
-        refusal = self._copilot_gate(request)
-        if refusal is not None:
-            return refusal
-        if "models" in self.scenario.quota_exceeded_on:
-            return self._quota_exceeded()
-        with self.lock:
-            failure = self._models_failures.pop(0) if self._models_failures else None
-        if failure is not None:
-            return self._failure(failure)
-        models = [dict(m) for m in self.scenario.models]
-        if self.scenario.auto_only_plan:
-            # Auto-only plans get the whole catalogue, none of it in the picker (opencode
-            # pull request #47261, editor-code-assistant/eca #601).
-            for model in models:
-                model["model_picker_enabled"] = False
-        floor = self.scenario.deprecated_below
-        if floor is not None and editor_version(
-            request.headers.get("editor-version", "")
-        ) < editor_version(floor):
-            # Every entry, whatever else it says, carries the notice for a stale client.
-            for model in models:
-                listed = model.get("warning_messages")
-                notes = list(listed) if isinstance(listed, list) else []
-                model["warning_messages"] = [*notes, dict(_DEPRECATED_NOTICE)]
-        return json_answer(200, {"data": models, "object": "list"})
+
+def models(state: EmulatorState, request: RecordedRequest) -> Answer:
+    refusal = copilot_gate(state, request)
+    if refusal is not None:
+        return refusal
+    s = state.scenario
+    if "models" in s.usage.quota_exceeded_on:
+        return state.part(Quota).exceeded()
+    catalog = state.part(Catalog)
+    with state.lock:
+        failed = catalog.failures.pop(0) if catalog.failures else None
+    if failed is not None:
+        return failure(state, failed)
+    listed = [dict(m) for m in s.inventory.models]
+    if s.auto_only_plan:
+        # Auto-only plans get the whole catalogue, none of it in the picker (opencode
+        # pull request #47261, editor-code-assistant/eca #601).
+        for model in listed:
+            model["model_picker_enabled"] = False
+    floor = s.inventory.deprecated_below
+    if floor is not None and editor_version(
+        request.headers.get("editor-version", "")
+    ) < editor_version(floor):
+        # Every entry, whatever else it says, carries the notice for a stale client.
+        for model in listed:
+            notes = model.get("warning_messages")
+            kept = list(notes) if isinstance(notes, list) else []
+            model["warning_messages"] = [*kept, dict(_DEPRECATED_NOTICE)]
+    return json_answer(200, {"data": listed, "object": "list"})

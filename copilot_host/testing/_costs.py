@@ -1,5 +1,5 @@
-"""What a model answer costs under ``Scenario(cost_model="prices")``: its tokens times the
-inventory's prices.
+"""What a model answer costs under ``Scenario(usage=Usage(cost_model="prices"))``: its
+tokens times the inventory's prices.
 
 The prices are the entry's ``billing.token_prices`` as :func:`token_billing` writes them (AI
 credits, or nano-AIU when ``price_unit`` says so, per ``batch_size`` tokens); the long-context
@@ -19,7 +19,7 @@ from ._inventory import NANO_AIU_PER_CREDIT
 
 __all__ = ["COST_MODELS", "estimate_tokens", "price_cost"]
 
-# "flat": every answer costs ``Scenario.request_cost``; "prices": tokens x prices.
+# "flat": every answer costs ``Usage.request_cost``; "prices": tokens x prices.
 COST_MODELS = frozenset({"flat", "prices"})
 
 

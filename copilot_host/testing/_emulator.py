@@ -7,9 +7,13 @@ from types import TracebackType
 
 import httpx2
 
+from ._accounts import Logins
+from ._quota import Quota
 from ._record import RecordedRequest
+from ._routes import ROUTED_HOSTS
 from ._scenario import Scenario
-from ._server import ROUTED_HOSTS, EmulatorState, make_server
+from ._server import make_server
+from ._state import EmulatorState
 from ._transport import AsyncLoopbackTransport, LoopbackTransport
 
 __all__ = ["GitHubEmulator"]
@@ -24,7 +28,8 @@ class GitHubEmulator:
     """
 
     def __init__(self, scenario: Scenario | None = None) -> None:
-        self._state = EmulatorState(scenario if scenario is not None else Scenario())
+        self._scenario = scenario if scenario is not None else Scenario()
+        self._state = EmulatorState(self._scenario)
         self._server = make_server(self._state)
         self._thread: threading.Thread | None = None
 
@@ -69,7 +74,7 @@ class GitHubEmulator:
 
     @property
     def scenario(self) -> Scenario:
-        return self._state.scenario
+        return self._scenario
 
     def transport(self) -> httpx2.BaseTransport:
         """A new blocking transport routing GitHub's hosts here (the caller closes it)."""
@@ -88,41 +93,46 @@ class GitHubEmulator:
 
     # -- the person and GitHub's side ------------------------------------------------------
 
+    @property
+    def _logins(self) -> Logins:
+        return self._state.part(Logins)
+
     def authorize(self) -> None:
-        """The person approves the pending login (with ``Scenario(auto_approve=False)``)."""
-        self._state.decide("approved")
+        """The person approves the pending login (with
+        ``Scenario(login=DeviceFlow(auto_approve=False))``)."""
+        self._logins.decide("approved")
 
     def deny(self) -> None:
-        self._state.decide("access_denied")
+        self._logins.decide("access_denied")
 
     def revoke_login(self) -> None:
         """GitHub stops accepting the OAuth token (the person revoked the app)."""
-        self._state.revoke_login()
+        self._logins.revoke_login()
 
     def revoke_sessions(self) -> None:
         """Every Copilot session issued so far stops working (answers 401)."""
-        self._state.revoke_sessions()
+        self._logins.revoke_sessions()
 
     # -- what happened ---------------------------------------------------------------------
 
     @property
     def quota_used(self) -> float:
         """What the account has used of its scripted quota, in the plan's unit."""
-        return self._state.quota_used
+        return self._state.part(Quota).used
 
     @property
     def github_token(self) -> str:
-        return self._state.github_token
+        return self._logins.github_token
 
     @property
     def session_tokens(self) -> tuple[str, ...]:
         with self._state.lock:
-            return tuple(self._state.session_tokens)
+            return tuple(self._logins.session_tokens)
 
     @property
     def device_codes(self) -> tuple[str, ...]:
         with self._state.lock:
-            return tuple(self._state.device_codes)
+            return tuple(self._logins.device_codes)
 
     def canaries(self) -> tuple[str, ...]:
         """Every credential issued so far: none may ever appear in output, logs or files."""

@@ -1,23 +1,28 @@
 """``Scenario``'s groups: what a test scripts, one concern per group.
 
-``Scenario(login=DeviceFlow(...), usage=Usage(...), ...)`` reads as what it scripts; each
-group's fields are the flat keywords of 0.3.0 (still taken in 0.4.0, with a
-``DeprecationWarning``; 0.5.0 takes only the groups). Each group only holds values:
-``Scenario`` checks them, whichever way they were given.
+``Scenario(login=DeviceFlow(...), usage=Usage(...), ...)`` reads as what it scripts (the
+flat keywords of 0.3.0, deprecated in 0.4.0, went in 0.5.0). Each group checks its values
+when made and keeps frozen copies of what it was given (a running emulator never sees a
+caller's dict or set change); ``Scenario`` checks the endpoint names against the routing
+table.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from ._costs import COST_MODELS
 from ._inventory import realistic_models
 from ._protocols import ToolCall
 
 __all__ = [
+    "AUTO_ONLY_PLANS",
     "COPILOT_CLI_CLIENT_ID",
     "GROUPS",
+    "USAGE_PLANS",
     "VSCODE_CLIENT_ID",
     "DeviceFlow",
     "Faults",
@@ -35,6 +40,15 @@ VSCODE_CLIENT_ID = "Iv1.b507a08c87ecfe98"
 # The OAuth app GitHub's own Copilot CLI (npm ``@github/copilot`` 1.0.102) logs in with; it
 # sends that app's GitHub token to the Copilot API itself (issue 27, from the package).
 COPILOT_CLI_CLIENT_ID = "Ov23ctDVkRmgkPke0Mmm"
+
+# The shapes of ``/copilot_internal/user``: a credit-billed plan (usage-based billing since
+# 2026-06-01), a plan still billed by premium request, Copilot Free, and Copilot Student.
+USAGE_PLANS = frozenset({"credits", "requests", "free", "student"})
+# The plans GitHub limited to Auto model selection on 2026-06-24.
+AUTO_ONLY_PLANS = frozenset({"free", "student"})
+
+_VERSION = re.compile(r"\d+(?:\.\d+)*")
+_API_VERSION = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +88,17 @@ def _empty() -> Mapping[str, object]:
     return MappingProxyType({})
 
 
+def _keep(group: object, **values: object) -> None:
+    """Set a frozen group's fields to the checked, frozen ``values``."""
+    for name, value in values.items():
+        object.__setattr__(group, name, value)
+
+
+def _version_floor(floor: str | None) -> None:
+    if floor is not None and not _VERSION.fullmatch(floor):
+        raise ValueError(f"an editor version floor is dotted numbers, not {floor!r}")
+
+
 @dataclass(frozen=True)
 class DeviceFlow:
     """github.com's device flow (``Scenario(login=...)``): the codes it hands out, the
@@ -103,6 +128,9 @@ class Session:
     clock_skew: float = 0.0
     copilot_client_ids: frozenset[str] = frozenset({VSCODE_CLIENT_ID, COPILOT_CLI_CLIENT_ID})
 
+    def __post_init__(self) -> None:
+        _keep(self, copilot_client_ids=frozenset(self.copilot_client_ids))
+
 
 @dataclass(frozen=True)
 class Inventory:
@@ -117,6 +145,38 @@ class Inventory:
     refused_integration_ids: frozenset[str] = frozenset()
     unserved_models: Mapping[str, frozenset[str]] = field(default_factory=_empty)  # type: ignore[arg-type]
 
+    def __post_init__(self) -> None:
+        for floor in (
+            *self.min_editor_version.values(),
+            self.min_client_version,
+            self.deprecated_below,
+        ):
+            _version_floor(floor)
+        if self.min_api_version is not None and not _API_VERSION.fullmatch(self.min_api_version):
+            raise ValueError("min_api_version is a date like 2025-05-01")
+        unserved: dict[str, frozenset[str]] = {}
+        given: Iterable[tuple[object, object]] = self.unserved_models.items()
+        for integration, models in given:
+            # A bare string would become a set of its letters and refuse nothing real.
+            if (
+                not isinstance(integration, str)
+                or not integration
+                or not isinstance(models, (set, frozenset, tuple, list))
+                or not models
+                or not all(isinstance(model, str) for model in models)
+            ):
+                raise ValueError(
+                    "unserved_models maps an integration id to a set of model ids (or {'*'})"
+                )
+            unserved[integration] = frozenset(models)
+        _keep(
+            self,
+            models=tuple(self.models),
+            min_editor_version=MappingProxyType(dict(self.min_editor_version)),
+            refused_integration_ids=frozenset(self.refused_integration_ids),
+            unserved_models=MappingProxyType(unserved),
+        )
+
 
 @dataclass(frozen=True)
 class Replies:
@@ -128,6 +188,18 @@ class Replies:
     stream_cut: int | None = None
     tool_calls: bool = True
     tool_script: tuple[ToolCall, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.stream_events < 1:
+            raise ValueError("stream_events must be at least 1")
+        if self.stream_cut is not None and self.stream_cut < 0:
+            raise ValueError("stream_cut is a number of events, 0 or more")
+        if self.stream_pause < 0:
+            raise ValueError("pauses are positive seconds")
+        script = tuple(self.tool_script)
+        if not all(isinstance(call, ToolCall) for call in script):
+            raise TypeError("tool_script is a sequence of ToolCall")
+        _keep(self, tool_script=script)
 
 
 @dataclass(frozen=True)
@@ -145,6 +217,15 @@ class Usage:
     session_window: RateWindow | None = field(default_factory=RateWindow)
     weekly_window: RateWindow | None = None
 
+    def __post_init__(self) -> None:
+        if self.usage_plan not in USAGE_PLANS:
+            raise ValueError(f"usage_plan is one of {sorted(USAGE_PLANS)}")
+        if self.cost_model not in COST_MODELS:
+            raise ValueError(f"cost_model is one of {sorted(COST_MODELS)}")
+        if self.quota_entitlement < 0 or self.request_cost < 0:
+            raise ValueError("a quota and a cost are 0 or more")
+        _keep(self, quota_exceeded_on=frozenset(self.quota_exceeded_on))
+
 
 @dataclass(frozen=True)
 class Faults:
@@ -158,6 +239,18 @@ class Faults:
     slow: Mapping[str, float] = field(default_factory=_empty)  # type: ignore[arg-type]
     drip: Mapping[str, float] = field(default_factory=_empty)  # type: ignore[arg-type]
     answers: Mapping[str, RawAnswer] = field(default_factory=_empty)  # type: ignore[arg-type]
+
+    def __post_init__(self) -> None:
+        if any(pause <= 0 for pause in self.drip.values()):
+            raise ValueError("pauses are positive seconds")
+        _keep(
+            self,
+            malformed=frozenset(self.malformed),
+            oversized=frozenset(self.oversized),
+            slow=MappingProxyType(dict(self.slow)),
+            drip=MappingProxyType(dict(self.drip)),
+            answers=MappingProxyType(dict(self.answers)),
+        )
 
 
 # Scenario's keyword for each group, in the order its docstring tells them.

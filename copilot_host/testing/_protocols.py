@@ -9,10 +9,10 @@ The reply text is ``echo: <the last user text>``; a stream cuts it into ``stream
 text deltas (padded with dots when shorter than that), and the whole answer carries the same
 text. When the request offers tools and the last input item is the person's, the answer is
 a call of the first tool with ``{}`` as its arguments; after a tool result it is text again.
-A scripted scenario (``Scenario(tool_script=(ToolCall(...), ...))``) answers instead with
-its ``N``-th call while the request carries ``N`` tool results (``N`` counted from 0), when
-the request offers a tool of that name, and with text once every scripted call has its
-result.
+A scripted scenario (``Scenario(replies=Replies(tool_script=(ToolCall(...), ...)))``)
+answers instead with its ``N``-th call while the request carries ``N`` tool results (``N``
+counted from 0), when the request offers a tool of that name, and with text once every
+scripted call has its result.
 
 Written apart from the library's own reading of bodies (``copilot_host._sessions._inspect``) and its
 constants, on purpose: the emulator models the service, and a check sharing the library's
@@ -40,7 +40,7 @@ PROTOCOL_PATHS = {
 @dataclass(frozen=True)
 class ToolCall:
     """A tool call the emulated model makes: the tool's ``name`` and its ``arguments`` (a
-    JSON object), sent as each protocol sends a call (see ``Scenario.tool_script``)."""
+    JSON object), sent as each protocol sends a call (see ``Replies.tool_script``)."""
 
     name: str
     arguments: Mapping[str, Any] = field(default_factory=dict)

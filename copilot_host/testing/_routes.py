@@ -1,8 +1,8 @@
-"""The emulator's routing table: (method, host, path) -> the endpoint that answers.
+"""The emulator's routing table: (method, host, path) -> the endpoint and its handler.
 
-Adding an endpoint is one row here and one handler, the state's ``_<endpoint>`` method (a
-model protocol's row names its protocol instead and shares the model-request handler). The
-endpoint names are what ``Scenario``'s per-endpoint knobs take (``ENDPOINTS``).
+Adding an endpoint is one row here and its handler, a function ``(state, request) ->
+Answer`` in the module of its concern (docs/EMULATOR.md, "Adding an endpoint", walks through
+one). The endpoint names are what ``Scenario``'s per-endpoint settings take (``ENDPOINTS``).
 """
 
 from __future__ import annotations
@@ -10,8 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .._origin import default_allowlist
+from ._accounts import access_token, copilot_token, copilot_user, device_code, user
+from ._catalog import models
+from ._inference import answer_model, count_tokens
 from ._protocols import PROTOCOL_PATHS
-from ._rules import UNSERVED_PATHS
+from ._state import Handler
 
 __all__ = [
     "API_HOST",
@@ -33,28 +36,39 @@ ROUTED_HOSTS = frozenset({GITHUB_HOST, API_HOST, *COPILOT_HOSTS})
 # The host column's value for "any Copilot API host".
 COPILOT = "copilot"
 
+# What an ``oversized`` fault sends: past the 64 KiB a client may read of a GitHub answer,
+# and past the 8 MiB it may read of ``/models`` (the adapter's caps, plus 4 KiB).
+_OVER = 64 * 1024 + 4096
+_OVER_LARGE = 8 * 1024 * 1024 + 4096
+
 
 @dataclass(frozen=True, slots=True)
 class Route:
-    """One row: a request ``method`` and ``path`` on ``host`` (a host name, or ``COPILOT``),
-    answered by ``endpoint``; ``protocol`` names the model protocol a model path speaks."""
+    """One row: a request ``method`` and ``path`` on ``host`` (a host name, or ``COPILOT``)
+    is the endpoint named ``endpoint``, answered by ``handler``; an ``oversized`` fault on
+    it sends ``oversize`` bytes."""
 
     method: str
     host: str
     path: str
     endpoint: str
-    protocol: str | None = None
+    handler: Handler
+    oversize: int = _OVER
 
 
 ROUTES: tuple[Route, ...] = (
-    Route("POST", GITHUB_HOST, "/login/device/code", "device_code"),
-    Route("POST", GITHUB_HOST, "/login/oauth/access_token", "access_token"),
-    Route("GET", API_HOST, "/copilot_internal/v2/token", "copilot_token"),
-    Route("GET", API_HOST, "/user", "user"),
-    Route("GET", API_HOST, "/copilot_internal/user", "copilot_user"),
-    Route("GET", COPILOT, "/models", "models"),
-    *(Route("POST", COPILOT, path, name, name) for name, path in PROTOCOL_PATHS.items()),
-    *(Route(method, COPILOT, path, name) for (method, path), name in UNSERVED_PATHS.items()),
+    Route("POST", GITHUB_HOST, "/login/device/code", "device_code", device_code),
+    Route("POST", GITHUB_HOST, "/login/oauth/access_token", "access_token", access_token),
+    Route("GET", API_HOST, "/copilot_internal/v2/token", "copilot_token", copilot_token),
+    Route("GET", API_HOST, "/user", "user", user),
+    Route("GET", API_HOST, "/copilot_internal/user", "copilot_user", copilot_user),
+    Route("GET", COPILOT, "/models", "models", models, oversize=_OVER_LARGE),
+    *(
+        Route("POST", COPILOT, path, protocol, answer_model(protocol))
+        for protocol, path in PROTOCOL_PATHS.items()
+    ),
+    # Not served by Copilot (a 404 from its router) though Anthropic's clients call it.
+    Route("POST", COPILOT, "/v1/messages/count_tokens", "count_tokens", count_tokens),
 )
 
 ENDPOINTS = frozenset(route.endpoint for route in ROUTES)

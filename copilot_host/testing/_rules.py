@@ -23,7 +23,6 @@ __all__ = [
     "REFUSED_RESPONSES_ITEMS",
     "REFUSED_RESPONSES_TOOLS",
     "SERVER_TOOL_PREFIXES",
-    "UNSERVED_PATHS",
     "Refusal",
     "messages_refusal",
     "output_cap_refusal",
@@ -51,12 +50,6 @@ OUTPUT_CAP_FIELDS: Mapping[str, tuple[str, ...]] = {
     "chat": ("max_tokens", "max_completion_tokens"),
     "responses": ("max_output_tokens",),
     "messages": ("max_tokens",),
-}
-
-# (method, path) on a Copilot host that the service does not serve although a client of
-# the API it speaks expects it, with the check that names each.
-UNSERVED_PATHS: Mapping[tuple[str, str], str] = {
-    ("POST", "/v1/messages/count_tokens"): "count_tokens",
 }
 
 

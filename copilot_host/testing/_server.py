@@ -1,4 +1,5 @@
-"""The emulated GitHub: state, routing and answers, served by a threaded stdlib server.
+"""The emulated GitHub served by a threaded stdlib server: each request is found in the
+routing table, recorded, and answered by its row's handler (or by a scripted fault).
 
 Each rule below models what the real service was seen to do; docs/EMULATOR.md lists the
 facts and where they were observed.
@@ -21,36 +22,16 @@ from typing import Any
 
 from ._answers import Answer, copilot_request_id, copilot_text, github_json, github_request_id
 from ._groups import RawAnswer
-from ._inference import Inference
 from ._record import RecordedRequest
-from ._routes import COPILOT_HOSTS, GITHUB_HOST, ROUTED_HOSTS, route_of
+from ._routes import COPILOT_HOSTS, GITHUB_HOST, route_of
+from ._state import EmulatorState
 
-__all__ = ["COPILOT_HOSTS", "EmulatorState", "ROUTED_HOSTS", "make_server"]
+__all__ = ["make_server"]
 
-_SMALL_OVER = 64 * 1024 + 4096
-_LARGE_OVER = 8 * 1024 * 1024 + 4096
 _MALFORMED = b'{"this is": not JSON at all'
 
 # poll() where there is one: no descriptor of its own and no limit on descriptor numbers.
 _Watch: type[selectors.BaseSelector] = getattr(selectors, "PollSelector", selectors.DefaultSelector)
-
-
-class EmulatorState(Inference):
-    """Everything the emulated GitHub remembers, one concern per base class (``_state``,
-    ``_accounts``, ``_catalog``, ``_inference``), and the routing table's dispatch."""
-
-    @staticmethod
-    def endpoint_of(method: str, host: str, path: str) -> str | None:
-        route = route_of(method, host, path)
-        return None if route is None else route.endpoint
-
-    def answer(self, endpoint: str, request: RecordedRequest) -> Answer:
-        route = route_of(request.method, request.host, request.path)
-        if route is not None and route.protocol is not None:
-            return self._model_request(request, route.protocol)
-        handler = getattr(self, f"_{endpoint}")
-        result: Answer = handler(request)
-        return result
 
 
 class _ClientGone(Exception):
@@ -109,12 +90,12 @@ class _Handler(BaseHTTPRequestHandler):
                 value = None
             if isinstance(value, dict):
                 form = MappingProxyType({str(k): str(v) for k, v in value.items()})
-        endpoint = state.endpoint_of(self.command, host, split.path)
+        route = route_of(self.command, host, split.path)
         record = RecordedRequest(
             method=self.command,
             host=host,
             path=split.path,
-            endpoint=endpoint or "",
+            endpoint="" if route is None else route.endpoint,
             headers=MappingProxyType(headers),
             form=form,
             body=body,
@@ -122,27 +103,27 @@ class _Handler(BaseHTTPRequestHandler):
             request_id=github_request_id(),
         )
         self._where = state.remember(record)
-        if endpoint is None:
+        if route is None:
             if host in COPILOT_HOSTS:
                 # The Copilot API's Go router: plain text for an unknown path.
                 self._answer(copilot_text(404, "404 page not found"), record)
             else:
                 self._answer(github_json(404, "Not Found"), record)
             return
-        scenario = state.scenario
-        delay = scenario.slow.get(endpoint)
+        # The scripted faults of this endpoint come before its handler.
+        faults, endpoint = state.scenario.faults, route.endpoint
+        delay = faults.slow.get(endpoint)
         if delay:
             self._pause(delay)
-        raw = scenario.answers.get(endpoint)
+        raw = faults.answers.get(endpoint)
         if raw is not None:
             self._answer(_raw(raw), record)
-        elif endpoint in scenario.malformed:
+        elif endpoint in faults.malformed:
             self._answer(Answer(200, (("Content-Type", "application/json"),), _MALFORMED), record)
-        elif endpoint in scenario.oversized:
-            self._send_unsized(_LARGE_OVER if endpoint == "models" else _SMALL_OVER, record)
+        elif endpoint in faults.oversized:
+            self._send_unsized(route.oversize, record)
         else:
-            drip = scenario.drip.get(endpoint)
-            self._answer(state.answer(endpoint, record), record, drip)
+            self._answer(route.handler(state, record), record, faults.drip.get(endpoint))
 
     def _start(
         self,
@@ -174,8 +155,8 @@ class _Handler(BaseHTTPRequestHandler):
         # A stream: chunked, each event flushed on its own as the real server sends them.
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        scenario = self.server.state.scenario
-        pause, cut = scenario.stream_pause, scenario.stream_cut
+        replies = self.server.state.scenario.replies
+        pause, cut = replies.stream_pause, replies.stream_cut
         for index, event in enumerate(answer.events):
             if index == cut:
                 # Dropped mid-answer: no terminating chunk, and the connection goes.

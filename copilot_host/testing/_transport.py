@@ -98,7 +98,7 @@ def _not_noted(_url: str) -> None:
 def loopback_transport(port: int) -> httpx2.BaseTransport:
     """A blocking transport to an emulator already listening on ``port`` (one running in
     another process: a benchmark's, a child's); URLs it refuses are not noted anywhere."""
-    from ._server import ROUTED_HOSTS
+    from ._routes import ROUTED_HOSTS
 
     return LoopbackTransport(port, ROUTED_HOSTS, _not_noted)
 
@@ -113,6 +113,6 @@ def async_loopback_transport(
     pool (httpx2's default otherwise: 100 connections). It sends over httpx2's own
     transport, or over ``inner`` when given (``limits`` then does not apply; closing this
     transport closes ``inner``)."""
-    from ._server import ROUTED_HOSTS
+    from ._routes import ROUTED_HOSTS
 
     return AsyncLoopbackTransport(port, ROUTED_HOSTS, _not_noted, limits, inner)

@@ -28,9 +28,9 @@ def main() -> None:
 
     from copilot_host.github import GitHubCopilotHost
     from copilot_host.store import CredentialStore
-    from copilot_host.testing import GitHubEmulator, Scenario
+    from copilot_host.testing import GitHubEmulator, Replies, Scenario
 
-    with GitHubEmulator(Scenario(tool_calls=False)) as emulator:
+    with GitHubEmulator(Scenario(replies=Replies(tool_calls=False))) as emulator:
         store = CredentialStore(Path(os.environ["COPILOT_HOST_HOME"]), key_file=True)
         with GitHubCopilotHost(store=store, transport=emulator.transport()) as person:
             person.login(sleep=lambda _seconds: None)

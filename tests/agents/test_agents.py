@@ -142,11 +142,11 @@ def test_no_beta_outside_the_served_list_reaches_the_service(home: Path) -> None
     the emulator's record, and it is only the served betas."""
     from copilot_host.github import GitHubCopilotHost
     from copilot_host.store import CredentialStore
-    from copilot_host.testing import GitHubEmulator, Scenario
+    from copilot_host.testing import GitHubEmulator, Replies, Scenario
     from copilot_host.testing._betas import SERVED_BETAS
 
     claude = agent("claude")
-    scenario = Scenario(tool_calls=False, lenient=frozenset({"anthropic_beta"}))
+    scenario = Scenario(replies=Replies(tool_calls=False), lenient=frozenset({"anthropic_beta"}))
     store_home = home / "copilot-host"
     with GitHubEmulator(scenario) as emulator:
         with GitHubCopilotHost(

@@ -106,8 +106,9 @@ def _hold_endpoint(hold: _Hold, endpoint: str) -> None:
     class Stalling(base):  # type: ignore[misc, valid-type]
         def __init__(self, scenario: Any = None, **kwargs: Any) -> None:
             scenario = scenario if scenario is not None else testing.Scenario()
-            slow = {**scenario.slow, endpoint: 60.0}
-            super().__init__(dataclasses.replace(scenario, slow=slow), **kwargs)
+            faults = scenario.faults
+            slow = dataclasses.replace(faults, slow={**faults.slow, endpoint: 60.0})
+            super().__init__(dataclasses.replace(scenario, faults=slow), **kwargs)
             threading.Thread(target=self._watch, daemon=True).start()
 
         def _watch(self) -> None:
@@ -146,11 +147,12 @@ def main() -> None:
     if hold is not None and options.hold_endpoint:
         _hold_endpoint(hold, options.hold_endpoint)
 
-    from copilot_host.testing import GitHubEmulator, Scenario, inventory_of
+    from copilot_host.testing import DeviceFlow, GitHubEmulator, Scenario, inventory_of
 
-    scenario = Scenario(auto_approve=not options.wait)
+    scenario = Scenario(login=DeviceFlow(auto_approve=not options.wait))
     if options.models is not None:
-        scenario = dataclasses.replace(scenario, models=inventory_of(options.models))
+        models = dataclasses.replace(scenario.inventory, models=inventory_of(options.models))
+        scenario = dataclasses.replace(scenario, inventory=models)
     with GitHubEmulator(scenario) as emulator:
 
         def factory(*, store: Any, clock: Any) -> GitHubCopilotHost:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from copilot_host.testing import Scenario
+from copilot_host.testing import DeviceFlow, Faults, Scenario
 from tests.cli.conftest import Cli
 
 
@@ -31,7 +31,10 @@ def test_a_worker_still_busy_after_the_grace_period_gets_an_honest_message(
             threading.Event().wait(0.01)
 
     env = emulate(
-        Scenario(auto_approve=False, interval=1, slow={"access_token": 3.0}),
+        Scenario(
+            login=DeviceFlow(auto_approve=False, interval=1),
+            faults=Faults(slow={"access_token": 3.0}),
+        ),
         sleep=None,
         tick=0.02,
         on_waiting=lambda: threading.Thread(target=interrupt_during_a_poll).start(),

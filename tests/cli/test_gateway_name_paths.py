@@ -21,7 +21,7 @@ from copilot_host_cli._context import CliSeam
 
 from copilot_host.github import AsyncGitHubCopilotHost, GitHubCopilotHost
 from copilot_host.store import CredentialStore
-from copilot_host.testing import GitHubEmulator, Scenario, chat_model
+from copilot_host.testing import DeviceFlow, GitHubEmulator, Inventory, Scenario, chat_model
 from tests.gateway._support import Switch
 
 from .conftest import Cli
@@ -46,7 +46,9 @@ def test_run_logs_one_warning_when_an_aliass_model_is_gone_after_a_new_login(
     """The person logs in to another account (mona's, without gpt-4.1) while the command
     runs: the next registration writes one warning line to run's --log file, and the
     alias answers 404 naming both names from then on."""
-    mona = Scenario(account="mona", models=(chat_model("mona-model"),))
+    mona = Scenario(
+        login=DeviceFlow(account="mona"), inventory=Inventory(models=(chat_model("mona-model"),))
+    )
     which = [0]
     with GitHubEmulator() as octocat_github, GitHubEmulator(mona) as mona_github:
         _log_in(copilot_home, octocat_github)

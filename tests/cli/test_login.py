@@ -17,7 +17,7 @@ from copilot_host_cli._wait import DEVICE_URL
 
 from copilot_host.github._urls import VERIFICATION_URI
 from copilot_host.store import CredentialStore
-from copilot_host.testing import Scenario
+from copilot_host.testing import DeviceFlow, Faults, Scenario, Session
 
 from .conftest import Cli
 
@@ -104,10 +104,14 @@ def test_json_events_on_stdout_people_text_on_stderr(cli: Cli, emulate: Any) -> 
 @pytest.mark.parametrize(
     ("scenario", "code", "words"),
     [
-        (Scenario(login_result="access_denied"), "access_denied", "denied"),
-        (Scenario(login_result="expired_token"), "expired_token", "expired"),
-        (Scenario(entitlement="no_copilot_access"), "no_copilot_access", "Copilot"),
-        (Scenario(malformed=frozenset({"device_code"})), "bad_response", ""),
+        (Scenario(login=DeviceFlow(login_result="access_denied")), "access_denied", "denied"),
+        (Scenario(login=DeviceFlow(login_result="expired_token")), "expired_token", "expired"),
+        (
+            Scenario(session=Session(entitlement="no_copilot_access")),
+            "no_copilot_access",
+            "Copilot",
+        ),
+        (Scenario(faults=Faults(malformed=frozenset({"device_code"}))), "bad_response", ""),
     ],
 )
 def test_failed_logins_store_nothing(
@@ -213,7 +217,7 @@ def test_no_usable_keyring_names_key_file_and_stores_nothing(cli: Cli, emulate: 
 
 
 def test_plain_progress_lines_when_not_a_terminal(cli: Cli, emulate: Any) -> None:
-    env = emulate(Scenario(pending_polls=2))
+    env = emulate(Scenario(login=DeviceFlow(pending_polls=2)))
     result = cli("login", "--headless", seam=env.seam)
     assert result.exit_code == 0
     assert "Waiting for authorization (the code expires in 15:00)..." in result.stderr
@@ -233,7 +237,7 @@ def test_live_countdown_on_a_terminal(cli: Cli, emulate: Any) -> None:
         ticks.wait(0.02)
 
     env = emulate(
-        Scenario(auto_approve=False),
+        Scenario(login=DeviceFlow(auto_approve=False)),
         err_is_tty=True,
         tick=0.02,
         sleep=sleep,
@@ -252,7 +256,7 @@ def test_live_countdown_on_a_terminal(cli: Cli, emulate: Any) -> None:
 
 def test_sigint_during_the_wait_cancels_in_process(cli: Cli, emulate: Any) -> None:
     env = emulate(
-        Scenario(auto_approve=False),
+        Scenario(login=DeviceFlow(auto_approve=False)),
         sleep=None,
         tick=0.02,
         on_waiting=lambda: os.kill(os.getpid(), signal.SIGINT),
@@ -286,7 +290,7 @@ def test_a_failure_during_the_wait_stops_the_login_behind_it(cli: Cli, emulate: 
     def broken_browser(_url: str) -> bool:
         raise RuntimeError("no browser")
 
-    env = emulate(Scenario(interval=1), sleep=None, open_browser=broken_browser)
+    env = emulate(Scenario(login=DeviceFlow(interval=1)), sleep=None, open_browser=broken_browser)
     before = set(threading.enumerate())  # an earlier test's worker may still wind down
     result = cli("login", "--key-file", seam=env.seam)
     assert result.exit_code == 1
@@ -320,7 +324,7 @@ def test_a_damaged_record_is_no_login_to_protect(
 
 def test_a_failed_login_leaves_a_damaged_record_where_it_was(cli: Cli, emulate: Any) -> None:
     damaged = _plant_damaged_record()
-    env = emulate(Scenario(login_result="access_denied"))
+    env = emulate(Scenario(login=DeviceFlow(login_result="access_denied")))
     result = cli("login", "--headless", seam=env.seam)
     assert result.exit_code == 1
     assert CredentialStore().record_path.read_bytes() == damaged

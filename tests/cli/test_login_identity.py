@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from copilot_host.store import CredentialStore
-from copilot_host.testing import VSCODE_CLIENT_ID, RawAnswer, Scenario
+from copilot_host.testing import VSCODE_CLIENT_ID, Faults, RawAnswer, Scenario, Session
 
 from .conftest import Cli, LeakGuard
 
@@ -48,7 +48,7 @@ def test_the_login_names_the_default_app_before_the_code(cli: Cli, emulate: Any)
 
 
 def test_client_id_is_used_stored_shown_and_reused(cli: Cli, emulate: Any) -> None:
-    scenario = Scenario(copilot_client_ids=frozenset({VSCODE_CLIENT_ID, OWN_APP}))
+    scenario = Scenario(session=Session(copilot_client_ids=frozenset({VSCODE_CLIENT_ID, OWN_APP})))
     env = emulate(scenario)
     first = cli("login", "--headless", "--client-id", OWN_APP, seam=env.seam)
     assert first.exit_code == 0, first.stderr
@@ -78,7 +78,7 @@ def test_client_id_is_used_stored_shown_and_reused(cli: Cli, emulate: Any) -> No
 
 
 def test_the_environment_names_the_app_and_is_validated(cli: Cli, emulate: Any) -> None:
-    scenario = Scenario(copilot_client_ids=frozenset({VSCODE_CLIENT_ID, OWN_APP}))
+    scenario = Scenario(session=Session(copilot_client_ids=frozenset({VSCODE_CLIENT_ID, OWN_APP})))
     env = emulate(scenario)
     result = cli("login", "--headless", seam=env.seam, env={"COPILOT_HOST_CLIENT_ID": OWN_APP})
     assert result.exit_code == 0, result.stderr
@@ -123,7 +123,9 @@ def test_an_app_with_expiring_user_tokens_is_refused(
         "refresh_token": refresh,
         "refresh_token_expires_in": 15897600,
     }
-    scenario = Scenario(answers={"access_token": RawAnswer(body=json.dumps(grant).encode())})
+    scenario = Scenario(
+        faults=Faults(answers={"access_token": RawAnswer(body=json.dumps(grant).encode())})
+    )
     env = emulate(scenario)
     result = cli("login", "--headless", "--json", seam=env.seam)
     assert result.exit_code == 1

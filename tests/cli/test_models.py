@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from copilot_host.store import CredentialStore
-from copilot_host.testing import Scenario, chat_model, minimal_models, realistic_models
+from copilot_host.testing import Inventory, Scenario, chat_model, minimal_models, realistic_models
 from tests.github._support import REALISTIC_ROUTES
 
 from .conftest import Cli
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.usefixtures("copilot_home")
 
 def _logged_in(cli: Cli, emulate: Any, scenario: Scenario | None = None) -> Any:
     # The tidy inventory unless a test says otherwise: these tests are about the output.
-    env = emulate(scenario or Scenario(models=minimal_models()))
+    env = emulate(scenario or Scenario(inventory=Inventory(models=minimal_models())))
     assert cli("login", "--headless", seam=env.seam).exit_code == 0
     return env
 
@@ -92,7 +92,7 @@ def test_models_shows_the_services_notes_once_per_text(cli: Cli, emulate: Any) -
         item["warning_message"] = note
         inventory.append(item)
     inventory[0]["warning_messages"] = ["Retiring on 2026-12-31."]
-    env = _logged_in(cli, emulate, Scenario(models=tuple(inventory)))
+    env = _logged_in(cli, emulate, Scenario(inventory=Inventory(models=tuple(inventory))))
     result = cli("models", seam=env.seam)
     assert result.exit_code == 0, result.stderr
     assert result.stderr.splitlines()[:2] == [
@@ -200,14 +200,14 @@ def test_models_with_a_revoked_login_is_one_line(cli: Cli, emulate: Any) -> None
 
 def test_models_refuses_a_hostile_inventory_without_echoing_it(cli: Cli, emulate: Any) -> None:
     hostile = (chat_model("gpt-4.1", name="GPT\x1b]0;pwned\x07 4.1"),)
-    env = _logged_in(cli, emulate, Scenario(models=hostile))
+    env = _logged_in(cli, emulate, Scenario(inventory=Inventory(models=hostile)))
     result = cli("models", seam=env.seam)
     assert "\x1b" not in result.stdout + result.stderr
     assert "\x07" not in result.stdout + result.stderr
 
 
 def test_models_with_an_empty_inventory(cli: Cli, emulate: Any) -> None:
-    env = _logged_in(cli, emulate, Scenario(models=()))
+    env = _logged_in(cli, emulate, Scenario(inventory=Inventory(models=())))
     result = cli("models", seam=env.seam)
     assert result.exit_code == 1
     assert result.stdout == ""
@@ -221,7 +221,7 @@ def test_models_with_nothing_usable_still_shows_what_was_skipped(cli: Cli, emula
         chat_model("emb", kind="embeddings"),
         chat_model("ws", endpoints=["ws:/responses"]),
     )
-    env = _logged_in(cli, emulate, Scenario(models=inventory))
+    env = _logged_in(cli, emulate, Scenario(inventory=Inventory(models=inventory)))
     result = cli("models", seam=env.seam)
     assert result.exit_code == 1
     assert [line.split()[:2] for line in result.stdout.splitlines()[1:]] == [
@@ -236,7 +236,7 @@ def test_models_with_nothing_usable_still_shows_what_was_skipped(cli: Cli, emula
 
 
 def test_models_on_a_real_inventory(cli: Cli, emulate: Any) -> None:
-    env = _logged_in(cli, emulate, Scenario(models=realistic_models()))
+    env = _logged_in(cli, emulate, Scenario(inventory=Inventory(models=realistic_models())))
     result = cli("models", seam=env.seam)
     assert result.exit_code == 0, result.stderr
     assert len(result.stdout.splitlines()) == 1 + REALISTIC_ROUTES
@@ -253,7 +253,11 @@ def test_a_look_alike_id_is_shown_with_its_invisible_character_never_as_the_real
     """``gpt-4.1`` followed by U+200B is skipped (``invalid_id``) while the real
     ``gpt-4.1`` is a route: wherever the skipped one is shown, it cannot pass for it."""
     look_alike = "gpt-4.1\u200b"
-    env = _logged_in(cli, emulate, Scenario(models=(chat_model("gpt-4.1"), chat_model(look_alike))))
+    env = _logged_in(
+        cli,
+        emulate,
+        Scenario(inventory=Inventory(models=(chat_model("gpt-4.1"), chat_model(look_alike)))),
+    )
     shown = "gpt-4.1\\u200b"
     result = cli("models", "--all", seam=env.seam)
     assert result.exit_code == 0, result.stderr

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from copilot_host.testing import Scenario, chat_model
+from copilot_host.testing import Inventory, Scenario, chat_model
 
 from .conftest import Cli
 
@@ -33,7 +33,7 @@ def _billing(unit: str | None, scale: float, **extra: object) -> dict[str, objec
 
 
 def _models(cli: Cli, emulate: Any, *models: dict[str, object]) -> tuple[Any, Any]:
-    env = emulate(Scenario(models=models))
+    env = emulate(Scenario(inventory=Inventory(models=models)))
     assert cli("login", "--headless", seam=env.seam).exit_code == 0
     table = cli("models", seam=env.seam)
     assert table.exit_code == 0, table.stderr

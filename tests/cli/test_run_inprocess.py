@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from copilot_host_cli._context import CliSeam
 
-from copilot_host.gateway._stack import PURE_PYTHON_ENV
+from copilot_host.gateway._server._stack import PURE_PYTHON_ENV
 from copilot_host.github import AsyncGitHubCopilotHost
 from copilot_host.testing import GitHubEmulator
 from tests.cli.conftest import Cli
@@ -194,7 +194,7 @@ def test_codex_gets_the_first_of_equally_new_models_in_the_inventorys_order(
     """Two codex models of the same version, listed by the inventory in the reverse of
     their ids' order: "newest" ties, and the inventory's order decides (as the Claude
     family rule does), not the order of the gateway's listing, which is by id."""
-    from copilot_host.testing import Scenario, chat_model
+    from copilot_host.testing import Inventory, Scenario, chat_model
 
     both = ("/chat/completions", "/responses")
     inventory = (
@@ -203,7 +203,7 @@ def test_codex_gets_the_first_of_equally_new_models_in_the_inventorys_order(
         chat_model("gpt-5.3-codex", endpoints=both),
         chat_model("gpt-5.2-codex", endpoints=both),
     )
-    env = emulate(Scenario(models=inventory))
+    env = emulate(Scenario(inventory=Inventory(models=inventory)))
     seam = _logged_in(cli, env, capfd)
     codex = tmp_path / "codex"
     _echo_argv(codex)
@@ -224,9 +224,9 @@ def test_codex_gets_the_first_of_equally_new_models_in_the_inventorys_order(
 def test_run_says_in_its_one_line_that_the_plan_can_use_only_auto(
     cli: Cli, emulate: Any, tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    from copilot_host.testing import Scenario
+    from copilot_host.testing import Scenario, Usage
 
-    env = emulate(Scenario(usage_plan="free"))
+    env = emulate(Scenario(usage=Usage(usage_plan="free")))
     seam = _logged_in(cli, env, capfd)
     result = cli("run", "--", sys.executable, "-c", "pass", seam=seam)
     assert result.exit_code == 0, result.stderr

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from copilot_host.github import DEFAULT_EDITOR
-from copilot_host.testing import Scenario, minimal_models
+from copilot_host.testing import Faults, Inventory, Scenario, Usage, minimal_models
 
 from .conftest import Cli
 
@@ -18,13 +18,13 @@ NEWER = "vscode/1.150.2 copilot-chat/0.78.1"
 
 
 def _logged_in(cli: Cli, emulate: Any, scenario: Scenario | None = None) -> Any:
-    env = emulate(scenario or Scenario(models=minimal_models()))
+    env = emulate(scenario or Scenario(inventory=Inventory(models=minimal_models())))
     assert cli("login", "--headless", seam=env.seam).exit_code == 0
     return env
 
 
 def test_usage_shows_each_quota_with_a_bar_and_the_reset_date(cli: Cli, emulate: Any) -> None:
-    env = _logged_in(cli, emulate, Scenario(quota_entitlement=1500, quota_used=375))
+    env = _logged_in(cli, emulate, Scenario(usage=Usage(quota_entitlement=1500, quota_used=375)))
     result = cli("usage", seam=env.seam)
     assert result.exit_code == 0, result.stderr
     lines = result.stdout.splitlines()
@@ -44,7 +44,12 @@ def test_usage_json_document_has_exactly_the_documented_shape(cli: Cli, emulate:
         cli,
         emulate,
         Scenario(
-            usage_plan="requests", quota_entitlement=300, quota_used=300, overage_permitted=False
+            usage=Usage(
+                usage_plan="requests",
+                quota_entitlement=300,
+                quota_used=300,
+                overage_permitted=False,
+            )
         ),
     )
     result = cli("usage", "--json", seam=env.seam)
@@ -86,7 +91,7 @@ def test_usage_json_document_has_exactly_the_documented_shape(cli: Cli, emulate:
 
 
 def test_usage_says_overage_in_use_with_its_count(cli: Cli, emulate: Any) -> None:
-    env = _logged_in(cli, emulate, Scenario(quota_entitlement=1500, quota_used=1620))
+    env = _logged_in(cli, emulate, Scenario(usage=Usage(quota_entitlement=1500, quota_used=1620)))
     result = cli("usage", seam=env.seam)
     assert result.exit_code == 0, result.stderr
     premium = next(line for line in result.stdout.splitlines() if "premium" in line)
@@ -102,7 +107,7 @@ def test_usage_says_when_a_used_up_quota_no_longer_serves(cli: Cli, emulate: Any
     spent = _logged_in(
         cli,
         emulate,
-        Scenario(quota_entitlement=300, quota_used=300, overage_permitted=False),
+        Scenario(usage=Usage(quota_entitlement=300, quota_used=300, overage_permitted=False)),
     )
     shown = cli("usage", seam=spent.seam).stdout
     line = next(line for line in shown.splitlines() if "premium" in line)
@@ -120,7 +125,7 @@ def test_usage_not_logged_in_exits_1_and_sends_nothing(cli: Cli, emulate: Any) -
 
 
 def test_editor_override_reaches_every_request_but_the_api_version(cli: Cli, emulate: Any) -> None:
-    env = emulate(Scenario(models=minimal_models()))
+    env = emulate(Scenario(inventory=Inventory(models=minimal_models())))
     environ = {"COPILOT_HOST_EDITOR": NEWER}
     assert cli("login", "--headless", seam=env.seam, env=environ).exit_code == 0
     assert cli("models", seam=env.seam, env=environ).exit_code == 0
@@ -168,7 +173,7 @@ def test_status_ignores_the_override(cli: Cli, emulate: Any) -> None:
 
 
 def test_models_tells_a_deprecated_client_once_what_to_do(cli: Cli, emulate: Any) -> None:
-    scenario = Scenario(models=minimal_models(), deprecated_below="1.150.0")
+    scenario = Scenario(inventory=Inventory(models=minimal_models(), deprecated_below="1.150.0"))
     env = _logged_in(cli, emulate, scenario)
     result = cli("models", seam=env.seam)
     assert result.exit_code == 0, result.stderr
@@ -206,7 +211,9 @@ def test_a_plan_that_can_use_only_auto_is_said_by_login_models_and_usage(
 ) -> None:
     """Copilot Free (``access_type_sku`` ``free_limited_copilot``, ``copilot_plan``
     ``free``): one line, the same in each command; ``--json`` documents carry it."""
-    env = emulate(Scenario(models=minimal_models(), usage_plan="free"))
+    env = emulate(
+        Scenario(inventory=Inventory(models=minimal_models()), usage=Usage(usage_plan="free"))
+    )
     login = cli("login", "--headless", seam=env.seam)
     assert login.exit_code == 0
     assert AUTO_ONLY in login.stderr
@@ -239,7 +246,12 @@ def test_usage_shows_a_rate_window_its_answer_reported(cli: Cli, emulate: Any) -
         ),
     )
     env = _logged_in(
-        cli, emulate, Scenario(models=minimal_models(), answers={"copilot_user": answer})
+        cli,
+        emulate,
+        Scenario(
+            inventory=Inventory(models=minimal_models()),
+            faults=Faults(answers={"copilot_user": answer}),
+        ),
     )
     result = cli("usage", seam=env.seam)
     assert result.exit_code == 0, result.stderr

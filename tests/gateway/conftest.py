@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from copilot_host._accel import PURE_PYTHON_ENV
-from copilot_host.gateway._stack import PURE_PYTHON
+from copilot_host.gateway._server._stack import PURE_PYTHON
 from copilot_host.testing import GitHubEmulator, Scenario
 from tests._extras import require
 from tests.gateway._support import Gateway, running_gateway

@@ -25,7 +25,7 @@ async def _app(scope: Any, receive: Any, send: Any) -> None:
 
 def main() -> None:
     from copilot_host.gateway import GatewayServer, Hardening
-    from copilot_host.gateway._stack import PURE_PYTHON
+    from copilot_host.gateway._server._stack import PURE_PYTHON
 
     open_files = int(sys.argv[1])
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")

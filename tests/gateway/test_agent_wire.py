@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from copilot_host.testing import GitHubEmulator, Scenario
+from copilot_host.testing import GitHubEmulator, Inventory, Scenario
 from tests.gateway._support import Gateway, running_gateway
 from tests.gateway.conftest import assert_no_leaks
 
@@ -97,7 +97,7 @@ def test_the_rules_apply_on_the_openai_paths_too(gw: Gateway) -> None:
 
 
 def test_an_error_answer_from_upstream_carries_the_model_too(tmp_path: Path) -> None:
-    scenario = Scenario(min_editor_version={"claude-sonnet-4.6": "99.0"})
+    scenario = Scenario(inventory=Inventory(min_editor_version={"claude-sonnet-4.6": "99.0"}))
     with GitHubEmulator(scenario) as emulator, running_gateway(emulator, tmp_path / "h") as gw:
         status, headers, _body = gw.post("/v1/messages", _messages("claude-sonnet-4-6"))
         assert status == 400

@@ -13,8 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from copilot_host.gateway._spend import Reservation, Spend, estimate_cost
-from copilot_host.testing import GitHubEmulator, Scenario, chat_model
+from copilot_host.gateway._app._spend import Reservation, Spend, estimate_cost
+from copilot_host.testing import (
+    Faults,
+    GitHubEmulator,
+    Inventory,
+    Replies,
+    Scenario,
+    Usage,
+    chat_model,
+)
 from tests.gateway._support import Gateway, running_gateway
 
 BUDGET = 5.0
@@ -24,12 +32,12 @@ COST = 10.0
 MODEL = "flat-model"
 
 
-def _scenario(**extra: object) -> Scenario:
+def _scenario(stream_pause: float = 0.0, faults: Faults | None = None) -> Scenario:
     return Scenario(
-        models=(chat_model(MODEL, name="Flat"),),
-        request_cost=COST,
-        stream_events=6,
-        **extra,  # type: ignore[arg-type]
+        inventory=Inventory(models=(chat_model(MODEL, name="Flat"),)),
+        replies=Replies(stream_events=6, stream_pause=stream_pause),
+        usage=Usage(request_cost=COST),
+        faults=faults or Faults(),
     )
 
 
@@ -99,7 +107,7 @@ def test_streams_cut_after_their_text_are_counted_and_stop_at_the_budget(
 
 def test_concurrent_requests_stay_within_the_budget_plus_one_reservation(tmp_path: Path) -> None:
     # Each answer takes a second upstream: all twelve are in flight together.
-    with GitHubEmulator(_scenario(slow={"chat": 1.0})) as emulator:
+    with GitHubEmulator(_scenario(faults=Faults(slow={"chat": 1.0}))) as emulator:
         with running_gateway(emulator, tmp_path / "home", max_credits=BUDGET) as gateway:
             start = threading.Barrier(12)
             statuses: list[int] = []

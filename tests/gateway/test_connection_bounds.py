@@ -1,4 +1,4 @@
-"""The connection bounds the gateway's server keeps (``copilot_host.gateway._hardening``),
+"""The connection bounds the gateway's server keeps (``copilot_host.gateway._server._hardening``),
 on a real :class:`copilot_host.gateway.GatewayServer` in this process with short deadlines: the head deadline, the bound on
 connections held, the bound on a request head, and one warning per out-of-descriptors
 episode; on both HTTP parsers serve may use (httptools, h11)."""
@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 
 from copilot_host.gateway import GatewayServer, Hardening
-from copilot_host.gateway._hardening import MAX_HEAD_BYTES, connection_bound, quiet_accept_errors
-from copilot_host.gateway._stack import PURE_PYTHON, ServerStack
+from copilot_host.gateway._server._hardening import MAX_HEAD_BYTES
+from copilot_host.gateway._server._process import connection_bound, quiet_accept_errors
+from copilot_host.gateway._server._stack import PURE_PYTHON, ServerStack
 from tests._extras import require
 
 # The parser serve uses when httptools is installed, and the pure-Python one.
@@ -369,13 +370,14 @@ def test_running_out_of_descriptors_in_a_real_server_is_one_warning_not_tracebac
 
 def test_the_bounds_follow_the_gateways_own_limits() -> None:
     from copilot_host.gateway import MAX_BODY_BYTES
-    from copilot_host.gateway import _hardening as hardening
     from copilot_host.gateway._app import UPSTREAM_LIMITS
+    from copilot_host.gateway._server import _hardening as hardening
+    from copilot_host.gateway._server import _process
 
     # The lingering close discards as much as a body the gateway would accept.
     assert hardening.LINGER_BYTES == MAX_BODY_BYTES
     # The bound leaves room for every upstream connection the pool may hold.
-    assert UPSTREAM_LIMITS.max_connections == hardening.UPSTREAM_CONNECTIONS
+    assert UPSTREAM_LIMITS.max_connections == _process.UPSTREAM_CONNECTIONS
 
 
 def test_the_soft_open_file_limit_is_raised_to_the_hard_one(
@@ -383,7 +385,7 @@ def test_the_soft_open_file_limit_is_raised_to_the_hard_one(
 ) -> None:
     import resource
 
-    from copilot_host.gateway import _hardening as hardening
+    from copilot_host.gateway._server import _process as hardening
 
     limits = {"now": (1_024, 4_096)}
     monkeypatch.setattr(resource, "getrlimit", lambda _which: limits["now"])
@@ -509,7 +511,7 @@ def test_when_the_system_refuses_a_large_soft_limit_the_most_it_allows_is_taken(
     """macOS: soft 256, hard unlimited, and setrlimit refuses past kern.maxfilesperproc."""
     import resource
 
-    from copilot_host.gateway import _hardening as hardening
+    from copilot_host.gateway._server import _process as hardening
 
     limits = {"now": (256, resource.RLIM_INFINITY)}
     allowed = {"most": 24_576}

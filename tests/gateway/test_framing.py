@@ -13,8 +13,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from copilot_host.gateway import _app
-from copilot_host.gateway._stack import PURE_PYTHON, ServerStack
+from copilot_host.gateway._app import _intake
+from copilot_host.gateway._server._stack import PURE_PYTHON, ServerStack
 from copilot_host.testing import GitHubEmulator
 from tests._extras import require
 from tests.gateway._support import Gateway, running_gateway
@@ -165,7 +165,7 @@ def _chat_head(gateway: Gateway) -> bytes:
 def test_a_dripped_body_is_cut_off_at_its_deadline(
     gateway: Gateway, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_app, "BODY_SECONDS", 1.0)
+    monkeypatch.setattr(_intake, "BODY_SECONDS", 1.0)
     with socket.create_connection(("127.0.0.1", gateway.port), timeout=BOUND) as sock:
         sock.sendall(_chat_head(gateway))
         began = time.monotonic()
@@ -193,7 +193,7 @@ def test_a_dripped_body_is_cut_off_at_its_deadline(
 def test_a_body_that_arrives_in_pieces_within_its_deadline_is_served(
     gateway: Gateway, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_app, "BODY_SECONDS", 5.0)
+    monkeypatch.setattr(_intake, "BODY_SECONDS", 5.0)
     with socket.create_connection(("127.0.0.1", gateway.port), timeout=BOUND) as sock:
         sock.sendall(_chat_head(gateway))
         for piece in (CHAT[:20], CHAT[20:40], CHAT[40:]):
@@ -205,7 +205,7 @@ def test_a_body_that_arrives_in_pieces_within_its_deadline_is_served(
 
 def test_the_body_deadline_grows_with_the_larger_of_declared_and_received() -> None:
     mib = 1024 * 1024
-    assert _app.body_deadline(0, 0) == 60.0
-    assert _app.body_deadline(mib, 0) == 180.0
-    assert _app.body_deadline(mib, 2 * mib) == 300.0
-    assert _app.body_deadline(32 * mib, 0) == 60.0 + 120.0 * 32
+    assert _intake.body_deadline(0, 0) == 60.0
+    assert _intake.body_deadline(mib, 0) == 180.0
+    assert _intake.body_deadline(mib, 2 * mib) == 300.0
+    assert _intake.body_deadline(32 * mib, 0) == 60.0 + 120.0 * 32

@@ -8,19 +8,21 @@ import openai
 import pytest
 
 from copilot_host.github._headers import CLI_INTEGRATION_ID
-from copilot_host.testing import Scenario, minimal_models
+from copilot_host.testing import Inventory, Scenario, Session, minimal_models
 from tests.gateway._support import Gateway
 
 ENTERPRISE = "https://api.enterprise.githubcopilot.com"
 ALL = frozenset({"*"})
 INFERENCE = ("chat", "responses", "messages")
 CHAT_ONLY = Scenario(
-    models=minimal_models(), api_endpoint=ENTERPRISE, unserved_models={"vscode-chat": ALL}
+    session=Session(api_endpoint=ENTERPRISE),
+    inventory=Inventory(models=minimal_models(), unserved_models={"vscode-chat": ALL}),
 )
 BOTH = Scenario(
-    models=minimal_models(),
-    api_endpoint=ENTERPRISE,
-    unserved_models={"vscode-chat": ALL, CLI_INTEGRATION_ID: ALL},
+    session=Session(api_endpoint=ENTERPRISE),
+    inventory=Inventory(
+        models=minimal_models(), unserved_models={"vscode-chat": ALL, CLI_INTEGRATION_ID: ALL}
+    ),
 )
 
 
@@ -98,12 +100,14 @@ def test_the_gateway_relays_the_second_refusal_when_both_identities_are_refused(
     "emulator",
     [
         Scenario(
-            models=minimal_models(),
-            api_endpoint=ENTERPRISE,
-            unserved_models={
-                "vscode-chat": frozenset({"gpt-5-mini"}),
-                CLI_INTEGRATION_ID: frozenset({"gpt-4.1"}),
-            },
+            session=Session(api_endpoint=ENTERPRISE),
+            inventory=Inventory(
+                models=minimal_models(),
+                unserved_models={
+                    "vscode-chat": frozenset({"gpt-5-mini"}),
+                    CLI_INTEGRATION_ID: frozenset({"gpt-4.1"}),
+                },
+            ),
         )
     ],
     indirect=True,

@@ -1,4 +1,4 @@
-"""The gateway's never-blocking log lines (``copilot_host.gateway._lines``) on real pipes, in this process:
+"""The gateway's never-blocking log lines (``copilot_host.gateway._server._lines``) on real pipes, in this process:
 lines pass in order, a full pipe costs dropped (and counted) lines instead of a blocked
 writer, a reader gone stops the writer quietly."""
 
@@ -14,8 +14,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from copilot_host.gateway import _lines as _stderr_queue
-from copilot_host.gateway._lines import queued_stderr, write_stderr_line
+from copilot_host.gateway._server import _lines as _stderr_queue
+from copilot_host.gateway._server._lines import queued_stderr, write_stderr_line
 
 BOUND = 10.0
 

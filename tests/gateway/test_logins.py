@@ -12,7 +12,15 @@ from typing import Any
 
 from copilot_host.github import GitHubCopilotHost
 from copilot_host.store import CredentialStore
-from copilot_host.testing import GitHubEmulator, Scenario, chat_model
+from copilot_host.testing import (
+    DeviceFlow,
+    Faults,
+    GitHubEmulator,
+    Inventory,
+    Scenario,
+    Session,
+    chat_model,
+)
 from tests._clock import FakeClock
 from tests.gateway._support import Gateway, Switch, running_gateway
 from tests.gateway.conftest import assert_no_leaks
@@ -65,8 +73,10 @@ def test_a_logout_is_503_and_the_next_login_serves_without_a_restart(gateway: Ga
 def test_another_account_and_the_model_list_follows(tmp_path: Path) -> None:
     home = tmp_path / "home"
     mona = Scenario(
-        account="mona",
-        models=(chat_model("mona-model"), chat_model("shared-model", endpoints=("/responses",))),
+        login=DeviceFlow(account="mona"),
+        inventory=Inventory(
+            models=(chat_model("mona-model"), chat_model("shared-model", endpoints=("/responses",)))
+        ),
     )
     which = [0]
     with GitHubEmulator() as octocat_github, GitHubEmulator(mona) as mona_github:
@@ -123,7 +133,7 @@ def test_routes_are_registered_again_every_30_minutes(
 def test_a_failed_background_registration_keeps_the_routes_in_hand(tmp_path: Path) -> None:
     clock = FakeClock()
     # Sessions outlive the 30 minutes here, so only the registration needs GitHub.
-    long_sessions = Scenario(session_lifetime=4 * 3600, refresh_in=3 * 3600)
+    long_sessions = Scenario(session=Session(session_lifetime=4 * 3600, refresh_in=3 * 3600))
     with (
         GitHubEmulator(long_sessions) as emulator,
         running_gateway(emulator, tmp_path / "home", clock=clock) as gateway,
@@ -142,7 +152,7 @@ def test_a_failed_background_registration_keeps_the_routes_in_hand(tmp_path: Pat
 
 def test_after_a_failed_background_registration_the_next_waits_a_minute(tmp_path: Path) -> None:
     clock = FakeClock()
-    long_sessions = Scenario(session_lifetime=4 * 3600, refresh_in=3 * 3600)
+    long_sessions = Scenario(session=Session(session_lifetime=4 * 3600, refresh_in=3 * 3600))
     with (
         GitHubEmulator(long_sessions) as emulator,
         running_gateway(emulator, tmp_path / "home", clock=clock) as gateway,
@@ -169,7 +179,7 @@ def test_a_failing_registration_is_tried_once_a_second_not_once_a_request(
 ) -> None:
     clock = FakeClock()
     # Discovery fails twice (the adapter's own retry takes the second), then works.
-    scenario = Scenario(models_failures=(503, 503), retry_after="0")
+    scenario = Scenario(faults=Faults(models_failures=(503, 503), retry_after="0"))
     with (
         GitHubEmulator(scenario) as emulator,
         running_gateway(emulator, tmp_path / "home", clock=clock) as gateway,
@@ -209,7 +219,7 @@ def test_one_exchange_when_the_session_is_due_however_many_requests_arrive(
         assert gateway.post("/v1/chat/completions", CHAT)[0] == 200
         before = len(emulator.requests_to("copilot_token"))
         # 30 s before the session expires: every request must wait for the one refresh.
-        clock.advance(emulator.scenario.session_lifetime - 30)
+        clock.advance(emulator.scenario.session.session_lifetime - 30)
         with ThreadPoolExecutor(max_workers=24) as pool:
             statuses = list(
                 pool.map(lambda _: gateway.post("/v1/chat/completions", CHAT)[0], range(48))

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from copilot_host.gateway._malloc import MMAP_THRESHOLD, tune_malloc
+from copilot_host.gateway._server._malloc import MMAP_THRESHOLD, tune_malloc
 
 glibc_only = pytest.mark.skipif(
     not (os.confstr("CS_GNU_LIBC_VERSION") or "").startswith("glibc"),
@@ -67,7 +67,7 @@ def _child(body: str) -> str:
 def test_after_tune_malloc_a_read_buffer_is_not_mapped_and_a_large_block_still_is() -> None:
     said = _child(
         f"""
-        from copilot_host.gateway._malloc import tune_malloc
+        from copilot_host.gateway._server._malloc import tune_malloc
 
         tuned = tune_malloc()
         print(tuned, mapped_while_holding({_READ_BUFFER}), mapped_while_holding({8 * MMAP_THRESHOLD}))

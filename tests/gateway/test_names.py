@@ -6,7 +6,7 @@ import httpx2
 import pytest
 
 from copilot_host import ApiProtocol, ModelRoute, ModelSpec
-from copilot_host.gateway._names import (
+from copilot_host.gateway._app._names import (
     ModelNames,
     NameTable,
     NotFound,

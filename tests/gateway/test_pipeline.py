@@ -4,6 +4,7 @@ other features plug into."""
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import json
 import secrets
@@ -18,9 +19,13 @@ from hypothesis import strategies as st
 
 import copilot_host as ch
 from copilot_host.gateway import SERVED_BETAS, GatewayHooks
-from copilot_host.gateway._request import Parsed, parse_request, rewrite_model, system_blocks
+from copilot_host.gateway._app._intake import OFF_LOOP_ABOVE, Parsed, parse_request
+from copilot_host.gateway._changes import Changes, RequestEdit
+from copilot_host.gateway._protocols import CHAT as CHAT_API
+from copilot_host.gateway._protocols import MESSAGES
 from copilot_host.testing import GitHubEmulator
 from tests._json_strategies import json_scalars, json_values
+from tests.core._routes import make_route
 from tests.gateway._support import Gateway, running_gateway
 
 CHAT = {"model": "gpt-4.1", "messages": [{"role": "user", "content": "hi"}]}
@@ -96,9 +101,27 @@ def test_the_gateway_forwards_only_the_two_known_initiators(
 
 
 def _parsed(body: bytes) -> Parsed:
-    parsed = parse_request(body, ch.ApiProtocol.OPENAI_CHAT)
+    parsed = parse_request(body, CHAT_API)
     assert isinstance(parsed, Parsed)
     return parsed
+
+
+def _upstream_body(api: Any, body: bytes, parsed: Parsed, model: str) -> bytes:
+    """The body the change stage sends upstream for ``model`` (no switchable change on:
+    only the always-on ones, the model id and a block system)."""
+    route = dataclasses.replace(make_route("github-copilot/m"), model_id=model)
+    edit = RequestEdit(api, parsed.value, route)
+    changes = Changes(frozenset()).of(api)
+    changes.request(edit)
+    return changes.body(edit, body)
+
+
+def rewrite_model(body: bytes, parsed: Parsed, model: str) -> bytes:
+    return _upstream_body(CHAT_API, body, parsed, model)
+
+
+def system_blocks(body: bytes, parsed: Parsed, model: str) -> bytes:
+    return _upstream_body(MESSAGES, body, parsed, model)
 
 
 @pytest.mark.parametrize(
@@ -177,7 +200,7 @@ def test_any_body_rewritten_names_the_new_model_and_keeps_the_rest(
 
 
 def _messages(body: bytes) -> Parsed:
-    parsed = parse_request(body, ch.ApiProtocol.ANTHROPIC_MESSAGES)
+    parsed = parse_request(body, MESSAGES)
     assert isinstance(parsed, Parsed)
     return parsed
 
@@ -281,9 +304,7 @@ def test_the_parsed_body_is_released_before_the_request_goes_upstream(
 
 
 def test_a_large_body_is_served_as_a_small_one(shared_gateway: Gateway) -> None:
-    from copilot_host.gateway._request import PARSE_IN_THREAD_ABOVE
-
-    text = "x" * (PARSE_IN_THREAD_ABOVE + 10)
+    text = "x" * (OFF_LOOP_ABOVE + 10)
     body = {"model": "github-copilot/gpt-4.1", "messages": [{"role": "user", "content": text}]}
     before = len(shared_gateway.emulator.requests_to("chat"))
     status, _, _ = shared_gateway.post("/v1/chat/completions", body)

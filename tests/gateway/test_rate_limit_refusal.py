@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from copilot_host.testing import GitHubEmulator, RateWindow, RawAnswer, Scenario, Usage
+from copilot_host.testing import Faults, GitHubEmulator, RateWindow, RawAnswer, Scenario, Usage
 from tests.gateway._support import running_gateway
 
 pytestmark = pytest.mark.usefixtures("upstream_path")
@@ -47,7 +47,7 @@ def test_a_weekly_refusal_is_429_in_openai_shape_with_retry_after(
     refusal = _refusal("user_weekly_rate_limited", ("x-usage-ratelimit-weekly", _window(reset)))
     caplog.set_level(logging.WARNING, logger="copilot_host.gateway")
     with (
-        GitHubEmulator(Scenario(answers={"chat": refusal})) as emulator,
+        GitHubEmulator(Scenario(faults=Faults(answers={"chat": refusal}))) as emulator,
         running_gateway(emulator, tmp_path / "home") as gateway,
     ):
         status, headers, body = gateway.post("/v1/chat/completions", CHAT)
@@ -67,7 +67,7 @@ def test_a_weekly_refusal_is_429_in_openai_shape_with_retry_after(
 def test_a_session_refusal_on_messages_is_in_anthropic_shape(tmp_path: Path) -> None:
     refusal = _refusal("user_session_rate_limited", ("Retry-After", "120"))
     with (
-        GitHubEmulator(Scenario(answers={"messages": refusal})) as emulator,
+        GitHubEmulator(Scenario(faults=Faults(answers={"messages": refusal}))) as emulator,
         running_gateway(emulator, tmp_path / "home") as gateway,
     ):
         status, headers, body = gateway.post("/v1/messages", MESSAGES)

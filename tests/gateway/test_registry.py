@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import pytest
 
 import copilot_host as ch
-from copilot_host.gateway._registry import Registry
+from copilot_host.gateway._app._registry import Registry
 from tests._clock import FakeClock
 from tests.core._hosts import AsyncMemoryHost, MemoryHost
 

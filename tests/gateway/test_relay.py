@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import copilot_host as ch
-from copilot_host.testing import GitHubEmulator, RawAnswer, Scenario
+from copilot_host.testing import Faults, GitHubEmulator, Inventory, RawAnswer, Replies, Scenario
 from tests._clock import FakeClock
 from tests.gateway._support import Gateway, running_gateway
 from tests.gateway.conftest import assert_no_leaks
@@ -45,7 +45,9 @@ def canary() -> ch.Secret:
 
 
 @pytest.mark.parametrize(
-    "emulator", [Scenario(min_editor_version={"gpt-4.1": "99.0"})], indirect=True
+    "emulator",
+    [Scenario(inventory=Inventory(min_editor_version={"gpt-4.1": "99.0"}))],
+    indirect=True,
 )
 def test_an_upstream_refusal_keeps_its_status_type_and_request_ids(gateway: Gateway) -> None:
     status, headers, body = gateway.post("/v1/chat/completions", CHAT)
@@ -75,7 +77,7 @@ def test_only_allowlisted_response_headers_are_relayed(tmp_path: Path) -> None:
         ),
     )
     with (
-        GitHubEmulator(Scenario(answers={"chat": limited})) as emulator,
+        GitHubEmulator(Scenario(faults=Faults(answers={"chat": limited}))) as emulator,
         running_gateway(emulator, tmp_path / "home") as gateway,
     ):
         status, headers, body = gateway.post("/v1/chat/completions", CHAT)
@@ -196,7 +198,7 @@ def test_a_known_secret_in_an_answer_is_masked_whole_and_streamed(
         b"data: " + value.encode() + b"\r\n\r\n"
     )
     streamed = RawAnswer(200, events, headers=(("Content-Type", "text/event-stream"),))
-    scenario = Scenario(answers={"chat": whole, "responses": streamed})
+    scenario = Scenario(faults=Faults(answers={"chat": whole, "responses": streamed}))
     with (
         GitHubEmulator(scenario) as emulator,
         running_gateway(emulator, tmp_path / "home") as gateway,
@@ -230,7 +232,7 @@ def test_a_known_secret_spelled_with_json_escapes_is_masked_whole_and_streamed(
     )
     events = b'data: {"x": "' + spelled.encode() + b'"}\n\ndata: [DONE]\n\n'
     streamed = RawAnswer(200, events, headers=(("Content-Type", "text/event-stream"),))
-    scenario = Scenario(answers={"chat": whole, "responses": streamed})
+    scenario = Scenario(faults=Faults(answers={"chat": whole, "responses": streamed}))
     with (
         GitHubEmulator(scenario) as emulator,
         running_gateway(emulator, tmp_path / "home") as gateway,
@@ -320,7 +322,7 @@ def test_events_are_relayed_as_they_complete_and_masked_across_chunk_cuts(
 
 
 def test_sse_cut_finds_the_end_of_the_last_complete_event() -> None:
-    from copilot_host.gateway._relay import sse_cut
+    from copilot_host.gateway._sse import cut as sse_cut
 
     assert sse_cut(b"") == 0
     assert sse_cut(b"data: x\n") == 0
@@ -342,7 +344,7 @@ def test_searching_only_the_new_bytes_cuts_where_searching_everything_does(
 ) -> None:
     """The relay searches for an event's end only where the newest chunk could complete
     one: chunk by chunk, it cuts exactly where a search of the whole buffer would."""
-    from copilot_host.gateway._relay import sse_cut
+    from copilot_host.gateway._sse import cut as sse_cut
 
     held = bytearray()
     for piece in pieces:
@@ -356,7 +358,7 @@ def test_searching_only_the_new_bytes_cuts_where_searching_everything_does(
 def test_an_event_that_never_ends_cuts_the_stream_past_the_answer_cap(
     emulator: GitHubEmulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from copilot_host.gateway import _relay
+    from copilot_host.gateway._app import _relay
 
     monkeypatch.setattr(_relay, "MAX_ANSWER_BYTES", 1024 * 1024)
     megabyte = b"x" * (1024 * 1024)
@@ -386,7 +388,9 @@ def test_an_event_that_never_ends_cuts_the_stream_past_the_answer_cap(
 # -- hanging up --------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("emulator", [Scenario(stream_events=4, stream_pause=30.0)], indirect=True)
+@pytest.mark.parametrize(
+    "emulator", [Scenario(replies=Replies(stream_events=4, stream_pause=30.0))], indirect=True
+)
 def test_a_client_that_hangs_up_mid_stream_cancels_the_upstream_request(gateway: Gateway) -> None:
     with socket.create_connection(("127.0.0.1", gateway.port), timeout=30) as sock:
         body = json.dumps(STREAM).encode()
@@ -408,7 +412,7 @@ def test_a_client_that_hangs_up_mid_stream_cancels_the_upstream_request(gateway:
     assert (gone.endpoint, gone.disconnected) == ("chat", True)
 
 
-@pytest.mark.parametrize("emulator", [Scenario(slow={"chat": 30.0})], indirect=True)
+@pytest.mark.parametrize("emulator", [Scenario(faults=Faults(slow={"chat": 30.0}))], indirect=True)
 def test_a_client_that_hangs_up_while_upstream_is_silent_cancels_it(gateway: Gateway) -> None:
     with socket.create_connection(("127.0.0.1", gateway.port), timeout=30) as sock:
         body = json.dumps(CHAT).encode()

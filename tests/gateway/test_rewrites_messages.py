@@ -1,4 +1,4 @@
-"""The Messages rewrites (gateway/_rewrites.py), over raw HTTP through a real gateway to the
+"""The Messages changes (gateway/_changes/_messages.py), over raw HTTP through a real gateway to the
 loopback emulator: what the emulator received, what the client got back (whole and
 streamed), and the access line's ``rewrote=`` field."""
 
@@ -11,13 +11,9 @@ from typing import Any
 
 import pytest
 
-from copilot_host.gateway._rewrites import (
-    REWRITES,
-    SERVER_TOOLS_TEXT,
-    check_rewrites,
-    rewrites_from_environment,
-)
-from copilot_host.testing import GitHubEmulator, Scenario, realistic_models
+from copilot_host.gateway._changes import REWRITES, check_rewrites, rewrites_from_environment
+from copilot_host.gateway._changes._messages import SERVER_TOOLS_TEXT
+from copilot_host.testing import GitHubEmulator, Inventory, Scenario, realistic_models
 from tests.gateway._rewrites_support import checked, events_of, module_gateway, rewrote
 from tests.gateway._support import Gateway, running_gateway
 
@@ -449,7 +445,7 @@ def _small_opus(limit: int) -> Scenario:
             capabilities = dict(model["capabilities"])  # type: ignore[call-overload]
             capabilities["limits"] = {**capabilities["limits"], "max_output_tokens": limit}
             model["capabilities"] = capabilities
-    return Scenario(models=tuple(models))
+    return Scenario(inventory=Inventory(models=tuple(models)))
 
 
 @pytest.mark.parametrize(("limit", "thinking"), [(1500, 1499), (1000, None)])

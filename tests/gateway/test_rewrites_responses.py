@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from copilot_host.gateway import REWRITES
-from copilot_host.testing import GitHubEmulator, Scenario, ToolCall
+from copilot_host.testing import GitHubEmulator, Replies, Scenario, ToolCall
 from tests.gateway._rewrites_support import checked, events_of, module_gateway, rewrote
 from tests.gateway._support import Gateway, running_gateway
 
@@ -76,7 +76,9 @@ SCRIPT = (
 
 @pytest.fixture(scope="module")
 def started(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
-    yield from module_gateway(tmp_path_factory, "responses", Scenario(tool_script=SCRIPT))
+    yield from module_gateway(
+        tmp_path_factory, "responses", Scenario(replies=Replies(tool_script=SCRIPT))
+    )
 
 
 @pytest.fixture

@@ -29,10 +29,10 @@ from click.testing import CliRunner
 from copilot_host_cli import main
 from copilot_host_cli._context import CliSeam
 
-from copilot_host.gateway._stack import PURE_PYTHON_ENV
+from copilot_host.gateway._server._stack import PURE_PYTHON_ENV
 from copilot_host.github import AsyncGitHubCopilotHost, GitHubCopilotHost
 from copilot_host.store import CredentialStore
-from copilot_host.testing import GitHubEmulator, Scenario
+from copilot_host.testing import Faults, GitHubEmulator, Replies, Scenario, Usage
 from tests.security._support import TOKEN_SHAPES
 
 CHILD = Path(__file__).resolve().parent / "serve_child.py"
@@ -275,7 +275,13 @@ def test_json_mode_one_listening_line_a_0600_key_file_and_sigterm_143(
 
 @pytest.mark.parametrize("pure", [False, True], ids=["default", "pure-python"])
 def test_sigint_lets_a_request_in_flight_finish_then_exits_130(serve: Any, pure: bool) -> None:
-    served = serve("--port", "0", "--json", scenario=Scenario(slow={"chat": 1.0}), pure_python=pure)
+    served = serve(
+        "--port",
+        "0",
+        "--json",
+        scenario=Scenario(faults=Faults(slow={"chat": 1.0})),
+        pure_python=pure,
+    )
     _listening(served)
     results: list[int] = []
 
@@ -308,7 +314,9 @@ def test_sigint_lets_a_request_in_flight_finish_then_exits_130(serve: Any, pure:
 def test_a_stream_cut_upstream_is_one_warning_line_and_no_traceback(serve: Any, pure: bool) -> None:
     """GitHub (or a proxy) drops a stream mid-answer: the client's connection is cut, and
     stderr says so in one line; uvicorn's traceback for the error that cuts it is left out."""
-    served = serve("--port", "0", "--json", scenario=Scenario(stream_cut=1), pure_python=pure)
+    served = serve(
+        "--port", "0", "--json", scenario=Scenario(replies=Replies(stream_cut=1)), pure_python=pure
+    )
     _listening(served)
     with (
         httpx2.Client(timeout=BOUND) as client,
@@ -627,7 +635,7 @@ def test_readme_gateway_snippets_run_as_written(serve: Any, tmp_path: Path) -> N
 
 
 def test_a_plan_that_can_use_only_auto_is_said_once_at_start(serve: Any) -> None:
-    served = serve("--port", "0", scenario=Scenario(usage_plan="free"))
+    served = serve("--port", "0", scenario=Scenario(usage=Usage(usage_plan="free")))
     served.err.wait_for("Ctrl-C")
     code, _stdout, stderr = served.stop(signal.SIGINT)
     assert code == 130
@@ -648,7 +656,9 @@ def test_other_plans_start_without_it(serve: Any) -> None:
 
 
 def test_started_logged_out_it_says_so_at_the_first_registration(serve: Any) -> None:
-    served = serve("--port", "0", "--json", logged_in=False, scenario=Scenario(usage_plan="free"))
+    served = serve(
+        "--port", "0", "--json", logged_in=False, scenario=Scenario(usage=Usage(usage_plan="free"))
+    )
     _listening(served)
     _login(served.emulator, served.home)
     with httpx2.Client(timeout=BOUND) as client:

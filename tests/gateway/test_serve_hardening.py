@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from copilot_host.testing import GitHubEmulator, Scenario
+from copilot_host.testing import Faults, GitHubEmulator, Scenario
 from tests.gateway.test_serve import (
     CHAT,
     CHILD,
@@ -169,7 +169,7 @@ def test_sighup_and_sigquit_stop_it_like_sigterm(
 ) -> None:
     """The terminal serve runs in is closed (SIGHUP), or Ctrl-\\ (SIGQUIT): requests in
     flight get the grace period, the key file goes, and the exit is 128 + the signal."""
-    served = serve("--port", "0", "--json", scenario=Scenario(slow={"chat": 0.5}))
+    served = serve("--port", "0", "--json", scenario=Scenario(faults=Faults(slow={"chat": 0.5})))
     _listening(served)
     results: list[int] = []
 

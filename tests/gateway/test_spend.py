@@ -11,8 +11,8 @@ import anthropic
 import openai
 import pytest
 
-from copilot_host.gateway._spend import Spend, answer_cost, events_cost, format_credits
-from copilot_host.testing import GitHubEmulator, Scenario
+from copilot_host.gateway._app._spend import Spend, answer_cost, events_cost, format_credits
+from copilot_host.testing import GitHubEmulator, Scenario, Usage
 from tests.gateway._support import Gateway, running_gateway
 from tests.gateway.conftest import assert_no_leaks
 
@@ -112,7 +112,7 @@ def test_budget_refuses_in_each_apis_shape_once_reported_costs_reach_it(
 
 
 @pytest.mark.parametrize(
-    "emulator", [Scenario(quota_entitlement=10, quota_used=9.4)], indirect=True
+    "emulator", [Scenario(usage=Usage(quota_entitlement=10, quota_used=9.4))], indirect=True
 )
 def test_a_quota_under_ten_percent_warns_once(gateway: Gateway) -> None:
     client = gateway.openai()
@@ -129,7 +129,13 @@ def test_a_quota_under_ten_percent_warns_once(gateway: Gateway) -> None:
 
 @pytest.mark.parametrize(
     "emulator",
-    [Scenario(usage_plan="requests", quota_entitlement=1, quota_used=1, overage_permitted=False)],
+    [
+        Scenario(
+            usage=Usage(
+                usage_plan="requests", quota_entitlement=1, quota_used=1, overage_permitted=False
+            )
+        )
+    ],
     indirect=True,
 )
 def test_the_services_402_is_relayed_as_it_is(gateway: Gateway) -> None:
@@ -185,7 +191,13 @@ def test_spend_rejects_a_budget_that_is_not_positive() -> None:
 
 @pytest.mark.parametrize(
     "emulator",
-    [Scenario(usage_plan="requests", quota_entitlement=2, quota_used=0, overage_permitted=False)],
+    [
+        Scenario(
+            usage=Usage(
+                usage_plan="requests", quota_entitlement=2, quota_used=0, overage_permitted=False
+            )
+        )
+    ],
     indirect=True,
 )
 def test_a_scripted_quota_runs_out_and_the_model_list_carries_prices(gateway: Gateway) -> None:
@@ -210,7 +222,7 @@ def test_a_scripted_quota_runs_out_and_the_model_list_carries_prices(gateway: Ga
 
 
 @pytest.mark.parametrize(
-    "emulator", [Scenario(quota_exceeded_on=frozenset({"models"}))], indirect=True
+    "emulator", [Scenario(usage=Usage(quota_exceeded_on=frozenset({"models"})))], indirect=True
 )
 def test_a_402_at_discovery_reaches_the_client_as_quota_exceeded(gateway: Gateway) -> None:
     status, _, body = gateway.get("/v1/models")

@@ -14,7 +14,12 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from copilot_host._accel import accelerations
 from copilot_host.gateway import GatewayServer
-from copilot_host.gateway._stack import PURE_PYTHON, PURE_PYTHON_ENV, ServerStack, server_stack
+from copilot_host.gateway._server._stack import (
+    PURE_PYTHON,
+    PURE_PYTHON_ENV,
+    ServerStack,
+    server_stack,
+)
 from tests._extras import installed, require
 
 FAST = ServerStack(http="httptools", transport="aiohttp")

@@ -19,7 +19,7 @@ import pytest
 from pytest_httpx2 import HTTPXMock
 
 from copilot_host.gateway import GatewayServer, create_app, upstream_transport
-from copilot_host.gateway._stack import PURE_PYTHON, ServerStack
+from copilot_host.gateway._server._stack import PURE_PYTHON, ServerStack
 from copilot_host.github import AsyncGitHubCopilotHost, GitHubCopilotHost
 from copilot_host.store import CredentialStore
 from copilot_host.testing import GitHubEmulator
@@ -103,7 +103,7 @@ def test_both_transports_send_the_same_requests_and_relay_the_same_answers(
     """One parity test through the emulator: the gateway over httpx2's own transport and
     over the aiohttp one sends the same request upstream and answers its client alike."""
     require("aiohttp")
-    from copilot_host.gateway._aiotransport import AiohttpTransport
+    from copilot_host.gateway._server._aiotransport import AiohttpTransport
 
     seen: dict[str, Any] = {}
     for name in ("httpx2", "aiohttp"):
@@ -156,7 +156,7 @@ def test_serve_puts_an_app_made_without_a_transport_on_its_stack(tmp_path: Path)
     fast = ServerStack(http="h11", transport="aiohttp")
     assert asyncio.run(client_transport(fast, given)) is httpx2.AsyncHTTPTransport
     require("aiohttp")
-    from copilot_host.gateway._aiotransport import AiohttpTransport
+    from copilot_host.gateway._server._aiotransport import AiohttpTransport
 
     assert asyncio.run(client_transport(fast)) is AiohttpTransport
     assert isinstance(upstream_transport(fast), AiohttpTransport)

@@ -12,8 +12,9 @@ import pytest
 
 import copilot_host as ch
 from copilot_host.gateway import create_app
-from copilot_host.gateway._access import allowed_hosts, check_access, read_headers
-from copilot_host.gateway._answers import Shape, error_body, failure_of
+from copilot_host.gateway._app._access import allowed_hosts, check_access, read_headers
+from copilot_host.gateway._app._failures import failure_of
+from copilot_host.gateway._protocols import ANTHROPIC_ERRORS, OPENAI_ERRORS
 
 KEY = b"cph_" + b"k" * 43
 HOSTS = allowed_hosts(4141)
@@ -64,7 +65,7 @@ def test_the_hosts_answered_to_are_the_three_loopback_names_on_the_port() -> Non
     ],
 )
 def test_error_documents_in_both_shapes(status: int, openai_type: str, anthropic_type: str) -> None:
-    openai = json.loads(error_body(Shape.OPENAI, status, "some_code", "what happened"))
+    openai = json.loads(OPENAI_ERRORS.body(status, "some_code", "what happened"))
     assert openai == {
         "error": {
             "message": "what happened",
@@ -73,7 +74,7 @@ def test_error_documents_in_both_shapes(status: int, openai_type: str, anthropic
             "param": None,
         }
     }
-    anthropic = json.loads(error_body(Shape.ANTHROPIC, status, "some_code", "what happened"))
+    anthropic = json.loads(ANTHROPIC_ERRORS.body(status, "some_code", "what happened"))
     assert anthropic == {
         "type": "error",
         "error": {"type": anthropic_type, "message": "what happened"},
@@ -83,7 +84,7 @@ def test_error_documents_in_both_shapes(status: int, openai_type: str, anthropic
 def test_error_documents_mask_known_secrets() -> None:
     secret = ch.Secret("cph_secret-in-a-message-0123456789")
     ch.register_secret(secret)
-    body = error_body(Shape.OPENAI, 500, "x", f"failed with {secret.reveal()}")
+    body = OPENAI_ERRORS.body(500, "x", f"failed with {secret.reveal()}")
     assert secret.reveal().encode() not in body
     assert b"[REDACTED]" in body
 

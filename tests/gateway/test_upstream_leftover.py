@@ -111,7 +111,7 @@ def test_on_httpx2s_own_transport_the_gateway_keeps_its_upstream_connection(
 
 def test_the_aiohttp_transport_discards_what_an_answer_left() -> None:
     require("aiohttp")  # [fast]; skipped only on the base install
-    from copilot_host.gateway._aiotransport import AiohttpTransport
+    from copilot_host.gateway._server._aiotransport import AiohttpTransport
 
     async def test() -> tuple[list[bytes], int]:
         async with (

@@ -33,7 +33,8 @@ import aiohttp  # noqa: E402
 
 from copilot_host._accel import PURE_PYTHON_ENV, accelerations  # noqa: E402
 from copilot_host.gateway import GatewayServer, upstream_transport  # noqa: E402
-from copilot_host.gateway._aiotransport import AiohttpTransport, _mapped  # noqa: E402
+from copilot_host.gateway._server._aioerrors import mapped_error as _mapped  # noqa: E402
+from copilot_host.gateway._server._aiotransport import AiohttpTransport  # noqa: E402
 
 # Every test finishes well within this; a transport that hangs fails instead.
 BOUND = 20.0

@@ -14,8 +14,9 @@ import uvicorn
 from uvicorn.protocols.http import h11_impl
 
 import copilot_host as ch
-from copilot_host.gateway import GatewayServer, _uvicorn
-from copilot_host.gateway._stack import PURE_PYTHON
+from copilot_host.gateway import GatewayServer
+from copilot_host.gateway._server import _uvicorn
+from copilot_host.gateway._server._stack import PURE_PYTHON
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -105,4 +106,4 @@ def test_only_the_adapter_and_the_serving_module_name_uvicorn_and_the_cli_import
         text=True,
         check=False,
     ).stdout.split()
-    assert sorted(found) == ["copilot_host/gateway/_uvicorn.py"]
+    assert sorted(found) == ["copilot_host/gateway/_server/_uvicorn.py"]

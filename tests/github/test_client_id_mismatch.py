@@ -8,11 +8,17 @@ import asyncio
 from copilot_host.github import AsyncGitHubCopilotHost, GitHubCopilotHost
 from copilot_host.github._headers import DEFAULT_CLIENT_ID
 from copilot_host.store import CredentialStore
-from copilot_host.testing import COPILOT_CLI_CLIENT_ID, GitHubEmulator, Scenario, minimal_models
+from copilot_host.testing import (
+    COPILOT_CLI_CLIENT_ID,
+    GitHubEmulator,
+    Inventory,
+    Scenario,
+    minimal_models,
+)
 
 
 def test_a_host_for_another_app_reports_the_stored_one(store: CredentialStore) -> None:
-    with GitHubEmulator(Scenario(models=minimal_models())) as emu:
+    with GitHubEmulator(Scenario(inventory=Inventory(models=minimal_models()))) as emu:
         with GitHubCopilotHost(store=store, transport=emu.transport()) as fresh:
             assert fresh.client_id_mismatch() is None  # nobody logged in
         with GitHubCopilotHost(
@@ -33,7 +39,7 @@ def test_a_host_for_another_app_reports_the_stored_one(store: CredentialStore) -
 
 
 def test_a_default_login_mismatches_a_host_for_another_app(store: CredentialStore) -> None:
-    with GitHubEmulator(Scenario(models=minimal_models())) as emu:
+    with GitHubEmulator(Scenario(inventory=Inventory(models=minimal_models()))) as emu:
         with GitHubCopilotHost(store=store, transport=emu.transport()) as default:
             default.login(sleep=lambda _seconds: None)
             assert default.client_id_mismatch() is None

@@ -16,7 +16,7 @@ import pytest
 import copilot_host as ch
 from copilot_host.github import AsyncGitHubCopilotHost, GitHubCopilotHost
 from copilot_host.store import CredentialStore
-from copilot_host.testing import GitHubEmulator, Scenario
+from copilot_host.testing import DeviceFlow, GitHubEmulator, Scenario
 from tests.github._support import files_containing
 
 
@@ -75,7 +75,7 @@ def _failures(store: CredentialStore, emu: GitHubEmulator) -> list[BaseException
 def test_canaries_stay_out_of_logs_errors_reprs_and_files(
     store: CredentialStore, debug_log: _Collect, tmp_path: Path
 ) -> None:
-    with GitHubEmulator(Scenario(pending_polls=2, interval=1)) as emu:
+    with GitHubEmulator(Scenario(login=DeviceFlow(pending_polls=2, interval=1))) as emu:
         with GitHubCopilotHost(store=store, transport=emu.transport()) as host:
             logins: list[ch.CopilotDeviceLogin] = []
             identity = host.login(on_code=logins.append, sleep=lambda s: None)
@@ -125,7 +125,7 @@ def test_canaries_stay_out_of_logs_errors_reprs_and_files(
 
 def test_async_canaries_stay_out_of_logs(store: CredentialStore, debug_log: _Collect) -> None:
     async def main() -> tuple[str, ...]:
-        with GitHubEmulator(Scenario(interval=1)) as emu:
+        with GitHubEmulator(Scenario(login=DeviceFlow(interval=1))) as emu:
             async with AsyncGitHubCopilotHost(store=store, transport=emu.async_transport()) as host:
 
                 async def no_wait(seconds: float) -> None:

@@ -21,7 +21,7 @@ import pytest
 import copilot_host as ch
 from copilot_host.github import AsyncGitHubCopilotHost, GitHubCopilotHost
 from copilot_host.store import CredentialStore
-from copilot_host.testing import GitHubEmulator, Scenario
+from copilot_host.testing import DeviceFlow, Faults, GitHubEmulator, Scenario
 
 TIMEOUT = httpx2.Timeout(0.4)
 BUDGET = 3 * 0.4
@@ -32,7 +32,7 @@ STEPS = ("device_code", "access_token", "copilot_token", "user", "models")
 
 
 def _drip(endpoint: str) -> Scenario:
-    return Scenario(drip={endpoint: 0.1}, pending_polls=0)
+    return Scenario(login=DeviceFlow(pending_polls=0), faults=Faults(drip={endpoint: 0.1}))
 
 
 def _run_sync(endpoint: str, store: CredentialStore) -> ch.CopilotHostError:
@@ -128,7 +128,7 @@ def test_a_step_without_a_drip_is_not_cut_short(store: CredentialStore) -> None:
     """The budget is for the whole step, so an answer that is merely slow to start (but
     inside the read timeout) still arrives."""
     with (
-        GitHubEmulator(Scenario(slow={"copilot_token": 0.3})) as emu,
+        GitHubEmulator(Scenario(faults=Faults(slow={"copilot_token": 0.3}))) as emu,
         GitHubCopilotHost(store=store, transport=emu.transport(), timeout=TIMEOUT) as host,
     ):
         store.save("octocat", ch.Secret(emu.github_token))

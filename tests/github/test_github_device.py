@@ -20,7 +20,7 @@ from copilot_host.github import GitHubCopilotHost
 from copilot_host.github._device_code import parse_device_code
 from copilot_host.github._poll import Granted, parse_poll
 from copilot_host.store import CredentialStore
-from copilot_host.testing import GitHubEmulator, Scenario
+from copilot_host.testing import DeviceFlow, GitHubEmulator, Scenario
 from tests._clock import FakeClock
 from tests.github._support import DEVICE_PAGE, device_login, response
 
@@ -339,7 +339,7 @@ def _login(emu: GitHubEmulator, store: CredentialStore, clock: FakeClock) -> Log
 
 
 def test_slow_down_then_pending_then_approved(store: CredentialStore, clock: FakeClock) -> None:
-    scenario = Scenario(slow_down_polls=2, pending_polls=2, interval=5)
+    scenario = Scenario(login=DeviceFlow(slow_down_polls=2, pending_polls=2, interval=5))
     with GitHubEmulator(scenario) as emu:
         identity = _login(emu, store, clock)
         polls = emu.requests_to("access_token")
@@ -361,7 +361,7 @@ def test_slow_down_then_pending_then_approved(store: CredentialStore, clock: Fak
 def test_ending_answers_store_nothing(
     result: str, error: type[Exception], store: CredentialStore, clock: FakeClock
 ) -> None:
-    with GitHubEmulator(Scenario(pending_polls=1, login_result=result)) as emu:
+    with GitHubEmulator(Scenario(login=DeviceFlow(pending_polls=1, login_result=result))) as emu:
         with pytest.raises(error):
             _login(emu, store, clock)
         assert emu.requests_to("copilot_token") == ()
@@ -369,7 +369,7 @@ def test_ending_answers_store_nothing(
 
 
 def test_the_person_approves_while_we_wait(store: CredentialStore) -> None:
-    with GitHubEmulator(Scenario(auto_approve=False, interval=1)) as emu:
+    with GitHubEmulator(Scenario(login=DeviceFlow(auto_approve=False, interval=1))) as emu:
 
         def sleep(seconds: float) -> None:
             if len(emu.requests_to("access_token")) >= 2:
@@ -382,7 +382,7 @@ def test_the_person_approves_while_we_wait(store: CredentialStore) -> None:
 
 
 def test_cancelled_login_stores_nothing(store: CredentialStore) -> None:
-    with GitHubEmulator(Scenario(auto_approve=False, interval=1)) as emu:
+    with GitHubEmulator(Scenario(login=DeviceFlow(auto_approve=False, interval=1))) as emu:
         cancel = threading.Event()
         shown: list[CopilotDeviceLogin] = []
 
@@ -424,7 +424,7 @@ def test_async_login_cancelled_stores_nothing(store: CredentialStore) -> None:
     from copilot_host.github import AsyncGitHubCopilotHost
 
     async def main() -> None:
-        with GitHubEmulator(Scenario(auto_approve=False, interval=1)) as emu:
+        with GitHubEmulator(Scenario(login=DeviceFlow(auto_approve=False, interval=1))) as emu:
             async with AsyncGitHubCopilotHost(store=store, transport=emu.async_transport()) as host:
 
                 async def quick(seconds: float) -> None:

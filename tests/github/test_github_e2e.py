@@ -11,10 +11,12 @@ import pytest
 import copilot_host as ch
 from copilot_host.github import AsyncGitHubCopilotHost, GitHubCopilotHost
 from copilot_host.store import CredentialStore
-from copilot_host.testing import GitHubEmulator, Scenario, minimal_models
+from copilot_host.testing import DeviceFlow, GitHubEmulator, Inventory, Scenario, minimal_models
 from tests._clock import FakeClock
 
-SCENARIO = Scenario(pending_polls=1, interval=1, models=minimal_models())
+SCENARIO = Scenario(
+    login=DeviceFlow(pending_polls=1, interval=1), inventory=Inventory(models=minimal_models())
+)
 ORIGIN = "https://api.individual.githubcopilot.com"
 
 

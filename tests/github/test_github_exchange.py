@@ -13,7 +13,7 @@ from copilot_host._safety._secret import Secret
 from copilot_host.github import KNOWN_NOTIFICATIONS, GitHubCopilotHost
 from copilot_host.github._exchange import parse_exchange
 from copilot_host.store import CredentialStore
-from copilot_host.testing import GitHubEmulator, Scenario
+from copilot_host.testing import Faults, GitHubEmulator, Scenario, Session
 from tests._clock import FakeClock
 from tests.github._support import canary_github_token, response
 
@@ -75,7 +75,9 @@ def test_endpoint_off_the_allowlist_fails_the_exchange(api: str) -> None:
 
 
 def test_off_allowlist_endpoint_never_receives_a_request(store: CredentialStore) -> None:
-    with GitHubEmulator(Scenario(api_endpoint="https://copilot.attacker.example")) as emu:
+    with GitHubEmulator(
+        Scenario(session=Session(api_endpoint="https://copilot.attacker.example"))
+    ) as emu:
         identity = store.save("octocat", Secret(emu.github_token)).identity
         catalog = ch.Catalog()
         with GitHubCopilotHost(store=store, transport=emu.transport()) as host:
@@ -114,7 +116,7 @@ def test_malformed_exchange_answers(body: str) -> None:
 
 
 def test_401_means_log_in_again_and_keeps_the_credential(store: CredentialStore) -> None:
-    with GitHubEmulator(Scenario(revoked=True)) as emu:
+    with GitHubEmulator(Scenario(session=Session(revoked=True))) as emu:
         identity = store.save("octocat", Secret(emu.github_token)).identity
         with (
             GitHubCopilotHost(store=store, transport=emu.transport()) as host,
@@ -206,7 +208,9 @@ def test_403_rate_limit_is_a_retryable_server_error() -> None:
 @pytest.mark.parametrize("status", [429, 500, 502, 503])
 def test_one_retry_after_a_429_or_5xx(status: int, store: CredentialStore) -> None:
     slept: list[float] = []
-    with GitHubEmulator(Scenario(exchange_failures=(status,), retry_after="2")) as emu:
+    with GitHubEmulator(
+        Scenario(faults=Faults(exchange_failures=(status,), retry_after="2"))
+    ) as emu:
         identity = store.save("octocat", Secret(emu.github_token)).identity
         with GitHubCopilotHost(store=store, transport=emu.transport(), sleep=slept.append) as host:
             session = host.exchange(identity)
@@ -217,7 +221,7 @@ def test_one_retry_after_a_429_or_5xx(status: int, store: CredentialStore) -> No
 
 def test_retry_without_retry_after_uses_a_short_backoff(store: CredentialStore) -> None:
     slept: list[float] = []
-    with GitHubEmulator(Scenario(exchange_failures=(503,))) as emu:
+    with GitHubEmulator(Scenario(faults=Faults(exchange_failures=(503,)))) as emu:
         identity = store.save("octocat", Secret(emu.github_token)).identity
         with GitHubCopilotHost(store=store, transport=emu.transport(), sleep=slept.append) as host:
             host.exchange(identity)
@@ -226,7 +230,7 @@ def test_retry_without_retry_after_uses_a_short_backoff(store: CredentialStore) 
 
 def test_only_one_retry(store: CredentialStore) -> None:
     slept: list[float] = []
-    with GitHubEmulator(Scenario(exchange_failures=(429, 429, 429))) as emu:
+    with GitHubEmulator(Scenario(faults=Faults(exchange_failures=(429, 429, 429)))) as emu:
         identity = store.save("octocat", Secret(emu.github_token)).identity
         with (
             GitHubCopilotHost(store=store, transport=emu.transport(), sleep=slept.append) as host,
@@ -241,7 +245,9 @@ def test_only_one_retry(store: CredentialStore) -> None:
 
 def test_a_long_retry_after_is_not_slept_through(store: CredentialStore) -> None:
     slept: list[float] = []
-    with GitHubEmulator(Scenario(exchange_failures=(429,), retry_after="3600")) as emu:
+    with GitHubEmulator(
+        Scenario(faults=Faults(exchange_failures=(429,), retry_after="3600"))
+    ) as emu:
         identity = store.save("octocat", Secret(emu.github_token)).identity
         with (
             GitHubCopilotHost(store=store, transport=emu.transport(), sleep=slept.append) as host,
@@ -286,7 +292,7 @@ def test_exchange_when_logged_out(store: CredentialStore) -> None:
 def test_login_without_copilot_stores_nothing(
     notification: str, store: CredentialStore, clock: FakeClock
 ) -> None:
-    with GitHubEmulator(Scenario(entitlement=notification)) as emu:
+    with GitHubEmulator(Scenario(session=Session(entitlement=notification))) as emu:
         with (
             GitHubCopilotHost(store=store, transport=emu.transport(), clock=clock) as host,
             pytest.raises(ch.EntitlementError) as caught,

@@ -14,7 +14,7 @@ import copilot_host as ch
 from copilot_host.github import AsyncGitHubCopilotHost, GitHubCopilotHost
 from copilot_host.github._headers import CLI_INTEGRATION_ID
 from copilot_host.store import CredentialStore
-from copilot_host.testing import GitHubEmulator, Scenario, minimal_models
+from copilot_host.testing import GitHubEmulator, Inventory, Scenario, Session, minimal_models
 from tests._clock import FakeClock
 
 ENTERPRISE = "https://api.enterprise.githubcopilot.com"
@@ -30,9 +30,10 @@ def test_an_organisation_that_refuses_the_chat_identity_gets_the_cli_one(
     store: CredentialStore, origin: str
 ) -> None:
     scenario = Scenario(
-        models=minimal_models(),
-        api_endpoint=origin,
-        refused_integration_ids=frozenset({"vscode-chat"}),
+        session=Session(api_endpoint=origin),
+        inventory=Inventory(
+            models=minimal_models(), refused_integration_ids=frozenset({"vscode-chat"})
+        ),
     )
     with (
         GitHubEmulator(scenario) as emu,
@@ -68,7 +69,11 @@ def test_an_organisation_that_refuses_the_chat_identity_gets_the_cli_one(
 
 def test_the_individual_host_and_a_cli_refusal_are_not_retried(store: CredentialStore) -> None:
     # The individual host: a 403 there is no organisation policy.
-    scenario = Scenario(models=minimal_models(), refused_integration_ids=frozenset({"vscode-chat"}))
+    scenario = Scenario(
+        inventory=Inventory(
+            models=minimal_models(), refused_integration_ids=frozenset({"vscode-chat"})
+        )
+    )
     with (
         GitHubEmulator(scenario) as emu,
         GitHubCopilotHost(store=store, transport=emu.transport()) as host,
@@ -83,9 +88,11 @@ def test_both_identities_refused_is_one_retry_and_the_chat_identity_stays(
     store: CredentialStore,
 ) -> None:
     scenario = Scenario(
-        models=minimal_models(),
-        api_endpoint=ENTERPRISE,
-        refused_integration_ids=frozenset({"vscode-chat", CLI_INTEGRATION_ID}),
+        session=Session(api_endpoint=ENTERPRISE),
+        inventory=Inventory(
+            models=minimal_models(),
+            refused_integration_ids=frozenset({"vscode-chat", CLI_INTEGRATION_ID}),
+        ),
     )
     with (
         GitHubEmulator(scenario) as emu,
@@ -102,7 +109,9 @@ def test_a_stale_session_on_the_enterprise_host_is_not_an_identity_refusal(
     store: CredentialStore,
 ) -> None:
     clock = FakeClock()
-    scenario = Scenario(models=minimal_models(), api_endpoint=ENTERPRISE)
+    scenario = Scenario(
+        session=Session(api_endpoint=ENTERPRISE), inventory=Inventory(models=minimal_models())
+    )
     with (
         GitHubEmulator(scenario) as emu,
         GitHubCopilotHost(store=store, transport=emu.transport(), clock=clock) as host,
@@ -118,9 +127,10 @@ def test_a_stale_session_on_the_enterprise_host_is_not_an_identity_refusal(
 
 def test_async_host_falls_back_and_keeps_the_identity(store: CredentialStore) -> None:
     scenario = Scenario(
-        models=minimal_models(),
-        api_endpoint=ENTERPRISE,
-        refused_integration_ids=frozenset({"vscode-chat"}),
+        session=Session(api_endpoint=ENTERPRISE),
+        inventory=Inventory(
+            models=minimal_models(), refused_integration_ids=frozenset({"vscode-chat"})
+        ),
     )
 
     async def run(emu: GitHubEmulator) -> None:
@@ -139,7 +149,7 @@ def test_a_switch_made_for_inference_is_kept_at_the_next_discovery(
     store: CredentialStore,
 ) -> None:
     with (
-        GitHubEmulator(Scenario(models=minimal_models())) as emu,
+        GitHubEmulator(Scenario(inventory=Inventory(models=minimal_models()))) as emu,
         GitHubCopilotHost(store=store, transport=emu.transport()) as host,
     ):
         host.login(sleep=lambda _s: None)
@@ -184,9 +194,10 @@ def test_a_kept_cli_identity_the_organisation_now_refuses_falls_back_to_chat_syn
     # A switch made for inference earlier (the organisation served the CLI then), and now
     # its policy refuses the CLI: discovery must not be locked out for the host's life.
     scenario = Scenario(
-        models=minimal_models(),
-        api_endpoint=origin,
-        refused_integration_ids=frozenset({CLI_INTEGRATION_ID}),
+        session=Session(api_endpoint=origin),
+        inventory=Inventory(
+            models=minimal_models(), refused_integration_ids=frozenset({CLI_INTEGRATION_ID})
+        ),
     )
     with (
         GitHubEmulator(scenario) as emu,
@@ -209,9 +220,10 @@ def test_a_kept_cli_identity_the_organisation_now_refuses_falls_back_to_chat_asy
     store: CredentialStore,
 ) -> None:
     scenario = Scenario(
-        models=minimal_models(),
-        api_endpoint=ENTERPRISE,
-        refused_integration_ids=frozenset({CLI_INTEGRATION_ID}),
+        session=Session(api_endpoint=ENTERPRISE),
+        inventory=Inventory(
+            models=minimal_models(), refused_integration_ids=frozenset({CLI_INTEGRATION_ID})
+        ),
     )
 
     async def run(emu: GitHubEmulator) -> None:

@@ -12,7 +12,15 @@ import copilot_host as ch
 from copilot_host._safety._secret import Secret
 from copilot_host.github import AsyncGitHubCopilotHost, GitHubCopilotHost
 from copilot_host.store import CredentialStore
-from copilot_host.testing import GitHubEmulator, RawAnswer, Scenario, chat_model
+from copilot_host.testing import (
+    Faults,
+    GitHubEmulator,
+    Inventory,
+    RawAnswer,
+    Scenario,
+    Session,
+    chat_model,
+)
 from tests._clock import FakeClock
 from tests.github._support import REALISTIC_ROUTES
 
@@ -36,7 +44,7 @@ def _register(
 @pytest.mark.parametrize("endpoint", LOGIN_ENDPOINTS)
 def test_malformed_login_answers(endpoint: str, store: CredentialStore, clock: FakeClock) -> None:
     with (
-        GitHubEmulator(Scenario(malformed=frozenset({endpoint}))) as emu,
+        GitHubEmulator(Scenario(faults=Faults(malformed=frozenset({endpoint})))) as emu,
         pytest.raises(ch.ResponseError) as caught,
     ):
         _login(emu, store, clock)
@@ -47,7 +55,7 @@ def test_malformed_login_answers(endpoint: str, store: CredentialStore, clock: F
 @pytest.mark.parametrize("endpoint", LOGIN_ENDPOINTS)
 def test_oversized_login_answers(endpoint: str, store: CredentialStore, clock: FakeClock) -> None:
     with (
-        GitHubEmulator(Scenario(oversized=frozenset({endpoint}))) as emu,
+        GitHubEmulator(Scenario(faults=Faults(oversized=frozenset({endpoint})))) as emu,
         pytest.raises(ch.ResponseError) as caught,
     ):
         _login(emu, store, clock)
@@ -60,7 +68,7 @@ def test_slow_login_answers_time_out(
     endpoint: str, store: CredentialStore, clock: FakeClock
 ) -> None:
     with (
-        GitHubEmulator(Scenario(slow={endpoint: 2.0})) as emu,
+        GitHubEmulator(Scenario(faults=Faults(slow={endpoint: 2.0}))) as emu,
         pytest.raises(ch.TransportError) as caught,
     ):
         _login(emu, store, clock, timeout=httpx2.Timeout(0.2))
@@ -89,7 +97,7 @@ def test_hostile_device_code_answers(
     answer: RawAnswer, store: CredentialStore, clock: FakeClock
 ) -> None:
     with (
-        GitHubEmulator(Scenario(answers={"device_code": answer})) as emu,
+        GitHubEmulator(Scenario(faults=Faults(answers={"device_code": answer}))) as emu,
         pytest.raises(ch.CopilotHostError) as caught,
     ):
         _login(emu, store, clock)
@@ -99,15 +107,18 @@ def test_hostile_device_code_answers(
 
 def test_models_malformed_oversized_and_slow(store: CredentialStore) -> None:
     for scenario, code in [
-        (Scenario(malformed=frozenset({"models"})), "bad_response"),
-        (Scenario(oversized=frozenset({"models"})), "response_too_large"),
+        (Scenario(faults=Faults(malformed=frozenset({"models"}))), "bad_response"),
+        (Scenario(faults=Faults(oversized=frozenset({"models"}))), "response_too_large"),
         # Odd entries are skipped; with nothing left to register, registration fails whole.
-        (Scenario(models=({"id": 5}, chat_model("e", kind="embeddings"))), "no_models"),
-        (Scenario(models=(chat_model("ok"), chat_model("ok"))), "no_models"),
-        (Scenario(models=(chat_model("bad id with spaces"),)), "no_models"),
-        (Scenario(models=()), "no_models"),
-        (Scenario(models_failures=(503, 503)), "server_error"),
-        (Scenario(models_failures=(429, 429)), "rate_limited"),
+        (
+            Scenario(inventory=Inventory(models=({"id": 5}, chat_model("e", kind="embeddings")))),
+            "no_models",
+        ),
+        (Scenario(inventory=Inventory(models=(chat_model("ok"), chat_model("ok")))), "no_models"),
+        (Scenario(inventory=Inventory(models=(chat_model("bad id with spaces"),))), "no_models"),
+        (Scenario(inventory=Inventory(models=())), "no_models"),
+        (Scenario(faults=Faults(models_failures=(503, 503))), "server_error"),
+        (Scenario(faults=Faults(models_failures=(429, 429))), "rate_limited"),
     ]:
         with GitHubEmulator(scenario) as emu:
             store.save("octocat", Secret(emu.github_token))
@@ -119,7 +130,7 @@ def test_models_malformed_oversized_and_slow(store: CredentialStore) -> None:
 
 
 def test_models_retried_once_after_a_503(store: CredentialStore) -> None:
-    with GitHubEmulator(Scenario(models_failures=(503,))) as emu:
+    with GitHubEmulator(Scenario(faults=Faults(models_failures=(503,)))) as emu:
         store.save("octocat", Secret(emu.github_token))
         catalog = ch.Catalog()
         _register(emu, store, catalog)
@@ -128,7 +139,7 @@ def test_models_retried_once_after_a_503(store: CredentialStore) -> None:
 
 
 def test_slow_models_time_out(store: CredentialStore) -> None:
-    with GitHubEmulator(Scenario(slow={"models": 2.0})) as emu:
+    with GitHubEmulator(Scenario(faults=Faults(slow={"models": 2.0}))) as emu:
         store.save("octocat", Secret(emu.github_token))
         catalog = ch.Catalog()
         with pytest.raises(ch.TransportError) as caught:
@@ -142,7 +153,9 @@ def test_a_token_shaped_model_is_skipped_without_echoing(store: CredentialStore)
     with GitHubEmulator() as probe:
         pass
     shaped = "x" + probe.github_token[4:]
-    scenario = Scenario(models=(chat_model("fine"), chat_model(shaped, name=f"Model {shaped}")))
+    scenario = Scenario(
+        inventory=Inventory(models=(chat_model("fine"), chat_model(shaped, name=f"Model {shaped}")))
+    )
     with GitHubEmulator(scenario) as emu:
         store.save("octocat", Secret(emu.github_token))
         catalog = ch.Catalog()
@@ -159,10 +172,10 @@ def test_async_hostile_answers_are_typed_too(store: CredentialStore) -> None:
 
     async def main() -> None:
         for scenario, error in [
-            (Scenario(malformed=frozenset({"copilot_token"})), ch.ResponseError),
-            (Scenario(oversized=frozenset({"models"})), ch.ResponseError),
-            (Scenario(revoked=True), ch.LoginRevokedError),
-            (Scenario(api_endpoint="https://evil.example"), ch.OriginError),
+            (Scenario(faults=Faults(malformed=frozenset({"copilot_token"}))), ch.ResponseError),
+            (Scenario(faults=Faults(oversized=frozenset({"models"}))), ch.ResponseError),
+            (Scenario(session=Session(revoked=True)), ch.LoginRevokedError),
+            (Scenario(session=Session(api_endpoint="https://evil.example")), ch.OriginError),
         ]:
             with GitHubEmulator(scenario) as emu:
                 store.save("octocat", Secret(emu.github_token))

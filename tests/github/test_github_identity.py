@@ -11,7 +11,14 @@ import copilot_host as ch
 from copilot_host.github import DEFAULT_EDITOR, EditorIdentity, GitHubCopilotHost, parse_editor
 from copilot_host.github._discovery import parse_models
 from copilot_host.store import CredentialStore
-from copilot_host.testing import GitHubEmulator, Scenario, chat_model, minimal_models, token_billing
+from copilot_host.testing import (
+    GitHubEmulator,
+    Inventory,
+    Scenario,
+    chat_model,
+    minimal_models,
+    token_billing,
+)
 from tests._clock import FakeClock
 from tests.core._hosts import MemoryHost
 
@@ -68,7 +75,9 @@ def test_the_emulators_floors_accept_the_current_identity_and_refuse_old_ones(
     # The floors the service has enforced: a retired VS Code (466 since 2026-02-11) and a
     # retired API version; the current identity is above both.
     scenario = Scenario(
-        models=minimal_models(), min_client_version="1.110.0", min_api_version="2026-06-01"
+        inventory=Inventory(
+            models=minimal_models(), min_client_version="1.110.0", min_api_version="2026-06-01"
+        )
     )
     assert _discover(store, scenario, DEFAULT_EDITOR)
     for old in (

@@ -20,7 +20,7 @@ import copilot_host as ch
 from copilot_host.github import AsyncGitHubCopilotHost, GitHubCopilotHost
 from copilot_host.github._headers import CLI_INTEGRATION_ID
 from copilot_host.store import CredentialStore
-from copilot_host.testing import GitHubEmulator, Scenario, minimal_models
+from copilot_host.testing import GitHubEmulator, Inventory, Scenario, Session, minimal_models
 from tests._clock import FakeClock
 
 CHAT_ID = "vscode-chat"
@@ -30,7 +30,10 @@ INFERENCE = ("chat", "responses", "messages")
 
 
 def organisation(unserved: Mapping[str, frozenset[str]]) -> Scenario:
-    return Scenario(models=minimal_models(), api_endpoint=ENTERPRISE, unserved_models=unserved)
+    return Scenario(
+        session=Session(api_endpoint=ENTERPRISE),
+        inventory=Inventory(models=minimal_models(), unserved_models=unserved),
+    )
 
 
 def sends(emu: GitHubEmulator) -> list[tuple[str, int, bytes]]:
@@ -317,10 +320,12 @@ def test_a_switch_the_other_identity_is_refused_too_is_undone_sync(
     # An organisation that refuses the CLI outright (403 on every request, as a policy with
     # the Copilot CLI disabled does) and does not serve one listed model to the chat identity.
     scenario = Scenario(
-        models=minimal_models(),
-        api_endpoint=ENTERPRISE,
-        refused_integration_ids=frozenset({CLI_INTEGRATION_ID}),
-        unserved_models={CHAT_ID: frozenset({"gpt-4.1"})},
+        session=Session(api_endpoint=ENTERPRISE),
+        inventory=Inventory(
+            models=minimal_models(),
+            refused_integration_ids=frozenset({CLI_INTEGRATION_ID}),
+            unserved_models={CHAT_ID: frozenset({"gpt-4.1"})},
+        ),
     )
     with (
         GitHubEmulator(scenario) as emu,

@@ -13,7 +13,7 @@ import pytest
 import copilot_host as ch
 from copilot_host.github import AsyncGitHubCopilotHost, GitHubCopilotHost
 from copilot_host.store import CredentialStore
-from copilot_host.testing import GitHubEmulator, Scenario
+from copilot_host.testing import Faults, GitHubEmulator, Scenario
 from tests._clock import FakeClock
 
 BODY = {"model": "gpt-4.1", "messages": [{"role": "user", "content": "hi"}]}
@@ -78,7 +78,7 @@ def test_closing_a_host_under_a_request_in_flight_is_host_closed_not_retryable(
     kind: str, tmp_path: Path
 ) -> None:
     """A retry cannot succeed on a closed host, so the error must not invite one."""
-    with GitHubEmulator(Scenario(slow={"copilot_token": 1.0})) as emulator:
+    with GitHubEmulator(Scenario(faults=Faults(slow={"copilot_token": 1.0}))) as emulator:
         store = CredentialStore(tmp_path / "home")
         store.save("octocat", ch.Secret(emulator.github_token))
         identity = store.availability()

@@ -16,7 +16,15 @@ from copilot_host.github import AsyncGitHubCopilotHost, EditorIdentity, GitHubCo
 from copilot_host.github._headers import DEFAULT_EDITOR, TOKEN_API_VERSION
 from copilot_host.github._usage import build_usage_request, parse_usage
 from copilot_host.store import CredentialStore
-from copilot_host.testing import GitHubEmulator, RawAnswer, Scenario, minimal_models
+from copilot_host.testing import (
+    Faults,
+    GitHubEmulator,
+    Inventory,
+    RawAnswer,
+    Scenario,
+    Usage,
+    minimal_models,
+)
 
 from ._support import canary_github_token, response
 
@@ -31,10 +39,8 @@ def _premium(usage: ch.CopilotUsage) -> ch.Quota:
 
 def test_credit_billed_account_sync(store: CredentialStore) -> None:
     scenario = Scenario(
-        models=minimal_models(),
-        quota_entitlement=1500,
-        quota_used=1499.5,
-        overage_permitted=False,
+        inventory=Inventory(models=minimal_models()),
+        usage=Usage(quota_entitlement=1500, quota_used=1499.5, overage_permitted=False),
     )
     with (
         GitHubEmulator(scenario) as emu,
@@ -72,10 +78,12 @@ def test_request_billed_and_free_accounts_async(store: CredentialStore) -> None:
     requests = asyncio.run(
         read(
             Scenario(
-                usage_plan="requests",
-                quota_entitlement=300,
-                quota_used=301.5,
-                overage_permitted=True,
+                usage=Usage(
+                    usage_plan="requests",
+                    quota_entitlement=300,
+                    quota_used=301.5,
+                    overage_permitted=True,
+                )
             )
         )
     )
@@ -84,7 +92,9 @@ def test_request_billed_and_free_accounts_async(store: CredentialStore) -> None:
     # Real answers go negative once overage is used; used is still entitlement - remaining.
     assert (premium.remaining, premium.used, premium.overage_permitted) == (-1.5, 301.5, True)
 
-    free = asyncio.run(read(Scenario(usage_plan="free", quota_entitlement=50, quota_used=10)))
+    free = asyncio.run(
+        read(Scenario(usage=Usage(usage_plan="free", quota_entitlement=50, quota_used=10)))
+    )
     assert (free.plan, free.unit) == ("free", "requests")
     by_id = {q.id: q for q in free.quotas}
     assert (by_id["chat"].entitlement, by_id["chat"].remaining, by_id["chat"].used) == (
@@ -124,7 +134,10 @@ def test_usage_needs_a_login(store: CredentialStore) -> None:
 def test_a_malformed_or_refused_answer_is_a_typed_error(
     store: CredentialStore, answer: RawAnswer, error: type[ch.CopilotHostError], code: str
 ) -> None:
-    scenario = Scenario(models=minimal_models(), answers={"copilot_user": answer})
+    scenario = Scenario(
+        inventory=Inventory(models=minimal_models()),
+        faults=Faults(answers={"copilot_user": answer}),
+    )
     with (
         GitHubEmulator(scenario) as emu,
         GitHubCopilotHost(store=store, transport=emu.transport()) as host,
@@ -142,7 +155,10 @@ def test_a_malformed_or_refused_answer_is_a_typed_error(
 def test_quota_exceeded_is_typed_and_says_when_it_resets(
     store: CredentialStore, endpoint: str
 ) -> None:
-    scenario = Scenario(models=minimal_models(), quota_exceeded_on=frozenset({endpoint}))
+    scenario = Scenario(
+        inventory=Inventory(models=minimal_models()),
+        usage=Usage(quota_exceeded_on=frozenset({endpoint})),
+    )
     with (
         GitHubEmulator(scenario) as emu,
         GitHubCopilotHost(store=store, transport=emu.transport()) as host,
@@ -265,9 +281,13 @@ def test_plans_that_can_use_only_auto_are_read_from_the_sku_and_the_plan(
 def test_overage_in_use_and_whether_an_exhausted_quota_still_serves(
     store: CredentialStore,
 ) -> None:
-    over = Scenario(models=minimal_models(), quota_entitlement=1500, quota_used=1600.5)
+    over = Scenario(
+        inventory=Inventory(models=minimal_models()),
+        usage=Usage(quota_entitlement=1500, quota_used=1600.5),
+    )
     spent = Scenario(
-        models=minimal_models(), quota_entitlement=300, quota_used=300, overage_permitted=False
+        inventory=Inventory(models=minimal_models()),
+        usage=Usage(quota_entitlement=300, quota_used=300, overage_permitted=False),
     )
     found = []
     for scenario in (over, spent):
@@ -291,7 +311,7 @@ def test_overage_in_use_and_whether_an_exhausted_quota_still_serves(
 
 
 def test_rate_windows_come_from_the_answer_that_reported_them(store: CredentialStore) -> None:
-    plain = Scenario(models=minimal_models())
+    plain = Scenario(inventory=Inventory(models=minimal_models()))
     with (
         GitHubEmulator(plain) as emu,
         GitHubCopilotHost(store=store, transport=emu.transport()) as host,
@@ -308,7 +328,10 @@ def test_rate_windows_come_from_the_answer_that_reported_them(store: CredentialS
             ("x-usage-ratelimit-weekly", "ent=abc&rem=nope"),
         ),
     )
-    scenario = Scenario(models=minimal_models(), answers={"copilot_user": answer})
+    scenario = Scenario(
+        inventory=Inventory(models=minimal_models()),
+        faults=Faults(answers={"copilot_user": answer}),
+    )
     with (
         GitHubEmulator(scenario) as emu,
         GitHubCopilotHost(store=store, transport=emu.transport()) as host,

@@ -22,7 +22,7 @@ def main() -> int:
     from copilot_host import CopilotHostError
     from copilot_host.github import GitHubCopilotHost
     from copilot_host.store import CredentialStore
-    from copilot_host.testing._server import ROUTED_HOSTS
+    from copilot_host.testing._routes import ROUTED_HOSTS
     from copilot_host.testing._transport import LoopbackTransport
     from tests.store._file_keyring import FileKeyring
 

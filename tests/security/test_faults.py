@@ -38,7 +38,7 @@ import pytest
 import copilot_host as ch
 from copilot_host.github import AsyncGitHubCopilotHost, GitHubCopilotHost
 from copilot_host.store import CredentialStore, Deleted
-from copilot_host.testing import GitHubEmulator, RawAnswer, Scenario
+from copilot_host.testing import DeviceFlow, Faults, GitHubEmulator, RawAnswer, Scenario
 from tests._clock import FakeClock
 from tests.conftest import MemoryKeyring
 from tests.github._support import REALISTIC_ROUTES
@@ -88,10 +88,10 @@ def _scenario(endpoint: str, fault: str) -> Scenario:
     if fault == "5xx":
         body = b"<html>502 Bad Gateway</html>"
         answer = RawAnswer(502, body, (("Content-Type", "text/html"),))
-        return Scenario(answers={endpoint: answer}, interval=1)
+        return Scenario(login=DeviceFlow(interval=1), faults=Faults(answers={endpoint: answer}))
     if fault == "slow":
-        return Scenario(slow={endpoint: 1.5}, interval=1)
-    return Scenario(interval=1)
+        return Scenario(login=DeviceFlow(interval=1), faults=Faults(slow={endpoint: 1.5}))
+    return Scenario(login=DeviceFlow(interval=1))
 
 
 def _matches(endpoint: str) -> Callable[[httpx2.Request], bool]:
@@ -365,7 +365,7 @@ def test_disk_full_during_login_stores_nothing_and_says_so(
     disk_full: Callable[[int], _DiskFull],
 ) -> None:
     store = CredentialStore(copilot_home, key_file=key_file)
-    with GitHubEmulator(Scenario(interval=1)) as emu:
+    with GitHubEmulator(Scenario(login=DeviceFlow(interval=1))) as emu:
         old = store.save("previous", ch.Secret("gho_" + "0" * 36)).identity if relogin else None
         before = _State(store, memory_keyring, ch.Catalog())
         full = disk_full(budget)
@@ -412,7 +412,7 @@ def test_concurrent_full_logins_from_separate_processes(copilot_home: Path, tmp_
     against one emulator: one login wins whole, every loser's key is cleaned up."""
     folder = tmp_path / "keyring"
     folder.mkdir()
-    with GitHubEmulator(Scenario(interval=1)) as emu:
+    with GitHubEmulator(Scenario(login=DeviceFlow(interval=1))) as emu:
         modes = ["keyring", "key-file"] * 4
         children = [
             subprocess.Popen(
@@ -654,7 +654,7 @@ def _sweep_once(name: str, target: int, home: Path, memory: MemoryKeyring) -> bo
     completed: list[bool] = []
 
     async def main() -> None:
-        with GitHubEmulator(Scenario(pending_polls=1, interval=1)) as emu:
+        with GitHubEmulator(Scenario(login=DeviceFlow(pending_polls=1, interval=1))) as emu:
             transport = _CancelTransport(emu.async_transport(), points)
             async with AsyncGitHubCopilotHost(store=store, transport=transport) as host:
                 ctx = _Ctx(host, emu, points, ch.Catalog())

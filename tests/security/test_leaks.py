@@ -33,7 +33,7 @@ import pytest
 import copilot_host as ch
 from copilot_host.github import AsyncGitHubCopilotHost, GitHubCopilotHost
 from copilot_host.store import CredentialStore
-from copilot_host.testing import GitHubEmulator, Scenario
+from copilot_host.testing import DeviceFlow, Faults, GitHubEmulator, Scenario, Session
 from tests._clock import FakeClock
 from tests.conftest import MemoryKeyring
 from tests.security._gateway_leaks import GATEWAY_FLOWS, gateway_flows
@@ -183,7 +183,7 @@ def _sync_flows(ev: Evidence) -> None:
     home = ev.home()
     store = CredentialStore(home)
     with (
-        GitHubEmulator(Scenario(pending_polls=1, interval=1)) as emu,
+        GitHubEmulator(Scenario(login=DeviceFlow(pending_polls=1, interval=1))) as emu,
         GitHubCopilotHost(store=store, transport=emu.transport(), sleep=_no_sleep) as host,
     ):
         # One poll by hand, to reach Pending (and the device login it belongs to).
@@ -284,7 +284,7 @@ def _sync_flows(ev: Evidence) -> None:
 async def _async_flows(ev: Evidence) -> None:
     home = ev.home()
     store = CredentialStore(home)
-    with GitHubEmulator(Scenario(pending_polls=1, interval=1)) as emu:
+    with GitHubEmulator(Scenario(login=DeviceFlow(pending_polls=1, interval=1))) as emu:
         async with AsyncGitHubCopilotHost(
             store=store, transport=emu.async_transport(), sleep=_no_asleep
         ) as host:
@@ -339,14 +339,22 @@ async def _async_flows(ev: Evidence) -> None:
         ev.emulator(emu)
 
     for scenario, flow, kind in (
-        (Scenario(login_result="access_denied"), "error.async_denied", ch.AccessDeniedError),
-        (Scenario(revoked=True), "error.async_revoked_login", ch.LoginRevokedError),
+        (
+            Scenario(login=DeviceFlow(login_result="access_denied")),
+            "error.async_denied",
+            ch.AccessDeniedError,
+        ),
+        (
+            Scenario(session=Session(revoked=True)),
+            "error.async_revoked_login",
+            ch.LoginRevokedError,
+        ),
     ):
         with GitHubEmulator(scenario) as emu:
             async with AsyncGitHubCopilotHost(
                 store=CredentialStore(ev.home()), transport=emu.async_transport()
             ) as host:
-                if scenario.revoked:
+                if scenario.session.revoked:
                     host.store.save("octocat", ch.Secret(emu.github_token))
                     with ev.expect(flow, kind):
                         await ch.aregister_models(ch.Catalog(), host)
@@ -414,28 +422,28 @@ def _error_flows(ev: Evidence, memory: MemoryKeyring) -> None:
     _login_error(
         ev,
         "error.denied",
-        Scenario(login_result="access_denied"),
+        Scenario(login=DeviceFlow(login_result="access_denied")),
         ch.AccessDeniedError,
         "access_denied",
     )
     _login_error(
         ev,
         "error.expired",
-        Scenario(login_result="expired_token"),
+        Scenario(login=DeviceFlow(login_result="expired_token")),
         ch.DeviceCodeExpiredError,
         "expired_token",
     )
     _login_error(
         ev,
         "error.no_copilot_access",
-        Scenario(entitlement="no_copilot_access"),
+        Scenario(session=Session(entitlement="no_copilot_access")),
         ch.EntitlementError,
         "no_copilot_access",
     )
     _login_error(
         ev,
         "error.malformed_body",
-        Scenario(malformed=frozenset({"access_token"})),
+        Scenario(faults=Faults(malformed=frozenset({"access_token"}))),
         ch.ResponseError,
         "bad_response",
     )
@@ -450,21 +458,21 @@ def _error_flows(ev: Evidence, memory: MemoryKeyring) -> None:
     _register_error(
         ev,
         "error.rate_limited",
-        Scenario(exchange_failures=(429, 429), retry_after="0"),
+        Scenario(faults=Faults(exchange_failures=(429, 429), retry_after="0")),
         ch.ServerError,
         "rate_limited",
     )
     _register_error(
         ev,
         "error.off_allowlist_origin",
-        Scenario(api_endpoint="https://evil.example"),
+        Scenario(session=Session(api_endpoint="https://evil.example")),
         ch.OriginError,
         "origin_not_allowed",
     )
     _register_error(
         ev,
         "error.oversized_body",
-        Scenario(oversized=frozenset({"models"})),
+        Scenario(faults=Faults(oversized=frozenset({"models"}))),
         ch.ResponseError,
         "response_too_large",
     )
@@ -494,7 +502,7 @@ def _error_flows(ev: Evidence, memory: MemoryKeyring) -> None:
     home = ev.home()
     cancel = threading.Event()
     with (
-        GitHubEmulator(Scenario(auto_approve=False, interval=1)) as emu,
+        GitHubEmulator(Scenario(login=DeviceFlow(auto_approve=False, interval=1))) as emu,
         GitHubCopilotHost(store=CredentialStore(home), transport=emu.transport()) as host,
     ):
         with ev.expect("error.login_cancelled", ch.LoginCancelledError):
@@ -511,7 +519,7 @@ def _cli_flows(ev: Evidence, memory: MemoryKeyring) -> None:
     run = ev.cli
     home = ev.home()
     command: tuple[str, ...]
-    with GitHubEmulator(Scenario(pending_polls=1, interval=1)) as emu:
+    with GitHubEmulator(Scenario(login=DeviceFlow(pending_polls=1, interval=1))) as emu:
         result = run(emu, home, "login", "--headless")
         assert result.exit_code == 0, result.stderr
         ev.flow("cli.login")
@@ -612,28 +620,28 @@ def _cli_flows(ev: Evidence, memory: MemoryKeyring) -> None:
 
     cli_error(
         "cli.error.denied_json",
-        Scenario(login_result="access_denied"),
+        Scenario(login=DeviceFlow(login_result="access_denied")),
         ("login", "--json"),
         "access_denied",
         logged_in=False,
     )
     cli_error(
         "cli.error.expired",
-        Scenario(login_result="expired_token"),
+        Scenario(login=DeviceFlow(login_result="expired_token")),
         ("login", "--headless"),
         "expired_token",
         logged_in=False,
     )
     cli_error(
         "cli.error.no_copilot_access_json",
-        Scenario(entitlement="no_copilot_access"),
+        Scenario(session=Session(entitlement="no_copilot_access")),
         ("login", "--json"),
         "no_copilot_access",
         logged_in=False,
     )
     cli_error(
         "cli.error.malformed_body",
-        Scenario(malformed=frozenset({"device_code"})),
+        Scenario(faults=Faults(malformed=frozenset({"device_code"}))),
         ("login", "--headless"),
         "bad_response",
         logged_in=False,
@@ -647,13 +655,13 @@ def _cli_flows(ev: Evidence, memory: MemoryKeyring) -> None:
     )
     cli_error(
         "cli.error.rate_limited",
-        Scenario(models_failures=(429, 429), retry_after="0"),
+        Scenario(faults=Faults(models_failures=(429, 429), retry_after="0")),
         ("--debug", "models"),
         "rate_limited",
     )
     cli_error(
         "cli.error.off_allowlist_origin_json",
-        Scenario(api_endpoint="https://api.githubcopilot.com.evil.example"),
+        Scenario(session=Session(api_endpoint="https://api.githubcopilot.com.evil.example")),
         ("models", "--json"),
         "origin_not_allowed",
     )

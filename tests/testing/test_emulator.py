@@ -12,23 +12,38 @@ import uuid
 import httpx2
 import pytest
 
-from copilot_host.testing import ENDPOINTS, GitHubEmulator, RawAnswer, Scenario, chat_model
+from copilot_host.testing import (
+    ENDPOINTS,
+    DeviceFlow,
+    Faults,
+    GitHubEmulator,
+    Inventory,
+    RawAnswer,
+    Scenario,
+    Session,
+    chat_model,
+)
 from tests.testing._support import copilot
 
 
 def test_scenario_is_frozen_and_checks_endpoint_names() -> None:
     floors = {"m": "1.0"}
-    scenario = Scenario(slow={"models": 1.0}, drip={"user": 0.1}, min_editor_version=floors)
+    scenario = Scenario(
+        inventory=Inventory(min_editor_version=floors),
+        faults=Faults(slow={"models": 1.0}, drip={"user": 0.1}),
+    )
     with pytest.raises(AttributeError):
-        scenario.pending_polls = 3  # type: ignore[misc]
+        scenario.login = DeviceFlow(pending_polls=3)  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        scenario.login.pending_polls = 3  # type: ignore[misc]
     with pytest.raises(TypeError):
-        scenario.slow["models"] = 2.0  # type: ignore[index]
+        scenario.faults.slow["models"] = 2.0  # type: ignore[index]
     with pytest.raises(TypeError):
-        scenario.drip["user"] = 2.0  # type: ignore[index]
+        scenario.faults.drip["user"] = 2.0  # type: ignore[index]
     floors["m"] = "9.0"  # the caller's dict is copied
-    assert scenario.min_editor_version == {"m": "1.0"}
+    assert scenario.inventory.min_editor_version == {"m": "1.0"}
     with pytest.raises(ValueError, match="unknown emulated endpoint"):
-        Scenario(malformed=frozenset({"nope"}))
+        Scenario(faults=Faults(malformed=frozenset({"nope"})))
     assert {"device_code", "models", "chat", "responses", "messages"} <= ENDPOINTS
 
 
@@ -73,7 +88,7 @@ def test_requests_are_recorded_with_host_form_and_headers() -> None:
 def test_deny_after_pending() -> None:
     accept = {"Accept": "application/json"}
     with (
-        GitHubEmulator(Scenario(auto_approve=False)) as emu,
+        GitHubEmulator(Scenario(login=DeviceFlow(auto_approve=False))) as emu,
         httpx2.Client(transport=emu.transport(), headers=accept) as client,
     ):
         code = client.post("https://github.com/login/device/code", data={"client_id": "x"}).json()[
@@ -125,7 +140,7 @@ def test_device_endpoints_answer_a_form_unless_json_is_asked_for() -> None:
     It also takes a JSON request body."""
     form_type = "application/x-www-form-urlencoded; charset=utf-8"
     with (
-        GitHubEmulator(Scenario(pending_polls=1)) as emu,
+        GitHubEmulator(Scenario(login=DeviceFlow(pending_polls=1))) as emu,
         httpx2.Client(transport=emu.transport()) as client,
     ):
         started = client.post("https://github.com/login/device/code", data={"client_id": "x"})
@@ -177,7 +192,7 @@ def test_every_answer_carries_the_request_ids_of_its_service() -> None:
 
 def test_inference_checks_bearer_model_and_protocol() -> None:
     with (
-        GitHubEmulator(Scenario(models=(chat_model("only-chat"),))) as emu,
+        GitHubEmulator(Scenario(inventory=Inventory(models=(chat_model("only-chat"),)))) as emu,
         httpx2.Client(transport=emu.transport()) as client,
     ):
         base, good = copilot(emu, client)
@@ -201,7 +216,7 @@ def test_inference_checks_bearer_model_and_protocol() -> None:
 
 def test_clock_skew_moves_the_date_header_and_expiry() -> None:
     with (
-        GitHubEmulator(Scenario(clock_skew=-3600, session_lifetime=600)) as emu,
+        GitHubEmulator(Scenario(session=Session(clock_skew=-3600, session_lifetime=600))) as emu,
         httpx2.Client(transport=emu.transport()) as client,
     ):
         answer = client.get(
@@ -216,7 +231,7 @@ def test_clock_skew_moves_the_date_header_and_expiry() -> None:
 def test_raw_answers_replace_an_endpoint() -> None:
     raw = RawAnswer(418, b"teapot", (("Content-Type", "text/plain"),))
     with (
-        GitHubEmulator(Scenario(answers={"user": raw})) as emu,
+        GitHubEmulator(Scenario(faults=Faults(answers={"user": raw}))) as emu,
         httpx2.Client(transport=emu.transport()) as client,
     ):
         answer = client.get("https://api.github.com/user")

@@ -1,5 +1,5 @@
-"""``Scenario(cost_model="prices")``: an answer costs its tokens times the inventory's prices
-(the budget tests' model), beside the flat ``request_cost``."""
+"""``Scenario(usage=Usage(cost_model="prices"))``: an answer costs its tokens times the
+inventory's prices (the budget tests' model), beside the flat ``request_cost``."""
 
 from __future__ import annotations
 
@@ -10,7 +10,15 @@ from typing import Any
 import httpx2
 import pytest
 
-from copilot_host.testing import GitHubEmulator, Scenario, chat_model, token_billing
+from copilot_host.testing import (
+    GitHubEmulator,
+    Inventory,
+    Replies,
+    Scenario,
+    Usage,
+    chat_model,
+    token_billing,
+)
 from tests.testing._support import copilot
 
 CHAT = "/chat/completions"
@@ -33,9 +41,9 @@ def _chat(model: str, text: str = "hi") -> dict[str, Any]:
 
 def _priced(model: str, **billing: Any) -> Scenario:
     return Scenario(
-        models=(chat_model(model, billing=token_billing(**billing)),),
-        cost_model="prices",
-        stream_events=4,
+        inventory=Inventory(models=(chat_model(model, billing=token_billing(**billing)),)),
+        replies=Replies(stream_events=4),
+        usage=Usage(cost_model="prices"),
     )
 
 
@@ -55,7 +63,7 @@ def test_a_longer_prompt_costs_more_and_the_flat_model_does_not_care() -> None:
     short, _, _ = _ask(priced, _chat("m", "hi"))
     long, _, _ = _ask(priced, _chat("m", "x" * 40_000))
     assert long["copilot_usage"]["total_nano_aiu"] > 10 * short["copilot_usage"]["total_nano_aiu"]
-    flat = Scenario(models=priced.models, request_cost=0.5)
+    flat = Scenario(inventory=priced.inventory, usage=Usage(request_cost=0.5))
     for text in ("hi", "x" * 40_000):
         whole, _, used = _ask(flat, _chat("m", text))
         assert whole["copilot_usage"]["total_nano_aiu"] == 500_000_000
@@ -101,7 +109,10 @@ def test_an_active_promo_discounts_and_an_expired_one_does_not(
 
 
 def test_a_model_without_prices_costs_the_flat_amount() -> None:
-    scenario = Scenario(models=(chat_model("m"),), cost_model="prices", request_cost=0.125)
+    scenario = Scenario(
+        inventory=Inventory(models=(chat_model("m"),)),
+        usage=Usage(cost_model="prices", request_cost=0.125),
+    )
     whole, size, _ = _ask(scenario, _chat("m"))
     assert whole["copilot_usage"]["total_nano_aiu"] == 125_000_000
     assert whole["usage"]["prompt_tokens"] == math.ceil(size / 4)
@@ -109,4 +120,4 @@ def test_a_model_without_prices_costs_the_flat_amount() -> None:
 
 def test_the_cost_model_is_checked() -> None:
     with pytest.raises(ValueError, match="cost_model"):
-        Scenario(cost_model="tokens")
+        Scenario(usage=Usage(cost_model="tokens"))

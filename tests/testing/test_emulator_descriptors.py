@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import httpx2
 import pytest
 
-from copilot_host.testing import GitHubEmulator, Scenario
+from copilot_host.testing import Faults, GitHubEmulator, Replies, Scenario
 from tests.testing._support import PATH, body, copilot, payloads, sse
 
 HELD = 1_100
@@ -36,7 +36,9 @@ def many_descriptors_open() -> Iterator[None]:
 
 
 def test_paced_answers_work_with_descriptors_above_1024(many_descriptors_open: None) -> None:
-    scenario = Scenario(slow={"chat": 0.2}, stream_pause=0.01, stream_events=5)
+    scenario = Scenario(
+        replies=Replies(stream_pause=0.01, stream_events=5), faults=Faults(slow={"chat": 0.2})
+    )
     with GitHubEmulator(scenario) as emu, httpx2.Client(transport=emu.transport()) as client:
         origin, headers = copilot(emu, client)
         url = f"{origin}{PATH['chat']}"

@@ -10,6 +10,7 @@ import httpx2
 
 from copilot_host.testing import (
     GitHubEmulator,
+    Inventory,
     Scenario,
     minimal_models,
     realistic_models,
@@ -51,13 +52,13 @@ def test_the_realistic_inventory_holds_every_odd_entry_of_a_real_one() -> None:
 
 def test_the_default_inventory_is_the_realistic_one() -> None:
     """The default path exercises real drift; the tidy inventory is there when asked for."""
-    assert Scenario().models == realistic_models()
+    assert Scenario().inventory.models == realistic_models()
     assert realistic_models() != minimal_models()
 
 
 def test_the_realistic_inventory_is_served_and_routed_as_listed() -> None:
     with (
-        GitHubEmulator(Scenario(models=realistic_models())) as emu,
+        GitHubEmulator(Scenario(inventory=Inventory(models=realistic_models()))) as emu,
         httpx2.Client(transport=emu.transport()) as client,
     ):
         origin, headers = copilot(emu, client)

@@ -16,6 +16,7 @@ from copilot_host.testing import (
     GitHubEmulator,
     RateWindow,
     Scenario,
+    Usage,
     realistic_models,
     token_billing,
 )
@@ -41,7 +42,7 @@ def _model_request(emu: GitHubEmulator, protocol: str, payload: dict[str, Any]) 
 @pytest.mark.parametrize("plan", sorted(AUTO_ONLY_PLANS))
 @pytest.mark.parametrize("protocol", ["chat", "responses", "messages"])
 def test_an_auto_only_plan_refuses_every_named_model(plan: str, protocol: str) -> None:
-    with GitHubEmulator(Scenario(usage_plan=plan)) as emu:
+    with GitHubEmulator(Scenario(usage=Usage(usage_plan=plan))) as emu:
         answer = _model_request(emu, protocol, body(protocol, MODEL[protocol]))
         (record,) = emu.refusals
     assert (answer.status_code, answer.text) == (400, NOT_SUPPORTED)
@@ -51,7 +52,7 @@ def test_an_auto_only_plan_refuses_every_named_model(plan: str, protocol: str) -
 
 def test_an_auto_only_plan_lists_no_model_in_the_picker() -> None:
     with (
-        GitHubEmulator(Scenario(usage_plan="student")) as emu,
+        GitHubEmulator(Scenario(usage=Usage(usage_plan="student"))) as emu,
         httpx2.Client(transport=emu.transport()) as client,
     ):
         origin, headers = copilot(emu, client)
@@ -63,7 +64,7 @@ def test_an_auto_only_plan_lists_no_model_in_the_picker() -> None:
 def test_auto_serves_a_chat_request_without_a_model_and_names_what_it_picked() -> None:
     payload = body("chat", "x")
     del payload["model"]
-    with GitHubEmulator(Scenario(usage_plan="free")) as emu:
+    with GitHubEmulator(Scenario(usage=Usage(usage_plan="free"))) as emu:
         answer = _model_request(emu, "chat", payload)
         (record,) = emu.requests_to("chat")
         for protocol in ("responses", "messages"):
@@ -77,16 +78,16 @@ def test_auto_serves_a_chat_request_without_a_model_and_names_what_it_picked() -
 
 
 def test_auto_only_can_be_switched_either_way() -> None:
-    with GitHubEmulator(Scenario(usage_plan="free", auto_only=False)) as emu:
+    with GitHubEmulator(Scenario(usage=Usage(usage_plan="free", auto_only=False))) as emu:
         assert _model_request(emu, "chat", body("chat", "gpt-4.1")).status_code == 200
-    with GitHubEmulator(Scenario(auto_only=True)) as emu:
+    with GitHubEmulator(Scenario(usage=Usage(auto_only=True))) as emu:
         assert _model_request(emu, "chat", body("chat", "gpt-4.1")).status_code == 400
     assert Scenario().auto_only_plan is False
 
 
 def test_the_student_plan_answers_with_the_educational_sku() -> None:
     with (
-        GitHubEmulator(Scenario(usage_plan="student", quota_entitlement=300)) as emu,
+        GitHubEmulator(Scenario(usage=Usage(usage_plan="student", quota_entitlement=300))) as emu,
         httpx2.Client(transport=emu.transport()) as client,
     ):
         value = client.get(USER, headers={"Authorization": f"token {emu.github_token}"}).json()
@@ -115,7 +116,7 @@ def test_by_default_only_an_unspent_session_window_is_reported() -> None:
 
 def test_a_spent_weekly_window_refuses_with_429_and_retry_after() -> None:
     weekly = RateWindow(entitlement=500, remaining=15.0, per_request=10.0, resets_in=7200)
-    with GitHubEmulator(Scenario(weekly_window=weekly)) as emu:
+    with GitHubEmulator(Scenario(usage=Usage(weekly_window=weekly))) as emu:
         first = _model_request(emu, "chat", body("chat", "gpt-4.1"))
         second = _model_request(emu, "messages", body("messages", "claude-sonnet-5"))
         third = _model_request(emu, "responses", body("responses", "gpt-5.5"))
@@ -136,7 +137,7 @@ def test_a_spent_weekly_window_refuses_with_429_and_retry_after() -> None:
 
 def test_a_spent_session_window_refuses_with_its_own_code() -> None:
     session = RateWindow(remaining=0.0, resets_in=3 * 3600)
-    with GitHubEmulator(Scenario(session_window=session)) as emu:
+    with GitHubEmulator(Scenario(usage=Usage(session_window=session))) as emu:
         answer = _model_request(emu, "chat", body("chat", "gpt-4.1"))
     assert answer.status_code == 429
     assert '"code":"user_global_rate_limited"' in answer.text

@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import httpx2
 import pytest
 
-from copilot_host.testing import CHECKS, GitHubEmulator, Scenario, chat_model, minimal_models
+from copilot_host.testing import (
+    CHECKS,
+    Faults,
+    GitHubEmulator,
+    Inventory,
+    Replies,
+    Scenario,
+    Session,
+    chat_model,
+    minimal_models,
+)
 from tests.testing._support import EXCHANGE, PATH, PLAIN, body, copilot, session
 
 ALL = ("/chat/completions", "/responses", "/v1/messages")
@@ -149,7 +160,9 @@ IMAGES: dict[str, tuple[str, dict[str, Any]]] = {
 @pytest.mark.parametrize("case", sorted(IMAGES))
 def test_image_input_needs_the_vision_header(case: str) -> None:
     protocol, shape = IMAGES[case]
-    scenario = Scenario(models=(chat_model("eyes", endpoints=ALL, vision=True),))
+    scenario = Scenario(
+        inventory=Inventory(models=(chat_model("eyes", endpoints=ALL, vision=True),))
+    )
     with GitHubEmulator(scenario) as emu, httpx2.Client(transport=emu.transport()) as client:
         origin, headers = copilot(emu, client)
         url, request = f"{origin}{PATH[protocol]}", {"model": "eyes", **shape}
@@ -191,8 +204,10 @@ def test_the_vision_check_can_be_relaxed() -> None:
 
 def test_a_model_newer_than_the_editor_is_refused_on_any_path() -> None:
     scenario = Scenario(
-        models=(chat_model("gpt-5-codex", endpoints=("/responses",)),),
-        min_editor_version={"gpt-5-codex": "1.104.1"},
+        inventory=Inventory(
+            models=(chat_model("gpt-5-codex", endpoints=("/responses",)),),
+            min_editor_version={"gpt-5-codex": "1.104.1"},
+        )
     )
     with GitHubEmulator(scenario) as emu, httpx2.Client(transport=emu.transport()) as client:
         origin, headers = copilot(emu, client)
@@ -224,7 +239,7 @@ def test_a_model_newer_than_the_editor_is_refused_on_any_path() -> None:
 
 
 def test_an_unsupported_api_version_answers_466_in_plain_text() -> None:
-    scenario = Scenario(min_api_version="2025-05-01")
+    scenario = Scenario(inventory=Inventory(min_api_version="2025-05-01"))
     with GitHubEmulator(scenario) as emu, httpx2.Client(transport=emu.transport()) as client:
         origin, headers = copilot(emu, client)
         old = client.get(
@@ -244,7 +259,7 @@ def test_an_unsupported_api_version_answers_466_in_plain_text() -> None:
 
 def test_an_outdated_editor_answers_466_for_every_request() -> None:
     with (
-        GitHubEmulator(Scenario(min_client_version="1.109.2")) as emu,
+        GitHubEmulator(Scenario(inventory=Inventory(min_client_version="1.109.2"))) as emu,
         httpx2.Client(transport=emu.transport()) as client,
     ):
         origin, headers = copilot(emu, client)
@@ -296,7 +311,7 @@ WRONG = [
 def test_a_model_on_a_path_its_entry_does_not_list_is_unsupported_api_for_model(
     model: str, endpoints: tuple[str, ...] | None, protocol: str, message: str
 ) -> None:
-    scenario = Scenario(models=(chat_model(model, endpoints=endpoints),))
+    scenario = Scenario(inventory=Inventory(models=(chat_model(model, endpoints=endpoints),)))
     with GitHubEmulator(scenario) as emu, httpx2.Client(transport=emu.transport()) as client:
         origin, headers = copilot(emu, client)
         answer = client.post(
@@ -309,7 +324,7 @@ def test_a_model_on_a_path_its_entry_does_not_list_is_unsupported_api_for_model(
 
 
 def test_an_entry_without_supported_endpoints_is_served_on_chat_completions() -> None:
-    scenario = Scenario(models=(chat_model("legacy", endpoints=None),))
+    scenario = Scenario(inventory=Inventory(models=(chat_model("legacy", endpoints=None),)))
     with GitHubEmulator(scenario) as emu, httpx2.Client(transport=emu.transport()) as client:
         origin, headers = copilot(emu, client)
         answer = client.post(
@@ -347,7 +362,7 @@ def test_an_unknown_model_gets_the_services_138_byte_refusal() -> None:
 def test_a_listed_model_the_service_does_not_serve_is_model_not_supported(
     entry: dict[str, object],
 ) -> None:
-    scenario = Scenario(models=(entry, chat_model("ok", policy=None)))
+    scenario = Scenario(inventory=Inventory(models=(entry, chat_model("ok", policy=None))))
     with GitHubEmulator(scenario) as emu, httpx2.Client(transport=emu.transport()) as client:
         origin, headers = copilot(emu, client)
         refused = client.post(f"{origin}/chat/completions", json=body("chat", "m"), headers=headers)
@@ -366,7 +381,9 @@ def test_an_organisation_lists_a_model_to_an_identity_it_does_not_serve(protocol
         protocol
     ]
     scenario = Scenario(
-        models=minimal_models(), unserved_models={"vscode-chat": frozenset({model})}
+        inventory=Inventory(
+            models=minimal_models(), unserved_models={"vscode-chat": frozenset({model})}
+        )
     )
     with GitHubEmulator(scenario) as emu, httpx2.Client(transport=emu.transport()) as client:
         origin, headers = copilot(emu, client)
@@ -393,7 +410,11 @@ def test_an_organisation_lists_a_model_to_an_identity_it_does_not_serve(protocol
 
 
 def test_unserved_models_star_refuses_every_model_and_a_bare_string_is_refused() -> None:
-    scenario = Scenario(models=minimal_models(), unserved_models={"vscode-chat": frozenset({"*"})})
+    scenario = Scenario(
+        inventory=Inventory(
+            models=minimal_models(), unserved_models={"vscode-chat": frozenset({"*"})}
+        )
+    )
     with GitHubEmulator(scenario) as emu, httpx2.Client(transport=emu.transport()) as client:
         origin, headers = copilot(emu, client)
         answers = [
@@ -403,9 +424,9 @@ def test_unserved_models_star_refuses_every_model_and_a_bare_string_is_refused()
     assert [a.status_code for a in answers] == [400, 400]
     assert {_error(a)["code"] for a in answers} == {"model_not_supported"}
     with pytest.raises(ValueError, match="unserved_models"):
-        Scenario(unserved_models={"vscode-chat": "gpt-4.1"})  # type: ignore[dict-item]
+        Scenario(inventory=Inventory(unserved_models={"vscode-chat": "gpt-4.1"}))  # type: ignore[dict-item]
     with pytest.raises(ValueError, match="unserved_models"):
-        Scenario(unserved_models={"": frozenset({"*"})})
+        Scenario(inventory=Inventory(unserved_models={"": frozenset({"*"})}))
 
 
 def test_a_deeply_nested_body_is_an_answer_not_a_dropped_connection() -> None:
@@ -432,7 +453,7 @@ def test_a_stale_session_is_401_but_403_on_the_enterprise_host(
     api: str, stale: tuple[int, str]
 ) -> None:
     with (
-        GitHubEmulator(Scenario(api_endpoint=api)) as emu,
+        GitHubEmulator(Scenario(session=Session(api_endpoint=api))) as emu,
         httpx2.Client(transport=emu.transport()) as client,
     ):
         origin, headers = copilot(emu, client)
@@ -477,7 +498,7 @@ def test_the_exchange_refuses_a_token_of_an_app_not_enabled_for_copilot() -> Non
         "documentation_url": "https://docs.github.com/rest",
         "status": "404",
     }
-    enabled = Scenario(copilot_client_ids=frozenset({"Ov23liOwnApp"}))
+    enabled = Scenario(session=Session(copilot_client_ids=frozenset({"Ov23liOwnApp"})))
     with GitHubEmulator(enabled) as emu, httpx2.Client(transport=emu.transport()) as client:
         _login(client, "Ov23liOwnApp")
         assert (
@@ -514,7 +535,7 @@ def test_the_exchange_refuses_personal_access_tokens(prefix: str) -> None:
 )
 def test_an_entitlement_refusal_has_the_real_envelope(notification: str, message: str) -> None:
     with (
-        GitHubEmulator(Scenario(entitlement=notification)) as emu,
+        GitHubEmulator(Scenario(session=Session(entitlement=notification))) as emu,
         httpx2.Client(transport=emu.transport()) as client,
     ):
         answer = client.get(EXCHANGE, headers={"Authorization": f"token {emu.github_token}"})
@@ -529,14 +550,14 @@ def test_an_entitlement_refusal_has_the_real_envelope(notification: str, message
 @pytest.mark.parametrize(
     "bad",
     [
-        {"min_editor_version": {"m": "new"}},
-        {"min_client_version": "v1"},
-        {"min_api_version": "May 2025"},
-        {"stream_events": 0},
-        {"drip": {"user": 0}},
-        {"drip": {"nowhere": 0.1}},
+        lambda: Inventory(min_editor_version={"m": "new"}),
+        lambda: Inventory(min_client_version="v1"),
+        lambda: Inventory(min_api_version="May 2025"),
+        lambda: Replies(stream_events=0),
+        lambda: Faults(drip={"user": 0}),
+        lambda: Scenario(faults=Faults(drip={"nowhere": 0.1})),
     ],
 )
-def test_new_knobs_are_checked(bad: dict[str, Any]) -> None:
+def test_new_knobs_are_checked(bad: Callable[[], object]) -> None:
     with pytest.raises(ValueError):
-        Scenario(**bad)
+        bad()

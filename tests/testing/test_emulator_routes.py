@@ -1,5 +1,5 @@
-"""The routing table: one row per endpoint, every row answered by a handler, the endpoint
-names Scenario's knobs take derived from it."""
+"""The routing table: one row per endpoint, each naming the handler that answers it, the
+endpoint names Scenario's settings take derived from it."""
 
 from __future__ import annotations
 
@@ -7,8 +7,7 @@ import httpx2
 import pytest
 
 from copilot_host.testing import ENDPOINTS, GitHubEmulator, Scenario
-from copilot_host.testing._routes import COPILOT, COPILOT_HOSTS, ROUTES, route_of
-from copilot_host.testing._server import EmulatorState
+from copilot_host.testing._routes import COPILOT, COPILOT_HOSTS, ROUTES, Route, route_of
 
 
 def test_the_endpoint_names_are_the_tables() -> None:
@@ -17,12 +16,10 @@ def test_the_endpoint_names_are_the_tables() -> None:
 
 
 @pytest.mark.parametrize("route", ROUTES, ids=lambda route: route.endpoint)
-def test_every_row_has_a_handler_and_is_found_on_its_hosts(route: object) -> None:
-    from copilot_host.testing._routes import Route
-
-    assert isinstance(route, Route)
-    if route.protocol is None:
-        assert callable(getattr(EmulatorState, f"_{route.endpoint}", None))
+def test_every_row_names_its_own_handler_and_is_found_on_its_hosts(route: Route) -> None:
+    assert callable(route.handler)
+    others = [other.handler for other in ROUTES if other is not route]
+    assert route.handler not in others
     hosts = COPILOT_HOSTS if route.host == COPILOT else {route.host}
     for host in hosts:
         assert route_of(route.method, host, route.path) == route
@@ -30,7 +27,7 @@ def test_every_row_has_a_handler_and_is_found_on_its_hosts(route: object) -> Non
 
 
 def test_each_endpoint_is_routed_to_its_own_answer() -> None:
-    # A scripted answer per endpoint shows each request reached the row it names.
+    # The record of each request names the row it reached, in the order they were sent.
     scenario = Scenario(lenient=True)
     with GitHubEmulator(scenario) as emu, httpx2.Client(transport=emu.transport()) as client:
         for route in ROUTES:

@@ -15,11 +15,14 @@ import openai
 import pytest
 from openai.types.chat import ChatCompletionChunk
 
-from copilot_host.testing import GitHubEmulator, Scenario, chat_model
+from copilot_host.testing import GitHubEmulator, Inventory, Replies, Scenario, chat_model
 from tests.testing._support import TOOL, Copilot, anthropic_sdk, openai_sdk, session
 
 ALL = ("/chat/completions", "/responses", "/v1/messages")
-SCENARIO = Scenario(models=(chat_model("m", endpoints=ALL, vision=True),), stream_events=3)
+SCENARIO = Scenario(
+    inventory=Inventory(models=(chat_model("m", endpoints=ALL, vision=True),)),
+    replies=Replies(stream_events=3),
+)
 
 
 @pytest.fixture

@@ -9,15 +9,15 @@ from typing import Any
 import httpx2
 import pytest
 
-from copilot_host.testing import GitHubEmulator, Scenario, chat_model
+from copilot_host.testing import Faults, GitHubEmulator, Inventory, Replies, Scenario, chat_model
 from tests.testing._support import PATH, TOOL, body, copilot, payloads, sse
 
 ALL = ("/chat/completions", "/responses", "/v1/messages")
 PROTOCOLS = ("chat", "responses", "messages")
 
 
-def _scenario(**knobs: Any) -> Scenario:
-    return Scenario(models=(chat_model("m", endpoints=ALL),), **knobs)
+def _scenario(**groups: Any) -> Scenario:
+    return Scenario(inventory=Inventory(models=(chat_model("m", endpoints=ALL),)), **groups)
 
 
 def _text(protocol: str, value: Any) -> str:
@@ -68,7 +68,7 @@ def test_a_stream_is_sse_in_the_protocols_shape_and_matches_the_whole_answer(
     protocol: str,
 ) -> None:
     with (
-        GitHubEmulator(_scenario(stream_events=5)) as emu,
+        GitHubEmulator(_scenario(replies=Replies(stream_events=5))) as emu,
         httpx2.Client(transport=emu.transport()) as client,
     ):
         origin, headers = copilot(emu, client)
@@ -95,7 +95,7 @@ def test_a_stream_is_sse_in_the_protocols_shape_and_matches_the_whole_answer(
 
 def test_many_deltas_pad_the_echo() -> None:
     with (
-        GitHubEmulator(_scenario(stream_events=1000)) as emu,
+        GitHubEmulator(_scenario(replies=Replies(stream_events=1000))) as emu,
         httpx2.Client(transport=emu.transport()) as client,
     ):
         origin, headers = copilot(emu, client)
@@ -209,7 +209,7 @@ def test_offered_tools_are_called_on_the_persons_turn_and_answered_after_the_res
 def test_a_stream_is_flushed_event_by_event_and_a_hang_up_is_recorded() -> None:
     """The first event arrives while the server still pauses before the next one (a
     buffered answer would hit the read timeout); closing the stream is seen at once."""
-    scenario = _scenario(stream_pause=30.0)
+    scenario = _scenario(replies=Replies(stream_pause=30.0))
     with GitHubEmulator(scenario) as emu:
         with httpx2.Client(transport=emu.transport(), timeout=httpx2.Timeout(10.0)) as client:
             origin, headers = copilot(emu, client)
@@ -243,7 +243,7 @@ def test_a_cut_stream_ends_without_its_end_after_the_events_it_sent(protocol: st
     """As when the service or a proxy drops a stream: the events so far, then a connection
     that closes without the terminating chunk, which a client sees as a protocol error."""
     with (
-        GitHubEmulator(_scenario(stream_cut=2, stream_events=8)) as emu,
+        GitHubEmulator(_scenario(replies=Replies(stream_cut=2, stream_events=8))) as emu,
         httpx2.Client(transport=emu.transport()) as client,
     ):
         origin, headers = copilot(emu, client)
@@ -266,14 +266,14 @@ def test_a_cut_stream_ends_without_its_end_after_the_events_it_sent(protocol: st
 
 def test_a_stream_cut_is_a_count_of_events() -> None:
     with pytest.raises(ValueError, match="stream_cut"):
-        Scenario(stream_cut=-1)
+        Scenario(replies=Replies(stream_cut=-1))
 
 
 def test_a_drip_sends_the_body_a_byte_at_a_time() -> None:
     """Each read returns quickly (a per-read timeout never fires) but the body comes in
     single bytes: only a total deadline can stop such an answer."""
     with (
-        GitHubEmulator(Scenario(drip={"user": 0.01})) as emu,
+        GitHubEmulator(Scenario(faults=Faults(drip={"user": 0.01}))) as emu,
         httpx2.Client(transport=emu.transport(), timeout=httpx2.Timeout(2.0)) as client,
     ):
         auth = {"Authorization": f"token {emu.github_token}"}
@@ -285,7 +285,7 @@ def test_a_drip_sends_the_body_a_byte_at_a_time() -> None:
 
 
 def test_leaving_a_drip_early_is_recorded() -> None:
-    with GitHubEmulator(Scenario(drip={"user": 0.2})) as emu:
+    with GitHubEmulator(Scenario(faults=Faults(drip={"user": 0.2}))) as emu:
         with httpx2.Client(transport=emu.transport()) as client:
             auth = {"Authorization": f"token {emu.github_token}"}
             with client.stream("GET", "https://api.github.com/user", headers=auth) as answer:
@@ -296,7 +296,9 @@ def test_leaving_a_drip_early_is_recorded() -> None:
 
 def test_a_dripped_stream_is_still_valid_sse() -> None:
     with (
-        GitHubEmulator(_scenario(drip={"messages": 0.0001}, stream_events=1)) as emu,
+        GitHubEmulator(
+            _scenario(replies=Replies(stream_events=1), faults=Faults(drip={"messages": 0.0001}))
+        ) as emu,
         httpx2.Client(transport=emu.transport()) as client,
     ):
         origin, headers = copilot(emu, client)

@@ -13,7 +13,7 @@ import httpx2
 import openai
 import pytest
 
-from copilot_host.testing import GitHubEmulator, Scenario, ToolCall, chat_model
+from copilot_host.testing import GitHubEmulator, Inventory, Replies, Scenario, ToolCall, chat_model
 from tests.testing._support import (
     PATH,
     Copilot,
@@ -29,7 +29,8 @@ ALL = ("/chat/completions", "/responses", "/v1/messages")
 READ = ToolCall(name="Read", arguments={"file_path": "/home/me/notes.txt", "limit": 20})
 LIST = ToolCall(name="exec_command", arguments={"cmd": "ls -la", "workdir": "/home/me"})
 SCRIPT = Scenario(
-    models=(chat_model("m", endpoints=ALL),), stream_events=3, tool_script=(READ, LIST)
+    inventory=Inventory(models=(chat_model("m", endpoints=ALL),)),
+    replies=Replies(stream_events=3, tool_script=(READ, LIST)),
 )
 TOOLS: dict[str, list[Any]] = {
     "chat": [
@@ -216,7 +217,10 @@ def test_a_scripted_tool_the_request_does_not_offer_is_not_called() -> None:
 
 
 def test_a_script_is_followed_even_with_default_calls_off() -> None:
-    scenario = Scenario(models=SCRIPT.models, tool_calls=False, tool_script=(LIST,))
+    scenario = Scenario(
+        inventory=SCRIPT.inventory,
+        replies=Replies(tool_calls=False, tool_script=(LIST,)),
+    )
     tools: Any = TOOLS["chat"]
     with GitHubEmulator(scenario) as emu, httpx2.Client(transport=emu.transport()) as client:
         origin, headers = copilot(emu, client)
@@ -240,4 +244,4 @@ def test_a_tool_call_is_checked_and_frozen() -> None:
     with pytest.raises(ValueError, match="must be JSON"):
         ToolCall(name="x", arguments={"when": object()})
     with pytest.raises(TypeError):
-        Scenario(tool_script=("exec_command",))  # type: ignore[arg-type]
+        Scenario(replies=Replies(tool_script=("exec_command",)))  # type: ignore[arg-type]

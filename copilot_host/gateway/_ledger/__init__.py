@@ -8,7 +8,6 @@ gateway applied. Never a prompt, an answer, a header value or a secret. docs/ARC
 
 * :mod:`._records`: what the gateway tells the ledger (:class:`Start`, :class:`End`) and
   what it answers (:class:`Admitted`, :class:`OverDailyBudget`); sans-IO.
-* :mod:`._agents`: the agent word for a ``User-Agent``; sans-IO.
 * :mod:`._schema`: the tables, ``PRAGMA user_version`` and the migrations.
 * :mod:`._file`: which file, and opening it through the store's checked folder.
 * :mod:`._runs`: which processes are alive (a lock each), and settling what dead ones left.
@@ -22,7 +21,6 @@ Importing this package needs no ``sqlite3``: a Python built without it gets a
 
 from __future__ import annotations
 
-from ._agents import agent_from_user_agent
 from ._document import history_json
 from ._file import LEDGER_NAME, LEDGER_VARIABLE, history_path, ledger_path
 from ._history import BY, Group, History, HistoryRow, read_history, since_time
@@ -37,12 +35,10 @@ from ._records import (
     End,
     OverDailyBudget,
     Start,
+    format_credits,
     new_run_id,
 )
 from ._schema import SCHEMA_VERSION
-
-# How credits are shown everywhere (the access line, the stop line, the history).
-from .._spend import format_credits  # isort: skip
 
 __all__ = [
     "AGENTS",
@@ -65,7 +61,6 @@ __all__ = [
     "OverDailyBudget",
     "Recorder",
     "Start",
-    "agent_from_user_agent",
     "format_credits",
     "history_json",
     "history_path",

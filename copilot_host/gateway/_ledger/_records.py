@@ -16,6 +16,8 @@ import re
 import secrets
 from dataclasses import dataclass
 
+from .._agents import NAMES
+
 __all__ = [
     "AGENTS",
     "APIS",
@@ -28,26 +30,16 @@ __all__ = [
     "Start",
     "agent_word",
     "api_word",
+    "format_credits",
     "new_run_id",
     "rewrote_text",
     "stored_text",
     "valid_run_id",
 ]
 
-# Who sent a request: `run` knows the agent it started; `serve` tells the profiled agents
-# and the official SDKs apart by User-Agent (see agents_from_user_agent); anything else is
-# "other". Never the raw header.
-AGENTS = (
-    "claude-code",
-    "codex",
-    "opencode",
-    "aider",
-    "copilot-cli",
-    "qwen-code",
-    "openai-sdk",
-    "anthropic-sdk",
-    "other",
-)
+# Who sent a request: one word of the gateway's closed vocabulary (the agents' module
+# tells requests apart; `run` records the agent it started), never the raw header.
+AGENTS: tuple[str, ...] = NAMES
 # The client API a request came in on.
 APIS = ("chat", "responses", "messages", "embeddings")
 # The status of a row whose process ended before its answer did, and how history shows a
@@ -128,8 +120,6 @@ class OverDailyBudget:
     limit: float
 
     def message(self) -> str:
-        from .._spend import format_credits
-
         held = f", {format_credits(self.reserved)} reserved" if self.reserved else ""
         return (
             f"copilot-host gateway: the daily budget of {format_credits(self.limit)} AI "
@@ -140,6 +130,13 @@ class OverDailyBudget:
 
 
 Admission = Admitted | OverDailyBudget
+
+
+def format_credits(credits: float) -> str:
+    """Credits as people read them: up to four decimals, no trailing zeros (``0.0425``,
+    ``12``). The access line, the stop line and the history all show them so."""
+    text = f"{credits:.4f}".rstrip("0").rstrip(".")
+    return text if text not in ("", "-0") else "0"
 
 
 def agent_word(agent: str) -> str:

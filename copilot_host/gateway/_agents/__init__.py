@@ -1,0 +1,60 @@
+"""The coding agents the gateway knows, one module each: its profile and the quirks it has.
+
+Each agent's module (:mod:`._claude_code`, :mod:`._codex`, :mod:`._opencode`, :mod:`._aider`,
+:mod:`._copilot_cli`) holds everything the gateway knows of that agent: how its requests are
+told from others' (``identify``), which of the table's changes exist for shapes it sends
+(``quirks``, each a name in :data:`copilot_host.gateway._changes.TABLE`), and the profile
+``copilot-host run`` applies (:class:`._profile.Profile`). The CLI only calls them.
+
+Who sent a request is one word of a closed vocabulary (:data:`NAMES`), never the raw
+``User-Agent``: the ledger and the access line can hold it without holding anything a client
+chose.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path, PurePath
+
+from . import _aider, _claude_code, _codex, _copilot_cli, _opencode
+from ._profile import Agent
+
+__all__ = ["AGENTS", "NAMES", "agent_of", "agent_for", "home_of"]
+
+# In the order requests are matched: the more specific headers first (the Copilot CLI
+# sends an SDK's User-Agent, told apart by its own headers).
+AGENTS: tuple[Agent, ...] = (
+    _codex.AGENT,
+    _claude_code.AGENT,
+    _opencode.AGENT,
+    _copilot_cli.AGENT,
+    _aider.AGENT,
+)
+_BY_PROGRAM = {program: agent for agent in AGENTS for program in agent.programs}
+# The SDKs' own User-Agents (the openai and anthropic packages, Python and JavaScript).
+_SDKS = ((b"OpenAI/", "openai-sdk"), (b"Anthropic/", "anthropic-sdk"))
+NAMES: tuple[str, ...] = (*(agent.name for agent in AGENTS), "openai-sdk", "anthropic-sdk", "other")
+
+
+def agent_of(headers: Mapping[bytes, bytes], default: str = "other") -> str:
+    """Who sent a request, from its headers (lower-case names): an agent's name, an SDK's,
+    else ``default`` (``run`` passes the agent it started)."""
+    for agent in AGENTS:
+        if agent.identify(headers):
+            return agent.name
+    user_agent = headers.get(b"user-agent", b"")
+    for prefix, name in _SDKS:
+        if user_agent.startswith(prefix):
+            return default if default != "other" else name
+    return default
+
+
+def agent_for(command: str) -> Agent | None:
+    """The agent a command starts, by its file name (``/usr/bin/codex`` is ``codex``)."""
+    return _BY_PROGRAM.get(PurePath(command).name)
+
+
+def home_of(env: Mapping[str, str]) -> Path:
+    """The home folder agents read their files from."""
+    return Path(env.get("HOME") or os.path.expanduser("~"))

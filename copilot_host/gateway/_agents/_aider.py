@@ -1,0 +1,124 @@
+"""aider (PyPI ``aider-chat``): what the gateway knows of it.
+
+It goes through litellm, which reads ``OPENAI_API_BASE`` (not ``OPENAI_BASE_URL``) for
+``openai/<model>`` names; the profile gives it a main and a weak model unless the user set
+them: on the command line, in ``AIDER_*`` variables, or in the files aider reads
+(``.aider.conf.yml`` and ``.env`` in the home folder, the git root and the current folder,
+or those named by ``--config``/``--env-file``). Those files are read safely
+(:mod:`._configs`); one that was skipped could have set either model, so then neither is
+added. Its requests are litellm's OpenAI SDK's (``User-Agent: OpenAI/Python …``), which the
+gateway cannot tell from another program's.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+from ._configs import Skipped, git_root, read_text
+from ._profile import (
+    Agent,
+    Profile,
+    Request,
+    Setup,
+    cheapest_chat_model,
+    default_chat_model,
+    option,
+    unknown,
+)
+
+__all__ = ["AGENT"]
+
+_SETTING = {"--model": "model", "--weak-model": "weak-model"}
+
+
+def _identify(_headers: Mapping[bytes, bytes]) -> bool:
+    return False  # litellm's requests carry nothing of aider's own
+
+
+def _files(request: Request) -> tuple[list[Path], list[Path]]:
+    """The YAML configuration files and the ``.env`` files aider reads."""
+    folders = [request.home, *git_root(request.cwd), request.cwd]
+    configs = [folder / ".aider.conf.yml" for folder in folders]
+    envs = [folder / ".env" for folder in folders]
+    named = option(request.args, "-c", "--config")
+    if named:
+        configs = [request.cwd / named]
+    env_file = option(request.args, "--env-file")
+    if env_file:
+        envs.append(request.cwd / env_file)
+    return configs, envs
+
+
+def _sets(
+    request: Request, setting: str, texts: Mapping[Path, str], configs: list[Path], envs: list[Path]
+) -> bool:
+    """Whether the arguments, the environment, or a file aider reads set ``setting``."""
+    if option(request.args, setting) is not None:
+        return True
+    key = _SETTING[setting]
+    variable = "AIDER_" + key.upper().replace("-", "_")
+    if variable in request.env:
+        return True
+    yaml_key = re.compile(rf"^\s*{re.escape(key)}\s*:", re.MULTILINE)
+    env_key = re.compile(rf"^\s*(?:export\s+)?{variable}\s*=", re.MULTILINE)
+    return any(yaml_key.search(texts.get(p, "")) for p in configs) or any(
+        env_key.search(texts.get(p, "")) for p in envs
+    )
+
+
+def _build(request: Request) -> Setup:
+    facts = request.facts
+    configs, envs = _files(request)
+    texts: dict[Path, str] = {}
+    skipped: list[Skipped] = []
+    for path in dict.fromkeys([*configs, *envs]):
+        text = read_text(path)
+        if isinstance(text, Skipped):
+            skipped.append(text)
+        elif text is not None:
+            texts[path] = text
+    added: list[str] = []
+    notes: list[str] = []
+    picks = (("--model", default_chat_model(facts)), ("--weak-model", cheapest_chat_model(facts)))
+    for setting, model in picks:
+        if skipped:
+            notes += [f"aider's {setting} not set: {file.note()}" for file in skipped]
+            continue
+        if _sets(request, setting, texts, configs, envs):
+            continue
+        if model is None:
+            notes.append(unknown(facts, f"aider's {setting} not set"))
+            continue
+        # litellm's OpenAI provider, at OPENAI_API_BASE.
+        added += [setting, f"openai/{model.model_id}"]
+    return Setup(args=(*added, *request.args), notes=tuple(dict.fromkeys(notes)))
+
+
+AGENT = Agent(
+    name="aider",
+    programs=("aider",),
+    identify=_identify,
+    quirks=("max_tokens",),
+    profile=Profile(
+        "--model openai/<default chat model> and --weak-model openai/<the chat model "
+        "with the lowest output price, else multiplier>",
+        (
+            "aider 0.86.2: --model, --weak-model; AIDER_* variables; .aider.conf.yml and "
+            ".env in the home folder, the git root and the current folder",
+        ),
+        (
+            (
+                "--model",
+                "--model, AIDER_MODEL, model: in .aider.conf.yml or --config, AIDER_MODEL in .env",
+            ),
+            (
+                "--weak-model",
+                "--weak-model, AIDER_WEAK_MODEL, weak-model: in "
+                ".aider.conf.yml or --config, AIDER_WEAK_MODEL in .env",
+            ),
+        ),
+        _build,
+    ),
+)

@@ -1,0 +1,89 @@
+"""Claude Code (npm ``@anthropic-ai/claude-code``): what the gateway knows of it.
+
+It speaks Anthropic Messages (``ANTHROPIC_BASE_URL``, the key as ``ANTHROPIC_AUTH_TOKEN``),
+names models its own way (``claude-opus-5-5`` by default: :mod:`.._app._names` reads them),
+and sends shapes Copilot is reported to refuse, which the gateway's table changes for it
+(``quirks``): a billing block in ``system``, fields whose betas are not served, a
+``role: "system"`` message inside ``messages``, output caps above the model's, server tools,
+and count_tokens calls. Its requests carry ``User-Agent: claude-cli/<version>`` (or
+``claude-code/<version>`` for model discovery) and ``x-app: cli``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from .._protocols import MESSAGES
+from ._profile import Agent, Profile, Request, Setup, option, prompt_limit, unset
+
+__all__ = ["AGENT", "CLAUDE_DEFAULT_MODEL"]
+
+# Claude Code 2.1.332's main model when neither ANTHROPIC_MODEL nor --model names one (the
+# name its bundle sends; tests/agents shows it asked for).
+CLAUDE_DEFAULT_MODEL = "claude-opus-5-5"
+
+
+def _identify(headers: Mapping[bytes, bytes]) -> bool:
+    agent = headers.get(b"user-agent", b"")
+    return agent.startswith((b"claude-cli/", b"claude-code/")) or headers.get(b"x-app") == b"cli"
+
+
+def _build(request: Request) -> Setup:
+    env: dict[str, str] = {}
+    notes: list[str] = []
+    if unset(request, "CLAUDE_CODE_ATTRIBUTION_HEADER"):
+        # The billing header Claude Code puts first in `system` changes with every prompt,
+        # so nothing the gateway relays could be cached; 0 leaves it out.
+        env["CLAUDE_CODE_ATTRIBUTION_HEADER"] = "0"
+    if unset(request, "CLAUDE_CODE_AUTO_COMPACT_WINDOW"):
+        name = (
+            request.env.get("ANTHROPIC_MODEL")
+            or option(request.args, "--model")
+            or CLAUDE_DEFAULT_MODEL
+        )
+        model = request.facts.resolve(name, MESSAGES)
+        limit = prompt_limit(model) if model is not None else None
+        if limit is not None:
+            env["CLAUDE_CODE_AUTO_COMPACT_WINDOW"] = str(limit)
+        else:
+            notes.append(
+                f"Claude Code's compaction window not set: {request.facts.missing}"
+                if request.facts.missing
+                else f"Claude Code's compaction window not set: no model serves {name!r}"
+            )
+    return Setup(env=env, args=request.args, notes=tuple(notes))
+
+
+AGENT = Agent(
+    name="claude-code",
+    programs=("claude",),
+    identify=_identify,
+    quirks=(
+        "betas",
+        "billing-header",
+        "beta-fields",
+        "system-message",
+        "max_tokens",
+        "thinking-budget",
+        "server-tools",
+        "tool_choice",
+        "count-tokens",
+        "system",
+    ),
+    profile=Profile(
+        "CLAUDE_CODE_AUTO_COMPACT_WINDOW (the prompt limit of the model serving "
+        "ANTHROPIC_MODEL, --model, else Claude Code's default name) and "
+        "CLAUDE_CODE_ATTRIBUTION_HEADER=0",
+        (
+            "Claude Code 2.1.332: CLAUDE_CODE_AUTO_COMPACT_WINDOW sets /context's "
+            "'Auto-compact window' (verified with the real agent: tests/agents)",
+            f"its default main model name: {CLAUDE_DEFAULT_MODEL} (its bundle)",
+        ),
+        (
+            ("CLAUDE_CODE_AUTO_COMPACT_WINDOW", "the variable set by the user"),
+            ("CLAUDE_CODE_ATTRIBUTION_HEADER", "the variable set by the user"),
+            ("the model sized", "ANTHROPIC_MODEL, then --model, then the default name"),
+        ),
+        _build,
+    ),
+)

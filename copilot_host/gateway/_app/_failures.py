@@ -1,0 +1,81 @@
+"""What a client is told when serving its request failed: a status, a stable code, one line.
+
+The error document takes the shape of the API the client speaks (the flow's
+:class:`~copilot_host.gateway._protocols.ErrorShape`); answers that came from upstream are
+relayed as they are instead. :func:`failure_of` turns an exception met while serving into a
+status and a stable code: a login or session that cannot be had is 503, the network or an
+unusable answer upstream is 502, anything unexpected 500. Messages come from the library's
+own error texts (built without secrets), and are masked once more before they leave.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import httpx2
+
+import copilot_host as ch
+
+__all__ = ["Failure", "failure_of"]
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """What the client is told about an exception: status, stable code, one line."""
+
+    status: int
+    code: str
+    message: str
+    headers: tuple[tuple[bytes, bytes], ...] = ()
+
+
+# A refused session is usually fixed by the next exchange: clients may come back soon.
+_RETRY_SOON = ((b"retry-after", b"1"),)
+
+
+# Library errors that mean "no usable login or session right now": the client can do
+# nothing about them but wait or ask the person to act, so they are 503.
+_UNAVAILABLE: tuple[type[ch.CopilotHostError], ...] = (
+    ch.LoginError,
+    ch.EntitlementError,
+    ch.SessionError,
+    ch.StoreError,
+    ch.ClientOutdatedError,
+    ch.OriginError,
+    ch.ModelValidationError,
+    ch.ServerError,
+)
+
+
+def failure_of(exc: BaseException) -> Failure:
+    """The status, code and message a client gets for ``exc``."""
+    if isinstance(exc, ch.CopilotHostError):
+        message = f"copilot-host: {exc.message}"
+        if isinstance(exc, ch.NotLoggedInError):
+            return Failure(
+                503,
+                "not_logged_in",
+                "copilot-host: no GitHub login on this machine; run `copilot-host login`, "
+                "then retry (the gateway picks the login up without a restart)",
+            )
+        if isinstance(exc, ch.QuotaExceededError):
+            # The account's quota, not the gateway: the service's own status and code.
+            return Failure(402, exc.code, message)
+        if isinstance(exc, _UNAVAILABLE):
+            retry = _RETRY_SOON if exc.code == "session_refused" else ()
+            return Failure(503, exc.code, message, retry)
+        # TransportError, ResponseError and anything else that came from the network.
+        return Failure(502, exc.code, message)
+    if isinstance(exc, httpx2.TimeoutException):
+        return Failure(502, "timeout", "copilot-host: the Copilot API did not answer in time")
+    if isinstance(exc, httpx2.TransportError):
+        return Failure(
+            502,
+            "network_error",
+            f"copilot-host: could not reach the Copilot API ({type(exc).__name__})",
+        )
+    return Failure(
+        500,
+        "internal_error",
+        f"copilot-host: unexpected {type(exc).__name__} in the gateway; see its log",
+    )

@@ -1,0 +1,25 @@
+"""What the CLI (``copilot_host_cli``) uses of the gateway beyond its public names: one
+reviewed list, importable by the CLI alone (an import-linter contract in pyproject.toml).
+Nothing here is public API: it may change in any release.
+"""
+
+from __future__ import annotations
+
+from ._agents import AGENTS, NAMES, agent_for, agent_of, home_of
+from ._agents._profile import Agent, Facts, Profile, Request, Setup
+from ._protocols import Api
+
+__all__ = [
+    # the coding agents: their profiles for `run`, and who sent a request
+    "AGENTS",
+    "NAMES",
+    "Agent",
+    "Api",
+    "Facts",
+    "Profile",
+    "Request",
+    "Setup",
+    "agent_for",
+    "agent_of",
+    "home_of",
+]

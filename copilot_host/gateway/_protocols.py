@@ -1,0 +1,294 @@
+"""One descriptor per wire protocol the gateway serves: everything that differs by protocol.
+
+The gateway serves OpenAI Chat Completions, OpenAI Responses and Anthropic Messages. What
+differs between them is found here and nowhere else (a test scans the gateway's syntax
+trees for any other reference to an :class:`copilot_host.ApiProtocol` member or an error
+shape): the gateway's path and the upstream protocol, the error document, the model list
+document, the request facts ``route.auth`` reads, the fields that cap an answer's length,
+the fields a token estimate counts and where the last user text is, how a stream names its
+events, and the shape of an answer the gateway writes itself. Each stage of a request asks
+the flow's :class:`Api` rather than testing which one it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+import copilot_host as ch
+from copilot_host._internal import request_facts
+
+from . import _sse
+from ._documents import (
+    Framer,
+    anthropic_entry,
+    anthropic_list,
+    chat_text,
+    messages_text,
+    openai_entry,
+    openai_list,
+    responses_text,
+)
+from ._json import dumps
+
+__all__ = [
+    "ANTHROPIC_ERRORS",
+    "APIS",
+    "BY_ENDPOINT",
+    "CHAT",
+    "MESSAGES",
+    "OPENAI_ERRORS",
+    "RESPONSES",
+    "Api",
+    "ErrorShape",
+    "api_of_path",
+    "api_of_protocol",
+    "endpoints_of",
+    "errors_of",
+    "models_api",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorShape:
+    """How an API's clients read an error: OpenAI's ``{"error": {"message", "type", "code",
+    "param"}}`` or Anthropic's ``{"type": "error", "error": {"type", "message"}}``, whose
+    ``error.type`` is fixed by the status."""
+
+    name: str
+    types: Mapping[int, str]
+    server_type: str
+    client_type: str
+    builder: Callable[[str, str, str], dict[str, Any]]
+
+    def type_of(self, status: int) -> str:
+        found = self.types.get(status)
+        if found is not None:
+            return found
+        return self.server_type if status >= 500 else self.client_type
+
+    def document(self, status: int, code: str, message: str) -> dict[str, Any]:
+        """The error document (masked of every secret the library knows)."""
+        return self.builder(self.type_of(status), code, ch.mask_secrets(message))
+
+    def body(self, status: int, code: str, message: str) -> bytes:
+        return dumps(self.document(status, code, message))
+
+
+OPENAI_ERRORS = ErrorShape(
+    "openai",
+    # OpenAI answers a bad key with invalid_request_error and code invalid_api_key.
+    MappingProxyType({401: "invalid_request_error", 429: "rate_limit_error"}),
+    "server_error",
+    "invalid_request_error",
+    lambda kind, code, message: {
+        "error": {"message": message, "type": kind, "code": code, "param": None}
+    },
+)
+# The Anthropic API's error type for each status it documents.
+ANTHROPIC_ERRORS = ErrorShape(
+    "anthropic",
+    MappingProxyType(
+        {
+            400: "invalid_request_error",
+            401: "authentication_error",
+            403: "permission_error",
+            404: "not_found_error",
+            413: "request_too_large",
+            429: "rate_limit_error",
+            500: "api_error",
+            529: "overloaded_error",
+        }
+    ),
+    "api_error",
+    "invalid_request_error",
+    lambda kind, _code, message: {"type": "error", "error": {"type": kind, "message": message}},
+)
+
+
+@dataclass(frozen=True, eq=False)
+class Api:
+    """One wire protocol as the gateway serves it (see the module docstring)."""
+
+    # The short name the ledger and the docs use: "chat", "responses", "messages".
+    name: str
+    protocol: ch.ApiProtocol
+    # The gateway's path for it (the upstream path is ``protocol.path``).
+    path: str
+    errors: ErrorShape
+    # Body fields that cap the answer's length, in the order the estimate reads them.
+    output_caps: tuple[str, ...]
+    # Body fields a token estimate counts (the prompt, the instructions, the tools).
+    counted: tuple[str, ...]
+    # Whether stream events carry an ``event:`` line (Chat Completions' do not).
+    names_events: bool
+    # Whether this API's clients are shown only the models that speak it (an Anthropic
+    # client can call /v1/messages only; an OpenAI client calls any of the three).
+    own_models_only: bool
+    _text: Callable[[Framer, str, str, str, bool], bytes] = field(repr=False)
+    _last_user_text: Callable[[dict[str, Any]], str | None] = field(repr=False)
+    # This API's clients' model list: its entry for one route (given the gateway paths it
+    # is served on), and the document around the entries.
+    _entry: Callable[[ch.ModelRoute, list[str]], dict[str, Any]] = field(repr=False)
+    _listing: Callable[[list[dict[str, Any]]], dict[str, Any]] = field(repr=False)
+
+    def __repr__(self) -> str:
+        return f"<Api {self.name}>"
+
+    def speaks(self, spec: ch.ModelSpec | ch.ModelRoute) -> bool:
+        """Whether a model (its spec or its route) lists this protocol's endpoint."""
+        protocols = spec.spec.protocols if isinstance(spec, ch.ModelRoute) else spec.protocols
+        return self.protocol in protocols
+
+    def facts(self, value: object, body: bytes) -> ch.RequestFacts:
+        """What ``route.auth`` would read from the body (image input, initiator)."""
+        return request_facts(self.protocol, value, body=body)
+
+    def event(self, data: dict[str, Any] | bytes, kind: str | None = None) -> bytes:
+        """One stream event in this protocol's framing."""
+        if self.names_events and kind is None and isinstance(data, dict):
+            found = data.get("type")
+            kind = found if isinstance(found, str) else None
+        return _sse.encode(data, kind=kind if self.names_events else None)
+
+    def text_answer(self, model: str, text: str, *, ident: str, stream: bool) -> bytes:
+        """A whole answer (or, ``stream``, its event sequence) whose one text part is
+        ``text``, as this API's clients read a model's answer: for what the gateway
+        answers itself."""
+        return self._text(self.event, model, text, ident, stream)
+
+    def last_user_text(self, value: dict[str, Any]) -> str | None:
+        """The text of the last user message of a request body, None when it has none."""
+        return self._last_user_text(value)
+
+    def model_entry(self, route: ch.ModelRoute) -> dict[str, Any]:
+        """One model as ``GET /v1/models/{name}`` shows it to this API's clients."""
+        return self._entry(route, endpoints_of(route))
+
+    def model_list(self, routes: Iterable[ch.ModelRoute]) -> bytes:
+        """``GET /v1/models`` for this API's clients (masked of known secrets), sorted by
+        id (see ``own_models_only``)."""
+        shown = [
+            self.model_entry(route)
+            for route in sorted(routes, key=lambda route: route.model_id)
+            if not self.own_models_only or self.speaks(route)
+        ]
+        return ch.mask_secrets(dumps(self._listing(shown)))
+
+
+def _texts(content: object, kinds: frozenset[str]) -> str | None:
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return None
+    parts = [
+        part["text"]
+        for part in content
+        if isinstance(part, dict)
+        and part.get("type") in kinds
+        and isinstance(part.get("text"), str)
+    ]
+    return "\n".join(parts) if parts else None
+
+
+def endpoints_of(route: ch.ModelRoute) -> list[str]:
+    """The gateway paths a route may be called on, in order of preference."""
+    return [api.path for api in APIS if api.speaks(route)]
+
+
+def _last_user(items: object, kinds: frozenset[str]) -> str | None:
+    if not isinstance(items, list):
+        return None
+    for item in reversed(items):
+        if isinstance(item, dict) and item.get("role") == "user":
+            found = _texts(item.get("content"), kinds)
+            if found is not None:
+                return found
+    return None
+
+
+_TEXT = frozenset({"text"})
+_INPUT_TEXT = frozenset({"input_text", "text"})
+
+CHAT = Api(
+    "chat",
+    ch.ApiProtocol.OPENAI_CHAT,
+    "/v1/chat/completions",
+    OPENAI_ERRORS,
+    ("max_tokens", "max_completion_tokens"),
+    ("messages", "tools"),
+    False,
+    False,
+    chat_text,
+    lambda value: _last_user(value.get("messages"), _TEXT),
+    openai_entry,
+    openai_list,
+)
+RESPONSES = Api(
+    "responses",
+    ch.ApiProtocol.OPENAI_RESPONSES,
+    "/v1/responses",
+    OPENAI_ERRORS,
+    ("max_output_tokens",),
+    ("instructions", "input", "tools"),
+    True,
+    False,
+    responses_text,
+    lambda value: (
+        value["input"]
+        if isinstance(value.get("input"), str)
+        else _last_user(value.get("input"), _INPUT_TEXT)
+    ),
+    openai_entry,
+    openai_list,
+)
+MESSAGES = Api(
+    "messages",
+    ch.ApiProtocol.ANTHROPIC_MESSAGES,
+    "/v1/messages",
+    ANTHROPIC_ERRORS,
+    ("max_tokens",),
+    ("system", "messages", "tools"),
+    True,
+    True,
+    messages_text,
+    lambda value: _last_user(value.get("messages"), _TEXT),
+    anthropic_entry,
+    anthropic_list,
+)
+
+# In the order of preference of ApiProtocol (a model listing several is routed to the first).
+APIS: tuple[Api, ...] = tuple(
+    sorted((CHAT, RESPONSES, MESSAGES), key=lambda api: list(ch.ApiProtocol).index(api.protocol))
+)
+# The order the gateway's messages and docs list the endpoints in.
+BY_ENDPOINT: tuple[Api, ...] = (CHAT, RESPONSES, MESSAGES)
+_BY_PATH = MappingProxyType({api.path: api for api in APIS})
+_BY_PROTOCOL = MappingProxyType({api.protocol: api for api in APIS})
+
+
+def api_of_path(path: str) -> Api | None:
+    """The protocol a gateway path serves, None for any other path."""
+    return _BY_PATH.get(path)
+
+
+def api_of_protocol(protocol: ch.ApiProtocol) -> Api:
+    return _BY_PROTOCOL[protocol]
+
+
+def errors_of(api: Api | None, *, models: bool, anthropic_version: bytes | None) -> ErrorShape:
+    """The shape a path's errors take: its API's (``api``), on the model list paths
+    (``models``) the shape of the client asking (:func:`models_api`), OpenAI's elsewhere."""
+    if api is not None:
+        return api.errors
+    if models:
+        return models_api(anthropic_version).errors
+    return OPENAI_ERRORS
+
+
+def models_api(anthropic_version: bytes | None) -> Api:
+    """Whose documents ``GET /v1/models`` answers in: Anthropic's when the request carries
+    ``anthropic-version`` (what Anthropic clients send), OpenAI's otherwise."""
+    return MESSAGES if anthropic_version is not None else CHAT
