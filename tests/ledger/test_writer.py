@@ -53,6 +53,17 @@ def test_a_request_is_one_row_holding_what_the_gateway_knew(tmp_path: Path) -> N
     assert runs(path) == []  # the run is forgotten once closed
 
 
+def test_an_end_that_names_the_changes_replaces_the_starts(tmp_path: Path) -> None:
+    """The answer's own changes are known at its end: the row names them all, as the
+    access line does; an end that names none keeps the start's."""
+    path = tmp_path / "ledger.sqlite3"
+    with ledger_at(path) as ledger:
+        first = begun(ledger, start(rewrote=("namespaces",)))
+        ledger.end(End(first, 200, rewrote=("namespaces", "custom-tools")))
+        ledger.end(end(begun(ledger, start(rewrote=("namespaces",)))))
+    assert [row["rewrote"] for row in rows(path)] == ["namespaces,custom-tools", "namespaces"]
+
+
 def test_an_answer_the_gateway_gave_itself_is_one_row_of_no_credits(tmp_path: Path) -> None:
     path = tmp_path / "ledger.sqlite3"
     with ledger_at(path) as ledger:

@@ -59,7 +59,7 @@ _INSERT = (
 )
 _END = (
     "UPDATE requests SET status = ?, input_tokens = ?, output_tokens = ?, cached_tokens = ?, "
-    "credits = ?, credits_estimated = ?, duration_ms = ? "
+    "credits = ?, credits_estimated = ?, duration_ms = ?, rewrote = coalesce(?, rewrote) "
     "WHERE id = ? AND run_id = ? AND status IS NULL"
 )
 # done: credits of rows that ended; held: reservations of rows in flight; flying: how many.
@@ -304,7 +304,8 @@ class Book:
             figures[2] -= 1
 
     def _end(self, end: End, work: _Changes) -> None:
-        changed = self.db.execute(_END, (*_ended(end), end.row, self.run_id)).rowcount
+        rewrote = None if end.rewrote is None else rewrote_text(end.rewrote)
+        changed = self.db.execute(_END, (*_ended(end), rewrote, end.row, self.run_id)).rowcount
         if changed:
             self._close_row(end.row, work, end.credits or 0.0)
 

@@ -88,8 +88,9 @@ class Start:
 class End:
     """How the request recorded as ``row`` ended: the HTTP status its client got, the
     tokens and credits its answer reported (None: not reported), whether ``credits`` is
-    an estimate (the reservation, when the answer's cost could not be read), and how long
-    it took."""
+    an estimate (the reservation, when the answer's cost could not be read), how long it
+    took, and (when not None) every change applied, the answer's included: it replaces
+    the start's ``rewrote``, so the row names what the access line names."""
 
     row: int
     status: int
@@ -99,6 +100,7 @@ class End:
     credits: float | None = None
     credits_estimated: bool = False
     duration_ms: int | None = None
+    rewrote: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
