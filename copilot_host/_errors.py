@@ -31,10 +31,10 @@ server text that went through :func:`copilot_host._safety._text.clean`.
                                     (the gateway: upstream refused a session, retryable)
   x StoreError                      store_error, store_io, invalid_store_path,
                                     invalid_account, invalid_credential, key_file_missing,
-                                    invalid_client_id
-    + StoreCorruptError             store_corrupt
-    + StoreInsecureError            store_insecure
-    + StoreVersionError             store_version
+                                    invalid_client_id, ledger_io (the ledger: retryable)
+    + StoreCorruptError             store_corrupt, ledger_corrupt
+    + StoreInsecureError            store_insecure, ledger_insecure
+    + StoreVersionError             store_version, ledger_version
     + StoreLockedError              store_locked                  (retryable)
     + KeyringUnavailableError       keyring_unavailable, keyring_locked, keyring_timeout,
                                     keyring_entry_missing, keyring_entries_left
