@@ -186,6 +186,7 @@ INTERNAL = [
     "redact_line",
     "read_json_body",
     "request_facts",
+    "write_json_body",
     "Accelerations",
     "accelerations",
 ]
