@@ -226,7 +226,10 @@ class Pipeline:
                 outcome=outcome,
                 auth=auth,
                 header_filter=hooks.request_headers,
-                observer=both(CostReader(outcome), hooks.observe(route) if hooks.observe else None),
+                observer=both(
+                    CostReader(outcome, edit.api.tokens),
+                    hooks.observe(route) if hooks.observe else None,
+                ),
                 extra_headers=(*_served_by(route), *((CLOSE,) if flow.close else ())),
                 answers=answers,
             )
