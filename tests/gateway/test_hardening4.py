@@ -12,12 +12,18 @@ from __future__ import annotations
 
 import json
 import signal
+import time
+import urllib.parse
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import httpx2
+import pytest
 
-from copilot_host.testing import Replies, Scenario
-from tests.gateway.test_serve import BOUND, _listening
+from copilot_host.testing import Faults, GitHubEmulator, RawAnswer, Replies, Scenario
+from tests.gateway._support import running_gateway
+from tests.gateway.test_serve import BOUND, CHAT, _listening
 
 # -- N10: the GitHub token is masked in what serve relays ----------------------------------
 
@@ -46,3 +52,79 @@ def test_serve_masks_the_github_token_in_relayed_answers_whole_and_streamed(serv
     code, stdout, stderr = served.stop(signal.SIGTERM)
     assert code == 143
     assert served.leaks(stdout, stderr, *seen) == []
+
+
+# -- N7: Retry-After values and resets the rate-limit refusal could not take -----------------
+
+WEEK = 7 * 24 * 3600
+_FAR = "9999-12-31T23:59:59-23:59"  # 23:59 before UTC: a reset in the year 10000, UTC
+
+
+def _rate_limited(retry_after: str | None, rst: str | None) -> RawAnswer:
+    """The service's weekly refusal with this ``Retry-After`` and window reset."""
+    body = {
+        "error": {"message": "Sorry, you've hit a rate limit.", "code": "user_weekly_rate_limited"}
+    }
+    headers = [("Content-Type", "application/json")]
+    if retry_after is not None:
+        headers.append(("Retry-After", retry_after))
+    if rst is not None:
+        window = urllib.parse.urlencode({"ent": "0", "rem": "0.0", "rst": rst})
+        headers.append(("x-usage-ratelimit-weekly", window))
+    return RawAnswer(429, json.dumps(body).encode(), headers=tuple(headers))
+
+
+def _in(seconds: float) -> str:
+    return datetime.fromtimestamp(time.time() + seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@pytest.mark.usefixtures("upstream_path")  # on aiohttp and on httpx2's own transport
+@pytest.mark.parametrize(
+    ("retry_after", "rst", "expected"),
+    [
+        # A digit to str.isdigit, not to RFC 9110 (0.4.0: 500).
+        ("\u00b2", None, None),
+        # Refused, so the window's reset says when.
+        ("\u00b2", _in(3600), 3600),
+        # Past the 4,300 digits int() takes (0.4.0: 500).
+        ("9" * 5000, None, None),
+        # Twelve digits: a reset past year 9999 (0.4.0: 500); ten are 317 years, clamped.
+        ("999999999999", None, None),
+        ("9999999999", None, WEEK),
+        # Resets past year 9999 in UTC, as a date and as the window's reset (0.4.0: 500).
+        ("Fri, 31 Dec 9999 23:59:59 -2359", None, WEEK),
+        (None, _FAR, WEEK),
+        # A month away: no window is longer than a week (0.4.0: told as 30 days).
+        (None, _in(30 * 24 * 3600), WEEK),
+    ],
+    ids=[
+        "superscript",
+        "superscript-then-rst",
+        "5000-digits",
+        "12-digits",
+        "10-digits",
+        "date-past-9999",
+        "rst-past-9999",
+        "rst-in-a-month",
+    ],
+)
+def test_a_rate_limit_refusal_with_an_odd_retry_after_or_reset_is_still_the_reshaped_429(
+    tmp_path: Path, retry_after: str | None, rst: str | None, expected: int | None
+) -> None:
+    scenario = Scenario(faults=Faults(answers={"chat": _rate_limited(retry_after, rst)}))
+    with (
+        GitHubEmulator(scenario) as emulator,
+        running_gateway(emulator, tmp_path / "home") as gateway,
+    ):
+        status, headers, body = gateway.post("/v1/chat/completions", CHAT)
+    assert status == 429, body
+    assert (body["error"]["type"], body["error"]["code"]) == (
+        "rate_limit_error",
+        "user_weekly_rate_limited",
+    )
+    if expected is None:
+        assert "retry-after" not in headers
+        assert body["error"]["message"].endswith("resets at an unknown time")
+    else:
+        # Whole seconds to the reset, counted from when the gateway answered.
+        assert expected - 120 <= int(headers["retry-after"]) <= expected
