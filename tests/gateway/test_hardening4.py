@@ -10,8 +10,11 @@ command outliving it, is in tests/cli/test_run.py.) Each test failed on 0.4.0.
 
 from __future__ import annotations
 
+import http.client
 import json
+import select
 import signal
+import socket
 import time
 import urllib.parse
 from datetime import UTC, datetime
@@ -21,6 +24,7 @@ from typing import Any
 import httpx2
 import pytest
 
+from copilot_host.gateway._app._intake import OFF_LOOP_ABOVE
 from copilot_host.testing import Faults, GitHubEmulator, RawAnswer, Replies, Scenario
 from tests.gateway._support import running_gateway
 from tests.gateway.test_serve import BOUND, CHAT, _listening
@@ -52,6 +56,81 @@ def test_serve_masks_the_github_token_in_relayed_answers_whole_and_streamed(serv
     code, stdout, stderr = served.stop(signal.SIGTERM)
     assert code == 143
     assert served.leaks(stdout, stderr, *seen) == []
+
+
+# -- N1: a keyed Messages body cannot hold the event loop ------------------------------------
+
+# 0.4.0 looked back from each system message for the user turn it joins: here 12,000 (16,000)
+# times past 12,000 (16,000) assistant turns.
+_PROBE_SECONDS = 5.0  # a probe not answered by then has failed (bounded: 0.4.0 took 10 s)
+
+
+def _folded_body(turns: int) -> bytes:
+    """A Messages body: the person's turn, ``turns`` assistant turns, then ``turns`` system
+    messages, each of which the gateway folds into that first user turn."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "hi"}]
+    messages += [{"role": "assistant", "content": "ok"}] * turns
+    messages += [{"role": "system", "content": "s"}] * turns
+    document = {"model": "claude-opus-5", "max_tokens": 8, "messages": messages}
+    return json.dumps(document, separators=(",", ":")).encode()
+
+
+def _models_seconds(port: int, key: str) -> float:
+    """How long another client waits for ``GET /v1/models`` on a new connection."""
+    began = time.perf_counter()
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=_PROBE_SECONDS)
+    try:
+        connection.request("GET", "/v1/models", headers={"Authorization": f"Bearer {key}"})
+        answer = connection.getresponse()
+        answer.read()
+        assert answer.status == 200
+    except TimeoutError:
+        raise AssertionError(f"GET /v1/models unanswered after {_PROBE_SECONDS} s") from None
+    finally:
+        connection.close()
+    return time.perf_counter() - began
+
+
+def test_another_client_is_answered_within_a_second_while_a_folded_body_is_changed(
+    serve: Any,
+) -> None:
+    """Real ``serve`` (its own process, so the emulator's work on the body is not on its
+    GIL): while it folds each body, another client's ``GET /v1/models`` is answered within
+    a second (0.4.0: 10.7 s for the first, never within 5 s for the second)."""
+    served = serve("--port", "0", "--json")
+    _listening(served)
+    port = int(served.base_url.rsplit(":", 1)[1].split("/")[0])
+    for turns in (12_000, 16_000):
+        body = _folded_body(turns)
+        # One body serve parses and changes on its event loop, one in a worker thread.
+        assert (len(body) > OFF_LOOP_ABOVE) == (turns == 16_000)
+        head = (
+            f"POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+            f"Authorization: Bearer {served.key}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+        ).encode()
+        waits: list[float] = []
+        with socket.create_connection(("127.0.0.1", port), timeout=BOUND) as keyed:
+            keyed.sendall(head + body)
+            # The whole body is serve's: another client asks until the answer arrives.
+            while True:
+                waits.append(_models_seconds(port, served.key))
+                if select.select([keyed], [], [], 0)[0]:
+                    break
+            answer = b""
+            while chunk := keyed.recv(65536):
+                answer += chunk
+        print(f"{len(body):,} bytes: {len(waits)} GET /v1/models, the slowest {max(waits):.3f} s")
+        assert answer.startswith(b"HTTP/1.1 200 ")
+        assert max(waits) < 1.0
+        sent = served.emulator.requests_to("messages")[-1]
+        folded = json.loads(sent.body)["messages"]
+        assert [m["role"] for m in folded] == ["user"] + ["assistant"] * turns
+        assert len(folded[0]["content"]) == 1 + turns  # the person's text, then each system's
+    code, _stdout, stderr = served.stop(signal.SIGTERM)
+    assert code == 143
+    posts = [line for line in stderr.splitlines() if "POST /v1/messages" in line]
+    assert len(posts) == 2 and all(line.endswith("rewrote=system-message") for line in posts)
 
 
 # -- N7: Retry-After values and resets the rate-limit refusal could not take -----------------
