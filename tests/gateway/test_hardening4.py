@@ -15,6 +15,7 @@ import json
 import select
 import signal
 import socket
+import threading
 import time
 import urllib.parse
 from datetime import UTC, datetime
@@ -25,8 +26,18 @@ import httpx2
 import pytest
 
 from copilot_host.gateway._app._intake import OFF_LOOP_ABOVE
-from copilot_host.testing import Faults, GitHubEmulator, RawAnswer, Replies, Scenario
-from tests.gateway._support import running_gateway
+from copilot_host.testing import (
+    Faults,
+    GitHubEmulator,
+    Inventory,
+    RawAnswer,
+    Replies,
+    Scenario,
+    Usage,
+    chat_model,
+    token_billing,
+)
+from tests.gateway._support import Gateway, running_gateway
 from tests.gateway.test_serve import BOUND, CHAT, _listening
 
 # -- N10: the GitHub token is masked in what serve relays ----------------------------------
@@ -131,6 +142,70 @@ def test_another_client_is_answered_within_a_second_while_a_folded_body_is_chang
     assert code == 143
     posts = [line for line in stderr.splitlines() if "POST /v1/messages" in line]
     assert len(posts) == 2 and all(line.endswith("rewrote=system-message") for line in posts)
+
+
+# -- N2: a cheap answer does not open the budget ---------------------------------------------
+
+BUDGET = 5.0
+PRICED = "priced-model"
+# Credits per million tokens: a prompt of 40,000 bytes (10,000 tokens, as the emulator and
+# the gateway both count a quarter of the bytes) costs about 2 credits, one of 190 bytes
+# about 0.01; the output is all but free.
+_INPUT_PRICE, _OUTPUT_PRICE = 200.0, 1.0
+
+
+def _priced_chat(gateway: Gateway, size: int) -> int:
+    body = {
+        "model": PRICED,
+        "max_tokens": 16,
+        "messages": [{"role": "user", "content": "x" * size}],
+    }
+    with gateway.client() as client:
+        return client.post("/v1/chat/completions", json=body).status_code
+
+
+def test_a_burst_after_a_cheap_answer_is_held_to_the_budget_plus_one_reservation(
+    tmp_path: Path,
+) -> None:
+    scenario = Scenario(
+        inventory=Inventory(
+            models=(chat_model(PRICED, billing=token_billing(_INPUT_PRICE, _OUTPUT_PRICE)),)
+        ),
+        # Each answer costs its tokens times those prices, and takes half a second: the burst
+        # is in flight together.
+        usage=Usage(cost_model="prices"),
+        faults=Faults(slow={"chat": 0.5}),
+    )
+    with GitHubEmulator(scenario) as emulator:
+        with running_gateway(emulator, tmp_path / "home", max_credits=BUDGET) as gateway:
+            assert _priced_chat(gateway, 100) == 200
+            cheap = emulator.quota_used
+            start = threading.Barrier(12)
+            statuses: list[int] = []
+
+            def ask() -> None:
+                start.wait()
+                statuses.append(_priced_chat(gateway, 40_000))
+
+            burst = [threading.Thread(target=ask) for _ in range(12)]
+            for thread in burst:
+                thread.start()
+            for thread in burst:
+                thread.join(BOUND)
+            spend = gateway.app.spend
+        # Read once the gateway has stopped: every answer settled.
+        counted = spend.credits
+        billed = emulator.quota_used
+    each = (billed - cheap) / statuses.count(200)
+    print(
+        f"after a {cheap:.4f}-credit answer, 12 requests of {each:.2f} credits under a "
+        f"budget of {BUDGET:g}: {statuses.count(200)} admitted, {billed:.2f} billed"
+    )
+    assert cheap < 0.02 and 1.9 < each < 2.1
+    # Each reserves its own estimate (2 credits), not the cheap answer's 0.01.
+    assert sorted(statuses) == [200] * 2 + [429] * 10
+    assert billed <= BUDGET + each
+    assert counted == pytest.approx(billed)
 
 
 # -- N7: Retry-After values and resets the rate-limit refusal could not take -----------------
