@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import re
 import select
 import signal
 import socket
@@ -33,10 +34,12 @@ from copilot_host.testing import (
     RawAnswer,
     Replies,
     Scenario,
+    ToolCall,
     Usage,
     chat_model,
     token_billing,
 )
+from tests.gateway._rewrites_support import events_of
 from tests.gateway._support import Gateway, running_gateway
 from tests.gateway.test_serve import BOUND, CHAT, _listening
 
@@ -206,6 +209,121 @@ def test_a_burst_after_a_cheap_answer_is_held_to_the_budget_plus_one_reservation
     assert sorted(statuses) == [200] * 2 + [429] * 10
     assert billed <= BUDGET + each
     assert counted == pytest.approx(billed)
+
+
+# -- N4: every tool call comes back to the tool offered under its flat name ------------------
+
+
+def _tool(name: str, said: str) -> dict[str, Any]:
+    """A Responses function tool whose description says which tool it is."""
+    return {
+        "type": "function",
+        "name": name,
+        "description": said,
+        "parameters": {"type": "object", "properties": {"q": {"type": "string"}}},
+    }
+
+
+def _namespace(name: str, *members: str) -> dict[str, Any]:
+    return {
+        "type": "namespace",
+        "name": name,
+        "description": f"the {name} tools",
+        "tools": [_tool(member, f"{name}.{member}") for member in members],
+    }
+
+
+# A top-level a__b beside namespace a's b (0.4.0 sent both as a__b); x's y__z beside x__y's
+# z (both x__y__z in 0.4.0), with w holding both names so that each must be prefixed.
+OFFERED = [
+    _tool("a__b", "a__b"),
+    _namespace("a", "b"),
+    _namespace("c", "b"),
+    _namespace("x", "y__z"),
+    _namespace("x__y", "z"),
+    _namespace("w", "y__z", "z"),
+]
+# Later in the thread the client offers them in another order, with more beside them.
+REORDERED = [*reversed(OFFERED), _namespace("d", "b"), _tool("e", "e")]
+# Each offered tool, by its description: (namespace, name) as the client named it.
+_SAID: dict[str, tuple[str | None, str]] = {
+    "a__b": (None, "a__b"),
+    "a.b": ("a", "b"),
+    "c.b": ("c", "b"),
+    "x.y__z": ("x", "y__z"),
+    "x__y.z": ("x__y", "z"),
+    "w.y__z": ("w", "y__z"),
+    "w.z": ("w", "z"),
+}
+
+
+def _upstream_names(emulator: GitHubEmulator) -> dict[str, str]:
+    """What the last request sent upstream called each tool, by the tool's description."""
+    sent = json.loads(emulator.requests_to("responses")[-1].body)
+    names = [tool["name"] for tool in sent["tools"]]
+    assert len(set(names)) == len(names), f"two tools went upstream under one name: {names}"
+    assert all(re.fullmatch(r"[A-Za-z0-9_-]{1,64}", name) for name in names), names
+    return {tool["description"]: tool["name"] for tool in sent["tools"]}
+
+
+def _call_of(answer: Any, *, stream: bool) -> dict[str, Any]:
+    """The one output item of a Responses answer, whole or from response.completed."""
+    if stream:
+        answer = next(e for e in events_of(answer) if e["type"] == "response.completed")
+        answer = answer["response"]
+    (item,) = answer["output"]
+    assert isinstance(item, dict)
+    return item
+
+
+def test_each_flat_name_calls_back_exactly_the_tool_offered_under_it(tmp_path: Path) -> None:
+    user = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]}
+    # What the gateway calls each tool upstream, from a model that calls none.
+    with (
+        GitHubEmulator(Scenario(replies=Replies(tool_calls=False))) as plain,
+        running_gateway(plain, tmp_path / "plain") as gateway,
+    ):
+        status, _, _ = gateway.post(
+            "/v1/responses", {"model": "gpt-5.5", "input": [user], "tools": OFFERED}
+        )
+        assert status == 200
+        flat = _upstream_names(plain)
+    assert sorted(flat) == sorted(_SAID)
+    # A model that calls every flat name in turn, one call per tool result it has seen.
+    order = list(flat)
+    script = tuple(ToolCall(flat[said], {"q": said}) for said in order)
+    with (
+        GitHubEmulator(Scenario(replies=Replies(tool_script=script))) as scripted,
+        running_gateway(scripted, tmp_path / "scripted") as gateway,
+    ):
+        history: list[Any] = [user]
+        for turn, said in enumerate(order):
+            # From the fourth turn the client reorders its tools and offers more.
+            tools = OFFERED if turn < 3 else REORDERED
+            stream = turn % 2 == 1
+            body = {"model": "gpt-5.5", "input": history, "tools": tools, "stream": stream}
+            status, _, answer = gateway.post("/v1/responses", body)
+            assert status == 200, answer
+            now = _upstream_names(scripted)
+            # Every tool keeps the name it had, however the list moved.
+            assert {key: now[key] for key in flat} == flat
+            # The thread's earlier calls go up under the names the model called them by.
+            upstream = json.loads(scripted.requests_to("responses")[-1].body)["input"]
+            called = [item for item in upstream if item.get("type") == "function_call"]
+            assert [item["name"] for item in called] == [flat[s] for s in order[:turn]]
+            assert all("namespace" not in item for item in called)
+            item = _call_of(answer, stream=stream)
+            # The call of flat[said] is the tool described as said, as the client named it.
+            assert (item.get("namespace"), item["name"]) == _SAID[said], (flat[said], item)
+            assert json.loads(item["arguments"]) == {"q": said}
+            mine = {key: item[key] for key in ("type", "call_id", "name", "arguments")}
+            if item.get("namespace") is not None:
+                mine["namespace"] = item["namespace"]
+            history += [
+                mine,
+                {"type": "function_call_output", "call_id": item["call_id"], "output": "ok"},
+            ]
+        scripted.assert_no_refusals()
 
 
 # -- N7: Retry-After values and resets the rate-limit refusal could not take -----------------
