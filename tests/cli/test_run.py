@@ -165,14 +165,23 @@ def _read_line(child: subprocess.Popen[bytes], timeout: float = BOUND) -> dict[s
     return document
 
 
-def test_sigint_is_left_to_the_command_and_sigterm_is_passed_to_it(home: Path) -> None:
-    run = subprocess.Popen(
-        [str(console_script()), "run", "--emulator", *_child("wait")],
+def _run_waiting(
+    home: Path, prefix: list[str] | None = None, *, cwd: Path | None = None
+) -> subprocess.Popen[bytes]:
+    """``run --emulator`` of a command that says it is ready, then waits for a signal (its
+    lines on run's stdout, a pipe); behind ``prefix`` when given."""
+    return subprocess.Popen(
+        [*(prefix or []), str(console_script()), "run", "--emulator", *_child("wait")],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=_env(home),
+        cwd=cwd,
     )
+
+
+def test_sigint_is_left_to_the_command_and_sigterm_is_passed_to_it(home: Path) -> None:
+    run = _run_waiting(home)
     try:
         ready = _read_line(run)
         command = ready["ready"]
@@ -221,13 +230,7 @@ def test_a_run_killed_by_a_signal_it_cannot_pass_on_leaves_its_command_a_sigterm
     """run dies without a word to its command (its gateway thread serving meanwhile):
     the kernel sends the command SIGTERM, as run itself would have (0.4.0: the command ran
     on, with a key to a gateway that was gone)."""
-    run = subprocess.Popen(
-        [str(console_script()), "run", "--emulator", *_child("wait")],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=_env(home),
-    )
+    run = _run_waiting(home)
     command: int | None = None
     try:
         command = _read_line(run)["ready"]
@@ -461,14 +464,7 @@ def test_run_writes_no_core_and_passes_sigquit_on(home: Path, tmp_path: Path, si
     _cores_are_observable(tmp_path)
     cwd = tmp_path / "cwd"
     cwd.mkdir()
-    run = subprocess.Popen(
-        [*_CORES_UNLIMITED, str(console_script()), "run", "--emulator", *_child("wait")],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=_env(home),
-        cwd=cwd,
-    )
+    run = _run_waiting(home, _CORES_UNLIMITED, cwd=cwd)
     command: int | None = None
     try:
         command = _read_line(run)["ready"]
