@@ -1,6 +1,7 @@
 """Hardening round 4: each finding of the review of 0.4.0, proven where a user would meet it.
 
-N1 a Messages body whose system messages made the fold quadratic on the event loop; N2 a
+N1 a Messages body whose system messages made the fold quadratic on the event loop (and a
+large count_tokens body, counted on it); N2 a
 cheap answer that let a burst of expensive requests past ``--max-credits``; N4 namespaced
 tools whose flat names collided; N6 a streamed custom-tool input decoded again from its
 start at every delta; N7 ``Retry-After`` values and resets the rate-limit refusal could not
@@ -58,8 +59,8 @@ def test_serve_masks_the_github_token_in_relayed_answers_whole_and_streamed(serv
     with httpx2.Client(
         base_url=served.base_url, headers={"Authorization": f"Bearer {served.key}"}, timeout=BOUND
     ) as client:
-        # Twice each: serve reads the token from the store again for a later exchange
-        # (and for the plan at start), and it must stay masked across those reads.
+        # serve read the token from the store at start (for the plan) and again for the
+        # first exchange: 0.4.0 masked it in none of these answers.
         for stream in (False, True, False, True):
             answer = client.post("/chat/completions", json={**ask, "stream": stream})
             assert answer.status_code == 200
