@@ -413,22 +413,22 @@ WEEK = 7 * 24 * 3600
 _FAR = "9999-12-31T23:59:59-23:59"  # 23:59 before UTC: a reset in the year 10000, UTC
 
 
-def _rate_limited(retry_after: str | None, rst: str | None) -> RawAnswer:
-    """The service's weekly refusal with this ``Retry-After`` and window reset."""
+def _rate_limited(retry_after: str | None, rst: str | float | None) -> RawAnswer:
+    """The service's weekly refusal with this ``Retry-After`` and window reset (seconds
+    from now, or as written)."""
     body = {
         "error": {"message": "Sorry, you've hit a rate limit.", "code": "user_weekly_rate_limited"}
     }
     headers = [("Content-Type", "application/json")]
     if retry_after is not None:
         headers.append(("Retry-After", retry_after))
+    if isinstance(rst, float):
+        at = datetime.fromtimestamp(time.time() + rst, tz=UTC)
+        rst = at.strftime("%Y-%m-%dT%H:%M:%SZ")
     if rst is not None:
         window = urllib.parse.urlencode({"ent": "0", "rem": "0.0", "rst": rst})
         headers.append(("x-usage-ratelimit-weekly", window))
     return RawAnswer(429, json.dumps(body).encode(), headers=tuple(headers))
-
-
-def _in(seconds: float) -> str:
-    return datetime.fromtimestamp(time.time() + seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @pytest.mark.usefixtures("upstream_path")  # on aiohttp and on httpx2's own transport
@@ -438,7 +438,7 @@ def _in(seconds: float) -> str:
         # A digit to str.isdigit, not to RFC 9110 (0.4.0: 500).
         ("\u00b2", None, None),
         # Refused, so the window's reset says when.
-        ("\u00b2", _in(3600), 3600),
+        ("\u00b2", 3600.0, 3600),
         # Past the 4,300 digits int() takes (0.4.0: 500).
         ("9" * 5000, None, None),
         # Twelve digits: a reset past year 9999 (0.4.0: 500); ten are 317 years, clamped.
@@ -448,7 +448,7 @@ def _in(seconds: float) -> str:
         ("Fri, 31 Dec 9999 23:59:59 -2359", None, WEEK),
         (None, _FAR, WEEK),
         # A month away: no window is longer than a week (0.4.0: told as 30 days).
-        (None, _in(30 * 24 * 3600), WEEK),
+        (None, 30 * 24 * 3600.0, WEEK),
     ],
     ids=[
         "superscript",
@@ -462,7 +462,7 @@ def _in(seconds: float) -> str:
     ],
 )
 def test_a_rate_limit_refusal_with_an_odd_retry_after_or_reset_is_still_the_reshaped_429(
-    tmp_path: Path, retry_after: str | None, rst: str | None, expected: int | None
+    tmp_path: Path, retry_after: str | None, rst: str | float | None, expected: int | None
 ) -> None:
     scenario = Scenario(faults=Faults(answers={"chat": _rate_limited(retry_after, rst)}))
     with (
