@@ -99,8 +99,11 @@ PUBLIC = {
         "KNOWN_NOTIFICATIONS",
         "PROVIDER_ID",
         "AsyncGitHubCopilotHost",
+        "Checkup",
         "EditorIdentity",
         "GitHubCopilotHost",
+        "IdentityCheck",
+        "ProbeCheck",
         "parse_editor",
     ],
     "copilot_host.gateway": [
@@ -183,6 +186,7 @@ INTERNAL = [
     "redact_line",
     "read_json_body",
     "request_facts",
+    "refusal_of",
     "Accelerations",
     "accelerations",
 ]
