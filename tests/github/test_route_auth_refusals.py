@@ -5,6 +5,7 @@ the SDK as it is, sent once (a policy 403 is no stale session), and
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import anthropic
 import httpx2
@@ -28,7 +29,7 @@ POLICY = RawAnswer(
     b"unauthorized: not authorized to use this Copilot feature\n",
     (("Content-Type", "text/plain; charset=utf-8"),),
 )
-HI = [{"role": "user", "content": "hi"}]
+HI: Any = [{"role": "user", "content": "hi"}]
 
 
 def _routes(emulator: GitHubEmulator, home: Path) -> tuple[GitHubCopilotHost, ch.Catalog]:
@@ -40,6 +41,12 @@ def _routes(emulator: GitHubEmulator, home: Path) -> tuple[GitHubCopilotHost, ch
     # No bound on new exchanges: a refused cached session would be replaced at once.
     ch.register_models(catalog, host, policy=ch.RefreshPolicy(min_refresh_interval=0))
     return host, catalog
+
+
+def _auth(route: ch.ModelRoute) -> ch.CopilotAuth:
+    # A route's auth is typed httpx2.Auth; registration always makes a CopilotAuth.
+    assert isinstance(route.auth, ch.CopilotAuth)
+    return route.auth
 
 
 def test_a_policy_refusal_is_sent_once_and_read_plainly(tmp_path: Path) -> None:
@@ -62,7 +69,7 @@ def test_a_policy_refusal_is_sent_once_and_read_plainly(tmp_path: Path) -> None:
         # The second request's session came from the cache; its refusal asked for no new one.
         assert len(emulator.requests_to("copilot_token")) == exchanges
         assert len(emulator.requests_to("chat")) == 2
-    error = route.auth.refusal(raised.value.response)
+    error = _auth(route).refusal(raised.value.response)
     assert isinstance(error, ch.EntitlementError)
     assert error.code == "policy_refused"
     assert error.message.startswith("the Copilot API request was refused: ")
@@ -82,7 +89,7 @@ def test_an_integrator_refusal_is_read_plainly_from_the_anthropic_sdk(tmp_path: 
             )
             with pytest.raises(anthropic.BadRequestError) as raised:
                 claude.messages.create(model=route.model_id, max_tokens=8, messages=HI)
-    error = route.auth.refusal(raised.value.response)
+    error = _auth(route).refusal(raised.value.response)
     assert error is not None
     assert error.code == "integrator_refused"
     assert 'integrator "vscode-chat"' in error.message
@@ -97,6 +104,6 @@ def test_other_answers_are_no_refusal_by_policy(tmp_path: Path) -> None:
         with host, httpx2.Client(auth=route.auth, transport=emulator.transport()) as http:
             served = http.post(route.url, json={"model": route.model_id, "messages": HI})
             unknown = http.post(route.url, json={"model": "no-such-model", "messages": HI})
-    assert route.auth.refusal(served) is None
+    assert _auth(route).refusal(served) is None
     assert unknown.status_code == 400
-    assert route.auth.refusal(unknown) is None
+    assert _auth(route).refusal(unknown) is None
