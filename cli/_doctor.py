@@ -36,10 +36,8 @@ EXIT_DOCTOR_FAILED = 2
 
 _EPILOG = """\b
 Examples:
-  copilot-host doctor                  check the store, the login, the plan, the identities,
-                                       the clock and the policies (sends no model request)
-  copilot-host doctor --probe          also one small model request per API (asks first:
-                                       each is billed like any model request)
+  copilot-host doctor                  every check below but the probes (nothing billed)
+  copilot-host doctor --probe          also one small request per API (billed: asks first)
   copilot-host doctor --probe --yes    the same without asking (scripts)
   copilot-host doctor --json | jq -r '.checks[] | select(.ok == false) | .fix'
   copilot-host doctor --emulator       every check against the built-in emulator
