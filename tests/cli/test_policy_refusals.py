@@ -9,31 +9,13 @@ from typing import Any
 
 import pytest
 
-from copilot_host.testing import Faults, Inventory, RawAnswer, Scenario, Session, minimal_models
+from copilot_host.testing import Faults, Inventory, Scenario, Session, minimal_models
+from tests._refusals import INTEGRATOR, POLICY
 
 from .conftest import Cli
 
 pytestmark = pytest.mark.usefixtures("copilot_home")
 
-PLAIN = (("Content-Type", "text/plain; charset=utf-8"),)
-# The service's bodies as reported (docs/WIRE.md, "Refusals by policy").
-POLICY = RawAnswer(403, b"unauthorized: not authorized to use this Copilot feature\n", PLAIN)
-INTEGRATOR = RawAnswer(
-    400,
-    json.dumps(
-        {
-            "error": {
-                "message": 'The requested model is not available for integrator "vscode-chat". '
-                "Available models: [gpt-4.1 claude-opus-4.7 gpt-5.5]. Verify the correct "
-                "Copilot-Integration-Id header is being sent.",
-                "code": "model_not_available_for_integrator",
-                "param": "model",
-                "type": "invalid_request_error",
-            }
-        }
-    ).encode(),
-    PLAIN,
-)
 REFUSALS = {"policy_refused": POLICY, "integrator_refused": INTEGRATOR}
 # What each code's words must say: what is refused, and who can do what about it.
 WORDS = {

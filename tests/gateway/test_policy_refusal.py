@@ -18,15 +18,11 @@ from copilot_host.testing import (
     Scenario,
     minimal_models,
 )
+from tests._refusals import POLICY
 from tests.gateway._support import running_gateway
 
 pytestmark = pytest.mark.usefixtures("upstream_path")
 
-POLICY = RawAnswer(
-    403,
-    b"unauthorized: not authorized to use this Copilot feature\n",
-    (("Content-Type", "text/plain; charset=utf-8"),),
-)
 # One request per API, on a model of minimal_models() that speaks it.
 REQUESTS = {
     "chat": (

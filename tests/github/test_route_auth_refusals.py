@@ -19,16 +19,11 @@ from copilot_host.testing import (
     Faults,
     GitHubEmulator,
     Inventory,
-    RawAnswer,
     Scenario,
     minimal_models,
 )
+from tests._refusals import POLICY
 
-POLICY = RawAnswer(
-    403,
-    b"unauthorized: not authorized to use this Copilot feature\n",
-    (("Content-Type", "text/plain; charset=utf-8"),),
-)
 HI: Any = [{"role": "user", "content": "hi"}]
 
 
