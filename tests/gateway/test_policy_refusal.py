@@ -21,8 +21,6 @@ from copilot_host.testing import (
 from tests._refusals import POLICY
 from tests.gateway._support import running_gateway
 
-pytestmark = pytest.mark.usefixtures("upstream_path")
-
 # One request per API, on a model of minimal_models() that speaks it.
 REQUESTS = {
     "chat": (
@@ -52,6 +50,8 @@ def _error(api: str, body: dict[str, object]) -> tuple[str, str | None, str]:
     return str(error["type"]), str(error["code"]), str(error["message"])
 
 
+# On both upstream transports: the refusal is plain text, read whole and replaced.
+@pytest.mark.usefixtures("upstream_path")
 @pytest.mark.parametrize("api", sorted(REQUESTS))
 def test_a_policy_refusal_is_403_in_the_clients_shape_sent_once(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, api: str
