@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from copilot_host.github import Checkup, EditorIdentity, GitHubCopilotHost, IdentityCheck
     from copilot_host.store import CredentialStore, RecordHeader
 
-__all__ = ["CLOCK_TOLERANCE", "Check", "Checks", "Probe", "cheapest"]
+__all__ = ["CLOCK_TOLERANCE", "PROBE_CODES", "Check", "Checks", "Probe", "cheapest"]
 
 # Further apart than this, this machine's clock and GitHub's disagree enough to matter: a
 # session lives 30 minutes and is refreshed 5 minutes before its end by clients that read
@@ -34,6 +34,7 @@ _API_NAMES = {
     "openai-responses": ("probe_responses", "OpenAI Responses"),
     "anthropic-messages": ("probe_messages", "Anthropic Messages"),
 }
+PROBE_CODES = tuple(code for code, _ in _API_NAMES.values())
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,12 +159,10 @@ class Checks:
         make_store: Callable[[], CredentialStore],
         make_host: Callable[[CredentialStore], GitHubCopilotHost],
         editor: EditorIdentity | None,
-        now: Callable[[], float],
     ) -> None:
         self._make_store = make_store
         self._make_host = make_host
         self._editor = editor
-        self._now = now
         self._store: CredentialStore | None = None
         self._header: RecordHeader | None = None
         self._readable = False
@@ -185,13 +184,14 @@ class Checks:
         yield self._clock_check()
         yield self._policy_check()
 
-    def probes(self) -> list[Probe]:
-        """One probe per API a model of the account speaks, on its cheapest such model."""
+    def probes(self) -> list[Probe] | None:
+        """One probe per API a model of the account speaks, on its cheapest such model;
+        None when there is no model list to choose from (no session was served)."""
         from copilot_host import ApiProtocol
 
         found = self.checkup.inventory if self.checkup is not None else None
         if found is None:
-            return []
+            return None
         order = (
             ApiProtocol.OPENAI_CHAT,
             ApiProtocol.OPENAI_RESPONSES,
@@ -199,6 +199,13 @@ class Checks:
         )
         chosen = ((protocol, cheapest(found.models, protocol)) for protocol in order)
         return [Probe(protocol, model) for protocol, model in chosen if model is not None]
+
+    @staticmethod
+    def unprobed(why: str, probes: list[Probe] | None = None) -> list[Check]:
+        """The probes that were not sent (every API's when none were planned), reported as
+        not checked."""
+        codes = [p.code for p in probes] if probes is not None else list(PROBE_CODES)
+        return [_skip(code, why) for code in codes]
 
     def probe(self, probe: Probe) -> Check:
         from copilot_host._internal import clean
@@ -211,10 +218,6 @@ class Checks:
             took = f"{sent.seconds * 1000:.0f} ms"
             return Check(probe.code, True, f"{model} answered on {probe.api} in {took}")
         return Check(probe.code, False, sent.error.message, _fix_for(sent.error))
-
-    def unprobed(self, why: str) -> list[Check]:
-        """The probes that were not sent, reported as not checked."""
-        return [_skip(probe.code, why) for probe in self.probes()]
 
     # -- the store and its key ------------------------------------------------------------
 
@@ -241,7 +244,7 @@ class Checks:
         where = describe_protection(self._header.protection)
         try:
             self._store.load()
-        except ch.StoreError as exc:
+        except ch.CopilotHostError as exc:
             return Check("keyring", False, f"{exc.message} (key: {where})", _key_fix(exc))
         self._readable = True
         return Check("keyring", True, f"the data key in the {where} opens the record")
@@ -266,8 +269,12 @@ class Checks:
     def _availability_check(self) -> Check:
         import copilot_host as ch
 
-        if not self._readable or self._store is None:
-            return _skip("availability", "the login cannot be read (see above)")
+        if self._store is None:
+            return _skip("availability", "the store cannot be read (see store)")
+        if self._header is None:
+            return _skip("availability", "no login is stored (see login)")
+        if not self._readable:
+            return _skip("availability", "the login cannot be read (see keyring)")
         self.host = self._make_host(self._store)
         try:
             checkup = self.checkup = self.host.checkup()
@@ -283,7 +290,7 @@ class Checks:
         import copilot_host as ch
 
         if self.host is None or self.checkup is None or self.checkup.error is not None:
-            return _skip("plan", "GitHub grants this login no session (see availability)")
+            return _skip("plan", self._no_session())
         try:
             found = self.host.usage()
         except ch.EntitlementError as exc:
@@ -298,20 +305,27 @@ class Checks:
         self, code: str, identities: tuple[IdentityCheck, ...], index: int
     ) -> Check:
         if len(identities) <= index:
-            return _skip(code, "GitHub grants this login no session (see availability)")
+            return _skip(code, self._no_session())
         return _identity_of(code, identities[index], identities, self._editor is not None)
 
     def _clock_check(self) -> Check:
         checkup = self.checkup
         if checkup is None or checkup.received_wall is None:
-            return _skip("clock", "GitHub did not answer the session exchange")
+            return _skip(
+                "clock", "GitHub's answer to the session exchange is needed (see availability)"
+            )
         return _clock_of(checkup.received_wall, checkup.server_date, checkup.expires_at)
 
     def _policy_check(self) -> Check:
         checkup = self.checkup
         if checkup is None or checkup.error is not None or not checkup.identities:
-            return _skip("policy", "GitHub grants this login no session (see availability)")
+            return _skip("policy", self._no_session())
         return _policy_of(checkup)
+
+    def _no_session(self) -> str:
+        if self.checkup is None:
+            return "it needs a Copilot session, and none was asked for (see availability)"
+        return "it needs a Copilot session, and GitHub granted none (see availability)"
 
 
 def _plan_of(found: CopilotUsage) -> Check:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ._context import JSON_VERSION, make_host, make_store, output, seam, use_json_errors
+from ._context import JSON_VERSION, make_host, make_store, output, use_json_errors
 from ._editor import editor_from_environment
 from ._failure import CliFailure
 from ._nodump import no_core_dumps
@@ -132,10 +132,12 @@ def _run(out: Output, checks: Checks, *, probe: bool, ask: bool, as_json: bool) 
     if not probe:
         return done
     planned = checks.probes()
-    if not planned:
+    if planned is None:
+        for check in checks.unprobed("no model list to choose from (see availability)"):
+            report(check)
         return done
-    if ask and not _consent(out, planned):
-        for check in checks.unprobed("declined: nothing was sent"):
+    if planned and ask and not _consent(out, planned):
+        for check in checks.unprobed("declined: nothing was sent", planned):
             report(check)
         return done
     for planned_probe in planned:
@@ -171,15 +173,11 @@ def doctor(as_json: bool, probe: bool, yes: bool, emulator: bool) -> None:
         use_json_errors()
     editor = editor_from_environment()
 
-    import time
-
     from ._checks import Checks
 
-    s = seam()
-    now = s.clock.time if s.clock is not None else time.time
     try:
         with _subject(emulator, editor) as (store, host, billed):
-            checks = Checks(store, host, editor, now)
+            checks = Checks(store, host, editor)
             try:
                 found = _run(out, checks, probe=probe, ask=billed and not yes, as_json=as_json)
             finally:

@@ -353,6 +353,15 @@ def test_a_probe_fails_on_a_used_up_quota(cli: Cli, emulate: Any) -> None:
     assert "quota" in checks["probe_messages"]["message"]
 
 
+def test_probes_without_a_session_are_not_checked(cli: Cli, emulate: Any) -> None:
+    env = emulate(_scenario())
+    code, checks = _doctor(cli, env, "--probe", "--yes")
+    assert (code, _failed(checks)) == (1, ["login"])
+    assert [checks[p]["ok"] for p in PROBES] == [None, None, None]
+    assert "no model list" in checks["probe_chat"]["message"]
+    assert env.emulator.requests == ()
+
+
 def test_probes_are_asked_for_and_a_yes_sends_them(cli: Cli, emulate: Any) -> None:
     env = _logged_in(cli, emulate)
     result = cli("doctor", "--probe", seam=env.seam, input="y\n")
