@@ -102,8 +102,11 @@ PUBLIC = {
         "KNOWN_NOTIFICATIONS",
         "PROVIDER_ID",
         "AsyncGitHubCopilotHost",
+        "Checkup",
         "EditorIdentity",
         "GitHubCopilotHost",
+        "IdentityCheck",
+        "ProbeCheck",
         "parse_editor",
     ],
     "copilot_host.gateway": [
@@ -187,6 +190,7 @@ INTERNAL = [
     "read_json_body",
     "request_facts",
     "write_json_body",
+    "refusal_of",
     "Accelerations",
     "accelerations",
 ]
