@@ -4,6 +4,7 @@ prices, and the ``/models`` handler."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from ._accounts import copilot_gate, failure
 from ._answers import (
@@ -14,7 +15,7 @@ from ._quota import Quota
 from ._record import RecordedRequest
 from ._state import EmulatorState, editor_version
 
-__all__ = ["Catalog", "models"]
+__all__ = ["Catalog", "Embedder", "models"]
 
 
 # What every /models entry carries for a client the service calls stale (late 2026). The
@@ -53,6 +54,41 @@ def _served_paths(models: tuple[Mapping[str, object], ...]) -> dict[str, frozens
     return served
 
 
+@dataclass(frozen=True, slots=True)
+class Embedder:
+    """An embeddings model as ``/embeddings`` serves it: the most inputs a request may carry
+    (``limits.max_inputs``; None: not listed) and whether it takes ``dimensions``."""
+
+    max_inputs: int | None
+    dimensions: bool
+
+
+def _embedders(models: tuple[Mapping[str, object], ...]) -> dict[str, Embedder]:
+    """Model id -> the embeddings model ``/embeddings`` serves under it: the first entry of
+    an id, of type ``embeddings``, with its policy absent or enabled (whatever its
+    ``supported_endpoints`` say: real entries list none)."""
+    found: dict[str, Embedder] = {}
+    seen: set[str] = set()
+    for item in models:
+        model_id = item.get("id")
+        if not isinstance(model_id, str) or model_id in seen:
+            continue
+        seen.add(model_id)
+        capabilities = item.get("capabilities")
+        if not isinstance(capabilities, Mapping) or capabilities.get("type") != "embeddings":
+            continue
+        policy = item.get("policy")
+        if (policy.get("state") if isinstance(policy, Mapping) else None) not in (None, "enabled"):
+            continue
+        limits, supports = capabilities.get("limits"), capabilities.get("supports")
+        most = limits.get("max_inputs") if isinstance(limits, Mapping) else None
+        found[model_id] = Embedder(
+            most if isinstance(most, int) and not isinstance(most, bool) and most > 0 else None,
+            isinstance(supports, Mapping) and supports.get("dimensions") is True,
+        )
+    return found
+
+
 _LIMITS = ("max_output_tokens", "max_prompt_tokens", "max_context_window_tokens")
 
 
@@ -83,6 +119,7 @@ class Catalog:
         listed = state.scenario.inventory.models
         self.failures = list(state.scenario.faults.models_failures)
         self.served = _served_paths(listed)
+        self.embedders = _embedders(listed)
         self.limits = _listed_limits(listed)
         self.billing: dict[str, object] = {}
         for item in listed:
