@@ -51,6 +51,7 @@ __all__ = [
     "estimate_cost",
     "events_cost",
     "format_credits",
+    "usage_cost",
 ]
 
 NANO_PER_CREDIT = 1_000_000_000
@@ -59,6 +60,7 @@ QUOTA_HEADER_PREFIXES = ("x-quota-snapshot-", "x-usage-ratelimit-")
 # Warn when a relayed quota shows less than this share left (percent).
 LOW_QUOTA_PERCENT = 10.0
 _FIELD = b"total_nano_aiu"
+_PROMPT_TOKENS = b"prompt_tokens"
 _HOLDERS = ("response", "message", "usage")
 
 
@@ -114,27 +116,54 @@ def events_cost(chunk: bytes) -> float | None:
     return total
 
 
+def usage_cost(body: bytes, prices: object) -> float | None:
+    """What a whole (JSON) answer's ``usage.prompt_tokens`` cost at the model's input price
+    (a ``TokenPrices``): for an answer that reports no cost of its own (embeddings). None
+    when either is missing."""
+    per_million = getattr(prices, "per_million", None)
+    price = per_million(getattr(prices, "input", None)) if callable(per_million) else None
+    if price is None or _PROMPT_TOKENS not in body:
+        return None
+    try:
+        value = read_json_body(body)
+    except (ValueError, RecursionError):
+        return None
+    usage = value.get("usage") if isinstance(value, dict) else None
+    tokens = usage.get("prompt_tokens") if isinstance(usage, dict) else None
+    if isinstance(tokens, bool) or not isinstance(tokens, int) or not 0 <= tokens < 10**12:
+        return None
+    cost = tokens * float(price) / 1_000_000
+    return cost if math.isfinite(cost) else None
+
+
 class Tally(Protocol):
     """Where a :class:`CostReader` puts what it read (the gateway's per-request outcome)."""
 
-    def add_cost(self, credits: float | None) -> None: ...
+    def add_cost(self, credits: float | None, *, estimated: bool = False) -> None: ...
 
 
 class CostReader:
     """The gateway's own answer observer (:class:`copilot_host.gateway.AnswerObserver`): the
-    cost an answer reports, into ``tally``. (The quota headers an answer carries are
-    taken by the relay from the headers it relays, which hold them.)"""
+    cost an answer reports, into ``tally``; given ``prices`` (an API whose answers report
+    none: :attr:`~copilot_host.gateway._protocols.Api.prices_usage`), a whole answer that
+    reports no cost is priced from its usage, marked estimated. (The quota headers an
+    answer carries are taken by the relay from the headers it relays, which hold them.)"""
 
-    __slots__ = ("_tally",)
+    __slots__ = ("_prices", "_tally")
 
-    def __init__(self, tally: Tally) -> None:
+    def __init__(self, tally: Tally, prices: object = None) -> None:
         self._tally = tally
+        self._prices = prices
 
     def start(self, status: int, headers: httpx2.Headers) -> None:
         """Nothing to read here: the cost is in the body, the quota in relayed headers."""
 
     def whole(self, body: bytes) -> None:
-        self._tally.add_cost(answer_cost(body))
+        cost = answer_cost(body)
+        if cost is None and self._prices is not None:
+            self._tally.add_cost(usage_cost(body, self._prices), estimated=True)
+            return
+        self._tally.add_cost(cost)
 
     def events(self, block: bytes) -> None:
         self._tally.add_cost(events_cost(block))
@@ -167,20 +196,21 @@ def estimate_cost(
 ) -> float | None:
     """A request's cost from its model's token prices (a ``TokenPrices``): input tokens as
     a quarter of the body's UTF-8 bytes, output tokens as the request's cap, else an eighth
-    of the model's output limit. None when the prices or the output count are unknown."""
+    of the model's output limit. None when the prices or the output count are unknown (an
+    output of 0 needs no output price: embeddings list an input price only)."""
     batch = getattr(prices, "batch_size", None)
     per_input = getattr(prices, "input", None)
     per_output = getattr(prices, "output", None)
-    if not isinstance(batch, int) or batch <= 0 or per_input is None or per_output is None:
+    if not isinstance(batch, int) or batch <= 0 or per_input is None:
         return None
     output = (
         output_cap
         if output_cap is not None
         else (output_limit // 8 if output_limit is not None else None)
     )
-    if output is None:
+    if output is None or (output and per_output is None):
         return None
-    cost = (input_bytes / 4 * float(per_input) + output * float(per_output)) / batch
+    cost = (input_bytes / 4 * float(per_input) + output * float(per_output or 0.0)) / batch
     return cost if math.isfinite(cost) and cost >= 0 else None
 
 
@@ -262,9 +292,12 @@ class Spend:
             self.reserved += own
         return Reservation(model, own)
 
-    def settle(self, held: Reservation, credits: float | None, *, unread: bool) -> None:
-        """The admitted request ended: ``credits`` reported (None: none); ``unread`` when
-        its answer's cost could not be read (then its reservation counts as spent)."""
+    def settle(
+        self, held: Reservation, credits: float | None, *, unread: bool, estimated: bool = False
+    ) -> None:
+        """The admitted request ended: ``credits`` reported (None: none), or, ``estimated``,
+        priced by the gateway; ``unread`` when its answer's cost could not be read (then its
+        reservation counts as spent)."""
         self.in_flight -= 1
         if held.credits is None:
             self._unknown.discard(held.model)
@@ -273,7 +306,7 @@ class Spend:
         if credits is None and unread and held.credits is not None:
             self.record(held.model, held.credits, estimated=True)
         else:
-            self.record(held.model, credits)
+            self.record(held.model, credits, estimated=estimated and credits is not None)
 
     def refusal_message(self) -> str:
         return (
