@@ -3,7 +3,7 @@ prices, and the ``/models`` handler."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from ._accounts import copilot_gate, failure
@@ -27,24 +27,34 @@ _DEPRECATED_NOTICE = {
 }
 
 
-def _served_paths(models: tuple[Mapping[str, object], ...]) -> dict[str, frozenset[str]]:
-    """Model id -> the paths the API serves it on. The first entry of an id wins; an entry
-    without ``supported_endpoints`` is served on ``/chat/completions`` only. An entry that
-    is not a chat model (embeddings, completions) or whose policy is not enabled is not
-    served at all: the service answers ``model_not_supported`` for it, as for an unknown id
-    (reports of disabled models in docs/WIRE.md)."""
-    served: dict[str, frozenset[str]] = {}
+def _served_entries(
+    models: tuple[Mapping[str, object], ...],
+) -> Iterator[tuple[str, object, Mapping[str, object], Mapping[str, object]]]:
+    """(id, ``capabilities.type``, capabilities, entry) of each entry the service serves: the
+    first entry of an id, with its policy absent or enabled (a model not enabled is answered
+    ``model_not_supported``, as an unknown id is: reports of disabled models in
+    docs/WIRE.md)."""
     seen: set[str] = set()
     for item in models:
         model_id = item.get("id")
         if not isinstance(model_id, str) or model_id in seen:
             continue
         seen.add(model_id)
-        capabilities = item.get("capabilities")
-        kind = capabilities.get("type") if isinstance(capabilities, Mapping) else None
         policy = item.get("policy")
-        state = policy.get("state") if isinstance(policy, Mapping) else None
-        if kind not in (None, "chat") or state not in (None, "enabled"):
+        if (policy.get("state") if isinstance(policy, Mapping) else None) not in (None, "enabled"):
+            continue
+        found = item.get("capabilities")
+        capabilities: Mapping[str, object] = found if isinstance(found, Mapping) else {}
+        yield model_id, capabilities.get("type"), capabilities, item
+
+
+def _served_paths(models: tuple[Mapping[str, object], ...]) -> dict[str, frozenset[str]]:
+    """Model id -> the paths the API serves a chat model on: an entry without
+    ``supported_endpoints`` is served on ``/chat/completions`` only. Embeddings and
+    completion models are served on no model path (``model_not_supported``)."""
+    served: dict[str, frozenset[str]] = {}
+    for model_id, kind, _capabilities, item in _served_entries(models):
+        if kind not in (None, "chat"):
             continue
         endpoints = item.get("supported_endpoints")
         if isinstance(endpoints, list):
@@ -64,21 +74,11 @@ class Embedder:
 
 
 def _embedders(models: tuple[Mapping[str, object], ...]) -> dict[str, Embedder]:
-    """Model id -> the embeddings model ``/embeddings`` serves under it: the first entry of
-    an id, of type ``embeddings``, with its policy absent or enabled (whatever its
-    ``supported_endpoints`` say: real entries list none)."""
+    """Model id -> the embeddings model ``/embeddings`` serves under it: an entry of type
+    ``embeddings``, whatever its ``supported_endpoints`` say (real entries list none)."""
     found: dict[str, Embedder] = {}
-    seen: set[str] = set()
-    for item in models:
-        model_id = item.get("id")
-        if not isinstance(model_id, str) or model_id in seen:
-            continue
-        seen.add(model_id)
-        capabilities = item.get("capabilities")
-        if not isinstance(capabilities, Mapping) or capabilities.get("type") != "embeddings":
-            continue
-        policy = item.get("policy")
-        if (policy.get("state") if isinstance(policy, Mapping) else None) not in (None, "enabled"):
+    for model_id, kind, capabilities, _item in _served_entries(models):
+        if kind != "embeddings":
             continue
         limits, supports = capabilities.get("limits"), capabilities.get("supports")
         most = limits.get("max_inputs") if isinstance(limits, Mapping) else None

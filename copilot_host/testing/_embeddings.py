@@ -14,17 +14,16 @@ order. Written apart from the gateway, as every rule of this package is.
 from __future__ import annotations
 
 import array
-import dataclasses
 import hashlib
 import json
 import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ._accounts import copilot_gate
 from ._answers import Answer, copilot_error, json_answer, refused
 from ._catalog import Catalog, Embedder
 from ._costs import price_cost
+from ._inference import gated_body, model_not_supported, noting_model
 from ._quota import Quota
 from ._record import RecordedRequest
 from ._state import EmulatorState
@@ -139,32 +138,16 @@ def _dimensions(
 
 def _answer(state: EmulatorState, request: RecordedRequest) -> Answer:
     s = state.scenario
-    refusal = copilot_gate(state, request)
-    if refusal is not None:
-        return refusal
-    try:
-        payload = json.loads(request.body or b"{}")
-    except (ValueError, RecursionError):
-        payload = None
-    if not isinstance(payload, dict):
-        return copilot_error(400, "the request body is not a JSON object", "invalid_request_body")
+    payload = gated_body(state, request)
+    if isinstance(payload, Answer):
+        return payload
     catalog, quota = state.part(Catalog), state.part(Quota)
     model = payload.get("model")
     embedder = catalog.embedders.get(model) if isinstance(model, str) else None
     if embedder is None or not isinstance(model, str):
         # A chat model, an unknown one, one whose policy is not enabled (the sufficit
         # guide's "Test 4": metis-I16-Binary answered this).
-        return refused(
-            "model",
-            f"{model!r} is no embeddings model",
-            copilot_error(
-                400,
-                "The requested model is not supported.",
-                "model_not_supported",
-                param="model",
-                type="invalid_request_error",
-            ),
-        )
+        return refused("model", f"{model!r} is no embeddings model", model_not_supported())
     if "embeddings" in s.usage.quota_exceeded_on or quota.exhausted():
         return quota.exceeded()
     limited = quota.rate_limited()
@@ -197,13 +180,5 @@ def _answer(state: EmulatorState, request: RecordedRequest) -> Answer:
     return json_answer(200, body, *quota.headers())
 
 
-def embeddings(state: EmulatorState, request: RecordedRequest) -> Answer:
-    """``POST /embeddings`` (see the module docstring); the record names the model asked."""
-    answer = _answer(state, request)
-    try:
-        model = json.loads(request.body or b"{}").get("model")
-    except (ValueError, RecursionError, AttributeError):
-        model = None
-    if not isinstance(model, str):
-        return answer
-    return dataclasses.replace(answer, notes=(("model", model), *answer.notes))
+# ``POST /embeddings`` (see the module docstring); the record names the model asked.
+embeddings = noting_model(_answer, "embeddings")

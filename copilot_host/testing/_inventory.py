@@ -102,31 +102,29 @@ def embeddings_model(
     multiplier 1 (a real 2026 dump) and, given an ``input_price``, ``token_prices`` whose
     default tier holds that price only (AI credits per million tokens: an embeddings answer
     has no output to price). The emulator serves it on ``/embeddings`` only."""
-    limits: dict[str, object] = {} if max_inputs is None else {"max_inputs": max_inputs}
-    supports: dict[str, object] = {"dimensions": True} if dimensions else {}
-    item: dict[str, object] = {
-        "id": model_id,
-        "name": name if name is not None else model_id,
-        "object": "model",
-        "vendor": "Azure OpenAI",
-        "version": model_id,
-        "preview": False,
-        "model_picker_enabled": False,
-        "capabilities": {
-            "type": "embeddings",
-            "family": family or model_id,
-            "object": "model_capabilities",
-            "tokenizer": "cl100k_base",
-            "limits": limits,
-            "supports": supports,
-        },
+    item = chat_model(
+        model_id,
+        name=name,
+        endpoints=None,
+        kind="embeddings",
+        picker=False,
+        policy=policy,
+        context_window=None,
+        max_output_tokens=None,
+    )
+    item["vendor"] = "Azure OpenAI"
+    item["capabilities"] = {
+        "type": "embeddings",
+        "family": family or model_id,
+        "object": "model_capabilities",
+        "tokenizer": "cl100k_base",
+        "limits": {} if max_inputs is None else {"max_inputs": max_inputs},
+        "supports": {"dimensions": True} if dimensions else {},
     }
     billing: dict[str, object] = {"is_premium": True, "multiplier": 1}
     if input_price is not None:
         billing["token_prices"] = {"batch_size": 1_000_000, "default": {"input_price": input_price}}
     item["billing"] = billing
-    if policy is not None:
-        item["policy"] = {"state": policy, "terms": "emulated terms"}
     return item
 
 

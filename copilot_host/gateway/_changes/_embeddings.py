@@ -36,11 +36,19 @@ EMBEDDINGS = frozenset({"embeddings"})
 _ENCODINGS = frozenset({"float", "base64"})
 
 
-def _refuse(edit: RequestEdit, name: str, message: str) -> None:
-    """The gateway's own 400 for the request, in its API's error shape."""
-    edit.did(name)
-    body = edit.api.errors.body(400, "invalid_request", f"copilot-host gateway: {message}")
-    edit.local = LocalAnswer(body, status=400)
+class _Refusing(Change):
+    """A change that answers the request itself, 400 in its API's error shape, when
+    :meth:`problem` finds one (the gateway's own words, saying what to send instead)."""
+
+    def problem(self, edit: RequestEdit) -> str | None:
+        raise NotImplementedError
+
+    def request(self, edit: RequestEdit) -> None:
+        message = self.problem(edit)
+        if message is not None:
+            edit.did(self.name)
+            body = edit.api.errors.body(400, "invalid_request", f"copilot-host gateway: {message}")
+            edit.local = LocalAnswer(body, status=400)
 
 
 def _token_array(value: object) -> bool:
@@ -52,25 +60,24 @@ def _token_array(value: object) -> bool:
     return all(isinstance(item, int) and not isinstance(item, bool) for item in value)
 
 
-class EmbeddingsTokens(Change):
+class EmbeddingsTokens(_Refusing):
     name = "embeddings-tokens"
     apis = EMBEDDINGS
     summary = "embeddings input of token arrays is answered by the gateway with 400 (text only)"
     evidence = "embeddings-tokens"
     check = "embeddings_tokens"
 
-    def request(self, edit: RequestEdit) -> None:
-        if _token_array(edit.value.get("input")):
-            _refuse(
-                edit,
-                self.name,
-                "GitHub Copilot embeds text only: send input as a string or a list of strings, "
-                "not token arrays (LangChain's OpenAIEmbeddings sends token arrays unless "
-                "check_embedding_ctx_length=False)",
-            )
+    def problem(self, edit: RequestEdit) -> str | None:
+        if not _token_array(edit.value.get("input")):
+            return None
+        return (
+            "GitHub Copilot embeds text only: send input as a string or a list of strings, "
+            "not token arrays (LangChain's OpenAIEmbeddings sends token arrays unless "
+            "check_embedding_ctx_length=False)"
+        )
 
 
-class EmbeddingsInputs(Change):
+class EmbeddingsInputs(_Refusing):
     name = "embeddings-inputs"
     apis = EMBEDDINGS
     summary = (
@@ -80,33 +87,31 @@ class EmbeddingsInputs(Change):
     evidence = "embeddings-inputs"
     check = "embeddings_inputs"
 
-    def request(self, edit: RequestEdit) -> None:
+    def problem(self, edit: RequestEdit) -> str | None:
         given = edit.value.get("input")
         most = edit.route.spec.max_inputs
-        if isinstance(given, list) and most is not None and len(given) > most:
-            _refuse(
-                edit,
-                self.name,
-                f"{edit.route.model_id} takes at most {most} inputs a request, and this one "
-                f"has {len(given)}: send them in batches of {most}",
-            )
+        if not isinstance(given, list) or most is None or len(given) <= most:
+            return None
+        return (
+            f"{edit.route.model_id} takes at most {most} inputs a request, and this one "
+            f"has {len(given)}: send them in batches of {most}"
+        )
 
 
-class EmbeddingsDimensions(Change):
+class EmbeddingsDimensions(_Refusing):
     name = "embeddings-dimensions"
     apis = EMBEDDINGS
     summary = "dimensions for a model that does not take it is answered by the gateway with 400"
     evidence = "embeddings-dimensions"
     check = "embeddings_dimensions"
 
-    def request(self, edit: RequestEdit) -> None:
-        if edit.value.get("dimensions") is not None and not edit.route.spec.dimensions:
-            _refuse(
-                edit,
-                self.name,
-                f"{edit.route.model_id} does not take dimensions (its vectors have one size): "
-                "leave dimensions out, or use a model that takes it (GET /v1/models lists them)",
-            )
+    def problem(self, edit: RequestEdit) -> str | None:
+        if edit.value.get("dimensions") is None or edit.route.spec.dimensions:
+            return None
+        return (
+            f"{edit.route.model_id} does not take dimensions (its vectors have one size): "
+            "leave dimensions out, or use a model that takes it (GET /v1/models lists them)"
+        )
 
 
 class EmbeddingsInput(Change):
