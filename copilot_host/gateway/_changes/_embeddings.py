@@ -155,7 +155,10 @@ def _encoded(item: object) -> object:
         isinstance(number, float | int) and not isinstance(number, bool) for number in vector
     ):
         return item
-    packed = array.array("f", vector)  # a number past float32 becomes inf, as numpy's cast
+    try:
+        packed = array.array("f", vector)  # a number past float32 becomes inf, as numpy's cast
+    except OverflowError:
+        return item  # an integer past any float: left as it came
     if sys.byteorder != "little":
         packed.byteswap()
     return {**item, "embedding": base64.b64encode(packed.tobytes()).decode("ascii")}
@@ -176,7 +179,8 @@ class EncodingFormat(Change):
     agents = ("openai-sdk",)
 
     def request(self, edit: RequestEdit) -> None:
-        if edit.value.get("encoding_format") in _ENCODINGS:
+        wanted = edit.value.get("encoding_format")
+        if isinstance(wanted, str) and wanted in _ENCODINGS:
             del edit.edit()["encoding_format"]
             edit.did(self.name)
 
