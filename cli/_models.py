@@ -251,8 +251,9 @@ def models(as_json: bool, show_all: bool) -> None:
     embedders = sum(1 for r in routes if not r.protocol.chat)
     if embedders:
         out.info(
-            f"{embedders} embeddings models (protocol openai-embeddings): `copilot-host serve` "
-            "serves them on /v1/embeddings; register_models(..., embeddings=True) in Python"
+            f"{embedders} embeddings model{'s' if embedders != 1 else ''} (protocol "
+            "openai-embeddings): `copilot-host serve` serves them on /v1/embeddings; "
+            "register_models(..., embeddings=True) in Python"
         )
     if show_all:
         _print_skipped(out, result.skipped)

@@ -87,7 +87,7 @@ def test_models_all_lists_skipped_entries_with_their_reason(cli: Cli, emulate: A
     assert "openai-embeddings" in embeddings
     assert embeddings.split()[-5:] == ["hidden", "1x", "2", "-", "-"]
     assert result.stderr == (
-        "1 embeddings models (protocol openai-embeddings): `copilot-host serve` serves them "
+        "1 embeddings model (protocol openai-embeddings): `copilot-host serve` serves them "
         "on /v1/embeddings; register_models(..., embeddings=True) in Python\n"
         "5 models at https://api.individual.githubcopilot.com\n"
     )
