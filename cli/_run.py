@@ -41,7 +41,7 @@ from ._failure import CliFailure
 from ._gateway import GatewayNames, LogFile, account, gateway_options, serve_gateway
 from ._nodump import no_core_dumps
 from ._output import CopilotHostCommand
-from ._profiles import Facts, Request, Setup, home_of, profile_for
+from ._profiles import Facts, Request, Setup, converses, home_of, profile_for
 from ._serve import LOOPBACK, RequestCount, access_log, host_option, listen, new_key
 
 if TYPE_CHECKING:
@@ -275,9 +275,9 @@ async def _facts(app: GatewayApp, names: GatewayNames) -> Facts:
         route = app.route_for(name, api.protocol if api is not None else None)
         return route.spec if route is not None else None
 
-    return Facts(
-        models=tuple(route.spec for route in routes), resolve=resolve, default=names.default
-    )
+    # Agents are offered chat models only: the gateway's embeddings models are not theirs.
+    chat = tuple(route.spec for route in routes if converses(route.spec))
+    return Facts(models=chat, resolve=resolve, default=names.default)
 
 
 def _print_profile(base: dict[str, str], env: dict[str, str], argv: list[str], key: str) -> None:

@@ -49,6 +49,7 @@ def register_models(
     offline: bool = False,
     clock: Clock = SYSTEM_CLOCK,
     policy: RefreshPolicy = DEFAULT_POLICY,
+    embeddings: bool = False,
 ) -> RegistrationResult:
     """Register the account's Copilot models as routes in ``catalog``.
 
@@ -56,7 +57,9 @@ def register_models(
     owner's earlier routes). Any failure raises and leaves ``catalog`` as it was; entries
     that are not usable models are skipped and listed in the result. ``offline=True``
     makes no network call, changes nothing and returns no routes. ``policy`` is the
-    refresh policy the routes' sessions follow.
+    refresh policy the routes' sessions follow. ``embeddings=True`` registers the
+    embeddings models too (protocol ``ApiProtocol.OPENAI_EMBEDDINGS``); by default they
+    are skipped as ``not_chat``, so a model picker built from the catalog stays chat-only.
     """
     if inspect.iscoroutinefunction(host.exchange):
         raise TypeError("this host is asynchronous: use `await aregister_models(...)`")
@@ -66,7 +69,9 @@ def register_models(
     resolver = SessionResolver(host, clock=clock, policy=policy)
     session = resolver.get()
     found = host.inventory(session)
-    return _swap(catalog, resolver, session, found, provider=provider_id, host=host)
+    return _swap(
+        catalog, resolver, session, found, provider=provider_id, host=host, embeddings=embeddings
+    )
 
 
 async def aregister_models(
@@ -76,6 +81,7 @@ async def aregister_models(
     offline: bool = False,
     clock: Clock = SYSTEM_CLOCK,
     policy: RefreshPolicy = DEFAULT_POLICY,
+    embeddings: bool = False,
 ) -> RegistrationResult:
     """The asyncio twin of :func:`register_models`."""
     if not inspect.iscoroutinefunction(host.exchange):
@@ -86,7 +92,9 @@ async def aregister_models(
     resolver = AsyncSessionResolver(host, clock=clock, policy=policy)
     session = await resolver.get()
     found = await host.inventory(session)
-    return _swap(catalog, resolver, session, found, provider=provider_id, host=host)
+    return _swap(
+        catalog, resolver, session, found, provider=provider_id, host=host, embeddings=embeddings
+    )
 
 
 def _provider_id(host: CopilotHost | AsyncCopilotHost) -> str:
@@ -104,18 +112,19 @@ def _swap(
     *,
     provider: str,
     host: CopilotHost | AsyncCopilotHost,
+    embeddings: bool,
 ) -> RegistrationResult:
     """Validate, build the routes and swap them in; the catalog changes only at the end."""
     inventory = validate_inventory(found, secrets=(session.token,))
-    skipped = tuple(inventory.skipped)
-    if not inventory.models:
+    models, skipped = _asked(inventory, embeddings=embeddings)
+    if not models:
         raise _no_models(skipped)
     auth = CopilotAuth(
         resolver,
         session.endpoint,
         host.request_headers(),
         switcher=host if isinstance(host, SwitchesIdentity) else None,
-        listed=[spec.model_id for spec in inventory.models],
+        listed=[spec.model_id for spec in models],
     )
     origin = session.endpoint.origin
     urls = {protocol: origin + protocol.path for protocol in ApiProtocol}
@@ -130,10 +139,31 @@ def _swap(
             spec=spec,
             owner=provider,
         )
-        for spec in inventory.models
+        for spec in models
     )
     catalog.replace_provider(provider, routes)
     return RegistrationResult(routes, provider, origin, skipped=skipped)
+
+
+def _asked(
+    inventory: Inventory, *, embeddings: bool
+) -> tuple[Sequence[ModelSpec], tuple[SkippedModel, ...]]:
+    """The models to register and the entries skipped: embeddings models only when asked
+    for, else skipped as ``not_chat`` (as they were before they could be registered)."""
+    models, skipped = inventory.models, tuple(inventory.skipped)
+    if embeddings or all(spec.protocol.chat for spec in models):
+        return models, skipped
+    unasked = tuple(
+        SkippedModel(
+            spec.model_id,
+            "not_chat",
+            "an embeddings model, not a chat model (registered with embeddings=True)",
+            spec.display_name,
+        )
+        for spec in models
+        if not spec.protocol.chat
+    )
+    return [spec for spec in models if spec.protocol.chat], (*unasked, *skipped)
 
 
 def _no_models(skipped: tuple[SkippedModel, ...]) -> NoEligibleModelsError:

@@ -129,6 +129,11 @@ class ModelSpec:
     (the inventory's ``capabilities.limits.max_prompt_tokens``; often below
     ``context_window``), None when not listed. ``chat_default`` is the inventory's
     ``is_chat_default``: the model the service's own clients pick when none is named.
+
+    An embeddings model (``protocol`` is ``ApiProtocol.OPENAI_EMBEDDINGS``, its only one)
+    carries ``max_inputs``, the most inputs one request may embed (the inventory's
+    ``capabilities.limits.max_inputs``, None when not listed), and ``dimensions``, whether
+    it takes a ``dimensions`` field (``capabilities.supports.dimensions``).
     """
 
     model_id: str
@@ -145,6 +150,8 @@ class ModelSpec:
     billing: ModelBilling | None = None
     max_prompt_tokens: int | None = None
     chat_default: bool = False
+    max_inputs: int | None = None
+    dimensions: bool = False
 
     def __post_init__(self) -> None:
         warnings, codes = self.warnings, self.warning_codes

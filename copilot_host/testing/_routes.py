@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from .._origin import default_allowlist
 from ._accounts import access_token, copilot_token, copilot_user, device_code, user
 from ._catalog import models
+from ._embeddings import embeddings
 from ._inference import answer_model, count_tokens
 from ._protocols import PROTOCOL_PATHS
 from ._state import Handler
@@ -67,6 +68,7 @@ ROUTES: tuple[Route, ...] = (
         Route("POST", COPILOT, path, protocol, answer_model(protocol))
         for protocol, path in PROTOCOL_PATHS.items()
     ),
+    Route("POST", COPILOT, "/embeddings", "embeddings", embeddings),
     # Not served by Copilot (a 404 from its router) though Anthropic's clients call it.
     Route("POST", COPILOT, "/v1/messages/count_tokens", "count_tokens", count_tokens),
 )
