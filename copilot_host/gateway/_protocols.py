@@ -133,6 +133,13 @@ class Api:
     # is served on), and the document around the entries.
     _entry: Callable[[ch.ModelRoute, list[str]], dict[str, Any]] = field(repr=False)
     _listing: Callable[[list[dict[str, Any]]], dict[str, Any]] = field(repr=False)
+    # Other gateway paths it is served on too (a client whose base URL lacks the /v1).
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        """Every gateway path it is served on, its own first."""
+        return (self.path, *self.aliases)
 
     def __repr__(self) -> str:
         return f"<Api {self.name}>"
@@ -243,6 +250,9 @@ RESPONSES = Api(
     ),
     openai_entry,
     openai_list,
+    # Codex joins its provider's base URL and /responses: both spellings or neither (its
+    # WebSocket is taken on the same two paths).
+    ("/responses",),
 )
 MESSAGES = Api(
     "messages",
@@ -265,7 +275,7 @@ APIS: tuple[Api, ...] = tuple(
 )
 # The order the gateway's messages and docs list the endpoints in.
 BY_ENDPOINT: tuple[Api, ...] = (CHAT, RESPONSES, MESSAGES)
-_BY_PATH = MappingProxyType({api.path: api for api in APIS})
+_BY_PATH = MappingProxyType({path: api for api in APIS for path in api.paths})
 _BY_PROTOCOL = MappingProxyType({api.protocol: api for api in APIS})
 
 

@@ -42,6 +42,7 @@ from ._pipeline import MODEL_HEADER, MODEL_PREFIX, MODELS, Pipeline
 from ._registry import Registry
 from ._relay import UPSTREAM_LIMITS, UPSTREAM_TIMEOUT
 from ._resolve import shown
+from ._socket import serve_socket
 from ._spend import Spend
 
 __all__ = ["ACCESS_LOGGER", "MAX_BODY_BYTES", "MODEL_HEADER", "GatewayApp", "create_app"]
@@ -138,6 +139,7 @@ class GatewayApp:
         self._secret = ch.Secret(api_key)
         ch.register_secret(self._secret)
         self._registry = Registry(host, clock, names)
+        self._clock = clock
         self._transport = transport
         # What the serving layer offers when no transport was given (:meth:`_offer`).
         self._offered: Callable[[], httpx2.AsyncBaseTransport | None] | None = None
@@ -167,7 +169,17 @@ class GatewayApp:
         elif kind == "lifespan":
             await self._lifespan(receive, send)
         elif kind == "websocket":
-            await send({"type": "websocket.close", "code": 1008})
+            await serve_socket(
+                scope,
+                receive,
+                send,
+                pipeline=self._pipeline,
+                key=self._key,
+                hosts=self._allowed(scope),
+                clock=self._clock,
+                access_line=self._access_line,
+                failed=self._failed,
+            )
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
@@ -359,7 +371,8 @@ class GatewayApp:
             await self._failed(flow, exc)
 
     def _no_such_endpoint(self) -> Refusal:
-        served = ["GET /v1/models", *(f"POST {api.path}" for api in BY_ENDPOINT)]
+        served = ["GET /v1/models"]
+        served += [f"POST {path}" for api in BY_ENDPOINT for path in api.paths]
         served += [f"POST {path}" for path in self._changes.paths]
         return Refusal(
             404,

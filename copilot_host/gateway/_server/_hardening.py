@@ -56,6 +56,7 @@ __all__ = [
     "LINGER_IDLE_SECONDS",
     "LINGER_SECONDS",
     "MAX_HEAD_BYTES",
+    "SOCKET_IDLE_SECONDS",
     "ConnectionBook",
     "Guard",
     "Hardening",
@@ -82,6 +83,8 @@ ANSWERED_SHARE = 4
 # The largest request head taken (request line and headers): h11's own default, which
 # httptools lacks. The clients' heads are a few KiB.
 MAX_HEAD_BYTES = 16 * 1024
+# Seconds a WebSocket may go without a request before it is closed.
+SOCKET_IDLE_SECONDS = 300.0
 # A timer may run this much before its time (the loop's clock resolution and rounding):
 # a head this close to its deadline is late.
 _TIMER_SLACK = 0.001
@@ -101,6 +104,7 @@ class Hardening:
     linger_bytes: int = LINGER_BYTES
     max_head_bytes: int = MAX_HEAD_BYTES
     linger_idle_seconds: float = LINGER_IDLE_SECONDS
+    socket_idle_seconds: float = SOCKET_IDLE_SECONDS
 
 
 class ConnectionBook:
@@ -168,12 +172,20 @@ class Connection(Protocol):
         """Parse ``data`` as the protocol does."""
 
 
+class Socket(Connection, Protocol):
+    """A connection handed over to a WebSocket protocol (:mod:`._socket`)."""
+
+    def evict(self) -> None:
+        """Close the socket its own way (a close frame), for room or for idleness."""
+
+
 class _Linger:
     """The transport the protocol holds, whose ``close()`` lingers while a request body is
     still unread (everything else is the real transport's)."""
 
     def __init__(self, guard: Guard, transport: asyncio.Transport) -> None:
-        self._guard = guard
+        # Public: a WebSocket protocol the connection is handed to finds its guard here.
+        self.guard = guard
         self.real = transport
         self.lingering = False
         # What the protocol calls for every request, bound once rather than looked up
@@ -193,7 +205,7 @@ class _Linger:
         transport = self.real
         if self.lingering or transport.is_closing():
             return
-        if not self._guard.connection.body_unread() or not transport.can_write_eof():
+        if not self.guard.connection.body_unread() or not transport.can_write_eof():
             transport.close()
             return
         # The answer is written (or queued); the client is told nothing more comes,
@@ -207,7 +219,7 @@ class _Linger:
             return
         self.lingering = True
         transport.resume_reading()
-        self._guard.start_linger()
+        self.guard.start_linger()
 
 
 class Guard:
@@ -233,6 +245,12 @@ class Guard:
         # Whether the connection has had its turn to send a request head since it was
         # accepted (until then it is nobody's to close for room).
         self.settled = False
+        # How long the connection may wait: for a request head; once it is a WebSocket, for
+        # its next request (switch, opened_socket).
+        self._wait_limit = limits.head_timeout
+        # How a connection closed for room or lateness goes: aborted, unless the protocol it
+        # was handed to closes its own way.
+        self._evict: Callable[[], None] | None = None
 
     def wrap(self, transport: asyncio.BaseTransport) -> asyncio.Transport:
         """The transport to give the protocol in place of ``transport``."""
@@ -274,8 +292,27 @@ class Guard:
 
     def _drop(self) -> None:
         self._forget()
-        if self._linger is not None:
+        if self._evict is not None:
+            self._evict()
+        elif self._linger is not None:
             self._linger.real.abort()
+
+    def switch(self, connection: Socket) -> None:
+        """The connection now speaks another protocol (a WebSocket): the guard watches that
+        one. Until its handshake is answered it is held to the head deadline."""
+        self.connection = connection
+        self._evict = connection.evict
+
+    def opened_socket(self, idle_seconds: float) -> None:
+        """The WebSocket's handshake was accepted: an answered connection, idle (waiting, and
+        first to go for room) between requests, and closed after ``idle_seconds`` of that."""
+        self._wait_limit = idle_seconds
+        self.answered()
+
+    def sync(self) -> None:
+        """The connection's state changed outside a read (a WebSocket's request began or
+        ended): the book follows."""
+        self._sync()
 
     def lost(self) -> None:
         self._forget()
@@ -332,7 +369,7 @@ class Guard:
                 self._waiting_since = self._loop.time()
             if self._head_timer is None:
                 self._head_timer = self._loop.call_at(
-                    self._waiting_since + self._limits.head_timeout, self._head_late
+                    self._waiting_since + self._wait_limit, self._head_late
                 )
         else:
             book.waiting.pop(self, None)
@@ -346,7 +383,7 @@ class Guard:
         self._head_timer = None
         if self not in self._book.waiting:
             return  # busy with a request: armed again when it waits for the next head
-        due = self._waiting_since + self._limits.head_timeout
+        due = self._waiting_since + self._wait_limit
         if self._loop.time() + _TIMER_SLACK >= due:
             self._drop()
         else:

@@ -50,6 +50,10 @@ TESTED = ((0, 30), (0, 55))
 _H11 = "uvicorn.protocols.http.h11_impl"
 _HTTPTOOLS = "uvicorn.protocols.http.httptools_impl"
 _GUARDED = ("connection_made", "connection_lost", "data_received", "on_response_complete")
+# How a WebSocket upgrade is decided and handed over (both protocols): the decision, the
+# handover, and what the decision reads.
+_UPGRADE = ("_should_upgrade_to_ws", "handle_websocket_upgrade")
+_UPGRADE_STATE = ("scope", "ws_protocol_class", "server_state", "app_state")
 _RELIED_ON: dict[str, tuple[tuple[str, str, tuple[str, ...], tuple[str, ...]], ...]] = {
     "server": (
         (
@@ -58,17 +62,28 @@ _RELIED_ON: dict[str, tuple[tuple[str, str, tuple[str, ...], tuple[str, ...]], .
             ("capture_signals", "handle_exit", "startup", "serve", "main_loop", "on_tick"),
             ("started", "should_exit", "_captured_signals"),
         ),
+        # What a WebSocket protocol is handed (._socket): the connections a shutdown closes
+        # and the tasks it waits for.
+        ("uvicorn.server", "ServerState", (), ("connections", "tasks")),
     ),
     "h11": (
-        (_H11, "H11Protocol", _GUARDED, ("conn", "cycle")),
+        (_H11, "H11Protocol", (*_GUARDED, *_UPGRADE), ("conn", "cycle", *_UPGRADE_STATE)),
         (_H11, "RequestResponseCycle", (), ("response_complete", "body")),
     ),
     "httptools": (
         (
             _HTTPTOOLS,
             "HttpToolsProtocol",
-            (*_GUARDED, "on_headers_complete", "on_message_complete", "send_400_response"),
-            ("cycle", "pipeline", "logger", "parser"),
+            (
+                *_GUARDED,
+                *_UPGRADE,
+                "on_headers_complete",
+                "on_message_complete",
+                "send_400_response",
+                # What keeps the request target (url) the upgrade decision reads.
+                "on_url",
+            ),
+            ("cycle", "pipeline", "logger", "parser", *_UPGRADE_STATE),
         ),
         (_HTTPTOOLS, "RequestResponseCycle", (), ("response_complete", "body", "keep_alive")),
     ),
@@ -167,13 +182,15 @@ def config(
     app: Any,
     *,
     http: type[asyncio.Protocol],
+    ws: type[asyncio.Protocol],
     lifespan: bool,
     grace: int,
     max_head_bytes: int,
     accept_batch: int,
 ) -> uvicorn.Config:
-    """uvicorn's configuration for the gateway on protocol ``http``, accepting at most
-    ``accept_batch`` connections at a time (:class:`Server` keeps the listen queue)."""
+    """uvicorn's configuration for the gateway on protocol ``http``, its WebSocket
+    connections handed to ``ws``, accepting at most ``accept_batch`` connections at a time
+    (:class:`Server` keeps the listen queue)."""
     return uvicorn.Config(
         app,
         # asyncio accepts as many connections in one go as the backlog it is given, and
@@ -186,7 +203,7 @@ def config(
         # lines are the app's.
         log_config=None,
         access_log=False,
-        ws="none",
+        ws=ws,
         http=http,
         loop="asyncio",
         h11_max_incomplete_event_size=max_head_bytes,
@@ -240,24 +257,54 @@ class Server(uvicorn.Server):
         return self._exit_requested or await super().on_tick(counter)
 
 
-def protocol(http: str, guard: Guards, *, max_head_bytes: int) -> type[asyncio.Protocol]:
+def protocol(
+    http: str,
+    guard: Guards,
+    *,
+    max_head_bytes: int,
+    socket_paths: frozenset[bytes] = frozenset(),
+) -> type[asyncio.Protocol]:
     """uvicorn's protocol ``http`` (``"h11"`` or ``"httptools"``), each connection watched
-    by the guard ``guard`` makes for it."""
+    by the guard ``guard`` makes for it, taking a WebSocket upgrade only for a ``GET`` of
+    one of ``socket_paths`` (any query aside)."""
     if http == "h11":
-        return _h11_protocol(guard)
+        return _h11_protocol(guard, socket_paths)
     if http == "httptools":
-        return _httptools_protocol(guard, max_head_bytes)
+        return _httptools_protocol(guard, max_head_bytes, socket_paths)
     raise ValueError(f"unknown HTTP protocol {http!r}")
 
 
-def _guarded(base: type[Any], guard: Guards) -> type[Any]:
+def _guarded(base: type[Any], guard: Guards, socket_paths: frozenset[bytes]) -> type[Any]:
     """``base`` (one of uvicorn's protocols) with its connection events passed through a
-    guard."""
+    guard, and WebSocket upgrades taken only on ``socket_paths``."""
 
     class Guarded(base):  # type: ignore[misc]
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             self.guard = guard(self)
+
+        def target(self) -> bytes:
+            """The request's path, as sent (no query)."""
+            raise NotImplementedError
+
+        def _should_upgrade_to_ws(self, *args: Any) -> bool:
+            # Any other request that asks to switch protocols is answered as the HTTP
+            # request it is (405, 404, ...), as it was before the gateway took sockets.
+            scope = self.scope
+            asked = scope is not None and scope.get("method") == "GET"
+            return asked and self.target() in socket_paths and super()._should_upgrade_to_ws(*args)
+
+        def _unsupported_upgrade_warning(self) -> None:
+            # uvicorn's two warnings per such request (0.35 on) say nothing the answer does
+            # not: one DEBUG line, no header.
+            _log.debug("a request asked to switch protocols; answered over HTTP")
+
+        def _handed_over(self, early: bool) -> None:
+            """After uvicorn handed the connection to the WebSocket protocol: tell it of
+            bytes that came after the upgrade request in the same read."""
+            socket = self.transport.get_protocol()
+            if early and hasattr(socket, "early"):
+                socket.early()
 
         def feed(self, data: bytes) -> None:
             super().data_received(data)
@@ -285,11 +332,11 @@ def _guarded(base: type[Any], guard: Guards) -> type[Any]:
     return Guarded
 
 
-def _h11_protocol(guard: Guards) -> type[asyncio.Protocol]:
+def _h11_protocol(guard: Guards, socket_paths: frozenset[bytes]) -> type[asyncio.Protocol]:
     import h11
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
-    class HardenedH11Protocol(_guarded(H11Protocol, guard)):  # type: ignore[misc]
+    class HardenedH11Protocol(_guarded(H11Protocol, guard, socket_paths)):  # type: ignore[misc]
         """h11 keeps the connection's state: a body is unread while the client may still
         send one; a head is awaited while the client is idle and no answer is due. h11
         bounds the head itself (the config's ``h11_max_incomplete_event_size``)."""
@@ -303,13 +350,28 @@ def _h11_protocol(guard: Guards) -> type[asyncio.Protocol]:
                 self.conn.their_state is h11.IDLE and (cycle is None or cycle.response_complete)
             )
 
+        def target(self) -> bytes:
+            return bytes(self.scope.get("raw_path", b""))
+
+        def handle_websocket_upgrade(self, event: Any) -> None:
+            # h11 keeps what followed the request head; uvicorn hands over the head alone.
+            early = bool(self.conn.trailing_data[0])
+            super().handle_websocket_upgrade(event)
+            self._handed_over(early)
+
     return cast(type[asyncio.Protocol], HardenedH11Protocol)
 
 
-def _httptools_protocol(guard: Guards, max_head_bytes: int) -> type[asyncio.Protocol]:
+def _httptools_protocol(
+    guard: Guards, max_head_bytes: int, socket_paths: frozenset[bytes]
+) -> type[asyncio.Protocol]:
+    import sys
+
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-    class HardenedHttpToolsProtocol(_guarded(HttpToolsProtocol, guard)):  # type: ignore[misc]
+    base = _guarded(HttpToolsProtocol, guard, socket_paths)
+
+    class HardenedHttpToolsProtocol(base):  # type: ignore[misc,valid-type]
         """httptools (llhttp) keeps no state to ask, so the parser's callbacks tell: a
         body is open from a head's end to its message's end. A head is awaited while no
         request is being answered or queued behind one (pipelined): a head being dripped
@@ -323,6 +385,22 @@ def _httptools_protocol(guard: Guards, max_head_bytes: int) -> type[asyncio.Prot
             super().__init__(*args, **kwargs)
             self._body_open = False
             self._head_bytes = 0
+            # The chunk being parsed, and whether the connection was handed to a socket.
+            self._chunk = b""
+            self._upgraded = False
+
+        def target(self) -> bytes:
+            return bytes(self.url).partition(b"?")[0]
+
+        def handle_websocket_upgrade(self) -> None:
+            # Called while uvicorn handles llhttp's upgrade exception, whose argument is
+            # where the request head ended in the chunk parsed.
+            raised = sys.exc_info()[1]
+            ended = raised.args[0] if raised is not None and raised.args else None
+            early = isinstance(ended, int) and len(self._chunk) > ended
+            self._upgraded = True
+            super().handle_websocket_upgrade()
+            self._handed_over(early)
 
         def body_unread(self) -> bool:
             return self._body_open
@@ -346,7 +424,11 @@ def _httptools_protocol(guard: Guards, max_head_bytes: int) -> type[asyncio.Prot
             # message in the same chunk is not counted: at most one read (256 KiB) more.
             if not self._body_open:
                 self._head_bytes += len(data)
+            self._chunk = data
             super().feed(data)
+            self._chunk = b""
+            if self._upgraded:
+                return
             if self.parser.should_upgrade():
                 self._no_upgrade()
             if self._head_bytes > max_head_bytes and not self.transport.is_closing():
