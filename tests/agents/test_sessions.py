@@ -148,6 +148,14 @@ class Session:
             r.status == 200 for r in self.requests if r.endpoint in ("messages", "responses")
         )
 
+    def check_socket(self) -> None:
+        """Codex spoke Responses over the gateway's WebSocket alone: every model request
+        is a ``WS`` access line answered 200, none came over HTTP, and Codex never said
+        it fell back to HTTP (it prints a warning when it does)."""
+        assert _over_the_socket(self.log), self.log
+        assert "Falling back" not in self.done.stderr, self.done.stderr
+        assert "Reconnecting" not in self.done.stderr, self.done.stderr
+
 
 def _session(
     home: Path, script: list[list[object]], command: Sequence[str], *, bound: float = BOUND
@@ -191,6 +199,17 @@ def _session(
     )
     refusals = tuple(r for r in requests if r.refusal is not None)
     return Session(done, requests, refusals, log.read_text())
+
+
+# A socket request in the access log (Codex's warm-up among them), and any request for the
+# Responses paths over HTTP.
+SOCKET_REQUEST = re.compile(r" WS (/v1/responses|/responses) model=\S+ status=(\d+) ")
+HTTP_RESPONSES = re.compile(r" (POST|GET) /(v1/)?responses\b")
+
+
+def _over_the_socket(log: str) -> bool:
+    statuses = [m[2] for m in SOCKET_REQUEST.finditer(log)]
+    return bool(statuses) and set(statuses) == {"200"} and not HTTP_RESPONSES.search(log)
 
 
 def _tool_results(bodies: list[dict[str, Any]]) -> Iterator[str]:
@@ -296,6 +315,7 @@ def test_codex_runs_exec_command_with_the_profiles_model(home: Path) -> None:
     scenario = _tool_script(("exec", {"input": script}))
     session = _codex(home, scenario, "Make made.txt")
     assert session.done.returncode == 0, session.done.stderr
+    session.check_socket()
     assert made.read_text() == "made by codex"
     bodies = session.bodies("responses")
     # run chose the model (no -m): every request names the one model it chose.
@@ -317,6 +337,7 @@ def test_codex_edits_a_file_with_apply_patch_through_the_custom_tool_path(home: 
     scenario = _tool_script(("apply_patch", {"input": PATCH}))
     session = _codex(home, scenario, "-m", "gpt-5.5", "Add patched.txt")
     assert session.done.returncode == 0, session.done.stderr
+    session.check_socket()
     assert (home / "work" / "patched.txt").read_text() == "patched by codex\n"
     bodies = session.bodies("responses")
     assert {body["model"] for body in bodies} == {"gpt-5.5"}
@@ -337,6 +358,7 @@ def test_codex_runs_exec_command_with_gpt_5_5(home: Path) -> None:
     scenario = _tool_script(("exec_command", {"cmd": "ls > listing.txt"}))
     session = _codex(home, scenario, "-m", "gpt-5.5", "List the folder")
     assert session.done.returncode == 0, session.done.stderr
+    session.check_socket()
     assert "listing.txt" in made.read_text().split()
     assert {body["model"] for body in session.bodies("responses")} == {"gpt-5.5"}
     session.check_upstream()
