@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from ._flight import Flight, SingleFlight
     from ._safety._redact import redact_line
     from ._safety._text import clean, show_path
-    from ._sessions._inspect import read_json_body, request_facts
+    from ._sessions._inspect import read_json_body, request_facts, write_json_body
 
 _EXPORTS: dict[str, str] = {
     "Flight": "_flight",
@@ -27,6 +27,7 @@ _EXPORTS: dict[str, str] = {
     "redact_line": "_safety._redact",
     "read_json_body": "_sessions._inspect",
     "request_facts": "_sessions._inspect",
+    "write_json_body": "_sessions._inspect",
     "Accelerations": "_accel",
     "accelerations": "_accel",
 }
@@ -40,9 +41,10 @@ __all__ = [
     "clean",
     "show_path",
     "redact_line",
-    # the gateway's one reading of a request body
+    # the gateway's one reading of a request body, and its one writing
     "read_json_body",
     "request_facts",
+    "write_json_body",
     # the one reading of the environment that selects the stack (serve's, the JSON reader's)
     "Accelerations",
     "accelerations",

@@ -181,7 +181,7 @@ class ApiChanges:
             splice.request(edit)
         from ._splices import encode
 
-        return encode(edit)
+        return encode(edit, body)
 
     def headers(
         self, edit: RequestEdit, headers: list[tuple[bytes, bytes]]

@@ -24,10 +24,10 @@ the gateway keeps no state between requests.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
+from json.encoder import encode_basestring_ascii as _quoted
 from typing import Any
 
 from ._change import AnswerMapper, Change, RequestEdit
@@ -210,7 +210,9 @@ class Namespaces(Change):
         else:
             del doc["tools"]
         items = doc.get("input")
-        if isinstance(items, list):
+        if isinstance(items, list) and any(
+            isinstance(item, dict) and "namespace" in item for item in items
+        ):
             doc["input"] = [_call_forward(item, tool_map) for item in items]
         choice = doc.get("tool_choice")
         if isinstance(choice, dict) and isinstance(choice.get("namespace"), str):
@@ -368,7 +370,8 @@ def _custom_forward(item: object, tool_map: ToolMap) -> object:
         name = _name(item)
         mapped["name"] = tool_map.by_client.get((None, name), name)
         given = item.get("input")
-        mapped["arguments"] = json.dumps({"input": given if isinstance(given, str) else ""})
+        # What json.dumps({"input": given}) writes, without building the dict.
+        mapped["arguments"] = '{"input": ' + _quoted(given if isinstance(given, str) else "") + "}"
         return mapped
     if kind == "custom_tool_call_output":
         return {**item, "type": "function_call_output"}
