@@ -156,7 +156,9 @@ class SocketClient:
                 if isinstance(data, RejectData):
                     body += data.data
                     finished = data.body_finished
+            self.close()
             raise Refused(status, headers, body)
+        self.close()
         raise AssertionError(f"unexpected handshake answer {event!r}")
 
     # -- messages --------------------------------------------------------------------------
@@ -172,6 +174,10 @@ class SocketClient:
 
     def ping(self, payload: bytes = b"") -> None:
         self._out(Ping(payload=payload))
+
+    def ping_bytes(self, payload: bytes = b"") -> bytes:
+        """A ping frame, not sent (a test writes many at once)."""
+        return self._conn.send(Ping(payload=payload))
 
     def receive(self, timeout: float | None = None) -> Any:
         """The next message (parsed JSON for text), answering pings; :class:`Closed` at the
@@ -202,6 +208,11 @@ class SocketClient:
         """Send one ``response.create`` (``type`` added) and read its answer to its end."""
         self.send_json({"type": "response.create", **value})
         return self.answer(timeout)
+
+    def request_text(self, text: str) -> Any:
+        """Send ``text`` and read the one message that answers it."""
+        self.send_text(text)
+        return self.receive()
 
     def answer(self, timeout: float | None = None) -> list[dict[str, Any]]:
         frames: list[dict[str, Any]] = []

@@ -16,7 +16,9 @@ answers and refusals) into what a Responses socket client reads:
 It tells the socket's :class:`~._chain.Conversation` each output item and the completed
 response, as the client was sent them, and whether the answer ended the way a client waits
 for (``response.completed``, ``response.failed``, ``response.incomplete`` or an error
-frame): if not, the socket session sends an error frame itself.
+frame): if not, the socket session sends an error frame itself. That last frame goes out
+with the answer's last piece, after the request's access line is written (as an HTTP
+answer's end does), so a client that has its answer finds the line.
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ class Frames:
     __slots__ = (
         "_conversation",
         "_held",
+        "_last",
         "_retry_after",
         "_send",
         "_status",
@@ -78,6 +81,7 @@ class Frames:
         self._held = bytearray()
         self._whole = bytearray()
         self._retry_after: str | None = None
+        self._last: bytes | None = None
         # Whether a frame that ends the request for its client went out.
         self.ended = False
 
@@ -107,15 +111,17 @@ class Frames:
         fresh = max(len(held) - 1, 0)
         held += body
         cut = len(held) if not more else _sse.cut(held, fresh)
-        if not cut:
-            return
-        block = bytes(held[:cut])
-        del held[:cut]
-        for raw in _sse.split(block):
-            event = _sse.Event(raw)
-            data = event.data
-            if data is not None and data != b"[DONE]":
-                await self._event(event.kind, data)
+        if cut:
+            block = bytes(held[:cut])
+            del held[:cut]
+            for raw in _sse.split(block):
+                event = _sse.Event(raw)
+                data = event.data
+                if data is not None and data != b"[DONE]":
+                    await self._event(event.kind, data)
+        if not more and self._last is not None:
+            last, self._last = self._last, None
+            await self._frame(last)
 
     async def _event(self, kind: str | None, data: bytes) -> None:
         value: Any = None
@@ -136,13 +142,15 @@ class Frames:
                     inner = {k: v for k, v in error.items() if k not in ("type", "sequence_number")}
                     inner.setdefault("type", "server_error")
                     self.ended = True
-                    await self._frame(dumps(error_frame(502, inner)))
+                    self._last = dumps(error_frame(502, inner))
                     return
             elif kind == _COMPLETED:
                 self._conversation.completed(
                     value.get("response") if isinstance(value, dict) else None
                 )
             self.ended = True
+            self._last = data
+            return
         await self._frame(data)
 
     async def _document(self, whole: bytes) -> None:

@@ -63,6 +63,7 @@ REWRITES_VARIABLE = "COPILOT_HOST_REWRITES"
 TRANSPORTS = ("http", "ws")
 
 TABLE: tuple[Change, ...] = (
+    WarmUp(),
     Betas(),
     BillingHeader(),
     BetaFields(),
@@ -78,7 +79,6 @@ TABLE: tuple[Change, ...] = (
     CustomTools(),
     ToolChoice(),
     CountTokens(),
-    WarmUp(),
     RateLimitRefusal(),
     ModelId(),
     BlockSystem(),

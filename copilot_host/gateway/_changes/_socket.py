@@ -33,9 +33,11 @@ class WarmUp(Change):
     # Off, a warm-up would go upstream as a request for a whole answer.
     switchable = False
 
-    def local(self, edit: RequestEdit) -> LocalAnswer | None:
+    def request(self, edit: RequestEdit) -> None:
+        # A request hook first in the table, so no other change works on a request that
+        # never goes upstream (the local answer ends the change stage).
         if edit.original.get("generate") is not False:
-            return None
+            return
         ident = f"resp_copilot_host_{edit.serial}"
         body = edit.api.text_answer(edit.route.model_id, "", ident=ident, stream=True)
-        return LocalAnswer(body, stream=True)
+        edit.local = LocalAnswer(body, stream=True)

@@ -308,11 +308,16 @@ class SocketProtocol(asyncio.Protocol):
         self._queue.put_nowait({"type": "websocket.disconnect", "code": code})
         if self.guard is not None:
             self.guard.sync()
-        if self._transport is not None:
-            self._transport.resume_reading()
-            self._close_timer = self._loop.call_later(
-                self.limits.close_seconds, self._transport.close
-            )
+        transport = self._transport
+        if transport is None:
+            return
+        if self._stopping:
+            # The server is going: the close frame is flushed, no answer awaited (the
+            # loop may end before a timer would fire).
+            transport.close()
+            return
+        transport.resume_reading()
+        self._close_timer = self._loop.call_later(self.limits.close_seconds, transport.close)
 
     def _end(self, code: int) -> None:
         if self._state not in ("closing", "closed"):
@@ -407,6 +412,8 @@ class SocketProtocol(asyncio.Protocol):
         self._stopping = True
         if self._state == "open" and not self._busy:
             self._close(1001, "the gateway is stopping")
+        elif self._state == "closing" and self._transport is not None:
+            self._transport.close()
 
 
 def _address(found: Any) -> tuple[str, int] | None:
