@@ -364,6 +364,59 @@ def test_codex_runs_exec_command_with_gpt_5_5(home: Path) -> None:
     session.check_upstream()
 
 
+def test_codex_full_screen_runs_a_tool_and_a_second_turn_over_the_socket(home: Path) -> None:
+    """Codex's full-screen interface in tmux, through ``run``: a turn that runs a tool, then
+    a second turn, all on the gateway's socket (the user's thread and the title thread
+    each on its own), no request over HTTP, no fallback warning on the screen."""
+    codex = agent("codex")
+    tmux = agent("tmux")
+    log, out, scripted = home / "gateway.log", home / "records.json", home / "script.json"
+    scripted.write_text(json.dumps(_tool_script(("exec_command", {"cmd": "ls > listing.txt"}))))
+    child = [sys.executable, str(SESSION_CHILD), "--tty", str(out), str(scripted), str(log)]
+    # gpt-5.5 with its migration notice answered, so the first screen is the prompt.
+    command = [
+        *isolated(),
+        *child,
+        "--",
+        codex,
+        "-m",
+        "gpt-5.5",
+        "-c",
+        'notice.model_migrations={"gpt-5.5"="gpt-6-sol"}',
+        "--ask-for-approval",
+        "never",
+        CODEX_SANDBOX,
+    ]
+    pane = Pane(tmux, home, shlex.join(command) + "; sleep 60", height=40, bound=BOUND)
+    try:
+        pane.wait_for("Ask Codex")
+        pane.enter("List the folder")
+        pane.wait_for(r"echo: List the folder")
+        pane.enter("Say more")
+        pane.wait_for(r"echo: Say more")
+        screen = pane.screen()
+        # /quit, not Ctrl-C: the terminal's interrupt would reach this test's child too.
+        pane.enter("/quit")
+        deadline = time.monotonic() + BOUND
+        while not out.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert out.exists(), pane.screen()
+    finally:
+        pane.kill()
+    assert "listing.txt" in (home / "work" / "listing.txt").read_text().split()
+    assert "Falling back" not in screen and "Reconnecting" not in screen, screen
+    text = log.read_text()
+    assert _over_the_socket(text), text
+    # Two warm-ups (the user's thread, the title thread) and at least the three turns.
+    assert len(SOCKET_REQUEST.findall(text)) >= 5, text
+    found = json.loads(out.read_text())
+    bodies = [json.loads(r["body"]) for r in found["requests"] if r["endpoint"] == "responses"]
+    last = max(bodies, key=lambda body: len(body["input"]))
+    kinds = [item.get("type") for item in last["input"]]
+    assert "function_call" in kinds and "function_call_output" in kinds, kinds
+    assert not [r for r in found["requests"] if r["refusal"]], found["requests"]
+
+
 # -- Claude Code full-screen: /context -------------------------------------------------------
 
 
