@@ -33,7 +33,7 @@ from .._changes import Changes, check_rewrites
 from .._protocols import BY_ENDPOINT, api_of_path, errors_of
 from ._access import Refusal, allowed_hosts, check_access, read_headers
 from ._account import ACCESS_LOGGER, writer
-from ._failures import failure_of
+from ._failures import answer_failure
 from ._flow import Flow, Message, Receive, Send
 from ._hooks import GatewayHooks
 from ._intake import MAX_BODY_BYTES
@@ -178,7 +178,6 @@ class GatewayApp:
                 hosts=self._allowed(scope),
                 clock=self._clock,
                 access_line=self._access_line,
-                failed=self._failed,
             )
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
@@ -368,7 +367,7 @@ class GatewayApp:
                 assert api is not None
                 await self._pipeline.inference(flow, api)
         except Exception as exc:
-            await self._failed(flow, exc)
+            await answer_failure(flow, exc)
 
     def _no_such_endpoint(self) -> Refusal:
         served = ["GET /v1/models"]
@@ -381,25 +380,4 @@ class GatewayApp:
             + ", ".join(served[:-1])
             + " and "
             + served[-1],
-        )
-
-    async def _failed(self, flow: Flow, exc: Exception) -> None:
-        if flow.outcome.status:
-            # The answer has started, so no error document can follow it: the server
-            # cuts the connection when the app raises, and the client sees an answer
-            # that did not end. This line says why; the error is typed (answer_cut) so
-            # that a server may log it without a traceback (serve does).
-            path = shown(flow.path)
-            _log.warning("relay of %s ended early: %s", path, type(exc).__name__)
-            raise ch.TransportError(
-                f"the answer to {path} broke off after it had started "
-                f"({type(exc).__name__}); the client's connection was cut",
-                code="answer_cut",
-            ) from exc
-        failure = failure_of(exc)
-        _log.debug("request failed: %s (%s)", failure.code, type(exc).__name__, exc_info=exc)
-        await flow.answer(
-            failure.status,
-            flow.errors.body(failure.status, failure.code, failure.message),
-            failure.headers,
         )

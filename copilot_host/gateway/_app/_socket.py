@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from typing import Any
 
 import copilot_host as ch
@@ -37,6 +37,7 @@ from .._protocols import RESPONSES
 from ._access import Refusal, RequestHeaders, check_access, read_headers
 from ._account import writer
 from ._chain import Conversation
+from ._failures import answer_failure
 from ._flow import Flow, Message, Receive, Send
 from ._frames import Frames, error_frame
 from ._intake import OFF_LOOP_ABOVE
@@ -51,8 +52,6 @@ MAX_AGE_SECONDS = 3600.0
 # The ASGI extension through which the gateway's server learns whether a request runs on a
 # socket (a socket is idle, and may be closed for room or idleness, only between requests).
 BUSY = "copilot_host.busy"
-
-Failed = Callable[[Flow, Exception], Coroutine[Any, Any, None]]
 
 
 class _Denial:
@@ -81,7 +80,6 @@ async def serve_socket(
     hosts: frozenset[bytes] | None,
     clock: ch.Clock,
     access_line: Callable[[str], None] | None,
-    failed: Failed,
 ) -> None:
     """One socket, from its handshake to its end (see the module docstring)."""
     if (await receive())["type"] != "websocket.connect":
@@ -124,7 +122,6 @@ async def serve_socket(
         pipeline=pipeline,
         clock=clock,
         access_line=access_line,
-        failed=failed,
         busy=BUSY in extensions,
     )
     await session.run()
@@ -143,7 +140,6 @@ class _Session:
         pipeline: Pipeline,
         clock: ch.Clock,
         access_line: Callable[[str], None] | None,
-        failed: Failed,
         busy: bool,
     ) -> None:
         self._path: str = scope["path"]
@@ -154,7 +150,6 @@ class _Session:
         self._clock = clock
         self._opened = clock.monotonic()
         self._access_line = access_line
-        self._failed = failed
         self._tells_busy = busy
         self._conversation = Conversation()
         self._turn: asyncio.Task[None] | None = None
@@ -251,7 +246,7 @@ class _Session:
             except Exception as exc:
                 # Raised again when the answer had started (answer_cut): the frame below.
                 with contextlib.suppress(ch.CopilotHostError):
-                    await self._failed(flow, exc)
+                    await answer_failure(flow, exc)
         finally:
             if not frames.ended and not self._gone.is_set():
                 await self._send_frame(error_frame(502, _CUT))

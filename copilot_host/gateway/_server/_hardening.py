@@ -33,7 +33,10 @@ through the server adapter, the one module that names the server's classes:
     reads still reads its refusal), and at once past :data:`LINGER_BYTES`. A client
     that keeps uploading gigabytes is cut off instead of read to the end;
   - on httptools, the bound on a request head that h11 keeps by itself
-    (:data:`MAX_HEAD_BYTES`): llhttp has none.
+    (:data:`MAX_HEAD_BYTES`): llhttp has none;
+  - a WebSocket (:mod:`._socket`) stays under its guard: counted in the bound, and between
+    requests waiting like a kept-alive connection (first to go for room), for at most
+    :data:`SOCKET_IDLE_SECONDS`.
 
 * :func:`._process.quiet_accept_errors`: an ``accept()`` that fails for want of descriptors is one
   warning line per episode (until a connection is accepted again), never a traceback per
@@ -172,13 +175,6 @@ class Connection(Protocol):
         """Parse ``data`` as the protocol does."""
 
 
-class Socket(Connection, Protocol):
-    """A connection handed over to a WebSocket protocol (:mod:`._socket`)."""
-
-    def evict(self) -> None:
-        """Close the socket its own way (a close frame), for room or for idleness."""
-
-
 class _Linger:
     """The transport the protocol holds, whose ``close()`` lingers while a request body is
     still unread (everything else is the real transport's)."""
@@ -245,11 +241,9 @@ class Guard:
         # Whether the connection has had its turn to send a request head since it was
         # accepted (until then it is nobody's to close for room).
         self.settled = False
-        # How long the connection may wait: for a request head; once it is a WebSocket, for
-        # its next request (switch, opened_socket).
+        # How long it may wait for a request head (a WebSocket: for its next request).
         self._wait_limit = limits.head_timeout
-        # How a connection closed for room or lateness goes: aborted, unless the protocol it
-        # was handed to closes its own way.
+        # How it goes when closed for room or lateness (None: aborted).
         self._evict: Callable[[], None] | None = None
 
     def wrap(self, transport: asyncio.BaseTransport) -> asyncio.Transport:
@@ -263,7 +257,7 @@ class Guard:
         book.held.add(self)
         book.fresh.add(self)
         book.make_room()
-        self._sync()
+        self.sync()
         # Whether the connection may stay is settled once it has had its turn to send a
         # head: asyncio sets up a whole batch of accepted connections before it reads
         # from any, and one that is closed for room before its head was read might be a
@@ -297,22 +291,17 @@ class Guard:
         elif self._linger is not None:
             self._linger.real.abort()
 
-    def switch(self, connection: Socket) -> None:
-        """The connection now speaks another protocol (a WebSocket): the guard watches that
-        one. Until its handshake is answered it is held to the head deadline."""
+    def switch(self, connection: Connection, evict: Callable[[], None]) -> None:
+        """The connection speaks another protocol now (a WebSocket, closed its own way by
+        ``evict``), held to the head deadline until its handshake is answered."""
         self.connection = connection
-        self._evict = connection.evict
+        self._evict = evict
 
     def opened_socket(self, idle_seconds: float) -> None:
-        """The WebSocket's handshake was accepted: an answered connection, idle (waiting, and
-        first to go for room) between requests, and closed after ``idle_seconds`` of that."""
+        """The WebSocket's handshake was accepted: answered, waiting (first to go for
+        room) between its requests, and closed after ``idle_seconds`` of that."""
         self._wait_limit = idle_seconds
         self.answered()
-
-    def sync(self) -> None:
-        """The connection's state changed outside a read (a WebSocket's request began or
-        ended): the book follows."""
-        self._sync()
 
     def lost(self) -> None:
         self._forget()
@@ -339,21 +328,22 @@ class Guard:
         connection.feed(data)
         if not self._body_seen and connection.body_unread() and connection.body_buffered():
             self._body_seen = True  # the head's chunk carried body bytes too
-        self._sync()
+        self.sync()
 
     def answered(self) -> None:
         if not self.closing():
             # Answered, and not by a refusal (that one lingers, or closed at once).
             self._book.fresh.discard(self)
-        self._sync()
+        self.sync()
 
     def closing(self) -> bool:
         """Whether the connection is being closed (or lingers)."""
         return self._linger is None or self._linger.is_closing()
 
-    def _sync(self) -> None:
-        """Waiting for a request head, or busy with a request: the book follows, and the
-        head timer is armed when none is.
+    def sync(self) -> None:
+        """Waiting for a request head, or busy with a request: the book follows (on each read,
+        and when a WebSocket's request begins or ends), and the head timer is armed when
+        none is.
 
         The timer is not moved as a kept-alive connection goes from request to request:
         when it fires it looks at when the connection began to wait, and arms itself again

@@ -343,7 +343,7 @@ def hardened_protocol(
     they answer two questions, "is a request body still unread?" and "is the connection
     waiting for a request head?", and httptools gets the bound on a request head that h11
     keeps by itself (``max_head_bytes``, given to h11 as its largest incomplete event)."""
-    from . import _uvicorn
+    from . import _http
 
     limits = Hardening(
         head_timeout=head_timeout,
@@ -358,4 +358,4 @@ def hardened_protocol(
         return Guard(connection, book, limits)
 
     socket_paths = frozenset(path.encode("ascii") for path in SOCKET_PATHS)
-    return _uvicorn.protocol(http, guard, max_head_bytes=max_head_bytes, socket_paths=socket_paths)
+    return _http.protocol(http, guard, max_head_bytes=max_head_bytes, socket_paths=socket_paths)

@@ -1,28 +1,18 @@
 """A WebSocket connection the gateway's HTTP protocol handed over: wsproto (sans-IO, like h11)
-driven on asyncio, speaking ASGI's ``websocket`` interface to the app.
+driven on asyncio, speaking ASGI's ``websocket`` interface to the app (:mod:`._socket_scope`).
 
-uvicorn parses the upgrade request and hands the connection to the class its config names
-(:mod:`._uvicorn` takes the upgrade only on the gateway's socket paths); from then on this
-protocol reads and writes the socket. It is the gateway's own rather than uvicorn's wsproto
-protocol because that one differs across the releases the gateway runs on (no bound on a
-message at 0.30, keepalive pings and a different close on shutdown later) and bounds
-nothing the gateway needs bounded. Here, the same on every release:
-
-* the connection's guard (:class:`._hardening.Guard`) goes on watching it: it is counted in
-  the connection bound, held to the head deadline until its handshake is answered, and,
-  once open, closed after :attr:`SocketLimits.idle_seconds` without a request (and first
-  when room is needed) while the app says it is idle (the ``copilot_host.busy`` extension);
-* a message is at most :attr:`SocketLimits.max_message_bytes` (1009 past it), inflated
-  included (:mod:`._deflate`), and must arrive whole within :func:`~.._app.body_deadline`
-  of its first frame (1008 past it), so a message fragmented without end is closed;
-* bytes sent before the handshake is answered (RFC 6455 §4.1: a client waits for it) end
-  the connection with 1002 once it is answered; pings are answered with one pong per
-  read (RFC 6455 §5.5.3), and none while the client leaves the gateway's writes unread;
-* a refused handshake is an HTTP answer (ASGI's ``websocket.http.response`` extension);
-* told to stop, an idle socket closes with 1001 at once, a busy one when its request ends
-  (or when the server's grace period cancels it).
-
-Nothing here logs a header value or a message.
+The gateway's own rather than uvicorn's wsproto protocol, which differs across the releases
+it runs on (no message bound at 0.30; keepalive pings and close 1012 on shutdown later) and
+bounds nothing the gateway needs bounded. Here, on every release: the connection's guard
+(:class:`._hardening.Guard`) goes on watching it (the bound; the head deadline until the
+handshake is answered; between requests, as the app says through ``copilot_host.busy``,
+idle: first to go for room, closed after :attr:`SocketLimits.idle_seconds`); a message is
+at most :attr:`SocketLimits.max_message_bytes`, inflated included (:mod:`._deflate`; 1009),
+and arrives whole in the time a request body has (1008); bytes sent before the handshake's
+answer (RFC 6455 §4.1) end the socket with 1002 after it; pings get one pong per read
+(RFC 6455 §5.5.3), none while the client leaves the gateway's writes unread; a refused
+handshake is an HTTP answer; told to stop, an idle socket closes with 1001 at once, a busy
+one when its request ends or the grace period does. Nothing here logs a header or a message.
 """
 
 from __future__ import annotations
@@ -50,6 +40,7 @@ from wsproto.utilities import LocalProtocolError, RemoteProtocolError
 
 from .._app import BUSY
 from ._deflate import BoundedDeflate
+from ._socket_scope import scope_of
 
 __all__ = ["SocketLimits", "SocketProtocol", "socket_protocol"]
 
@@ -133,7 +124,7 @@ class SocketProtocol(asyncio.Protocol):
         guard = getattr(transport, "guard", None)
         if guard is not None:
             self.guard = guard
-            guard.switch(self)
+            guard.switch(self, self.evict)
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self.guard is not None:
@@ -141,8 +132,7 @@ class SocketProtocol(asyncio.Protocol):
         self._connections.discard(self)
         self._writable.set()
         for timer in (self._message_timer, self._close_timer):
-            if timer is not None:
-                timer.cancel()
+            timer.cancel() if timer is not None else None
         if self._state not in ("closing", "closed"):
             self._queue.put_nowait({"type": "websocket.disconnect", "code": 1006})
         self._state = "closed"
@@ -160,8 +150,7 @@ class SocketProtocol(asyncio.Protocol):
             self.feed(data)
 
     def early(self) -> None:
-        """Bytes came after the upgrade request in the same read (the HTTP protocol saw
-        them): frames sent before the handshake's answer."""
+        """Bytes came after the upgrade request in its read (before the handshake's answer)."""
         self._early = True
 
     def feed(self, data: bytes) -> None:
@@ -212,25 +201,7 @@ class SocketProtocol(asyncio.Protocol):
             self.guard.sync()
         transport = self._transport
         assert transport is not None
-        target, _, query = request.target.partition("?")
-        headers = [(b"host", request.host.encode("utf-8", "surrogateescape"))]
-        headers += [(name.lower(), value) for name, value in request.extra_headers]
-        scope: dict[str, Any] = {
-            "type": "websocket",
-            "asgi": {"version": "3.0", "spec_version": "2.4"},
-            "http_version": "1.1",
-            "scheme": "ws",
-            "server": _address(transport.get_extra_info("sockname")),
-            "client": _address(transport.get_extra_info("peername")),
-            "root_path": "",
-            "path": target,
-            "raw_path": target.encode("ascii", "replace"),
-            "query_string": query.encode("ascii", "replace"),
-            "headers": headers,
-            "subprotocols": list(request.subprotocols),
-            "state": dict(self._app_state),
-            "extensions": {"websocket.http.response": {}, BUSY: {}},
-        }
+        scope = scope_of(request, transport, self._app_state)
         self._queue.put_nowait({"type": "websocket.connect"})
         task = self._loop.create_task(self._run(scope))
         self._tasks.add(task)
@@ -414,12 +385,6 @@ class SocketProtocol(asyncio.Protocol):
             self._close(1001, "the gateway is stopping")
         elif self._state == "closing" and self._transport is not None:
             self._transport.close()
-
-
-def _address(found: Any) -> tuple[str, int] | None:
-    if isinstance(found, tuple) and len(found) >= 2:
-        return (str(found[0]), int(found[1]))
-    return None
 
 
 def socket_protocol(app: Any, limits: SocketLimits) -> type[SocketProtocol]:
