@@ -1,5 +1,5 @@
 """A WebSocket connection the gateway's HTTP protocol handed over: wsproto (sans-IO, like h11)
-driven on asyncio, speaking ASGI's ``websocket`` interface to the app (:mod:`._socket_scope`).
+driven on asyncio, speaking ASGI's ``websocket`` interface to the app (:mod:`._socket_parts`).
 
 The gateway's own rather than uvicorn's wsproto protocol, which differs across the releases
 it runs on (no message bound at 0.30; keepalive pings and close 1012 on shutdown later) and
@@ -40,7 +40,7 @@ from wsproto.utilities import LocalProtocolError, RemoteProtocolError
 
 from .._app import BUSY
 from ._deflate import BoundedDeflate
-from ._socket_scope import scope_of
+from ._socket_parts import scope_of, text_frame
 
 __all__ = ["SocketLimits", "SocketProtocol", "socket_protocol"]
 
@@ -77,8 +77,7 @@ class SocketProtocol(asyncio.Protocol):
         self._conn = WSConnection(ConnectionType.SERVER)
         self._transport: asyncio.Transport | None = None
         self.guard: Any = None
-        # "head", then "handshake" while the app decides, then "open" or "denying";
-        # "closing" once a close frame went out, "closed" once the connection is gone.
+        # head, handshake (the app decides), open or denying, closing (close frame sent), closed.
         self._state = "head"
         self._request: Request | None = None
         self._early = False
@@ -213,9 +212,9 @@ class SocketProtocol(asyncio.Protocol):
             self._message_began = self._loop.time()
             self._message_timer = self._loop.call_later(self.limits.message_seconds(0), self._late)
         self._parts.append(data)
-        self._size += (
-            len(data.encode("utf-8", "surrogatepass")) if isinstance(data, str) else len(data)
-        )
+        if isinstance(data, str) and not data.isascii():  # else its length is its UTF-8 one
+            data = data.encode("utf-8", "surrogatepass")
+        self._size += len(data)
         limit = self.limits.max_message_bytes
         if self._size > limit:
             self._close(1009, f"a message may be at most {limit} bytes")
@@ -322,8 +321,10 @@ class SocketProtocol(asyncio.Protocol):
         if kind == "websocket.send":
             await self._writable.wait()
             text = message.get("text")
-            data = text if text is not None else message.get("bytes", b"")
-            self._write(self._conn.send(Message(data=data)))
+            if text is None:
+                self._write(self._conn.send(Message(data=message.get("bytes", b""))))
+            else:
+                self._write(text_frame(text.encode()))
         elif kind == "websocket.close":
             self._close(int(message.get("code", 1000)), str(message.get("reason") or ""))
 
