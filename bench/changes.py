@@ -101,8 +101,14 @@ def _stage_now(api_name: str, limit: int) -> Callable[[bytes, dict[str, Any]], b
 
 def _stage_040(api_name: str, limit: int) -> Callable[[bytes, dict[str, Any]], bytes]:
     """0.4.0's rewrites (copilot_host.gateway._rewrites) and its one re-encode."""
+    import importlib
+
     import copilot_host as ch
-    from copilot_host.gateway import _messages, _request, _rewrites
+
+    # Modules of 0.4.0's tree (this one has none of them): looked up by name.
+    _messages: Any = importlib.import_module("copilot_host.gateway._messages")
+    _request: Any = importlib.import_module("copilot_host.gateway._request")
+    _rewrites: Any = importlib.import_module("copilot_host.gateway._rewrites")
 
     protocol = {
         "chat": ch.ApiProtocol.OPENAI_CHAT,

@@ -225,12 +225,14 @@ def main() -> None:
     def median(kind: str, key: str, turn: int | None = None) -> float:
         runs = found[kind]
         if turn is None:
-            return statistics.median(run[key] for run in runs)
-        return statistics.median(run["turns"][turn][key] for run in runs)
+            return float(statistics.median(float(run[key]) for run in runs))
+        return float(statistics.median(float(run["turns"][turn][key]) for run in runs))
 
     def per_turn(kind: str, key: str) -> float:
-        return statistics.median(
-            statistics.mean(t[key] for t in run["turns"]) for run in found[kind]
+        return float(
+            statistics.median(
+                statistics.mean(float(t[key]) for t in run["turns"]) for run in found[kind]
+            )
         )
 
     print(

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from ._safety._redact import redact_line
     from ._safety._text import clean, show_path
     from ._sessions._inspect import read_json_body, request_facts, write_json_body
+    from ._sessions._refusals import refusal_of
 
 _EXPORTS: dict[str, str] = {
     "Flight": "_flight",
@@ -28,6 +29,7 @@ _EXPORTS: dict[str, str] = {
     "read_json_body": "_sessions._inspect",
     "request_facts": "_sessions._inspect",
     "write_json_body": "_sessions._inspect",
+    "refusal_of": "_sessions._refusals",
     "Accelerations": "_accel",
     "accelerations": "_accel",
 }
@@ -45,6 +47,8 @@ __all__ = [
     "read_json_body",
     "request_facts",
     "write_json_body",
+    # the one reading of an upstream refusal by policy (the gateway's answer to it)
+    "refusal_of",
     # the one reading of the environment that selects the stack (serve's, the JSON reader's)
     "Accelerations",
     "accelerations",

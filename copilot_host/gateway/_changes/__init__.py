@@ -30,6 +30,7 @@ from ._caps import MaxCompletionTokens, MaxOutputTokens, MaxTokens
 from ._change import AnswerMapper, Change, LocalAnswer, RequestEdit, Reshaped, Side
 from ._local import COUNT_TOKENS, CountTokens
 from ._messages import BetaFields, BillingHeader, ServerTools, SystemMessages, ThinkingBudget
+from ._policy import PolicyRefusal
 from ._rate_limit import RateLimitRefusal
 from ._socket import WarmUp
 from ._splices import Betas, BlockSystem, ModelId, Splice
@@ -80,6 +81,7 @@ TABLE: tuple[Change, ...] = (
     ToolChoice(),
     CountTokens(),
     RateLimitRefusal(),
+    PolicyRefusal(),
     ModelId(),
     BlockSystem(),
 )

@@ -7,7 +7,8 @@ an ``additional_tools`` input item; the service is reported to refuse each (docs
 only. Each is one change, in the table's order:
 
 * ``additional-tools``: an ``additional_tools`` item's tools join ``tools``; the item goes;
-* ``namespaces``: namespace tools are flattened into their members (:func:`flat_names`),
+* ``namespaces``: namespace tools are flattened into their members, each named
+  ``<namespace>__<name>`` (:func:`flat_names`),
   earlier turns' namespaced calls go by their flat name, and calls come back with the
   member's own ``name`` and ``namespace`` (:class:`NamespaceAnswers`);
 * ``web-search``: ``web_search`` tools go;
@@ -108,14 +109,12 @@ def _hashed(namespace: str | None, name: str, taken: set[str]) -> str:
 
 def flat_names(members: list[tuple[str, str]], reserved: set[str]) -> dict[tuple[str, str], str]:
     """A flat name for each (namespace, member name), unique among every name that goes
-    upstream (``reserved``: the top-level tools' names). A member keeps its own name when
-    no other tool has it, else becomes ``<namespace>__<name>``; a name that is still shared,
-    over 64 characters or outside ``[A-Za-z0-9_-]`` is hashed (:func:`_hashed`)."""
-    own = Counter(name for _, name in members)
-    candidates = {
-        (ns, name): name if own[name] == 1 and name not in reserved else f"{ns}__{name}"
-        for ns, name in members
-    }
+    upstream (``reserved``: the top-level tools' names). A member is always
+    ``<namespace>__<name>``, whatever else the request offers, so a thread whose tools are
+    reordered or extended keeps its history's names (and the service its cached prefix);
+    a name that is still shared, over 64 characters or outside ``[A-Za-z0-9_-]`` is
+    hashed (:func:`_hashed`)."""
+    candidates = {(ns, name): f"{ns}__{name}" for ns, name in members}
     shared = Counter(candidates.values())
     taken = set(reserved)
     flat: dict[tuple[str, str], str] = {}
