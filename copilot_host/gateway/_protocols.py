@@ -147,6 +147,13 @@ class Api:
     # Whether an answer that reports no cost of its own (no ``copilot_usage``) is priced
     # from its ``usage`` and the model's token prices, as an estimate.
     prices_usage: bool = False
+    # Other gateway paths it is served on too (a client whose base URL lacks the /v1).
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        """Every gateway path it is served on, its own first."""
+        return (self.path, *self.aliases)
 
     def __repr__(self) -> str:
         return f"<Api {self.name}>"
@@ -278,6 +285,9 @@ RESPONSES = Api(
     openai_entry,
     openai_list,
     responses_tokens,
+    # Codex joins its provider's base URL and /responses: both spellings or neither (its
+    # WebSocket is taken on the same two paths).
+    aliases=("/responses",),
 )
 MESSAGES = Api(
     "messages",
@@ -325,7 +335,7 @@ APIS: tuple[Api, ...] = tuple(
 )
 # The order the gateway's messages and docs list the endpoints in.
 BY_ENDPOINT: tuple[Api, ...] = (CHAT, RESPONSES, MESSAGES, EMBEDDINGS)
-_BY_PATH = MappingProxyType({api.path: api for api in APIS})
+_BY_PATH = MappingProxyType({path: api for api in APIS for path in api.paths})
 _BY_PROTOCOL = MappingProxyType({api.protocol: api for api in APIS})
 
 

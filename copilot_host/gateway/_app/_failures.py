@@ -10,13 +10,19 @@ own error texts (built without secrets), and are masked once more before they le
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 import httpx2
 
 import copilot_host as ch
 
-__all__ = ["Failure", "failure_of"]
+from ._flow import Flow
+from ._resolve import shown
+
+__all__ = ["Failure", "answer_failure", "failure_of"]
+
+_log = logging.getLogger("copilot_host.gateway")
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,4 +91,28 @@ def failure_of(exc: BaseException) -> Failure:
         500,
         "internal_error",
         f"copilot-host: unexpected {type(exc).__name__} in the gateway; see its log",
+    )
+
+
+async def answer_failure(flow: Flow, exc: Exception) -> None:
+    """Answer ``flow`` for an exception met while serving it (:func:`failure_of`); when
+    its answer had started, raise ``TransportError`` ``answer_cut`` instead."""
+    if flow.outcome.status:
+        # The answer has started, so no error document can follow it: the server
+        # cuts the connection when the app raises, and the client sees an answer
+        # that did not end. This line says why; the error is typed (answer_cut) so
+        # that a server may log it without a traceback (serve does).
+        path = shown(flow.path)
+        _log.warning("relay of %s ended early: %s", path, type(exc).__name__)
+        raise ch.TransportError(
+            f"the answer to {path} broke off after it had started "
+            f"({type(exc).__name__}); the client's connection was cut",
+            code="answer_cut",
+        ) from exc
+    failure = failure_of(exc)
+    _log.debug("request failed: %s (%s)", failure.code, type(exc).__name__, exc_info=exc)
+    await flow.answer(
+        failure.status,
+        flow.errors.body(failure.status, failure.code, failure.message),
+        failure.headers,
     )

@@ -138,7 +138,7 @@ class Pipeline:
             return
         route, identity = found
         flow.agent = agent_of(flow.headers.values, self.agent)
-        changes = self.changes.of(api)
+        changes = self.changes.of(api, flow.transport)
         edit = RequestEdit(
             api, parsed.value, route, flow.headers.repeated.get(b"anthropic-beta", ())
         )
@@ -219,7 +219,7 @@ class Pipeline:
             # What the gateway read already, so route.auth reads neither body nor login.
             auth = auth.for_request(facts, identity)
         hooks = self.hooks
-        changes = self.changes.of(edit.api)
+        changes = self.changes.of(edit.api, flow.transport)
         watcher = task.get_loop().create_task(hangup.watch())
         try:
             await relay(
