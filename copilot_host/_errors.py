@@ -19,7 +19,10 @@ server text that went through :func:`copilot_host._safety._text.clean`.
     + LoginRevokedError             login_invalid
   x EntitlementError                no_copilot_access, not_signed_up, subscription_ended,
                                     oauth_app_not_enabled, personal_access_token, and
-                                    GitHub's other notification ids as sent
+                                    GitHub's other notification ids as sent;
+                                    usage_unavailable (the usage lookup refused);
+                                    auto_unavailable (Copilot Auto refused, or it offers
+                                    no model on the API called; the status in the message)
   x TransportError                  network_error, timeout (retryable), network_config,
                                     answer_cut (the gateway: an answer broke off)
   x ServerError                     server_error, rate_limited    (retryable)

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from ._flight import Flight, SingleFlight
     from ._safety._redact import redact_line
     from ._safety._text import clean, show_path
-    from ._sessions._inspect import read_json_body, request_facts
+    from ._sessions._inspect import last_user_text, read_json_body, request_facts
 
 _EXPORTS: dict[str, str] = {
     "Flight": "_flight",
@@ -25,6 +25,7 @@ _EXPORTS: dict[str, str] = {
     "clean": "_safety._text",
     "show_path": "_safety._text",
     "redact_line": "_safety._redact",
+    "last_user_text": "_sessions._inspect",
     "read_json_body": "_sessions._inspect",
     "request_facts": "_sessions._inspect",
     "Accelerations": "_accel",
@@ -41,6 +42,7 @@ __all__ = [
     "show_path",
     "redact_line",
     # the gateway's one reading of a request body
+    "last_user_text",
     "read_json_body",
     "request_facts",
     # the one reading of the environment that selects the stack (serve's, the JSON reader's)

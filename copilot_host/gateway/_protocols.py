@@ -18,7 +18,7 @@ from types import MappingProxyType
 from typing import Any
 
 import copilot_host as ch
-from copilot_host._internal import request_facts
+from copilot_host._internal import last_user_text, request_facts
 
 from . import _sse
 from ._documents import (
@@ -128,7 +128,6 @@ class Api:
     # client can call /v1/messages only; an OpenAI client calls any of the three).
     own_models_only: bool
     _text: Callable[[Framer, str, str, str, bool], bytes] = field(repr=False)
-    _last_user_text: Callable[[dict[str, Any]], str | None] = field(repr=False)
     # This API's clients' model list: its entry for one route (given the gateway paths it
     # is served on), and the document around the entries.
     _entry: Callable[[ch.ModelRoute, list[str]], dict[str, Any]] = field(repr=False)
@@ -161,7 +160,7 @@ class Api:
 
     def last_user_text(self, value: dict[str, Any]) -> str | None:
         """The text of the last user message of a request body, None when it has none."""
-        return self._last_user_text(value)
+        return last_user_text(self.protocol, value)
 
     def model_entry(self, route: ch.ModelRoute) -> dict[str, Any]:
         """One model as ``GET /v1/models/{name}`` shows it to this API's clients."""
@@ -178,39 +177,10 @@ class Api:
         return ch.mask_secrets(dumps(self._listing(shown)))
 
 
-def _texts(content: object, kinds: frozenset[str]) -> str | None:
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        return None
-    parts = [
-        part["text"]
-        for part in content
-        if isinstance(part, dict)
-        and part.get("type") in kinds
-        and isinstance(part.get("text"), str)
-    ]
-    return "\n".join(parts) if parts else None
-
-
 def endpoints_of(route: ch.ModelRoute) -> list[str]:
     """The gateway paths a route may be called on, in order of preference."""
     return [api.path for api in APIS if api.speaks(route)]
 
-
-def _last_user(items: object, kinds: frozenset[str]) -> str | None:
-    if not isinstance(items, list):
-        return None
-    for item in reversed(items):
-        if isinstance(item, dict) and item.get("role") == "user":
-            found = _texts(item.get("content"), kinds)
-            if found is not None:
-                return found
-    return None
-
-
-_TEXT = frozenset({"text"})
-_INPUT_TEXT = frozenset({"input_text", "text"})
 
 CHAT = Api(
     "chat",
@@ -222,7 +192,6 @@ CHAT = Api(
     False,
     False,
     chat_text,
-    lambda value: _last_user(value.get("messages"), _TEXT),
     openai_entry,
     openai_list,
 )
@@ -236,11 +205,6 @@ RESPONSES = Api(
     True,
     False,
     responses_text,
-    lambda value: (
-        value["input"]
-        if isinstance(value.get("input"), str)
-        else _last_user(value.get("input"), _INPUT_TEXT)
-    ),
     openai_entry,
     openai_list,
 )
@@ -254,7 +218,6 @@ MESSAGES = Api(
     True,
     True,
     messages_text,
-    lambda value: _last_user(value.get("messages"), _TEXT),
     anthropic_entry,
     anthropic_list,
 )

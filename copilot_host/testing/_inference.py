@@ -15,8 +15,10 @@ from ._answers import (
     copilot_error,
     copilot_text,
     json_answer,
+    model_not_supported,
     refused,
 )
+from ._auto import session_model
 from ._betas import unserved_betas
 from ._catalog import Catalog
 from ._costs import estimate_tokens, price_cost
@@ -91,20 +93,24 @@ def _inference(state: EmulatorState, request: RecordedRequest, protocol: str) ->
         return copilot_error(400, "the request body is not a JSON object", "invalid_request_body")
     catalog, quota = state.part(Catalog), state.part(Quota)
     model = payload.get("model")
-    picked = _auto_only(state, model, protocol) if s.auto_only_plan else None
+    # A request of an Auto session: its model must be the session's (any plan).
+    discount = session_model(state, request, model)
+    if isinstance(discount, Answer):
+        return discount
+    picked = _auto_only(state, model, protocol) if s.auto_only_plan and discount is None else None
     if isinstance(picked, Answer):
         return picked
     if picked is not None:
         model = picked
     paths = catalog.served.get(model) if isinstance(model, str) else None
     if not isinstance(model, str) or paths is None:
-        return refused("model", f"{model!r} not served", _model_not_supported())
+        return refused("model", f"{model!r} not served", model_not_supported())
     integration = request.headers.get("copilot-integration-id", "").strip()
     unserved = s.inventory.unserved_models.get(integration)
     if unserved is not None and (model in unserved or "*" in unserved):
         # An organisation whose policy lists a model to this client but does not serve
         # it to it: the same answer as for a model the account does not have.
-        return refused("model", f"{model} not served to this client", _model_not_supported())
+        return refused("model", f"{model} not served to this client", model_not_supported())
     floor = s.inventory.min_editor_version.get(model)
     if floor is not None and editor_version(
         request.headers.get("editor-version", "")
@@ -140,6 +146,8 @@ def _inference(state: EmulatorState, request: RecordedRequest, protocol: str) ->
     if refusal is not None:
         return refusal
     input_tokens, spent = _cost(state, request, model)
+    if discount:
+        spent *= 1.0 - discount
     serial = state.part(_Serial).next()
     # Credits are used by what each answer costs; request quotas by one a request.
     quota.charge(spent)
@@ -182,7 +190,7 @@ def _auto_only(state: EmulatorState, model: object, protocol: str) -> Answer | s
     first model that does; diegosouzapw/OmniRoute #12000: 200, naming it)."""
     if model is not None or protocol != "chat":
         detail = "a named model on an Auto-only plan" if model else "no model"
-        return refused("auto_only", detail, _model_not_supported())
+        return refused("auto_only", detail, model_not_supported())
     served = state.part(Catalog).served
     chat = [m for m, paths in served.items() if "/chat/completions" in paths]
     for item in state.scenario.inventory.models:
@@ -236,17 +244,6 @@ def _body_gate(
         limit = state.part(Catalog).limits.get(model, {}).get("max_output_tokens")
         rule = output_cap_refusal(payload, protocol, model, limit)
     return None if rule is None else _enforced(rule)
-
-
-def _model_not_supported() -> Answer:
-    """The service's 400 for a model it does not serve this request (138 bytes)."""
-    return copilot_error(
-        400,
-        "The requested model is not supported.",
-        "model_not_supported",
-        param="model",
-        type="invalid_request_error",
-    )
 
 
 def _wrong_endpoint(model: str, protocol: str) -> str:

@@ -9,7 +9,7 @@ import pytest
 
 from copilot_host.store import CredentialStore
 from copilot_host.testing import Inventory, Scenario, chat_model, minimal_models, realistic_models
-from tests.github._support import REALISTIC_ROUTES
+from tests.github._support import REALISTIC_MODELS, REALISTIC_ROUTES
 
 from .conftest import Cli
 
@@ -242,7 +242,7 @@ def test_models_on_a_real_inventory(cli: Cli, emulate: Any) -> None:
     assert len(result.stdout.splitlines()) == 1 + REALISTIC_ROUTES
     # The billing note every entry carries is shown once, with its count.
     notes = [line for line in result.stderr.splitlines() if line.startswith("note from GitHub")]
-    assert f"note from GitHub ({REALISTIC_ROUTES} models): Your billing plan" in notes[0]
+    assert f"note from GitHub ({REALISTIC_MODELS} models): Your billing plan" in notes[0]
     assert notes[1:] == ["note from GitHub (gpt-5.6-terra): This model is in public preview."]
     assert result.stderr.splitlines()[-1].endswith("; 10 skipped (--all)")
 
