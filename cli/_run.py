@@ -45,6 +45,7 @@ from ._profiles import Facts, Request, Setup, home_of, profile_for
 from ._serve import LOOPBACK, RequestCount, access_log, host_option, listen, new_key
 
 if TYPE_CHECKING:
+    import copilot_host as ch
     from copilot_host.gateway import GatewayApp
     from copilot_host.gateway._plumbing import Api
 
@@ -275,8 +276,32 @@ async def _facts(app: GatewayApp, names: GatewayNames) -> Facts:
         route = app.route_for(name, api.protocol if api is not None else None)
         return route.spec if route is not None else None
 
-    return Facts(
-        models=tuple(route.spec for route in routes), resolve=resolve, default=names.default
+    auto = next((r for r in routes if r.spec.auto is not None and r.spec.auto.only), None)
+    if auto is None:
+        models = tuple(route.spec for route in routes)
+    else:
+        # A plan that can use only Copilot Auto: the agent keeps the model names it knows
+        # (the account's inventory), each served by Auto (the gateway's default model
+        # becomes auto) and sized by the smallest limits of Auto's pool.
+        app.use_default_model(auto.model_id)
+        models = (*_sized_as(auto.spec), auto.spec)
+    return Facts(models=models, resolve=resolve, default=names.default)
+
+
+def _sized_as(auto: ch.ModelSpec) -> tuple[ch.ModelSpec, ...]:
+    """The inventory's models Auto picks from, each with Auto's (its pool's smallest)
+    limits."""
+    from dataclasses import replace
+
+    assert auto.auto is not None
+    return tuple(
+        replace(
+            spec,
+            context_window=auto.context_window,
+            max_output_tokens=auto.max_output_tokens,
+            max_prompt_tokens=auto.max_prompt_tokens,
+        )
+        for spec in auto.auto.inventory
     )
 
 

@@ -17,9 +17,11 @@ if TYPE_CHECKING:
     from ._flight import Flight, SingleFlight
     from ._safety._redact import redact_line
     from ._safety._text import clean, show_path
+    from ._sessions._auto import AutoPick
     from ._sessions._inspect import last_user_text, read_json_body, request_facts
 
 _EXPORTS: dict[str, str] = {
+    "AutoPick": "_sessions._auto",
     "Flight": "_flight",
     "SingleFlight": "_flight",
     "clean": "_safety._text",
@@ -34,6 +36,8 @@ _EXPORTS: dict[str, str] = {
 
 # Literal, so type checkers see the names; a test keeps it equal to _EXPORTS.
 __all__ = [
+    # what Copilot Auto picked for a request (route.auth.auto_pick)
+    "AutoPick",
     # single flight: the gateway's one registration per login
     "Flight",
     "SingleFlight",

@@ -202,7 +202,8 @@ def test_serve_refuses_a_budget_that_is_not_a_positive_number(
 
 
 AUTO_ONLY = (
-    "this plan (free) can use only Auto model selection; requests that name a model will be refused"
+    "this plan (free) can use only Auto model selection; requests that name a model are refused: "
+    "use the model auto"
 )
 
 

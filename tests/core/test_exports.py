@@ -178,6 +178,7 @@ def test_every_public_name_resolves(module: str) -> None:
 # The core's plumbing the gateway and the CLI use (copilot_host._internal), pinned as the
 # public names are: a name joins it only on review.
 INTERNAL = [
+    "AutoPick",
     "Flight",
     "SingleFlight",
     "clean",

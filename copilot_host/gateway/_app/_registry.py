@@ -120,6 +120,17 @@ class Registry:
         if snapshot is not None:
             self._snapshot = replace(snapshot, names=NameTable(snapshot.names.routes, names))
 
+    def use_default(self, model: str) -> None:
+        """Send the names no rule finds to ``model`` (``run`` on a plan that can use only
+        Copilot Auto: ``auto``), unless a default was given at start, which wins."""
+        if self._names.default is not None:
+            return
+        names = ModelNames(self._names.aliases, model)
+        self._names = names
+        snapshot = self._snapshot
+        if snapshot is not None:
+            self._snapshot = replace(snapshot, names=NameTable(snapshot.names.routes, names))
+
     def stale(self) -> None:
         """The routes no longer fit the account (its inference origin moved): register
         again before the next request is served."""
