@@ -154,14 +154,14 @@ def usage_lines(found: CopilotUsage, auto: dict[str, Any] | None = None) -> list
         lines.append(auto_only)
     if rows:
         lines += table(("QUOTA", "USED", "AMOUNT", "LEFT"), rows)
+    shown = auto_line(auto)
+    if shown is not None:
+        lines.append(shown)
     if not found.rate_windows:
         lines.append(
             "rate-limit windows: not reported by this lookup "
             "(serve and run warn when a model answer reports one running low)"
         )
-    shown = auto_line(auto)
-    if shown is not None:
-        lines.append(shown)
     return lines
 
 

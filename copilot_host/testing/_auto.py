@@ -43,7 +43,6 @@ class AutoBook:
     def __init__(self, state: EmulatorState) -> None:
         self._state = state
         self._held: dict[str, _Held] = {}
-        self.issued = 0
 
     def issue(
         self, models: tuple[str, ...], lifetime: int, discounts: Mapping[str, float]
@@ -53,8 +52,12 @@ class AutoBook:
         expires_at = int(self._state.now()) + lifetime
         with self._state.lock:
             self._held[token] = _Held(models, expires_at, dict(discounts))
-            self.issued += 1
         return token, expires_at
+
+    def tokens(self) -> tuple[str, ...]:
+        """Every token issued, in order."""
+        with self._state.lock:
+            return tuple(self._held)
 
     def held(self, token: str) -> _Held | None:
         with self._state.lock:
