@@ -281,9 +281,8 @@ async def _facts(app: GatewayApp, names: GatewayNames) -> Facts:
         models = tuple(route.spec for route in routes)
     else:
         # A plan that can use only Copilot Auto: the agent keeps the model names it knows
-        # (the account's inventory), each served by Auto (the gateway's default model
-        # becomes auto) and sized by the smallest limits of Auto's pool.
-        app.use_default_model(auto.model_id)
+        # (the account's inventory), each served by Auto (run's gateway sends the names no
+        # rule finds there) and sized by the smallest limits of Auto's pool.
         models = (*_sized_as(auto.spec), auto.spec)
     return Facts(models=models, resolve=resolve, default=names.default)
 
@@ -303,6 +302,18 @@ def _sized_as(auto: ch.ModelSpec) -> tuple[ch.ModelSpec, ...]:
         )
         for spec in auto.auto.inventory
     )
+
+
+def _serving(counted: RequestCount) -> Callable[[GatewayApp], None]:
+    """What run does with its gateway once built: counts its requests, and on a plan that
+    can use only Copilot Auto serves the names no rule finds with ``auto`` (DESIGN: run's
+    default model there), so any command's usual model names work."""
+
+    def serving(app: GatewayApp) -> None:
+        counted.serving(app)
+        app.serve_auto_by_default()
+
+    return serving
 
 
 def _print_profile(base: dict[str, str], env: dict[str, str], argv: list[str], key: str) -> None:
@@ -449,7 +460,7 @@ def _run(
         key,
         names,
         max_credits=max_credits,
-        on_app=counted.serving,
+        on_app=_serving(counted),
         access_line=counted.line,
     )
     try:

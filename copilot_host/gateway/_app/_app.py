@@ -224,11 +224,11 @@ class GatewayApp:
         (``run``'s agent profiles add the names an agent sends that no account has)."""
         self._registry.add_aliases(ModelNames(dict(aliases)).aliases)
 
-    def use_default_model(self, model: str) -> None:
-        """Serve the names no rule finds with ``model``, unless ``default_model`` was given
-        at creation (which wins): ``run`` gives ``auto`` on a plan that can use only Copilot
-        Auto, so that its agent's usual model names are served by Auto."""
-        self._registry.use_default(ModelNames(default=model).default or model)
+    def serve_auto_by_default(self) -> None:
+        """On a plan that can use only Copilot Auto, serve the model names no rule finds
+        with ``auto``, unless ``default_model`` was given at creation (which wins): what
+        ``run`` does, so that its command's usual model names are served by Auto."""
+        self._registry.serve_auto_by_default()
 
     async def aclose(self) -> None:
         """Stop registrations in flight and close the upstream connections (the lifespan

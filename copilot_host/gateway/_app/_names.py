@@ -17,8 +17,8 @@ first rule that matches wins:
    that are exactly ``claude-<family>-<version>`` take part (a ``-1m`` or ``-thought``
    variant does not); versions compare as tuples of numbers (``claude-opus-4.8`` is
    (4, 8), ``claude-opus-5`` is (5,)); among equals the inventory's order wins;
-5. ``default``: the ``--default-model``, when one was given (``auto`` included; ``run``
-   makes it ``auto`` on a plan that can use only Copilot Auto).
+5. ``default``: the ``--default-model``, when one was given (``auto`` included); else, for
+   ``run`` (``ModelNames.auto_default``) on a plan that can use only Copilot Auto, ``auto``.
 
 Otherwise the answer is 404 ``model_not_found``, naming up to three of the account's
 models closest to the name (:mod:`difflib`), among those that list the endpoint called; on
@@ -74,10 +74,12 @@ _NAME = re.compile(r"[A-Za-z0-9._:/-]{1,128}")
 @dataclass(frozen=True, slots=True)
 class ModelNames:
     """The names a gateway was told about at start: ``aliases`` (name -> model or route
-    id) and the ``default`` model for names no rule finds."""
+    id) and the ``default`` model for names no rule finds; with ``auto_default`` (``run``),
+    on a plan that can use only Copilot Auto and with no ``default``, ``auto`` is it."""
 
     aliases: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     default: str | None = None
+    auto_default: bool = False
 
     def __post_init__(self) -> None:
         for name, target in self.aliases.items():
@@ -238,9 +240,11 @@ class NameTable:
             if newest is not None:
                 return Served(newest, "family")
         default = self._names.default
+        auto = self._auto_only
+        if default is None and auto is not None and self._names.auto_default:
+            default = auto.model_id
         if default is not None:
             return self._named(name, "default", default, protocol)
-        auto = self._auto_only
         if auto is not None:
             return NotFound(
                 f"copilot-host gateway: this plan can use only Copilot Auto model selection, "
