@@ -87,7 +87,7 @@ def test_readme_embedding_snippet_against_the_emulator(
     from copilot_host.github import GitHubCopilotHost
     from copilot_host.testing import GitHubEmulator
 
-    (snippet,) = [b for b in _blocks("python") if "openai.OpenAI" in b]
+    (snippet,) = [b for b in _blocks("python") if "openai.OpenAI" in b and AUTO not in b]
     with GitHubEmulator() as emulator:
         store = CredentialStore(tmp_path / "home", key_file=True)
         with GitHubCopilotHost(store=store, transport=emulator.transport()) as h:
@@ -112,6 +112,48 @@ def test_readme_embedding_snippet_against_the_emulator(
     authorization = chats[0].headers["authorization"]
     assert authorization.startswith("Bearer ")
     assert authorization.removeprefix("Bearer ") in emulator.session_tokens
+
+
+AUTO = "github-copilot/auto"
+
+
+def test_readme_auto_snippet_on_a_free_plan(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The Copilot Auto example with the real OpenAI SDK, on the emulator's Copilot Free
+    plan (which may use only Auto), pointed at it by rewriting its two I/O lines."""
+    from copilot_host.github import GitHubCopilotHost
+    from copilot_host.testing import GitHubEmulator, Scenario, Usage
+
+    (snippet,) = [b for b in _blocks("python") if AUTO in b]
+    with GitHubEmulator(Scenario(usage=Usage(usage_plan="free"))) as emulator:
+        store = CredentialStore(tmp_path / "home", key_file=True)
+        with GitHubCopilotHost(store=store, transport=emulator.transport()) as h:
+            h.login(sleep=lambda _seconds: None)
+        rewritten = snippet.replace(
+            "GitHubCopilotHost()",
+            "GitHubCopilotHost(store=_store, transport=_emulator.transport())",
+        ).replace(
+            "httpx2.Client(auth=auto.auth)",
+            "httpx2.Client(auth=auto.auth, transport=_emulator.transport())",
+        )
+        assert rewritten.count("_emulator") == 2
+        namespace: dict[str, Any] = {"_store": store, "_emulator": emulator}
+        exec(compile(rewritten, "README.md", "exec"), namespace)
+        namespace["client"].close()
+        (sent,) = emulator.requests_to("chat")
+        issued = emulator.auto_session_tokens
+    answer = namespace["answer"]
+    assert (answer.model, answer.choices[0].message.content) == ("gpt-5-mini", "echo: Hello")
+    printed = capsys.readouterr().out.splitlines()
+    assert printed == [
+        "Auto picks from ('gpt-5-mini', 'claude-opus-4.6', 'gpt-5.3-codex')",
+        "gpt-5-mini",
+    ]
+    # The request named the pick, and carried the session registration obtained.
+    assert json.loads(sent.body)["model"] == "gpt-5-mini"
+    assert sent.headers["copilot-session-token"] == issued[0]
+    assert emulator.refusals == ()
 
 
 def test_readme_anthropic_snippet_against_the_emulator(tmp_path: Path) -> None:

@@ -271,8 +271,15 @@ def test_a_session_token_never_leaves_the_process_in_a_repr_or_an_error(
         with host:
             route = catalog.routes()[AUTO]
             client = sdk(route, emu)
-            hello(client)
+            # A session token the client sets itself is never sent: the session's is.
+            client.chat.completions.create(
+                model="auto",
+                messages=[{"role": "user", "content": "hi"}],
+                extra_headers={"Copilot-Session-Token": "ast_forged"},
+            )
             client.close()
         (token,) = emu.auto_session_tokens
+        (sent,) = emu.requests_to("chat")
+    assert sent.headers["copilot-session-token"] == token
     assert token not in repr(route) and token not in repr(route.auth)
     assert ch.mask_secrets(f"echo {token}") != f"echo {token}"
