@@ -78,17 +78,7 @@ def register_models(
     session = resolver.get()
     found = host.inventory(session)
     probe = host.auto_probe(session) if isinstance(host, ServesAuto) else None
-    return _swap(
-        catalog,
-        resolver,
-        session,
-        found,
-        provider=provider_id,
-        host=host,
-        probe=probe,
-        clock=clock,
-        policy=policy,
-    )
+    return _swap(catalog, resolver, session, found, probe, clock=clock, policy=policy)
 
 
 async def aregister_models(
@@ -112,17 +102,7 @@ async def aregister_models(
     if isinstance(host, ServesAuto):
         # An asynchronous host's probe is a coroutine.
         probe = await cast("Awaitable[AutoProbe]", host.auto_probe(session))
-    return _swap(
-        catalog,
-        resolver,
-        session,
-        found,
-        provider=provider_id,
-        host=host,
-        probe=probe,
-        clock=clock,
-        policy=policy,
-    )
+    return _swap(catalog, resolver, session, found, probe, clock=clock, policy=policy)
 
 
 def _provider_id(host: CopilotHost | AsyncCopilotHost) -> str:
@@ -137,14 +117,15 @@ def _swap(
     resolver: SessionResolver | AsyncSessionResolver,
     session: CopilotSession,
     found: Inventory | Sequence[ModelSpec],
-    *,
-    provider: str,
-    host: CopilotHost | AsyncCopilotHost,
     probe: AutoProbe | None,
+    *,
     clock: Clock,
     policy: RefreshPolicy,
 ) -> RegistrationResult:
-    """Validate, build the routes and swap them in; the catalog changes only at the end."""
+    """Validate, build the routes and swap them in under the resolver's host's provider id
+    (checked already); the catalog changes only at the end."""
+    host = resolver.host
+    provider = host.provider_id
     inventory = validate_inventory(found, secrets=(session.token,))
     skipped = tuple(inventory.skipped)
     models = tuple(inventory.models)

@@ -349,7 +349,10 @@ def _to_pick(
     facts = RequestFacts(facts.vision, facts.initiator, model)
     if isinstance(value, dict):
         value["model"] = model
-        body = json.dumps(value, separators=(",", ":")).encode("ascii")
+        try:
+            body = json.dumps(value, separators=(",", ":")).encode("ascii")
+        except (ValueError, RecursionError):  # what the parser took, nested past the encoder
+            return request, facts, session_entry(pick)
         headers = [(k, v) for k, v in request.headers.raw if k.lower() != b"content-length"]
         request = httpx2.Request(
             request.method,

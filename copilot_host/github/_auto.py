@@ -27,6 +27,7 @@ from .._errors import EntitlementError, ResponseError, SessionError
 from .._hosts import CopilotSession
 from .._safety._redact import register_secret
 from .._sessions._auto import PROMPT_LIMIT, AutoSession, auto_unavailable
+from ._headers import session_headers
 from ._status import client_outdated_error, quota_exceeded_error, server_date, status_error
 from ._wire import (
     WireRequest,
@@ -74,10 +75,8 @@ def _request(
     *,
     budget: float | None,
 ) -> WireRequest:
-    headers = dict(identity)
-    headers["Accept"] = "application/json"
+    headers = session_headers(session, identity)
     headers["Content-Type"] = "application/json"
-    headers["Authorization"] = f"Bearer {session.token.reveal()}"
     return WireRequest(
         "POST",
         session.endpoint.url(path),

@@ -79,30 +79,46 @@ def test_readme_testing_snippet_runs_as_written(tmp_path: Path) -> None:
     namespace["test_my_app_talks_to_copilot"](tmp_path)
 
 
+def _run_sdk_snippet(
+    snippet: str, emulator: Any, tmp_path: Path, client: tuple[str, str]
+) -> dict[str, Any]:
+    """Run a README example that logs in with ``GitHubCopilotHost()`` and builds an OpenAI
+    client, both pointed at ``emulator`` by rewriting those two I/O lines (``client``: the
+    client's line as written, and as rewritten); the namespace it leaves, its client
+    closed as the end of a script would (the examples leave it open)."""
+    from copilot_host.github import GitHubCopilotHost
+
+    store = CredentialStore(tmp_path / "home", key_file=True)
+    with GitHubCopilotHost(store=store, transport=emulator.transport()) as h:
+        h.login(sleep=lambda _seconds: None)
+    rewritten = snippet.replace(
+        "GitHubCopilotHost()", "GitHubCopilotHost(store=_store, transport=_emulator.transport())"
+    ).replace(*client)
+    assert rewritten.count("_emulator") == 2
+    namespace: dict[str, Any] = {"_store": store, "_emulator": emulator}
+    exec(compile(rewritten, "README.md", "exec"), namespace)
+    namespace["client"].close()
+    return namespace
+
+
 def test_readme_embedding_snippet_against_the_emulator(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The embedding example with the real OpenAI SDK, pointed at the emulator by
     rewriting its two I/O lines."""
-    from copilot_host.github import GitHubCopilotHost
     from copilot_host.testing import GitHubEmulator
 
     (snippet,) = [b for b in _blocks("python") if "openai.OpenAI" in b and AUTO not in b]
     with GitHubEmulator() as emulator:
-        store = CredentialStore(tmp_path / "home", key_file=True)
-        with GitHubCopilotHost(store=store, transport=emulator.transport()) as h:
-            h.login(sleep=lambda _seconds: None)
-        rewritten = snippet.replace(
-            "GitHubCopilotHost()",
-            "GitHubCopilotHost(store=_store, transport=_emulator.transport())",
-        ).replace(
-            "httpx2.Client(auth=route.auth, ",
-            "httpx2.Client(auth=route.auth, transport=_emulator.transport(), ",
+        namespace = _run_sdk_snippet(
+            snippet,
+            emulator,
+            tmp_path,
+            (
+                "httpx2.Client(auth=route.auth, ",
+                "httpx2.Client(auth=route.auth, transport=_emulator.transport(), ",
+            ),
         )
-        assert rewritten.count("_emulator") == 2
-        namespace: dict[str, Any] = {"_store": store, "_emulator": emulator}
-        exec(compile(rewritten, "README.md", "exec"), namespace)
-        namespace["client"].close()  # as the end of a script would; the snippet leaves it open
         chats = emulator.requests_to("chat")
     assert namespace["answer"].choices[0].message.content == "echo: Hello"
     printed = capsys.readouterr().out
@@ -122,25 +138,19 @@ def test_readme_auto_snippet_on_a_free_plan(
 ) -> None:
     """The Copilot Auto example with the real OpenAI SDK, on the emulator's Copilot Free
     plan (which may use only Auto), pointed at it by rewriting its two I/O lines."""
-    from copilot_host.github import GitHubCopilotHost
     from copilot_host.testing import GitHubEmulator, Scenario, Usage
 
     (snippet,) = [b for b in _blocks("python") if AUTO in b]
     with GitHubEmulator(Scenario(usage=Usage(usage_plan="free"))) as emulator:
-        store = CredentialStore(tmp_path / "home", key_file=True)
-        with GitHubCopilotHost(store=store, transport=emulator.transport()) as h:
-            h.login(sleep=lambda _seconds: None)
-        rewritten = snippet.replace(
-            "GitHubCopilotHost()",
-            "GitHubCopilotHost(store=_store, transport=_emulator.transport())",
-        ).replace(
-            "httpx2.Client(auth=auto.auth)",
-            "httpx2.Client(auth=auto.auth, transport=_emulator.transport())",
+        namespace = _run_sdk_snippet(
+            snippet,
+            emulator,
+            tmp_path,
+            (
+                "httpx2.Client(auth=auto.auth)",
+                "httpx2.Client(auth=auto.auth, transport=_emulator.transport())",
+            ),
         )
-        assert rewritten.count("_emulator") == 2
-        namespace: dict[str, Any] = {"_store": store, "_emulator": emulator}
-        exec(compile(rewritten, "README.md", "exec"), namespace)
-        namespace["client"].close()
         (sent,) = emulator.requests_to("chat")
         issued = emulator.auto_session_tokens
     answer = namespace["answer"]
