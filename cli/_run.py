@@ -78,7 +78,8 @@ ANTHROPIC_BASE_URL, ANTHROPIC_AUTH_TOKEN, COPILOT_HOST_BASE_URL and COPILOT_HOST
 127.0.0.1,localhost,::1 in NO_PROXY and no_proxy (so no proxy sees the key), and loses
 ANTHROPIC_API_KEY, CLAUDE_CODE_USE_BEDROCK and CLAUDE_CODE_USE_VERTEX. claude, codex,
 opencode, aider and copilot also get the model and its limits from this account (what
-you set yourself wins). Every program
+you set yourself wins). On a plan that can use only Copilot Auto (Free, Student), every
+model name the command sends is served by the model auto. Every program
 the command starts inherits the key and can use your Copilot account through the gateway.
 Exit status: the command's (128+N when signal N ended it); 127 when COMMAND is not found,
 126 when it cannot be run.
