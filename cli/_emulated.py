@@ -18,10 +18,11 @@ if TYPE_CHECKING:
 
     from copilot_host.github import AsyncGitHubCopilotHost, EditorIdentity
     from copilot_host.store import CredentialStore
+    from copilot_host.testing import GitHubEmulator
 
     from ._account import Account
 
-__all__ = ["emulated_account", "throwaway_store"]
+__all__ = ["emulated_account", "emulated_login", "throwaway_store"]
 
 
 def throwaway_store(home: Path) -> CredentialStore:
@@ -32,16 +33,16 @@ def throwaway_store(home: Path) -> CredentialStore:
 
 
 @contextmanager
-def emulated_account(editor: EditorIdentity | None = None) -> Iterator[Account]:
-    """The emulator's account, logged in, for the gateway; everything is removed on exit.
-    ``editor`` (``COPILOT_HOST_EDITOR``) is presented to the emulator as it would be to
-    GitHub, so a person can try an identity before logging in."""
+def emulated_login(
+    editor: EditorIdentity | None = None,
+) -> Iterator[tuple[CredentialStore, GitHubEmulator]]:
+    """The emulator (text answers only) and its account logged in to a store in a
+    throwaway folder; everything is removed on exit. ``editor`` (``COPILOT_HOST_EDITOR``)
+    is presented to the emulator as it would be to GitHub."""
     import tempfile
 
-    from copilot_host.github import AsyncGitHubCopilotHost, GitHubCopilotHost
+    from copilot_host.github import GitHubCopilotHost
     from copilot_host.testing import GitHubEmulator, Replies, Scenario
-
-    from ._account import Account
 
     # Text answers only: an agent would run an emulated tool call, with empty arguments,
     # on this machine.
@@ -55,6 +56,17 @@ def emulated_account(editor: EditorIdentity | None = None) -> Iterator[Account]:
             store=store, transport=emulator.transport(), editor=editor
         ) as person:
             person.login(sleep=lambda _seconds: None)
+        yield store, emulator
+
+
+@contextmanager
+def emulated_account(editor: EditorIdentity | None = None) -> Iterator[Account]:
+    """The emulator's account, logged in, for the gateway (see :func:`emulated_login`)."""
+    from copilot_host.github import AsyncGitHubCopilotHost
+
+    from ._account import Account
+
+    with emulated_login(editor) as (store, emulator):
 
         def make_host() -> AsyncGitHubCopilotHost:
             return AsyncGitHubCopilotHost(

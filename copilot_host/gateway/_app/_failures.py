@@ -3,10 +3,11 @@
 The error document takes the shape of the API the client speaks (the flow's
 :class:`~copilot_host.gateway._protocols.ErrorShape`); answers that came from upstream are
 relayed as they are instead. :func:`failure_of` turns an exception met while serving into a
-status and a stable code: a login or session that cannot be had is 503 (Copilot Auto that
-cannot serve the request, 403 with ``x-should-retry: false``), the network or an unusable
-answer upstream is 502, anything unexpected 500. Messages come from the library's
-own error texts (built without secrets), and are masked once more before they leave.
+status and a stable code: a login or session that cannot be had is 503 (a refusal by an
+organisation's policy, or Copilot Auto that cannot serve the request, is 403: waiting does
+not change it), the network or an unusable answer upstream is 502, anything unexpected
+500. Messages come from the library's own error texts (built without secrets), and are
+masked once more before they leave.
 """
 
 from __future__ import annotations
@@ -30,11 +31,12 @@ class Failure:
     headers: tuple[tuple[bytes, bytes], ...] = ()
 
 
+# Refusals that stand until a person changes a setting (README, "Troubleshooting"), or
+# until GitHub offers this login Copilot Auto (or a model of it on the endpoint called).
+_REFUSED_BY_POLICY = frozenset({"policy_refused", "integrator_refused", "auto_unavailable"})
+
 # A refused session is usually fixed by the next exchange: clients may come back soon.
 _RETRY_SOON = ((b"retry-after", b"1"),)
-# Copilot Auto refused, or it offers no model on the endpoint called: asking again at once
-# gets the same answer, so SDKs (which retry a 503) and agents are told not to.
-_NO_RETRY = ((b"x-should-retry", b"false"),)
 
 
 # Library errors that mean "no usable login or session right now": the client can do
@@ -65,8 +67,10 @@ def failure_of(exc: BaseException) -> Failure:
         if isinstance(exc, ch.QuotaExceededError):
             # The account's quota, not the gateway: the service's own status and code.
             return Failure(402, exc.code, message)
-        if exc.code == "auto_unavailable":
-            return Failure(403, exc.code, message, _NO_RETRY)
+        if exc.code in _REFUSED_BY_POLICY:
+            # An organisation's policy or the service's list of integrators: waiting does
+            # not change it, so not the 503 SDKs retry (its words say who can change it).
+            return Failure(403, exc.code, message)
         if isinstance(exc, _UNAVAILABLE):
             retry = _RETRY_SOON if exc.code == "session_refused" else ()
             return Failure(503, exc.code, message, retry)

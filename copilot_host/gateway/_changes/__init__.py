@@ -30,6 +30,7 @@ from ._caps import MaxCompletionTokens, MaxOutputTokens, MaxTokens
 from ._change import AnswerMapper, Change, LocalAnswer, RequestEdit, Reshaped, Side
 from ._local import COUNT_TOKENS, CountTokens
 from ._messages import BetaFields, BillingHeader, ServerTools, SystemMessages, ThinkingBudget
+from ._policy import PolicyRefusal
 from ._rate_limit import RateLimitRefusal
 from ._splices import Betas, BlockSystem, ModelId, Splice
 from ._tool_choice import ToolChoice
@@ -75,6 +76,7 @@ TABLE: tuple[Change, ...] = (
     ToolChoice(),
     CountTokens(),
     RateLimitRefusal(),
+    PolicyRefusal(),
     ModelId(),
     BlockSystem(),
 )
@@ -175,7 +177,7 @@ class ApiChanges:
             splice.request(edit)
         from ._splices import encode
 
-        return encode(edit)
+        return encode(edit, body)
 
     def headers(
         self, edit: RequestEdit, headers: list[tuple[bytes, bytes]]
