@@ -41,7 +41,7 @@ from ._failure import CliFailure
 from ._gateway import GatewayNames, LogFile, account, gateway_options, serve_gateway
 from ._nodump import no_core_dumps
 from ._output import CopilotHostCommand
-from ._profiles import Facts, Request, Setup, home_of, profile_for
+from ._profiles import Facts, Request, Setup, converses, home_of, profile_for
 from ._serve import LOOPBACK, RequestCount, access_log, host_option, listen, new_key
 
 if TYPE_CHECKING:
@@ -279,7 +279,8 @@ async def _facts(app: GatewayApp, names: GatewayNames) -> Facts:
 
     auto = next((r for r in routes if r.spec.auto is not None and r.spec.auto.only), None)
     if auto is None:
-        models = tuple(route.spec for route in routes)
+        # Agents are offered chat models only: the gateway's embeddings models are not theirs.
+        models = tuple(route.spec for route in routes if converses(route.spec))
     else:
         # A plan that can use only Copilot Auto: the agent keeps the model names it knows
         # (the account's inventory), each served by Auto (run's gateway sends the names no

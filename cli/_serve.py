@@ -155,8 +155,9 @@ def serve(
     """Serve this login's Copilot models to programs in any language.
 
     A gateway on this machine's loopback address that speaks the OpenAI API
-    (/v1/models, /v1/chat/completions, /v1/responses) and the Anthropic Messages API
-    (/v1/messages, and /v1/messages/count_tokens, answered with an estimate). It holds
+    (/v1/models, /v1/chat/completions, /v1/responses, /v1/embeddings) and the Anthropic
+    Messages API (/v1/messages, and /v1/messages/count_tokens, answered with an
+    estimate). It holds
     the GitHub and Copilot tokens itself: programs present only the gateway's key, made
     anew each run. It starts and stays up while logged out (requests get 503
     not_logged_in) and follows logins, logouts and account changes without a restart.

@@ -54,6 +54,7 @@ def register_models(
     offline: bool = False,
     clock: Clock = SYSTEM_CLOCK,
     policy: RefreshPolicy = DEFAULT_POLICY,
+    embeddings: bool = False,
 ) -> RegistrationResult:
     """Register the account's Copilot models as routes in ``catalog``.
 
@@ -61,7 +62,9 @@ def register_models(
     owner's earlier routes). Any failure raises and leaves ``catalog`` as it was; entries
     that are not usable models are skipped and listed in the result. ``offline=True``
     makes no network call, changes nothing and returns no routes. ``policy`` is the
-    refresh policy the routes' sessions follow.
+    refresh policy the routes' sessions follow. ``embeddings=True`` registers the
+    embeddings models too (protocol ``ApiProtocol.OPENAI_EMBEDDINGS``); by default they
+    are skipped as ``not_chat``, so a model picker built from the catalog stays chat-only.
 
     A host that serves Copilot Auto (:class:`copilot_host._sessions._auto.ServesAuto`, as
     the GitHub adapter does) is asked once, bounded, whether the account has Auto; if so
@@ -78,7 +81,9 @@ def register_models(
     session = resolver.get()
     found = host.inventory(session)
     probe = host.auto_probe(session) if isinstance(host, ServesAuto) else None
-    return _swap(catalog, resolver, session, found, probe, clock=clock, policy=policy)
+    return _swap(
+        catalog, resolver, session, found, probe, clock=clock, policy=policy, embeddings=embeddings
+    )
 
 
 async def aregister_models(
@@ -88,6 +93,7 @@ async def aregister_models(
     offline: bool = False,
     clock: Clock = SYSTEM_CLOCK,
     policy: RefreshPolicy = DEFAULT_POLICY,
+    embeddings: bool = False,
 ) -> RegistrationResult:
     """The asyncio twin of :func:`register_models`."""
     if not inspect.iscoroutinefunction(host.exchange):
@@ -102,7 +108,9 @@ async def aregister_models(
     if isinstance(host, ServesAuto):
         # An asynchronous host's probe is a coroutine.
         probe = await cast("Awaitable[AutoProbe]", host.auto_probe(session))
-    return _swap(catalog, resolver, session, found, probe, clock=clock, policy=policy)
+    return _swap(
+        catalog, resolver, session, found, probe, clock=clock, policy=policy, embeddings=embeddings
+    )
 
 
 def _provider_id(host: CopilotHost | AsyncCopilotHost) -> str:
@@ -121,14 +129,14 @@ def _swap(
     *,
     clock: Clock,
     policy: RefreshPolicy,
+    embeddings: bool,
 ) -> RegistrationResult:
     """Validate, build the routes and swap them in under the resolver's host's provider id
     (checked already); the catalog changes only at the end."""
     host = resolver.host
     provider = host.provider_id
     inventory = validate_inventory(found, secrets=(session.token,))
-    skipped = tuple(inventory.skipped)
-    models = tuple(inventory.models)
+    models, skipped = _asked(inventory, embeddings=embeddings)
     if not models:
         raise _no_models(skipped)
     headers = host.request_headers()
@@ -147,8 +155,10 @@ def _swap(
             owner=provider,
         )
 
-    auto = auto_spec(models, probe) if probe is not None and probe.offered else None
-    named = models
+    # Auto picks among the chat models only.
+    chat = tuple(spec for spec in models if spec.protocol.chat)
+    auto = auto_spec(chat, probe) if probe is not None and probe.offered else None
+    named = tuple(models)
     if auto is not None and auto.auto is not None and auto.auto.only:
         named = ()
         skipped += auto_only_skipped(models, provider)
@@ -166,7 +176,7 @@ def _swap(
         assert probe is not None
         chooser = AutoChooser(
             host,  # type: ignore[arg-type]  # a ServesAuto: the probe came from it
-            models,
+            chat,
             clock=clock,
             max_wait=policy.max_wait,
             seed=probe.session,
@@ -175,6 +185,27 @@ def _swap(
         routes += (route(auto, CopilotAuth(resolver, session.endpoint, headers, auto=chooser)),)
     catalog.replace_provider(provider, routes)
     return RegistrationResult(routes, provider, origin, skipped=skipped)
+
+
+def _asked(
+    inventory: Inventory, *, embeddings: bool
+) -> tuple[Sequence[ModelSpec], tuple[SkippedModel, ...]]:
+    """The models to register and the entries skipped: embeddings models only when asked
+    for, else skipped as ``not_chat`` (as they were before they could be registered)."""
+    models, skipped = inventory.models, tuple(inventory.skipped)
+    if embeddings or all(spec.protocol.chat for spec in models):
+        return models, skipped
+    unasked = tuple(
+        SkippedModel(
+            spec.model_id,
+            "not_chat",
+            "an embeddings model, not a chat model (registered with embeddings=True)",
+            spec.display_name,
+        )
+        for spec in models
+        if not spec.protocol.chat
+    )
+    return [spec for spec in models if spec.protocol.chat], (*unasked, *skipped)
 
 
 def _no_models(skipped: tuple[SkippedModel, ...]) -> NoEligibleModelsError:

@@ -164,6 +164,11 @@ class ModelSpec:
     ``is_chat_default``: the model the service's own clients pick when none is named.
     ``auto`` is set on Copilot Auto's route only (``github-copilot/auto``): the models
     Auto may pick from (:class:`AutoPool`); its limits are the pool's smallest.
+
+    An embeddings model (``protocol`` is ``ApiProtocol.OPENAI_EMBEDDINGS``, its only one)
+    carries ``max_inputs``, the most inputs one request may embed (the inventory's
+    ``capabilities.limits.max_inputs``, None when not listed), and ``dimensions``, whether
+    it takes a ``dimensions`` field (``capabilities.supports.dimensions``).
     """
 
     model_id: str
@@ -180,6 +185,8 @@ class ModelSpec:
     billing: ModelBilling | None = None
     max_prompt_tokens: int | None = None
     chat_default: bool = False
+    max_inputs: int | None = None
+    dimensions: bool = False
     auto: AutoPool | None = None
 
     def discounted(self, fraction: float) -> ModelSpec:

@@ -119,15 +119,21 @@ def inspect_body(protocol: ApiProtocol, body: bytes) -> tuple[bool, str]:
     return facts.vision, facts.initiator or USER
 
 
+def _unread(protocol: ApiProtocol) -> RequestFacts:
+    """The facts of a body that says nothing (not a JSON object): a person's plain turn,
+    or on the embeddings path no turn at all."""
+    return _PLAIN_TURN if protocol.chat else NOT_A_TURN
+
+
 def facts_of_body(protocol: ApiProtocol, body: bytes) -> RequestFacts:
     """:func:`facts_of` a body still in bytes (one strict parse; see :func:`read_json`)."""
     # Cheap exit before a parse: no JSON object.
     if not body or (body[0] != 0x7B and body[:64].lstrip()[:1] not in (b"{", b"")):
-        return _PLAIN_TURN
+        return _unread(protocol)
     try:
         value = read_json_body(body)
     except ValueError:
-        return _PLAIN_TURN
+        return _unread(protocol)
     # No image type name anywhere and no escape that could spell one: no image walk.
     return facts_of(protocol, value, maybe_image=_may_name_an_image(body))
 
@@ -157,9 +163,13 @@ def _may_name_an_image(body: bytes) -> bool:
 def facts_of(protocol: ApiProtocol, value: object, *, maybe_image: bool = True) -> RequestFacts:
     """The :class:`RequestFacts` of a parsed request body for ``protocol``."""
     if not isinstance(value, dict):
-        return _PLAIN_TURN
+        return _unread(protocol)
     name = value.get("model")
     model = name if isinstance(name, str) else None
+    if not protocol.chat:
+        # An embeddings request is no turn of a conversation: VS Code sends it without
+        # X-Initiator or a vision header (docs/WIRE.md, "Embeddings").
+        return _facts(False, None, model)
     if protocol is ApiProtocol.OPENAI_CHAT:
         messages = _list(value.get("messages"))
         vision = maybe_image and any(_chat_image(m) for m in messages)
@@ -179,11 +189,11 @@ def facts_of(protocol: ApiProtocol, value: object, *, maybe_image: bool = True) 
 # Facts already made, by (vision, initiator, model): an application uses a handful of
 # models, and a frozen dataclass costs more to build than to look up. Bounded, since the
 # model names come from the bodies.
-_MADE: dict[tuple[bool, str, str | None], RequestFacts] = {}
+_MADE: dict[tuple[bool, str | None, str | None], RequestFacts] = {}
 _MADE_MAX = 256
 
 
-def _facts(vision: bool, initiator: str, model: str | None) -> RequestFacts:
+def _facts(vision: bool, initiator: str | None, model: str | None) -> RequestFacts:
     key = (vision, initiator, model)
     made = _MADE.get(key)
     if made is None:
@@ -314,7 +324,7 @@ def last_user_text(protocol: ApiProtocol, value: object) -> str | None:
     text parts joined by newlines; a Responses ``input`` string as it is), None when it has
     none. What Copilot Auto's routing call carries, and what the gateway's token estimate
     and its own answers read."""
-    if not isinstance(value, dict):
+    if not isinstance(value, dict) or not protocol.chat:
         return None
     if protocol is ApiProtocol.OPENAI_RESPONSES:
         given = value.get("input")

@@ -28,7 +28,7 @@ from ._record import RecordedRequest
 from ._rules import Refusal, messages_refusal, output_cap_refusal, responses_refusal
 from ._state import EmulatorState, Handler, editor_version
 
-__all__ = ["answer_model", "count_tokens"]
+__all__ = ["answer_model", "count_tokens", "gated_body", "model_not_supported", "noting_model"]
 
 
 def _enforced(refusal: Refusal) -> Answer:
@@ -59,29 +59,37 @@ def count_tokens(state: EmulatorState, request: RecordedRequest) -> Answer:
     return json_answer(200, {"input_tokens": max(1, len(request.body) // 4)})
 
 
-def answer_model(protocol: str) -> Handler:
-    """The handler of ``protocol``'s path (a key of ``PROTOCOL_PATHS``): the model request's
-    answer, noting the model it named and that model's limits."""
+def noting_model(answer: Handler, name: str) -> Handler:
+    """The handler named ``name`` that gives ``answer``'s answer, noting the model the
+    request named and that model's listed limits."""
 
     def handler(state: EmulatorState, request: RecordedRequest) -> Answer:
-        answer = _inference(state, request, protocol)
+        answered = answer(state, request)
         try:
             model = json.loads(request.body or b"{}").get("model")
         except (ValueError, RecursionError, AttributeError):
             model = None
         if not isinstance(model, str):
-            return answer
+            return answered
         limits = state.part(Catalog).limits.get(model, {})
-        return dataclasses.replace(
-            answer, notes=(("model", model), ("limits", MappingProxyType(limits)), *answer.notes)
-        )
+        notes = (("model", model), ("limits", MappingProxyType(limits)), *answered.notes)
+        return dataclasses.replace(answered, notes=notes)
 
-    handler.__name__ = handler.__qualname__ = f"answer_{protocol}"
+    handler.__name__ = handler.__qualname__ = name
     return handler
 
 
-def _inference(state: EmulatorState, request: RecordedRequest, protocol: str) -> Answer:
-    s = state.scenario
+def answer_model(protocol: str) -> Handler:
+    """The handler of ``protocol``'s path (a key of ``PROTOCOL_PATHS``): the model request's
+    answer, noting the model it named and that model's limits."""
+    return noting_model(
+        lambda state, request: _inference(state, request, protocol), f"answer_{protocol}"
+    )
+
+
+def gated_body(state: EmulatorState, request: RecordedRequest) -> dict[str, Any] | Answer:
+    """A model request's body, once it passed every Copilot request's checks and is a JSON
+    object; the refusal otherwise."""
     refusal = copilot_gate(state, request)
     if refusal is not None:
         return refusal
@@ -91,6 +99,14 @@ def _inference(state: EmulatorState, request: RecordedRequest, protocol: str) ->
         payload = None
     if not isinstance(payload, dict):
         return copilot_error(400, "the request body is not a JSON object", "invalid_request_body")
+    return payload
+
+
+def _inference(state: EmulatorState, request: RecordedRequest, protocol: str) -> Answer:
+    s = state.scenario
+    payload = gated_body(state, request)
+    if isinstance(payload, Answer):
+        return payload
     catalog, quota = state.part(Catalog), state.part(Quota)
     model = payload.get("model")
     # A request of an Auto session: its model must be the session's (any plan).

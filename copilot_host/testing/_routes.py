@@ -13,6 +13,7 @@ from .._origin import default_allowlist
 from ._accounts import access_token, copilot_token, copilot_user, device_code, user
 from ._auto import auto_pool, auto_route
 from ._catalog import models
+from ._embeddings import embeddings
 from ._inference import answer_model, count_tokens
 from ._protocols import PROTOCOL_PATHS
 from ._state import Handler
@@ -71,6 +72,7 @@ ROUTES: tuple[Route, ...] = (
         Route("POST", COPILOT, path, protocol, answer_model(protocol))
         for protocol, path in PROTOCOL_PATHS.items()
     ),
+    Route("POST", COPILOT, "/embeddings", "embeddings", embeddings),
     # Not served by Copilot (a 404 from its router) though Anthropic's clients call it.
     Route("POST", COPILOT, "/v1/messages/count_tokens", "count_tokens", count_tokens),
 )

@@ -43,6 +43,10 @@ __all__ = ["CHECKS", "Scenario"]
 #   web_search_tools    a Responses ``web_search`` tool (400)
 #   additional_tools    a Responses ``additional_tools`` input item (400)
 #   count_tokens        ``POST /v1/messages/count_tokens``, which Copilot does not serve (404)
+#   embeddings_input    an embeddings ``input`` that is one string, not a list (400)
+#   embeddings_tokens   an embeddings ``input`` of token arrays (400)
+#   embeddings_inputs   more embeddings inputs than the model's ``limits.max_inputs`` (400)
+#   embeddings_dimensions  ``dimensions`` for a model that does not list them (400)
 CHECKS = frozenset(
     {
         "editor_version",
@@ -61,6 +65,10 @@ CHECKS = frozenset(
         "web_search_tools",
         "additional_tools",
         "count_tokens",
+        "embeddings_input",
+        "embeddings_tokens",
+        "embeddings_inputs",
+        "embeddings_dimensions",
     }
 )
 

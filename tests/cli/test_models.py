@@ -84,9 +84,25 @@ def test_models_all_lists_skipped_entries_with_their_reason(cli: Cli, emulate: A
     start = lines.index(next(line for line in lines if line.startswith("SKIPPED")))
     assert lines[start].split()[:3] == ["SKIPPED", "REASON", "WHY"]
     skipped = {line.split()[0]: line.split()[1] for line in lines[start + 1 :]}
-    assert skipped == {"text-embedding-3-small": "not_chat", "o3-disabled": "policy_not_enabled"}
+    # The embeddings model is served (by the gateway), so it is a route, not skipped.
+    assert skipped == {"o3-disabled": "policy_not_enabled"}
     assert "administrator" in lines[-1]
-    assert result.stderr.splitlines()[-1] == "5 models at https://api.individual.githubcopilot.com"
+    (embeddings,) = [line for line in lines[1:start] if "text-embedding-3-small" in line]
+    assert embeddings.split()[:2] == ["github-copilot/text-embedding-3-small", "Embedding"]
+    assert "openai-embeddings" in embeddings
+    assert embeddings.split()[-5:] == ["hidden", "1x", "2", "-", "-"]
+    assert result.stderr == (
+        "1 embeddings model (protocol openai-embeddings): `copilot-host serve` serves them "
+        "on /v1/embeddings; register_models(..., embeddings=True) in Python\n"
+        "5 models at https://api.individual.githubcopilot.com\n"
+    )
+    # Without --all the list is the chat models, as an application's default catalog is.
+    doc = json.loads(cli("models", "--json", seam=env.seam).stdout)
+    assert all(m["protocol"] != "openai-embeddings" for m in doc["models"])
+    doc = json.loads(cli("models", "--json", "--all", seam=env.seam).stdout)
+    (entry,) = [m for m in doc["models"] if m["protocol"] == "openai-embeddings"]
+    assert (entry["max_inputs"], entry["dimensions"]) == (512, True)
+    assert entry["url"].endswith("/embeddings")
 
 
 def test_models_shows_the_services_notes_once_per_text(cli: Cli, emulate: Any) -> None:
@@ -134,6 +150,8 @@ def test_models_json_document(cli: Cli, emulate: Any) -> None:
         "chat_default": False,
         "input_modalities": ["text"],
         "supports_reasoning": True,
+        "max_inputs": None,
+        "dimensions": False,
         "picker_enabled": True,
         "warnings": [],
         "warning_codes": [],

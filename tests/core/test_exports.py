@@ -160,6 +160,7 @@ PUBLIC = {
         "Usage",
         "async_loopback_transport",
         "chat_model",
+        "embeddings_model",
         "inventory_of",
         "loopback_transport",
         "minimal_models",

@@ -88,6 +88,7 @@ def test_the_public_names_are_curated() -> None:
         "VSCODE_CLIENT_ID",
         "async_loopback_transport",
         "chat_model",
+        "embeddings_model",
         "inventory_of",
         "loopback_transport",
         "minimal_models",

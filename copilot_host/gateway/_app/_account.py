@@ -77,5 +77,5 @@ def settle(spend: Spend, flow: Flow, held: Reservation, *, unread: bool) -> None
     """The request's reservation released and what its answer cost counted (its
     reservation, when the answer ended before its cost could be read: ``unread``)."""
     outcome = flow.outcome
-    spend.settle(held, outcome.credits, unread=unread)
+    spend.settle(held, outcome.credits, unread=unread, estimated=outcome.estimated)
     spend.quota(outcome.quota)

@@ -243,7 +243,7 @@ class Pipeline:
                 auth=auth,
                 header_filter=hooks.request_headers,
                 observer=both(
-                    CostReader(outcome, edit.api.tokens),
+                    CostReader(outcome, edit.api.tokens, _usage_prices(edit.api, route)),
                     hooks.observe(route) if hooks.observe else None,
                 ),
                 extra_headers=(*_served_by(route), *((CLOSE,) if flow.close else ())),
@@ -286,6 +286,12 @@ class Pipeline:
                 outcome.status,
                 clean(outcome.upstream_id, limit=80),
             )
+
+
+def _usage_prices(api: Api, route: ch.ModelRoute) -> ch.TokenPrices | None:
+    """The prices an answer reporting no cost is priced at (its API's ``prices_usage``)."""
+    billing = route.spec.billing
+    return billing.prices if api.prices_usage and billing is not None else None
 
 
 def _change(changes: ApiChanges, edit: RequestEdit, body: bytes) -> bytes | None:

@@ -149,7 +149,10 @@ class Registry:
 
     async def _register(self) -> ch.RegistrationResult:
         self.registrations += 1
-        return await ch.aregister_models(self._catalog, self._host, clock=self._clock)
+        # Embeddings models too: the gateway serves them on /v1/embeddings.
+        return await ch.aregister_models(
+            self._catalog, self._host, clock=self._clock, embeddings=True
+        )
 
     def _registered(
         self,

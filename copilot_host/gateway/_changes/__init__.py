@@ -28,6 +28,14 @@ from ._answers import AnswerPass
 from ._betas import FIELD_BETAS, SERVED_BETAS
 from ._caps import MaxCompletionTokens, MaxOutputTokens, MaxTokens
 from ._change import AnswerMapper, Change, LocalAnswer, RequestEdit, Reshaped, Side
+from ._embeddings import (
+    EmbeddingsDimensions,
+    EmbeddingsEnvelope,
+    EmbeddingsInput,
+    EmbeddingsInputs,
+    EmbeddingsTokens,
+    EncodingFormat,
+)
 from ._local import COUNT_TOKENS, CountTokens
 from ._messages import BetaFields, BillingHeader, ServerTools, SystemMessages, ThinkingBudget
 from ._policy import PolicyRefusal
@@ -74,6 +82,13 @@ TABLE: tuple[Change, ...] = (
     WebSearch(),
     CustomTools(),
     ToolChoice(),
+    # Embeddings: the gateway's own refusals first (a request they answer goes no further).
+    EmbeddingsTokens(),
+    EmbeddingsInputs(),
+    EmbeddingsDimensions(),
+    EmbeddingsInput(),
+    EncodingFormat(),
+    EmbeddingsEnvelope(),
     CountTokens(),
     RateLimitRefusal(),
     PolicyRefusal(),
