@@ -94,7 +94,9 @@ def test_models_all_lists_skipped_entries_with_their_reason(cli: Cli, emulate: A
     assert result.stderr == (
         "1 embeddings model (protocol openai-embeddings): `copilot-host serve` serves them "
         "on /v1/embeddings; register_models(..., embeddings=True) in Python\n"
-        "5 models at https://api.individual.githubcopilot.com\n"
+        "Copilot Auto (github-copilot/auto) picks from: gpt-4.1 (10% off), "
+        "gpt-5-mini (10% off), claude-messages-only (10% off)\n"
+        "6 models at https://api.individual.githubcopilot.com\n"
     )
     # Without --all the list is the chat models, as an application's default catalog is.
     doc = json.loads(cli("models", "--json", seam=env.seam).stdout)
