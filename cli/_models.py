@@ -42,7 +42,9 @@ Examples:
        "input_per_million":500.0,"output_per_million":2500.0,
        "cache_per_million":50.0,"long_context":null}}|null}],
    "skipped":[{"model_id":"<id>","reason":"policy_not_enabled","message":"…"}],
-   "auto_only":null|"this plan (free) can use only Auto model selection; …"}
+   "auto_only":null|"this plan (free) can use only Auto model selection; …",
+   "auto":null|{"pool":["<id>",…],"discounts":{"<id>":0.1},"only":false,"known":true}}
+Each model carries "auto" too: null, except Copilot Auto's route (github-copilot/auto).
 With no usable model: {"v":1,"error":{"code":"no_models",...},"skipped":[...]}; exit 1.
 """
 
@@ -68,6 +70,7 @@ def route_document(route: ModelRoute) -> dict[str, Any]:
         "warnings": list(spec.warnings),
         "warning_codes": list(spec.warning_codes),
         "billing": None if spec.billing is None else spec.billing.document(),
+        "auto": None if spec.auto is None else spec.auto.document(),
     }
 
 
@@ -206,7 +209,7 @@ def models(as_json: bool, show_all: bool) -> None:
     store = make_store()
     if out.err_is_tty:
         out.live("Asking GitHub Copilot for this account's models...")
-    from ._plan import plan_line_now
+    from ._plan import auto_document, auto_line, plan_line_now
 
     auto_only: str | None = None
     try:
@@ -231,6 +234,7 @@ def models(as_json: bool, show_all: bool) -> None:
                 "models": [route_document(r) for r in routes],
                 "skipped": [skipped_document(s) for s in result.skipped],
                 "auto_only": auto_only,
+                "auto": auto_document(routes),
             }
         )
         return
@@ -258,6 +262,10 @@ def models(as_json: bool, show_all: bool) -> None:
     if show_all:
         _print_skipped(out, result.skipped)
     _print_notes(out, routes)
+    auto = next((r for r in routes if r.spec.auto is not None), None)
+    shown = auto_line(auto_document(routes), auto)
+    if shown is not None:
+        out.hint(shown)
     if auto_only is not None:
         out.warn(auto_only)
     hidden = "" if show_all or not result.skipped else f"; {len(result.skipped)} skipped (--all)"

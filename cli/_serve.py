@@ -81,6 +81,7 @@ Examples:
   copilot-host serve --max-credits 25  stop relaying once answers report 25 AI credits
   copilot-host serve --emulator        the built-in emulator's models, before any login
   copilot-host serve --model-alias fast=gpt-4.1 --default-model claude-sonnet-4.6
+  copilot-host serve --default-model auto   names it does not serve go to Copilot Auto
 
 \b
 Then, from any language (KEY: the key shown, or the key file's text):

@@ -28,6 +28,7 @@ __all__ = [
     "facts_of",
     "facts_of_body",
     "inspect_body",
+    "last_user_text",
     "read_json_body",
     "request_facts",
     "write_json_body",
@@ -288,3 +289,44 @@ def _anthropic_initiator(messages: list[Any]) -> str:
             return AGENT
         return AGENT if _typed(_parts(message, "content"), "tool_result") else USER
     return USER
+
+
+# -- the person's last words ---------------------------------------------------------------
+
+_TEXT_PARTS = frozenset({"text"})
+_INPUT_TEXT_PARTS = frozenset({"input_text", "text"})
+
+
+def _texts(content: object, kinds: frozenset[str]) -> str | None:
+    if isinstance(content, str):
+        return content
+    parts = [
+        part["text"]
+        for part in _list(content)
+        if isinstance(part, dict)
+        and part.get("type") in kinds
+        and isinstance(part.get("text"), str)
+    ]
+    return "\n".join(parts) if parts else None
+
+
+def _last_user(items: object, kinds: frozenset[str]) -> str | None:
+    for item in reversed(_list(items)):
+        if isinstance(item, dict) and item.get("role") == USER:
+            found = _texts(item.get("content"), kinds)
+            if found is not None:
+                return found
+    return None
+
+
+def last_user_text(protocol: ApiProtocol, value: object) -> str | None:
+    """The text of the last user message of a parsed request body for ``protocol`` (its
+    text parts joined by newlines; a Responses ``input`` string as it is), None when it has
+    none. What Copilot Auto's routing call carries, and what the gateway's token estimate
+    and its own answers read."""
+    if not isinstance(value, dict) or not protocol.chat:
+        return None
+    if protocol is ApiProtocol.OPENAI_RESPONSES:
+        given = value.get("input")
+        return given if isinstance(given, str) else _last_user(given, _INPUT_TEXT_PARTS)
+    return _last_user(value.get("messages"), _TEXT_PARTS)

@@ -54,6 +54,8 @@ def openai_entry(route: ch.ModelRoute, endpoints: list[str]) -> dict[str, Any]:
         "picker_enabled": spec.picker_enabled,
         # What the model costs, as `copilot-host models --json` shows it.
         "billing": None if spec.billing is None else spec.billing.document(),
+        # Copilot Auto's route: the models it picks from and their discounts.
+        "auto": None if spec.auto is None else spec.auto.document(),
     }
 
 

@@ -19,7 +19,7 @@ from types import MappingProxyType
 from typing import Any
 
 import copilot_host as ch
-from copilot_host._internal import request_facts
+from copilot_host._internal import last_user_text, request_facts
 
 from . import _sse
 from ._documents import (
@@ -137,7 +137,6 @@ class Api:
     # How an answer the gateway writes itself carries a text (None: this API's answers
     # carry no text, as embeddings' do not).
     _text: Callable[[Framer, str, str, str, bool], bytes] | None = field(repr=False)
-    _last_user_text: Callable[[dict[str, Any]], str | None] = field(repr=False)
     # This API's clients' model list: its entry for one route (given the gateway paths it
     # is served on), and the document around the entries.
     _entry: Callable[[ch.ModelRoute, list[str]], dict[str, Any]] = field(repr=False)
@@ -190,7 +189,7 @@ class Api:
 
     def last_user_text(self, value: dict[str, Any]) -> str | None:
         """The text of the last user message of a request body, None when it has none."""
-        return self._last_user_text(value)
+        return last_user_text(self.protocol, value)
 
     def tokens(self, value: object) -> Tokens | None:
         """(input, output, cached) tokens a whole answer or a stream event's data reports
@@ -213,21 +212,6 @@ class Api:
         return ch.mask_secrets(dumps(self._listing(shown)))
 
 
-def _texts(content: object, kinds: frozenset[str]) -> str | None:
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        return None
-    parts = [
-        part["text"]
-        for part in content
-        if isinstance(part, dict)
-        and part.get("type") in kinds
-        and isinstance(part.get("text"), str)
-    ]
-    return "\n".join(parts) if parts else None
-
-
 def endpoints_of(route: ch.ModelRoute) -> list[str]:
     """The gateway paths a route may be called on, in order of preference."""
     return [api.path for api in APIS if api.speaks(route)]
@@ -237,20 +221,6 @@ def converses(spec: ch.ModelSpec) -> bool:
     """Whether a model speaks a chat API (coding agents are offered no other)."""
     return any(api.chat and api.speaks(spec) for api in APIS)
 
-
-def _last_user(items: object, kinds: frozenset[str]) -> str | None:
-    if not isinstance(items, list):
-        return None
-    for item in reversed(items):
-        if isinstance(item, dict) and item.get("role") == "user":
-            found = _texts(item.get("content"), kinds)
-            if found is not None:
-                return found
-    return None
-
-
-_TEXT = frozenset({"text"})
-_INPUT_TEXT = frozenset({"input_text", "text"})
 
 CHAT = Api(
     "chat",
@@ -262,7 +232,6 @@ CHAT = Api(
     False,
     False,
     chat_text,
-    lambda value: _last_user(value.get("messages"), _TEXT),
     openai_entry,
     openai_list,
     openai_chat_tokens,
@@ -277,11 +246,6 @@ RESPONSES = Api(
     True,
     False,
     responses_text,
-    lambda value: (
-        value["input"]
-        if isinstance(value.get("input"), str)
-        else _last_user(value.get("input"), _INPUT_TEXT)
-    ),
     openai_entry,
     openai_list,
     responses_tokens,
@@ -299,7 +263,6 @@ MESSAGES = Api(
     True,
     True,
     messages_text,
-    lambda value: _last_user(value.get("messages"), _TEXT),
     anthropic_entry,
     anthropic_list,
     messages_tokens,
@@ -318,7 +281,6 @@ EMBEDDINGS = Api(
     False,
     False,
     None,
-    lambda _value: None,
     openai_entry,
     openai_list,
     openai_chat_tokens,

@@ -26,7 +26,7 @@ from .._catalog._specs import (
 from .._catalog._validate import MAX_MODELS
 from .._errors import ModelValidationError, SessionError
 from .._hosts import CopilotSession
-from ._headers import EditorIdentity, copilot_headers
+from ._headers import EditorIdentity, copilot_headers, session_headers
 from ._status import client_outdated_error, status_error
 from ._urls import MODELS_PATH
 from ._wire import LARGE_BODY, WireRequest, WireResponse, json_object, reads_response
@@ -57,9 +57,8 @@ def build_models_request(
     host's ``request_headers()`` gives it."""
     # The session's endpoint was vetted against the allowlist when its exchange was parsed
     # (parse_grant), the one place that check is made.
-    headers = copilot_headers(identity) if isinstance(identity, EditorIdentity) else dict(identity)
-    headers["Accept"] = "application/json"
-    headers["Authorization"] = f"Bearer {session.token.reveal()}"
+    given = copilot_headers(identity) if isinstance(identity, EditorIdentity) else identity
+    headers = session_headers(session, given)
     return WireRequest(
         "GET",
         session.endpoint.url(MODELS_PATH),

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 from ._emulator import GitHubEmulator
 from ._groups import (
+    AUTO_CALLS,
     AUTO_ONLY_PLANS,
     COPILOT_CLI_CLIENT_ID,
     USAGE_PLANS,
     VSCODE_CLIENT_ID,
+    Auto,
     DeviceFlow,
     Faults,
     Inventory,
@@ -41,12 +43,14 @@ from ._scenario import CHECKS, Scenario
 from ._transport import async_loopback_transport, loopback_transport
 
 __all__ = [
+    "AUTO_CALLS",
     "AUTO_ONLY_PLANS",
     "CHECKS",
     "COPILOT_CLI_CLIENT_ID",
     "ENDPOINTS",
     "USAGE_PLANS",
     "VSCODE_CLIENT_ID",
+    "Auto",
     "DeviceFlow",
     "Faults",
     "GitHubEmulator",

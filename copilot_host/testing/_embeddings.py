@@ -20,10 +20,10 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ._answers import Answer, copilot_error, json_answer, refused
+from ._answers import Answer, copilot_error, json_answer, model_not_supported, refused
 from ._catalog import Catalog, Embedder
 from ._costs import price_cost
-from ._inference import gated_body, model_not_supported, noting_model
+from ._inference import gated_body, noting_model
 from ._quota import Quota
 from ._record import RecordedRequest
 from ._state import EmulatorState

@@ -15,8 +15,10 @@ from ._answers import (
     copilot_error,
     copilot_text,
     json_answer,
+    model_not_supported,
     refused,
 )
+from ._auto import session_model
 from ._betas import unserved_betas
 from ._catalog import Catalog
 from ._costs import estimate_tokens, price_cost
@@ -107,7 +109,11 @@ def _inference(state: EmulatorState, request: RecordedRequest, protocol: str) ->
         return payload
     catalog, quota = state.part(Catalog), state.part(Quota)
     model = payload.get("model")
-    picked = _auto_only(state, model, protocol) if s.auto_only_plan else None
+    # A request of an Auto session: its model must be the session's (any plan).
+    discount = session_model(state, request, model)
+    if isinstance(discount, Answer):
+        return discount
+    picked = _auto_only(state, model, protocol) if s.auto_only_plan and discount is None else None
     if isinstance(picked, Answer):
         return picked
     if picked is not None:
@@ -115,15 +121,9 @@ def _inference(state: EmulatorState, request: RecordedRequest, protocol: str) ->
     paths = catalog.served.get(model) if isinstance(model, str) else None
     if not isinstance(model, str) or paths is None:
         return refused("model", f"{model!r} not served", model_not_supported())
-    integration = request.headers.get("copilot-integration-id", "").strip()
-    unserved = s.inventory.unserved_models.get(integration)
-    if unserved is not None and (model in unserved or "*" in unserved):
-        # An organisation whose policy lists a model to this client but does not serve
-        # it to it: the same answer as for a model the account does not have.
-        return refused("model", f"{model} not served to this client", model_not_supported())
-    refused_to_app = _integrator_refusal(state, request, model)
-    if refused_to_app is not None:
-        return refused_to_app
+    refused_to_client = _client_refusal(state, request, model)
+    if refused_to_client is not None:
+        return refused_to_client
     floor = s.inventory.min_editor_version.get(model)
     if floor is not None and editor_version(
         request.headers.get("editor-version", "")
@@ -159,6 +159,8 @@ def _inference(state: EmulatorState, request: RecordedRequest, protocol: str) ->
     if refusal is not None:
         return refusal
     input_tokens, spent = _cost(state, request, model)
+    if discount:
+        spent *= 1.0 - discount
     serial = state.part(_Serial).next()
     # Credits are used by what each answer costs; request quotas by one a request.
     quota.charge(spent)
@@ -257,6 +259,18 @@ def _body_gate(
     return None if rule is None else _enforced(rule)
 
 
+def _client_refusal(state: EmulatorState, request: RecordedRequest, model: str) -> Answer | None:
+    """A model the account has that is not served to this client: to its
+    ``Copilot-Integration-Id`` (an organisation's policy), or to its OAuth app."""
+    integration = request.headers.get("copilot-integration-id", "").strip()
+    unserved = state.scenario.inventory.unserved_models.get(integration)
+    if unserved is not None and (model in unserved or "*" in unserved):
+        # An organisation whose policy lists a model to this client but does not serve
+        # it to it: the same answer as for a model the account does not have.
+        return refused("model", f"{model} not served to this client", model_not_supported())
+    return _integrator_refusal(state, request, model)
+
+
 def _integrator_refusal(
     state: EmulatorState, request: RecordedRequest, model: str
 ) -> Answer | None:
@@ -280,17 +294,6 @@ def _integrator_refusal(
             param="model",
             type="invalid_request_error",
         ),
-    )
-
-
-def model_not_supported() -> Answer:
-    """The service's 400 for a model it does not serve this request (138 bytes)."""
-    return copilot_error(
-        400,
-        "The requested model is not supported.",
-        "model_not_supported",
-        param="model",
-        type="invalid_request_error",
     )
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from .._origin import default_allowlist
 from ._accounts import access_token, copilot_token, copilot_user, device_code, user
+from ._auto import auto_pool, auto_route
 from ._catalog import models
 from ._embeddings import embeddings
 from ._inference import answer_model, count_tokens
@@ -64,6 +65,9 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", API_HOST, "/user", "user", user),
     Route("GET", API_HOST, "/copilot_internal/user", "copilot_user", copilot_user),
     Route("GET", COPILOT, "/models", "models", models, oversize=_OVER_LARGE),
+    # Copilot Auto's session calls: the pool a client picks from, the model chosen for it.
+    Route("POST", COPILOT, "/models/session", "auto_session", auto_pool),
+    Route("POST", COPILOT, "/auto", "auto", auto_route),
     *(
         Route("POST", COPILOT, path, protocol, answer_model(protocol))
         for protocol, path in PROTOCOL_PATHS.items()

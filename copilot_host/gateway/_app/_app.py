@@ -235,6 +235,12 @@ class GatewayApp:
         (``run``'s agent profiles add the names an agent sends that no account has)."""
         self._registry.add_aliases(ModelNames(dict(aliases)).aliases)
 
+    def serve_auto_by_default(self) -> None:
+        """On a plan that can use only Copilot Auto, serve the model names no rule finds
+        with ``auto``, unless ``default_model`` was given at creation (which wins): what
+        ``run`` does, so that its command's usual model names are served by Auto."""
+        self._registry.serve_auto_by_default()
+
     async def aclose(self) -> None:
         """Stop registrations in flight and close the upstream connections (the lifespan
         shutdown does this; call it yourself when the server runs the app without one)."""

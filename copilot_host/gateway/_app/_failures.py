@@ -3,9 +3,11 @@
 The error document takes the shape of the API the client speaks (the flow's
 :class:`~copilot_host.gateway._protocols.ErrorShape`); answers that came from upstream are
 relayed as they are instead. :func:`failure_of` turns an exception met while serving into a
-status and a stable code: a login or session that cannot be had is 503, the network or an
-unusable answer upstream is 502, anything unexpected 500. Messages come from the library's
-own error texts (built without secrets), and are masked once more before they leave.
+status and a stable code: a login or session that cannot be had is 503 (a refusal by an
+organisation's policy, or Copilot Auto that cannot serve the request, is 403: waiting does
+not change it), the network or an unusable answer upstream is 502, anything unexpected
+500. Messages come from the library's own error texts (built without secrets), and are
+masked once more before they leave.
 """
 
 from __future__ import annotations
@@ -35,8 +37,9 @@ class Failure:
     headers: tuple[tuple[bytes, bytes], ...] = ()
 
 
-# Refusals that stand until a person changes a setting (README, "Troubleshooting").
-_REFUSED_BY_POLICY = frozenset({"policy_refused", "integrator_refused"})
+# Refusals that stand until a person changes a setting (README, "Troubleshooting"), or
+# until GitHub offers this login Copilot Auto (or a model of it on the endpoint called).
+_REFUSED_BY_POLICY = frozenset({"policy_refused", "integrator_refused", "auto_unavailable"})
 
 # A refused session is usually fixed by the next exchange: clients may come back soon.
 _RETRY_SOON = ((b"retry-after", b"1"),)

@@ -102,6 +102,7 @@ class Flow:
         "started",
         "task",
         "transport",
+        "via",
     )
 
     def __init__(
@@ -130,6 +131,8 @@ class Flow:
         # it, both made fit to show (the access line shows both when they differ).
         self.asked = ""
         self.model = "-"
+        # The route between them when Copilot Auto served the request (``auto``), else "".
+        self.via = ""
         # Who sent it (a closed vocabulary: ._agents), for the ledger.
         self.agent = "other"
         self.outcome = Outcome()
