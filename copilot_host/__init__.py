@@ -18,14 +18,7 @@ if TYPE_CHECKING:
     from ._api import ApiProtocol
     from ._catalog._catalog import Catalog
     from ._catalog._register import RegistrationResult, aregister_models, register_models
-    from ._catalog._specs import (
-        Inventory,
-        ModelBilling,
-        ModelRoute,
-        ModelSpec,
-        SkippedModel,
-        TokenPrices,
-    )
+    from ._catalog._specs import ModelRoute
     from ._clock import SYSTEM_CLOCK, Clock
     from ._device import await_device_login, wait_for_device_login
     from ._errors import (
@@ -64,6 +57,13 @@ if TYPE_CHECKING:
         LoginIdentity,
         Pending,
     )
+    from ._models import (
+        Inventory,
+        ModelBilling,
+        ModelSpec,
+        SkippedModel,
+        TokenPrices,
+    )
     from ._origin import CopilotEndpoint, OriginAllowlist, default_allowlist
     from ._safety._redact import (
         RedactingFilter,
@@ -88,12 +88,12 @@ _EXPORTS: dict[str, str] = {
     "wait_for_device_login": "_device",
     **dict.fromkeys(_ERROR_NAMES, "_errors"),
     "ApiProtocol": "_api",
-    "Inventory": "_catalog._specs",
+    "Inventory": "_models",
     "ModelRoute": "_catalog._specs",
-    "ModelSpec": "_catalog._specs",
-    "ModelBilling": "_catalog._specs",
-    "TokenPrices": "_catalog._specs",
-    "SkippedModel": "_catalog._specs",
+    "ModelSpec": "_models",
+    "ModelBilling": "_models",
+    "TokenPrices": "_models",
+    "SkippedModel": "_models",
     "CopilotUsage": "_usage",
     "Quota": "_usage",
     "CopilotEndpoint": "_origin",

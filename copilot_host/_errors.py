@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from datetime import datetime
 
-    from ._catalog._specs import SkippedModel
+    from ._models import SkippedModel
 
 __all__ = [
     "AccessDeniedError",

@@ -16,7 +16,7 @@ from ._safety._secret import Secret
 if TYPE_CHECKING:
     # Annotations only: the store's header (and so `copilot-host status`) imports this
     # module, and origins and models are a measurable share of that start-up.
-    from ._catalog._specs import Inventory, ModelSpec
+    from ._models import Inventory, ModelSpec
     from ._origin import CopilotEndpoint
 
 __all__ = [

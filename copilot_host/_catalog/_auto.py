@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from .._api import ApiProtocol
+from .._models import AutoPool, ModelSpec, SkippedModel
 from .._sessions._auto import AUTO_MODEL, AutoProbe
-from ._specs import AutoPool, ModelSpec, SkippedModel
 
 __all__ = ["AUTO_DISPLAY_NAME", "auto_only_skipped", "auto_spec"]
 

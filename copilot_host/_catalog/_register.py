@@ -20,6 +20,7 @@ from .._api import ApiProtocol
 from .._clock import SYSTEM_CLOCK, Clock
 from .._errors import NoEligibleModelsError
 from .._hosts import AsyncCopilotHost, CopilotHost, CopilotSession
+from .._models import Inventory, ModelSpec, SkippedModel
 from .._sessions._auth import CopilotAuth
 from .._sessions._auto import AutoChooser, AutoProbe, ServesAuto
 from .._sessions._pipeline import SwitchesIdentity
@@ -27,7 +28,7 @@ from .._sessions._policy import DEFAULT_POLICY, RefreshPolicy
 from .._sessions._resolver import AsyncSessionResolver, SessionResolver
 from ._auto import auto_only_skipped, auto_spec
 from ._catalog import Catalog
-from ._specs import Inventory, ModelRoute, ModelSpec, SkippedModel
+from ._specs import ModelRoute
 from ._validate import validate_inventory
 
 __all__ = ["RegistrationResult", "aregister_models", "register_models"]

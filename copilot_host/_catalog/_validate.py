@@ -17,10 +17,10 @@ from typing import Any
 
 from .._api import ApiProtocol
 from .._errors import ModelValidationError
+from .._models import Inventory, ModelBilling, ModelSpec, SkippedModel
 from .._safety._redact import REDACTED, TOKEN_SHAPES, known_values
 from .._safety._secret import Secret
 from .._safety._text import clean, show_visibly
-from ._specs import Inventory, ModelBilling, ModelSpec, SkippedModel
 
 __all__ = ["DISPLAY_NAME_LIMIT", "MAX_MODELS", "validate_inventory"]
 

@@ -43,7 +43,7 @@ from ._inspect import last_user_text
 from ._pipeline import AUTO_SESSION
 
 if TYPE_CHECKING:
-    from .._catalog._specs import ModelSpec
+    from .._models import ModelSpec
 
 __all__ = [
     "AUTO_MODEL",

@@ -24,10 +24,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from .._api import ApiProtocol
-from .._catalog._specs import Inventory
 from .._clock import Clock
 from .._errors import ClientOutdatedError, CopilotHostError, EntitlementError, SessionError
 from .._hosts import CopilotSession, LoginIdentity
+from .._models import Inventory
 from .._safety._secret import Secret
 from .._safety._text import clean
 from .._sessions._refusals import POLICY_REFUSED, Refusal

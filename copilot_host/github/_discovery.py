@@ -16,16 +16,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from .._api import ApiProtocol
-from .._catalog._specs import (
+from .._catalog._validate import MAX_MODELS
+from .._errors import ModelValidationError, SessionError
+from .._hosts import CopilotSession
+from .._models import (
     Inventory,
     ModelBilling,
     ModelSpec,
     SkippedModel,
     TokenPrices,
 )
-from .._catalog._validate import MAX_MODELS
-from .._errors import ModelValidationError, SessionError
-from .._hosts import CopilotSession
 from ._headers import EditorIdentity, copilot_headers, session_headers
 from ._status import client_outdated_error, status_error
 from ._urls import MODELS_PATH

@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING, TypeVar
 
 import httpx2
 
-from .._catalog._specs import Inventory
 from .._clock import SYSTEM_CLOCK, Clock
 from .._device import cancelled, pause
 from .._errors import CopilotHostError
 from .._hosts import Authorized, CopilotDeviceLogin, CopilotSession, LoginIdentity, Pending
+from .._models import Inventory
 from .._sessions._auto import AutoProbe, AutoSession
 from . import _login
 from ._auto import (
