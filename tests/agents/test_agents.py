@@ -14,6 +14,7 @@ marked ``agents``: ``pytest -m "not agents"`` leaves them out.
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 import time
@@ -21,7 +22,17 @@ from pathlib import Path
 
 import pytest
 
-from tests.agents._harness import REQUEST, SCRIPT, Pane, agent, onboard_claude, run_in
+from copilot_host.gateway._agents._codex import CODEX_MIGRATIONS, CODEX_VERSION
+from tests.agents._harness import (
+    REQUEST,
+    SCRIPT,
+    Pane,
+    agent,
+    env,
+    isolated,
+    onboard_claude,
+    run_in,
+)
 
 pytestmark = [pytest.mark.agents, pytest.mark.slow]
 
@@ -131,6 +142,51 @@ def test_codex_exec_with_a_model(home: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "echo: Say hello" in done.stdout
     assert _served(requests, "/v1/responses") == {"gpt-5.5"}
+
+
+def test_codex_migrations_are_the_installed_codexs(home: Path) -> None:
+    """The profile's migration table is what the installed Codex offers: `codex debug
+    models --bundled`, each model's ``upgrade.model``."""
+    codex = agent("codex")
+    version = subprocess.run(
+        [codex, "--version"], capture_output=True, text=True, check=True, timeout=60
+    ).stdout.split()[-1]
+    assert version == CODEX_VERSION
+    listed = subprocess.run(
+        [codex, "debug", "models", "--bundled"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+        env=env(home),
+    )
+    upgrades = {
+        model["slug"]: model["upgrade"]["model"]
+        for model in json.loads(listed.stdout)["models"]
+        if model.get("upgrade")
+    }
+    assert upgrades == dict(CODEX_MIGRATIONS[version])
+
+
+def test_codex_interactive_in_a_terminal_answers_its_first_prompt(home: Path) -> None:
+    """Codex's full-screen interface through ``run --emulator`` with no flag of the
+    person's: it opens on its prompt (no screen offering a model the account lacks) and
+    the first prompt is answered by the model the profile chose."""
+    codex = agent("codex")
+    tmux = agent("tmux")
+    log = home / "gateway.log"
+    inside = " ".join(shlex.quote(part) for part in isolated())
+    inner = f"{inside} {SCRIPT} run --emulator --log {log} -- {codex}; sleep 60"
+    pane = Pane(tmux, home, inner, height=50, bound=BOUND)
+    try:
+        pane.wait_for("Ask Codex to do anything")
+        assert "Meet GPT" not in pane.screen()
+        pane.enter("Say hello from tmux")
+        pane.wait_for("echo: Say hello from tmux")
+    finally:
+        pane.kill()
+    requests = [match.groups() for match in REQUEST.finditer(log.read_text())]
+    assert _served(requests, "/v1/responses") == {"gpt-5.6-luna"}
 
 
 # -- what reached the service --------------------------------------------------------------

@@ -12,7 +12,12 @@ import pytest
 from copilot_host import ApiProtocol, ModelBilling, ModelSpec, TokenPrices
 from copilot_host.gateway._agents import AGENTS, agent_for
 from copilot_host.gateway._agents._claude_code import CLAUDE_DEFAULT_MODEL
-from copilot_host.gateway._agents._codex import CODEX_BUNDLED, codex_model, names_a_model
+from copilot_host.gateway._agents._codex import (
+    CODEX_BUNDLED,
+    codex_model,
+    migrations_flag,
+    names_a_model,
+)
 from copilot_host.gateway._agents._configs import deep_merge, strip_jsonc
 from copilot_host.gateway._agents._profile import (
     Facts,
@@ -256,11 +261,15 @@ def test_codex_gets_the_limits_of_its_model_and_the_review_alias() -> None:
     setup = _setup("codex", "exec", "hi")
     overrides = _overrides(setup.args)
     assert setup.args[-2:] == ("exec", "hi")
-    assert overrides[-3:] == [
+    assert overrides[-4:] == [
         'model="gpt-5.3-codex"',
         "model_context_window=400000",
         "model_auto_compact_token_limit=244800",  # 90% of 272k
+        # No migration target is on this account: every migration screen is hidden.
+        'notice.model_migrations={"gpt-5.5"="gpt-6-sol","gpt-5.6-sol"="gpt-6-sol",'
+        '"gpt-5.6-terra"="gpt-6-sol","gpt-5.6-luna"="gpt-6-luna"}',
     ]
+    assert "analytics.enabled=false" in overrides
     # No model_max_output_tokens: Codex 0.171.0 ignores it, with a warning on every run.
     assert not any("max_output" in o for o in overrides)
     assert setup.aliases == {"codex-auto-review": "gpt-5.3-codex"}
@@ -283,7 +292,30 @@ def test_codex_leaves_the_settings_the_user_gave() -> None:
     assert setup.aliases == {}
     setup = _setup("codex", "exec", facts=LOGGED_OUT)
     assert setup.notes == ("Codex's model and limits not set: not logged in",)
-    assert _overrides(setup.args)[-1] == 'model_provider="copilot-host"'
+    assert _overrides(setup.args)[-3:] == [
+        'model_provider="copilot-host"',
+        "analytics.enabled=false",
+        migrations_flag(()),
+    ]
+    # Their own notice and analytics settings: none of ours.
+    setup = _setup("codex", "-c", "notice.hide_full_access_warning=true", "-canalytics.enabled=1")
+    assert not any(o.startswith(("notice.model", "analytics")) for o in _overrides(setup.args))
+
+
+def test_codex_migration_screens_hidden_only_for_targets_the_account_lacks() -> None:
+    sol = _spec("gpt-6-sol", RESPONSES, window=272_000)
+    luna_chat_only = _spec("gpt-6-luna", CHAT)
+    flag = migrations_flag((*MODELS, sol, luna_chat_only))
+    # gpt-6-sol is served on Responses: its three screens stay (their offer works).
+    assert flag == 'notice.model_migrations={"gpt-5.6-luna"="gpt-6-luna"}'
+    everything = (sol, _spec("gpt-6-luna", RESPONSES))
+    assert migrations_flag(everything) is None
+    assert migrations_flag((), {"a": "b"}) == 'notice.model_migrations={"a"="b"}'
+    # The profile's own choice is then the target itself (newer than what would migrate).
+    facts = Facts(models=(*MODELS, _spec("gpt-5.5", RESPONSES), sol), resolve=_resolve)
+    overrides = _overrides(_setup("codex", facts=facts).args)
+    assert 'model="gpt-6-sol"' in overrides
+    assert overrides[-1] == 'notice.model_migrations={"gpt-5.6-luna"="gpt-6-luna"}'
 
 
 def _content(setup: Setup) -> dict[str, object]:
