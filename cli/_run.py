@@ -41,7 +41,7 @@ from ._failure import CliFailure
 from ._gateway import GatewayNames, LogFile, account, gateway_options, serve_gateway
 from ._nodump import no_core_dumps
 from ._output import CopilotHostCommand
-from ._profiles import Facts, Request, Setup, home_of, profile_for
+from ._profiles import Facts, Request, Setup, agent_for, home_of
 from ._serve import LOOPBACK, RequestCount, access_log, host_option, listen, new_key
 
 if TYPE_CHECKING:
@@ -229,15 +229,17 @@ def _set_up(
 ) -> Setup:
     """What the command's profile adds, from the gateway's catalog read in-process (on
     the gateway's loop: no key, no proxy); the arguments as given for a command with no
-    profile."""
-    profile = profile_for(program)
+    profile. The gateway is told which agent it serves (requests it cannot name are
+    taken as that agent's: their ledger entry, a spent budget's status)."""
+    agent = agent_for(program)
     loop = server.loop
-    if profile is None or app is None or loop is None:
+    if agent is None or app is None or loop is None:
         return Setup(args=args)
 
     async def build() -> Setup:
+        app.agent_started(agent.name)
         facts = await _facts(app, names)
-        setup = profile.build(
+        setup = agent.profile.build(
             Request(
                 args=args,
                 env=base,

@@ -29,11 +29,17 @@ BOUND = 60.0
 # 1,050k).
 CODEX_MODEL_ARGS = [
     "-c",
+    "analytics.enabled=false",
+    "-c",
     'model="gpt-5.6-luna"',
     "-c",
     "model_context_window=1050000",
     "-c",
     "model_auto_compact_token_limit=829800",
+    # The emulator's account has none of Codex 0.171.0's migration targets.
+    "-c",
+    'notice.model_migrations={"gpt-5.5"="gpt-6-sol","gpt-5.6-sol"="gpt-6-sol",'
+    '"gpt-5.6-terra"="gpt-6-sol","gpt-5.6-luna"="gpt-6-luna"}',
 ]
 
 
@@ -350,14 +356,15 @@ def test_a_budget_refuses_the_commands_model_requests_once_reached(proc: Proc, h
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""  # the budget's line is for the log file only
     answers = json.loads(done.stdout)["answers"]
-    assert answers == [[200, None], [200, None], [200, None], [429, "budget_exhausted"]]
+    # A plain program (not an agent run knows): 402, the status the SDKs do not retry.
+    assert answers == [[200, None], [200, None], [200, None], [402, "budget_exhausted"]]
     lines = log.read_text().splitlines()
     (budget,) = [line for line in lines if "budget reached" in line]
     assert budget.endswith(
         "budget reached: 0.1275 of 0.1 AI credits reported; "
-        "further model requests get 429 budget_exhausted"
+        "further model requests are refused (budget_exhausted)"
     )
-    refused = [line for line in lines if " status=429 " in line]
+    refused = [line for line in lines if " status=402 " in line]
     assert len(refused) == 1 and " POST /v1/chat/completions model=gpt-4.1 " in refused[0]
     # The refused request was answered by the gateway, not relayed: three model requests.
     assert lines[-1] == (

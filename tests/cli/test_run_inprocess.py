@@ -119,7 +119,7 @@ def test_the_emulators_account_and_a_codex_profile(
     assert result.exit_code == 0, result.stderr
     out, _err = capfd.readouterr()
     argv = json.loads(out)
-    assert argv[-8:] == [*CODEX_MODEL_ARGS, "exec", "hi"]
+    assert argv[-len(CODEX_MODEL_ARGS) - 2 :] == [*CODEX_MODEL_ARGS, "exec", "hi"]
     assert not (tmp_path / "never").exists()
 
 
@@ -210,15 +210,14 @@ def test_codex_gets_the_first_of_equally_new_models_in_the_inventorys_order(
     result = cli("run", "--", str(codex), "exec", "hi", seam=seam, env={"HOME": str(tmp_path)})
     assert result.exit_code == 0, result.stderr
     argv = json.loads(capfd.readouterr()[0])
-    assert argv[-7:] == [
+    overrides = argv[1:-2:2]  # after each -c, before the command's own arguments
+    assert overrides[-4:-1] == [
         'model="gpt-5.3-codex-max"',
-        "-c",
         "model_context_window=128000",
-        "-c",
         "model_auto_compact_token_limit=115200",  # no prompt limit listed: the window's
-        "exec",
-        "hi",
     ]
+    assert overrides[-1].startswith("notice.model_migrations=")
+    assert argv[-2:] == ["exec", "hi"]
 
 
 def test_run_says_in_its_one_line_that_the_plan_can_use_only_auto(

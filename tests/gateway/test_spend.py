@@ -86,19 +86,30 @@ def test_budget_refuses_in_each_apis_shape_once_reported_costs_reach_it(
             client.chat.completions.create(
                 model="gpt-4.1", messages=[{"role": "user", "content": "Hi"}]
             )
-        with pytest.raises(openai.RateLimitError) as refused:
-            client.chat.completions.create(
+        with pytest.raises(openai.APIStatusError) as refused:
+            gateway.openai(max_retries=2).chat.completions.create(
                 model="gpt-4.1", messages=[{"role": "user", "content": "Hi"}]
             )
+        # 402, final: the SDK sent it once (no retry), and clients read the type as such.
+        assert refused.value.status_code == 402
         assert refused.value.code == "budget_exhausted"
+        assert refused.value.type == "insufficient_quota"
+        assert refused.value.response.headers["x-should-retry"] == "false"
         assert "--max-credits" in refused.value.message
-        with pytest.raises(anthropic.RateLimitError) as refused_too:
+        with pytest.raises(anthropic.APIStatusError) as refused_too:
             gateway.anthropic().messages.create(
                 model="claude-sonnet-4.6",
                 max_tokens=64,
                 messages=[{"role": "user", "content": "Hi"}],
             )
-        assert refused_too.value.status_code == 429
+        assert refused_too.value.status_code == 402
+        assert refused_too.value.body["error"]["type"] == "billing_error"  # type: ignore[index]
+        # Sent as Codex CLI (its originator header): 400, the status it stops on.
+        codex = gateway.openai(default_headers={"originator": "codex_exec"}, max_retries=2)
+        with pytest.raises(openai.BadRequestError) as as_codex:
+            codex.responses.create(model="gpt-5-mini", input="Hi")
+        assert as_codex.value.code == "budget_exhausted"
+        refusals = [line for line in gateway.access.lines if " status=40" in line]
         # The model list still answers: only model requests are refused.
         assert [m.id for m in client.models.list()]
         sent = len(emulator.requests_to("chat"))
@@ -106,6 +117,8 @@ def test_budget_refuses_in_each_apis_shape_once_reported_costs_reach_it(
         totals = gateway.app.spend.totals()
     assert sent == 3
     assert len(notices) == 1
+    # One each: neither SDK retried.
+    assert [line.split(" status=")[1][:3] for line in refusals] == ["402", "402", "400"]
     # What the stop line says of spend (serve and run write it).
     assert totals.startswith("3 model requests, credits 0.1275")
     assert "gpt-4.1 3/0.1275" in totals

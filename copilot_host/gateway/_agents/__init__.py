@@ -18,9 +18,9 @@ from collections.abc import Mapping
 from pathlib import Path, PurePath
 
 from . import _aider, _claude_code, _codex, _copilot_cli, _opencode
-from ._profile import Agent
+from ._profile import PAYMENT_REQUIRED, Agent
 
-__all__ = ["AGENTS", "NAMES", "agent_of", "agent_for", "home_of"]
+__all__ = ["AGENTS", "NAMES", "agent_for", "agent_of", "budget_status", "home_of"]
 
 # In the order requests are matched: the more specific headers first (the Copilot CLI
 # sends an SDK's User-Agent, told apart by its own headers).
@@ -32,6 +32,7 @@ AGENTS: tuple[Agent, ...] = (
     _aider.AGENT,
 )
 _BY_PROGRAM = {program: agent for agent in AGENTS for program in agent.programs}
+_BY_NAME = {agent.name: agent for agent in AGENTS}
 # The SDKs' own User-Agents (the openai and anthropic packages, Python and JavaScript).
 _SDKS = ((b"OpenAI/", "openai-sdk"), (b"Anthropic/", "anthropic-sdk"))
 NAMES: tuple[str, ...] = (*(agent.name for agent in AGENTS), "openai-sdk", "anthropic-sdk", "other")
@@ -48,6 +49,13 @@ def agent_of(headers: Mapping[bytes, bytes], default: str = "other") -> str:
         if user_agent.startswith(prefix):
             return default if default != "other" else name
     return default
+
+
+def budget_status(name: str) -> int:
+    """The status a spent budget is refused with for the agent ``name`` (a name of
+    :data:`NAMES`): the one it stops on at once (each module says why); 402 for others."""
+    found = _BY_NAME.get(name)
+    return (found.budget if found is not None else PAYMENT_REQUIRED).status
 
 
 def agent_for(command: str) -> Agent | None:

@@ -19,6 +19,7 @@ from pathlib import Path
 from ._configs import Skipped, git_root, read_text
 from ._profile import (
     Agent,
+    BudgetStop,
     Profile,
     Request,
     Setup,
@@ -120,5 +121,11 @@ AGENT = Agent(
             ),
         ),
         _build,
+    ),
+    budget=BudgetStop(
+        400,
+        "aider 0.86.2 (aider/exceptions.py): litellm's APIError for 402 and 403 and its "
+        "RateLimitError are retried for 60 s, a BadRequestError (400) is not: one request, "
+        "the message shown (measured in a loopback namespace)",
     ),
 )

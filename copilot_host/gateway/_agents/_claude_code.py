@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from .._protocols import MESSAGES
-from ._profile import Agent, Profile, Request, Setup, option, prompt_limit, unset
+from ._profile import Agent, BudgetStop, Profile, Request, Setup, option, prompt_limit, unset
 
 __all__ = ["AGENT", "CLAUDE_DEFAULT_MODEL"]
 
@@ -85,5 +85,12 @@ AGENT = Agent(
             ("the model sized", "ANTHROPIC_MODEL, then --model, then the default name"),
         ),
         _build,
+    ),
+    budget=BudgetStop(
+        402,
+        "Claude Code 2.1.332, headless and full-screen: one request, then 'API Error: 402 "
+        "<message>' and its prompt (headless: exit 1) at once; a 400 is retried six times "
+        "with fewer betas, a 429 without x-should-retry up to ten times, and a 403 reads "
+        "'Failed to authenticate' (measured in a loopback namespace; tests/agents)",
     ),
 )

@@ -17,7 +17,17 @@ from types import MappingProxyType
 import copilot_host as ch
 
 from .._protocols import RESPONSES
-from ._profile import Agent, Profile, Request, Setup, newest, option, prompt_limit, unknown
+from ._profile import (
+    Agent,
+    BudgetStop,
+    Profile,
+    Request,
+    Setup,
+    newest,
+    option,
+    prompt_limit,
+    unknown,
+)
 
 __all__ = [
     "AGENT",
@@ -235,5 +245,13 @@ AGENT = Agent(
             ("analytics.enabled", "-c analytics.enabled=…"),
         ),
         _build,
+    ),
+    budget=BudgetStop(
+        400,
+        "Codex CLI 0.171.0 retries every status but 400, 401 and 429 five times "
+        "(stream_max_retries; x-should-retry is not read): a 402 costs six requests and "
+        "about 7 s, a 429 with type insufficient_quota shows its own 'Quota exceeded' "
+        "instead of the message; a 400 stops at once and shows the body (measured in a "
+        "loopback namespace; tests/agents)",
     ),
 )

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 
 from ._profile import (
     Agent,
+    BudgetStop,
     Profile,
     Request,
     Setup,
@@ -69,5 +70,12 @@ AGENT = Agent(
             ("COPILOT_MODEL", "the variable, --model"),
         ),
         _build,
+    ),
+    budget=BudgetStop(
+        402,
+        "Copilot CLI 1.0.102: one request, then '402 <message>' and exit 1 (headless) or "
+        "its prompt; a 403 is shown as its own 'Authentication failed' without the "
+        "message, a 429 without x-should-retry is retried (measured in a loopback "
+        "namespace; tests/agents)",
     ),
 )

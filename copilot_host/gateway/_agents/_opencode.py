@@ -17,6 +17,7 @@ from typing import Any
 from ._configs import Skipped, deep_merge, parse_json, read_json, upward
 from ._profile import (
     Agent,
+    BudgetStop,
     Profile,
     Request,
     Setup,
@@ -159,5 +160,13 @@ AGENT = Agent(
             ("model", "-m/--model"),
         ),
         _build,
+    ),
+    budget=BudgetStop(
+        402,
+        "opencode 1.18.33: a 402 is not retried (its AI SDK retries 408, 409, 429 and "
+        "5xx; its session retries a message or body matching 429, 500, 502, 503, 504, "
+        "524, 'rate limit', 'try again later' and similar, which the message avoids); "
+        "one request each for the title and the turn, then 'Error: <message>' (measured "
+        "in a loopback namespace; tests/agents)",
     ),
 )

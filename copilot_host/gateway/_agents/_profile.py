@@ -31,7 +31,9 @@ from .._protocols import CHAT, Api
 
 __all__ = [
     "Agent",
+    "BudgetStop",
     "Facts",
+    "PAYMENT_REQUIRED",
     "Profile",
     "Request",
     "Setup",
@@ -100,16 +102,35 @@ class Profile:
 
 
 @dataclass(frozen=True)
+class BudgetStop:
+    """The status a spent budget's refusal takes for one agent: the one the real agent
+    stops on at once (one request, no retry) showing the message, and the evidence."""
+
+    status: int
+    evidence: str
+
+
+# What an agent the gateway cannot name gets: HTTP's own status for it, on which the
+# stainless SDKs (OpenAI's, Anthropic's) and the agents built on them do not retry.
+PAYMENT_REQUIRED = BudgetStop(
+    402,
+    "the openai and anthropic SDKs (Python and JavaScript) retry 408, 409, 429 and 5xx, "
+    "not 402 (a 402 answered once each in tests/gateway/test_spend.py)",
+)
+
+
+@dataclass(frozen=True)
 class Agent:
     """One coding agent (see the module docstring). ``identify`` tells its requests from
     their headers (lower-case names, as sent), ``quirks`` names the gateway's changes that
-    exist for shapes it sends."""
+    exist for shapes it sends, ``budget`` the status a spent budget is refused with."""
 
     name: str
     programs: tuple[str, ...]
     identify: Callable[[Mapping[bytes, bytes]], bool]
     quirks: tuple[str, ...]
     profile: Profile
+    budget: BudgetStop = PAYMENT_REQUIRED
 
 
 # -- model choice ----------------------------------------------------------------------------

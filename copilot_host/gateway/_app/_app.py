@@ -29,6 +29,7 @@ import httpx2
 
 import copilot_host as ch
 
+from .._agents import NAMES
 from .._changes import Changes, check_rewrites
 from .._protocols import BY_ENDPOINT, api_of_path, errors_of
 from ._access import Refusal, allowed_hosts, check_access, read_headers
@@ -80,7 +81,8 @@ def create_app(
     after the server has stopped. Use the app on one event loop (an asynchronous host
     belongs to one). ``hooks`` plug features into the request path (:mod:`._hooks`).
     ``max_credits`` is a budget in AI credits: once the costs the answers reported since
-    start reach it, model requests get 429 ``budget_exhausted``. ``model_aliases`` (name ->
+    start reach it, model requests are refused with ``budget_exhausted`` (402, or 400 for
+    the agents that retry a 402: :mod:`._admit`). ``model_aliases`` (name ->
     model id) and ``default_model`` take part in how a request's model name is read
     (:mod:`copilot_host.gateway._names`); a bad spelling is a ``ValueError``.
     ``rewrites`` names the changes to apply (:data:`copilot_host.gateway.REWRITES`; None:
@@ -223,6 +225,14 @@ class GatewayApp:
         """Serve ``aliases`` (name -> model id) besides those given at creation, which win
         (``run``'s agent profiles add the names an agent sends that no account has)."""
         self._registry.add_aliases(ModelNames(dict(aliases)).aliases)
+
+    def agent_started(self, name: str) -> None:
+        """The coding agent ``run`` started (a name of the closed vocabulary of
+        :mod:`copilot_host.gateway._agents`): a request no rule names is taken as its,
+        for the ledger and for the status a spent budget is refused with."""
+        if name not in NAMES:
+            raise ValueError(f"not an agent's name: {name[:40]!r}")
+        self._pipeline.agent = name
 
     async def aclose(self) -> None:
         """Stop registrations in flight and close the upstream connections (the lifespan

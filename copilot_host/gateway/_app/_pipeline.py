@@ -33,7 +33,7 @@ import httpx2
 import copilot_host as ch
 from copilot_host._internal import clean
 
-from .._agents import agent_of
+from .._agents import agent_of, budget_status
 from .._changes import AnswerPass, ApiChanges, Changes, LocalAnswer, RequestEdit
 from .._json import dumps
 from .._protocols import Api, models_api
@@ -149,7 +149,7 @@ class Pipeline:
             if answer is not None:
                 await self._answer_locally(flow, route, answer)
                 return
-        refused = spent(self.spend)
+        refused = spent(self.spend, budget_status(flow.agent))
         if refused is not None:
             await flow.refuse(refused)
             return
