@@ -11,6 +11,8 @@ import anthropic
 import openai
 import pytest
 
+from copilot_host.gateway._app._admit import SAFE_BUDGET_MESSAGE
+from copilot_host.gateway._app._admit import spent as spent_refusal
 from copilot_host.gateway._app._spend import Spend, answer_cost, events_cost, format_credits
 from copilot_host.testing import GitHubEmulator, Scenario, Usage
 from tests.gateway._support import Gateway, running_gateway
@@ -242,3 +244,26 @@ def test_a_402_at_discovery_reaches_the_client_as_quota_exceeded(gateway: Gatewa
     assert status == 402
     assert body["error"]["code"] == "quota_exceeded"
     assert "resets on" in body["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("budget", "spent", "numbers"),
+    [(1, 1.2, True), (500, 500.5, False), (25, 42.9, True), (1000, 1429, False), (0.5, 0.524, False)],
+)
+def test_the_budgets_message_never_reads_as_a_retryable_error(
+    budget: float, spent: float, numbers: bool
+) -> None:
+    """opencode retries any error whose message holds 429, 500, 502, 503, 504 or 524 (or
+    words such as "rate limit"): a budget whose numbers would is told without them."""
+    spend = Spend(budget)
+    spend.record("gpt-4.1", spent)
+    refused = spent_refusal(spend, 402)
+    assert refused is not None
+    assert (refused.status, refused.code) == (402, "budget_exhausted")
+    assert refused.headers == ((b"x-should-retry", b"false"),)
+    assert "--max-credits" in refused.message
+    assert (format_credits(budget) in refused.message) is numbers
+    if not numbers:
+        assert refused.message == SAFE_BUDGET_MESSAGE
+    for word in ("429", "500", "502", "503", "504", "524", "rate limit", "try again"):
+        assert word not in refused.message
