@@ -66,7 +66,7 @@ Examples:
   copilot-host run -- claude                      Claude Code on your Copilot models
   copilot-host run -- claude -p "Explain this repository"
   copilot-host run -- codex                       Codex CLI (run adds its provider)
-  copilot-host run -- opencode                    (and aider, copilot: README, "Profiles")
+  copilot-host run -- opencode                    (and aider, copilot, qwen: README)
   copilot-host run --emulator -- claude           check the setup before logging in
   copilot-host run --print-profile -- aider       what run adds, to give it by hand
 
@@ -76,8 +76,8 @@ ANTHROPIC_BASE_URL, ANTHROPIC_AUTH_TOKEN, COPILOT_HOST_BASE_URL and COPILOT_HOST
 (the key is made anew each run and is in no file and on no command line), gains
 127.0.0.1,localhost,::1 in NO_PROXY and no_proxy (so no proxy sees the key), and loses
 ANTHROPIC_API_KEY, CLAUDE_CODE_USE_BEDROCK and CLAUDE_CODE_USE_VERTEX. claude, codex,
-opencode, aider and copilot also get the model and its limits from this account (what
-you set yourself wins). Every program
+opencode, aider, copilot and qwen also get the model and its limits from this account
+(what you set yourself wins). Every program
 the command starts inherits the key and can use your Copilot account through the gateway.
 Exit status: the command's (128+N when signal N ended it); 127 when COMMAND is not found,
 126 when it cannot be run.

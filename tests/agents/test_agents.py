@@ -14,6 +14,7 @@ marked ``agents``: ``pytest -m "not agents"`` leaves them out.
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import subprocess
 import sys
@@ -46,6 +47,18 @@ def _run(
     done = run_in(
         home, [str(SCRIPT), "run", "--emulator", "--log", str(log), "--", *command], bound=BOUND
     )
+    requests = [match.groups() for match in REQUEST.finditer(log.read_text())]
+    return done, requests
+
+
+def _run_isolated(
+    home: Path, *command: str
+) -> tuple[subprocess.CompletedProcess[str], list[tuple[str, ...]]]:
+    """As :func:`_run`, in a network namespace with only loopback (Qwen Code would wait on
+    the network otherwise)."""
+    log = home / "gateway.log"
+    run = [str(SCRIPT), "run", "--emulator", "--log", str(log), "--", *command]
+    done = run_in(home, [*isolated(), *run], bound=BOUND)
     requests = [match.groups() for match in REQUEST.finditer(log.read_text())]
     return done, requests
 
@@ -187,6 +200,42 @@ def test_codex_interactive_in_a_terminal_answers_its_first_prompt(home: Path) ->
         pane.kill()
     requests = [match.groups() for match in REQUEST.finditer(log.read_text())]
     assert _served(requests, "/v1/responses") == {"gpt-5.6-luna"}
+
+
+# -- Qwen Code -----------------------------------------------------------------------------
+
+# The emulator echoes the whole user turn, which Qwen Code ends with the prompt after its
+# own reminders: the echo's last line.
+QWEN_ECHO = "</system-reminder>{}"
+
+
+def test_qwen_headless_with_no_flag(home: Path) -> None:
+    """With no flag and no settings: run's profile gives it the model (and with it Qwen
+    Code's OpenAI auth type) and its output limit."""
+    qwen = agent("qwen")
+    done, requests = _run_isolated(home, qwen, "-p", "Say hello")
+    assert done.returncode == 0, done.stderr
+    assert QWEN_ECHO.format("Say hello") in done.stdout
+    assert _served(requests, "/v1/chat/completions") == {"gpt-5-mini"}
+
+
+def test_qwen_interactive_in_a_terminal_with_no_flag(home: Path) -> None:
+    qwen = agent("qwen")
+    tmux = agent("tmux")
+    log = home / "gateway.log"
+    inside = " ".join(shlex.quote(part) for part in isolated())
+    inner = f"{inside} {SCRIPT} run --emulator --log {log} -- {qwen}; sleep 60"
+    pane = Pane(tmux, home, inner, height=50, bound=BOUND)
+    try:
+        # No auth dialog: the model is shown and the prompt is ready.
+        pane.wait_for(r"API Key \| gpt-5-mini")
+        pane.wait_for("Type your message")
+        pane.enter("Say hello from tmux")
+        pane.wait_for(re.escape(QWEN_ECHO.format("Say hello from tmux")))
+    finally:
+        pane.kill()
+    requests = [match.groups() for match in REQUEST.finditer(log.read_text())]
+    assert _served(requests, "/v1/chat/completions") == {"gpt-5-mini"}
 
 
 # -- what reached the service --------------------------------------------------------------

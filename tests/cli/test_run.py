@@ -261,10 +261,10 @@ def test_readmes_run_commands_work_as_written(proc: Proc, home: Path) -> None:
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     section = readme.split("## Use it with coding agents\n", 1)[1].split("\n## ", 1)[0]
     lines = [line for line in section.splitlines() if line.startswith("copilot-host run ")]
-    assert len(lines) == 6
+    assert len(lines) == 7
     bin_dir = home / "bin"
     bin_dir.mkdir()
-    for name in ("claude", "codex", "aider", "opencode", "copilot"):
+    for name in ("claude", "codex", "aider", "opencode", "copilot", "qwen"):
         stand_in = bin_dir / name
         stand_in.write_text(
             f"#!{sys.executable}\nimport json, os, sys, urllib.request\n"
@@ -594,7 +594,7 @@ def _stand_ins(home: Path, *names: str) -> str:
     return f"{bin_dir}:{os.environ['PATH']}"
 
 
-AGENTS = ("claude", "codex", "opencode", "aider", "copilot")
+AGENTS = ("claude", "codex", "opencode", "aider", "copilot", "qwen")
 
 
 @pytest.mark.parametrize("agent", AGENTS)
@@ -630,6 +630,8 @@ def test_no_profile_puts_the_key_on_a_command_line_or_in_a_file(
         assert "copilot-host" in json.loads(env["OPENCODE_CONFIG_CONTENT"])["provider"]
     elif agent == "aider":
         assert argv[:2] == ["--model", "openai/gpt-5-mini"]  # the inventory's chat default
+    elif agent == "qwen":
+        assert (env["OPENAI_MODEL"], env["QWEN_CODE_MAX_OUTPUT_TOKENS"]) == ("gpt-5-mini", "64000")
     else:
         assert env["COPILOT_PROVIDER_API_KEY"] == key
 

@@ -196,7 +196,7 @@ def test_profiles_are_chosen_by_the_commands_file_name() -> None:
     assert _profile("codex") is _profile("/usr/local/bin/codex") is not None
     assert _profile("/opt/agents/node_modules/.bin/opencode") is agent_for("opencode").profile  # type: ignore[union-attr]
     programs = {program for agent in AGENTS for program in agent.programs}
-    assert programs == {"claude", "codex", "opencode", "aider", "copilot"}
+    assert programs == {"claude", "codex", "opencode", "aider", "copilot", "qwen"}
     assert _profile("codex-wrapper") is None
     assert _profile("gemini") is None
     # Each is declarative: what it adds, its sources and its precedence table.
@@ -418,6 +418,27 @@ def test_aider_leaves_a_model_the_user_set(
     setup = _setup("aider", *args, env=env, where=tmp_path)
     assert "openai/gpt-5.4" not in setup.args
     assert setup.args[:2] == ("--weak-model", "openai/gpt-5-mini")
+
+
+def test_qwen_code_gets_a_model_and_its_output_limit() -> None:
+    setup = _setup("qwen", "-p", "hi")
+    assert setup.env == {
+        "OPENAI_MODEL": "gpt-5.4",  # the default chat model
+        "QWEN_CODE_MAX_OUTPUT_TOKENS": "128000",
+        "QWEN_USAGE_STATISTICS_ENABLED": "false",
+    }
+    assert setup.args == ("-p", "hi") and not setup.notes
+    # A model the arguments or the variable name: its own limit, and no OPENAI_MODEL of ours.
+    assert _setup("qwen", "-m", "gpt-4.1").env["QWEN_CODE_MAX_OUTPUT_TOKENS"] == "16384"
+    mine = _setup("qwen", env={"OPENAI_MODEL": "gpt-4.1", "QWEN_USAGE_STATISTICS_ENABLED": "1"})
+    assert mine.env == {"QWEN_CODE_MAX_OUTPUT_TOKENS": "16384"}
+    assert _setup("qwen", env={"QWEN_CODE_MAX_OUTPUT_TOKENS": "99"}).env.keys() == {
+        "OPENAI_MODEL",
+        "QWEN_USAGE_STATISTICS_ENABLED",
+    }
+    assert _setup("qwen", facts=LOGGED_OUT).notes == (
+        "OPENAI_MODEL not set for Qwen Code: not logged in",
+    )
 
 
 def test_copilot_cli_gets_its_own_byok_variables() -> None:

@@ -1,7 +1,7 @@
 """The coding agents the gateway knows, one module each: its profile and the quirks it has.
 
 Each agent's module (:mod:`._claude_code`, :mod:`._codex`, :mod:`._opencode`, :mod:`._aider`,
-:mod:`._copilot_cli`) holds everything the gateway knows of that agent: how its requests are
+:mod:`._copilot_cli`, :mod:`._qwen_code`) holds everything the gateway knows of that agent: how its requests are
 told from others' (``identify``), which of the table's changes exist for shapes it sends
 (``quirks``, each a name in :data:`copilot_host.gateway._changes.TABLE`), and the profile
 ``copilot-host run`` applies (:class:`._profile.Profile`). The CLI only calls them.
@@ -17,7 +17,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path, PurePath
 
-from . import _aider, _claude_code, _codex, _copilot_cli, _opencode
+from . import _aider, _claude_code, _codex, _copilot_cli, _opencode, _qwen_code
 from ._profile import PAYMENT_REQUIRED, Agent
 
 __all__ = ["AGENTS", "NAMES", "agent_for", "agent_of", "budget_status", "home_of"]
@@ -28,6 +28,7 @@ AGENTS: tuple[Agent, ...] = (
     _codex.AGENT,
     _claude_code.AGENT,
     _opencode.AGENT,
+    _qwen_code.AGENT,
     _copilot_cli.AGENT,
     _aider.AGENT,
 )
