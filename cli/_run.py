@@ -37,8 +37,16 @@ import click
 from ._account import Account
 from ._context import output
 from ._editor import editor_from_environment
+from ._emulated import ScriptedCall
 from ._failure import CliFailure
-from ._gateway import GatewayNames, LogFile, account, gateway_options, serve_gateway
+from ._gateway import (
+    GatewayNames,
+    LogFile,
+    account,
+    check_script,
+    gateway_options,
+    serve_gateway,
+)
 from ._nodump import no_core_dumps
 from ._output import CopilotHostCommand
 from ._profiles import Facts, Request, Setup, agent_for, home_of
@@ -68,6 +76,8 @@ Examples:
   copilot-host run -- codex                       Codex CLI (run adds its provider)
   copilot-host run -- opencode                    (and aider, copilot, qwen: README)
   copilot-host run --emulator -- claude           check the setup before logging in
+  copilot-host run --emulator --emulator-script tools.json -- claude
+                                                  ...with the tool calls in tools.json
   copilot-host run --print-profile -- aider       what run adds, to give it by hand
 
 \b
@@ -115,6 +125,7 @@ def run(
     default_model: str | None,
     log_path: Path | None,
     max_credits: float | None,
+    emulator_script: tuple[ScriptedCall, ...] | None,
     command: tuple[str, ...],
 ) -> None:
     """Run a coding agent (or any command) on this login's Copilot models.
@@ -128,6 +139,7 @@ def run(
     no_core_dumps()
     names = GatewayNames(aliases, default_model)
     names.check()
+    check_script(emulator, emulator_script)
     editor = editor_from_environment()
     # Printing runs nothing: the agent need not be installed here.
     program = _look_up(command[0]) if not print_profile else shutil.which(command[0]) or command[0]
@@ -136,7 +148,7 @@ def run(
     try:
         # The emulator's and the gateway's threads start with these signals blocked.
         signals.hold()
-        with account(emulator, editor) as gateway:
+        with account(emulator, editor, emulator_script) as gateway:
             if not emulator:
                 _logged_in(gateway)
             bound, shown = LOOPBACK[address]

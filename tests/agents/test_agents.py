@@ -133,6 +133,41 @@ def test_claude_interactive_in_a_terminal(home: Path) -> None:
     assert "claude-opus-5" in _served(requests, "/v1/messages")
 
 
+def test_an_emulator_script_drives_claude_through_read_edit_and_a_shell(home: Path) -> None:
+    """README's ``--emulator-script`` example, as written there: Claude Code reads, edits
+    and prints a file of the working folder for real, offline."""
+    claude = agent("claude")
+    notes = home / "work" / "notes.txt"
+    notes.write_text("colour: red\n")
+    (home / "work" / "tools.json").write_text(
+        json.dumps(
+            [
+                {"name": "Read", "arguments": {"file_path": "notes.txt"}},
+                {
+                    "name": "Edit",
+                    "arguments": {
+                        "file_path": "notes.txt",
+                        "old_string": "red",
+                        "new_string": "blue",
+                    },
+                },
+                {"name": "Bash", "arguments": {"command": "cat notes.txt > shown.txt"}},
+            ]
+        )
+    )
+    log = home / "gateway.log"
+    run = [str(SCRIPT), "run", "--emulator", "--emulator-script", "tools.json"]
+    command = [*run, "--log", str(log), "--", claude, "-p", "Make it blue"]
+    done = run_in(home, [*isolated(), *command, "--allowedTools", "Read,Edit,Bash"], bound=BOUND)
+    assert done.returncode == 0, done.stderr
+    assert notes.read_text() == "colour: blue\n"
+    assert (home / "work" / "shown.txt").read_text() == "colour: blue\n"
+    requests = [match.groups() for match in REQUEST.finditer(log.read_text())]
+    # The three calls and the text after them, each answered 200.
+    assert len([r for r in requests if r[0] == "/v1/messages"]) == 4
+    assert _served(requests, "/v1/messages") == {"claude-opus-5"}
+
+
 # -- Codex CLI -----------------------------------------------------------------------------
 
 

@@ -261,7 +261,7 @@ def test_readmes_run_commands_work_as_written(proc: Proc, home: Path) -> None:
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     section = readme.split("## Use it with coding agents\n", 1)[1].split("\n## ", 1)[0]
     lines = [line for line in section.splitlines() if line.startswith("copilot-host run ")]
-    assert len(lines) == 7
+    assert len(lines) == 8
     bin_dir = home / "bin"
     bin_dir.mkdir()
     for name in ("claude", "codex", "aider", "opencode", "copilot", "qwen"):
@@ -281,6 +281,11 @@ def test_readmes_run_commands_work_as_written(proc: Proc, home: Path) -> None:
         options = words[2:]
         if "--emulator" not in options:
             options.insert(0, "--emulator")
+        if "--emulator-script" in options:
+            at = options.index("--emulator-script") + 1
+            script = home / options[at]
+            script.write_text("[]")
+            options[at] = str(script)
         done = _run(proc, home, *options, env={"PATH": path})
         assert done.returncode == 0, (line, done.stderr)
         seen = json.loads(done.stdout)

@@ -248,7 +248,13 @@ def test_a_402_at_discovery_reaches_the_client_as_quota_exceeded(gateway: Gatewa
 
 @pytest.mark.parametrize(
     ("budget", "spent", "numbers"),
-    [(1, 1.2, True), (500, 500.5, False), (25, 42.9, True), (1000, 1429, False), (0.5, 0.524, False)],
+    [
+        (1, 1.2, True),
+        (500, 500.5, False),
+        (25, 42.9, True),
+        (1000, 1429, False),
+        (0.5, 0.524, False),
+    ],
 )
 def test_the_budgets_message_never_reads_as_a_retryable_error(
     budget: float, spent: float, numbers: bool

@@ -1,10 +1,11 @@
 """The coding agents the gateway knows, one module each: its profile and the quirks it has.
 
 Each agent's module (:mod:`._claude_code`, :mod:`._codex`, :mod:`._opencode`, :mod:`._aider`,
-:mod:`._copilot_cli`, :mod:`._qwen_code`) holds everything the gateway knows of that agent: how its requests are
-told from others' (``identify``), which of the table's changes exist for shapes it sends
-(``quirks``, each a name in :data:`copilot_host.gateway._changes.TABLE`), and the profile
-``copilot-host run`` applies (:class:`._profile.Profile`). The CLI only calls them.
+:mod:`._copilot_cli`, :mod:`._qwen_code`) holds everything the gateway knows of that agent:
+how its requests are told from others' (``identify``), which of the table's changes exist
+for shapes it sends (``quirks``, each a name in :data:`copilot_host.gateway._changes.TABLE`),
+the status a spent budget is refused with (``budget``), and the profile ``copilot-host run``
+applies (:class:`._profile.Profile`). The CLI only calls them.
 
 Who sent a request is one word of a closed vocabulary (:data:`NAMES`), never the raw
 ``User-Agent``: the ledger and the access line can hold it without holding anything a client

@@ -45,9 +45,9 @@ def _build(request: Request) -> Setup:
         else:
             notes.append(unknown(facts, "OPENAI_MODEL not set for Qwen Code"))
     model = facts.resolve(named, None) if named else default
-    if unset(request, "QWEN_CODE_MAX_OUTPUT_TOKENS") and model is not None:
-        if model.max_output_tokens is not None:
-            env["QWEN_CODE_MAX_OUTPUT_TOKENS"] = str(model.max_output_tokens)
+    limit = model.max_output_tokens if model is not None else None
+    if unset(request, "QWEN_CODE_MAX_OUTPUT_TOKENS") and limit is not None:
+        env["QWEN_CODE_MAX_OUTPUT_TOKENS"] = str(limit)
     if unset(request, "QWEN_USAGE_STATISTICS_ENABLED"):
         # Its usage statistics would go to Alibaba's servers, not to the gateway.
         env["QWEN_USAGE_STATISTICS_ENABLED"] = "false"

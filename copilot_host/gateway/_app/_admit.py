@@ -5,10 +5,11 @@ status its agent stops on at once, :func:`copilot_host.gateway._agents.budget_st
 402, or 400 for the agents that retry a 402; never a status clients retry, and
 ``x-should-retry: false``); just before it goes upstream it is admitted with a reservation
 (:meth:`._spend.Spend.admit`), refused (429 ``budget_in_flight``, ``Retry-After: 1``: that
-one is to be retried) when the requests in flight may use the rest. The reservation's estimate comes from the model's token prices
-(:func:`._spend.estimate_cost`): input as a quarter of the body's bytes, output as the
-request's cap (the API's :attr:`~copilot_host.gateway._protocols.Api.output_caps`), else an
-eighth of the model's output limit.
+one is to be retried) when the requests in flight may use the rest. The reservation's
+estimate comes from the model's token prices (:func:`._spend.estimate_cost`): input as a
+quarter of the body's bytes, output as the request's cap (the API's
+:attr:`~copilot_host.gateway._protocols.Api.output_caps`), else an eighth of the model's
+output limit.
 """
 
 from __future__ import annotations
