@@ -106,7 +106,9 @@ def test_aider_message_with_no_model(home: Path) -> None:
     # The default chat model answered the message; nothing asked for a model the account
     # lacks (aider's own weak model, openai/gpt-4.1-mini, would get 404).
     assert ("chat", "gpt-5-mini") in {(r["endpoint"], r["model"]) for r in requests}
-    assert {r["model"] for r in requests} <= {"gpt-5-mini", "gemini-3.5-flash"}
+    assert {r["model"] for r in requests} <= {"gpt-5-mini", "gpt-4o-mini-2024-07-18"}
+    # Both models are ones aider knows the window of: no warning at start.
+    assert "Unknown context window" not in done.stdout + done.stderr
 
 
 # -- Copilot CLI -----------------------------------------------------------------------------

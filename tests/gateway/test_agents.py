@@ -391,6 +391,10 @@ def test_aider_gets_a_model_and_a_weak_model(tmp_path: Path) -> None:
         "--message",
         "hi",
     )
+    # A cheaper model aider does not know the window of is passed over (aider would warn).
+    cheap = Facts(models=(*MODELS, _spec("gemini-9-flash", CHAT, price=1)), resolve=_resolve)
+    setup = _setup("aider", facts=cheap, where=tmp_path)
+    assert setup.args[2:4] == ("--weak-model", "openai/gpt-5-mini")
     assert _setup("aider", facts=LOGGED_OUT, where=tmp_path).notes == (
         "aider's --model not set: not logged in",
         "aider's --weak-model not set: not logged in",

@@ -165,10 +165,13 @@ def default_chat_model(facts: Facts) -> ch.ModelSpec | None:
     return by_id.get(found) if found is not None else None
 
 
-def cheapest_chat_model(facts: Facts) -> ch.ModelSpec | None:
-    """The Chat Completions model with the lowest output price, else the lowest
-    multiplier (among equals, the inventory's first); else the default chat model."""
-    chat = chat_models(facts)
+def cheapest_chat_model(
+    facts: Facts, among: Callable[[str], bool] = lambda _id: True
+) -> ch.ModelSpec | None:
+    """The Chat Completions model (of those whose id ``among`` takes) with the lowest
+    output price, else the lowest multiplier (among equals, the inventory's first); else
+    the default chat model."""
+    chat = [model for model in chat_models(facts) if among(model.model_id)]
 
     def output_price(m: ch.ModelSpec) -> float | None:
         prices = m.billing.prices if m.billing is not None else None
