@@ -119,5 +119,7 @@ def test_copilot_cli_prompt_with_no_variables_set_by_hand(home: Path) -> None:
     done, records = _recorded(home, copilot, "-p", "Say hello")
     requests = _served(done, records)
     assert "echo:" in done.stdout and "Say hello" in done.stdout
-    # Its own bring-your-own-key mode on the gateway's /v1: the default chat model.
-    assert {(r["endpoint"], r["model"]) for r in requests} == {("chat", "gpt-5-mini")}
+    # Its own bring-your-own-key mode on the gateway's /v1: the default chat model, on
+    # Responses (which it speaks), asking for no more than its output limit.
+    assert {(r["endpoint"], r["model"]) for r in requests} == {("responses", "gpt-5-mini")}
+    assert {r["max_output_tokens"] for r in requests} == {64_000}, requests

@@ -452,6 +452,10 @@ def test_copilot_cli_gets_its_own_byok_variables() -> None:
         "COPILOT_PROVIDER_TYPE": "openai",
         "COPILOT_OFFLINE": "true",
         "COPILOT_MODEL": "gpt-5.4",
+        # gpt-5.4 speaks Responses: spoken to there, with its limits.
+        "COPILOT_PROVIDER_WIRE_API": "responses",
+        "COPILOT_PROVIDER_MAX_PROMPT_TOKENS": "272000",
+        "COPILOT_PROVIDER_MAX_OUTPUT_TOKENS": "128000",
     }
     assert setup.key_env == ("COPILOT_PROVIDER_API_KEY",)
     assert setup.args == ("-p", "hi")
@@ -463,5 +467,12 @@ def test_copilot_cli_gets_its_own_byok_variables() -> None:
     setup = _setup("copilot", env=mine)
     assert set(setup.env) == {"COPILOT_PROVIDER_BASE_URL", "COPILOT_OFFLINE"}
     assert setup.key_env == ()
-    assert "COPILOT_MODEL" not in _setup("copilot", "--model", "gpt-4.1").env
+    # A model of theirs that speaks Chat Completions only: its limits, no wire API.
+    named = _setup("copilot", "--model", "gpt-4.1").env
+    assert "COPILOT_MODEL" not in named and "COPILOT_PROVIDER_WIRE_API" not in named
+    assert named["COPILOT_PROVIDER_MAX_OUTPUT_TOKENS"] == "16384"
+    theirs = {"COPILOT_PROVIDER_TYPE": "anthropic", "COPILOT_PROVIDER_MAX_PROMPT_TOKENS": "9"}
+    setup = _setup("copilot", env=theirs)
+    assert "COPILOT_PROVIDER_WIRE_API" not in setup.env
+    assert "COPILOT_PROVIDER_MAX_PROMPT_TOKENS" not in setup.env
     assert _setup("copilot", facts=LOGGED_OUT).notes == ("COPILOT_MODEL not set: not logged in",)
