@@ -338,6 +338,11 @@ def test_opencode_gets_a_provider_with_the_accounts_chat_models_and_limits(tmp_p
     assert "gpt-5.3-codex" not in models  # Responses only: not on Chat Completions
     assert models["claude-opus-5"]["limit"] == {"context": 936_000, "output": 64_000}
     assert models["gpt-4.1"]["limit"] == {"context": 128_000, "output": 16_384}
+    # Every model listed has both limits; one without them is no model to chat with.
+    assert all(set(entry["limit"]) == {"context", "output"} for entry in models.values())
+    odd = (*MODELS, _spec("trajectory-compaction", CHAT, output=0), _spec("x", CHAT, window=None))
+    listed = _content(_setup("opencode", facts=Facts(models=odd), where=tmp_path))
+    assert listed["provider"]["copilot-host"]["models"].keys() == models.keys()  # type: ignore[index]
     assert content["model"] == "copilot-host/gpt-5.4"
     assert setup.args == ("run", "hi")
     assert "model" not in _content(_setup("opencode", "run", "-m", "x/y", "hi", where=tmp_path))

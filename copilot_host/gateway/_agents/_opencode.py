@@ -93,13 +93,13 @@ def _ours(request: Request) -> tuple[dict[str, Any], list[str]]:
         return {}, [unknown(facts, "opencode's provider not set")]
     models: dict[str, Any] = {}
     for model in chat:
-        entry: dict[str, Any] = {"name": model.display_name}
         context, output = prompt_limit(model), model.max_output_tokens
         # opencode's schema needs both; it compacts when a prompt nears limit.context
-        # (less the output) and asks for at most limit.output.
-        if context is not None and output is not None:
-            entry["limit"] = {"context": context, "output": output}
-        models[model.model_id] = entry
+        # (less the output) and asks for at most limit.output. A model listing neither is
+        # no model to chat with (the inventory's trajectory-compaction, output 0).
+        if context and output:
+            limit = {"context": context, "output": output}
+            models[model.model_id] = {"name": model.display_name, "limit": limit}
     ours: dict[str, Any] = {
         "provider": {
             PROVIDER: {
