@@ -133,6 +133,34 @@ def test_claude_interactive_in_a_terminal(home: Path) -> None:
     assert "claude-opus-5" in _served(requests, "/v1/messages")
 
 
+def test_claudes_model_picker_shows_the_accounts_claude_models(home: Path) -> None:
+    """``/model`` in the full-screen interface lists the account's Claude models (its
+    gateway model discovery, which run's profile turns on, reads ``GET /v1/models`` in
+    Anthropic's shape) and the Haiku entry is the cheapest of them (the background model
+    the profile names)."""
+    claude = agent("claude")
+    tmux = agent("tmux")
+    onboard_claude(home)
+    log = home / "gateway.log"
+    inside = " ".join(shlex.quote(part) for part in isolated())
+    inner = f"{inside} {SCRIPT} run --emulator --log {log} -- {claude}; sleep 60"
+    pane = Pane(tmux, home, inner, height=60, bound=BOUND)
+    try:
+        pane.wait_for("❯")
+        pane.enter("/model")
+        pane.wait_for("From gateway")
+        shown = pane.screen()
+    finally:
+        pane.kill()
+    assert re.search(r"claude-haiku-4\.5\s+Custom Haiku model", shown), shown
+    for name in ("Claude Opus 5 ", "Claude Sonnet 4.6"):
+        assert re.search(re.escape(name) + r"\s+From gateway", shown), shown
+    # Only Claude models: Claude Code keeps no other id, and the gateway shows an
+    # Anthropic client only the models it can call on /v1/messages.
+    assert "GPT" not in shown and "Gemini" not in shown
+    assert " GET /v1/models model=- status=200 " in log.read_text()
+
+
 def test_an_emulator_script_drives_claude_through_read_edit_and_a_shell(home: Path) -> None:
     """README's ``--emulator-script`` example, as written there: Claude Code reads, edits
     and prints a file of the working folder for real, offline."""

@@ -231,6 +231,10 @@ def test_claude_gets_the_prompt_limit_of_the_model_that_serves_its_main_model() 
     assert setup.env == {
         "CLAUDE_CODE_AUTO_COMPACT_WINDOW": "936000",  # claude-opus-5's prompt limit
         "CLAUDE_CODE_ATTRIBUTION_HEADER": "0",
+        # The cheapest Claude model (priced), for the background calls and the haiku alias.
+        "ANTHROPIC_DEFAULT_HAIKU_MODEL": "claude-haiku-4.5",
+        "ANTHROPIC_SMALL_FAST_MODEL": "claude-haiku-4.5",
+        "CLAUDE_CODE_ENABLE_GATEWAY_MODEL_DISCOVERY": "1",
     }
     assert setup.args == ("-p", "hi") and not setup.notes
     assert _setup("claude", "--model", "haiku").env["CLAUDE_CODE_AUTO_COMPACT_WINDOW"] == "128000"
@@ -244,10 +248,22 @@ def test_claude_gets_the_prompt_limit_of_the_model_that_serves_its_main_model() 
 
 
 def test_claude_leaves_what_the_user_set_and_says_what_it_cannot_know() -> None:
-    env = {"CLAUDE_CODE_AUTO_COMPACT_WINDOW": "50000", "CLAUDE_CODE_ATTRIBUTION_HEADER": "1"}
+    env = {
+        "CLAUDE_CODE_AUTO_COMPACT_WINDOW": "50000",
+        "CLAUDE_CODE_ATTRIBUTION_HEADER": "1",
+        "ANTHROPIC_DEFAULT_HAIKU_MODEL": "mine",
+        "ANTHROPIC_SMALL_FAST_MODEL": "mine",
+        "CLAUDE_CODE_ENABLE_GATEWAY_MODEL_DISCOVERY": "0",
+    }
     assert _setup("claude", env=env).env == {}
     setup = _setup("claude", facts=LOGGED_OUT)
-    assert setup.env == {"CLAUDE_CODE_ATTRIBUTION_HEADER": "0"}
+    assert setup.env == {
+        "CLAUDE_CODE_ATTRIBUTION_HEADER": "0",
+        "CLAUDE_CODE_ENABLE_GATEWAY_MODEL_DISCOVERY": "1",
+    }
+    # No Claude model on Messages: no background model named (gpt-4.1 is not Claude).
+    gpt_only = Facts(models=(MODELS[0], MODELS[1]), resolve=_resolve)
+    assert "ANTHROPIC_SMALL_FAST_MODEL" not in _setup("claude", facts=gpt_only).env
     assert setup.notes == ("Claude Code's compaction window not set: not logged in",)
     (note,) = _setup("claude", "--model", "gpt-4.1").notes  # not served on /v1/messages
     assert "no model serves 'gpt-4.1'" in note

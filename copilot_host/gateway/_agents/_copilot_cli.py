@@ -4,9 +4,10 @@ Its bring-your-own-key mode runs it on any OpenAI-compatible server:
 ``COPILOT_PROVIDER_BASE_URL``, ``COPILOT_PROVIDER_TYPE=openai`` (Chat Completions on that base
 URL, or Responses with ``COPILOT_PROVIDER_WIRE_API=responses``), ``COPILOT_PROVIDER_API_KEY``,
 ``COPILOT_OFFLINE=true`` (no GitHub sign-in, no telemetry), ``COPILOT_MODEL`` and the model's
-limits (``COPILOT_PROVIDER_MAX_PROMPT_TOKENS``, ``COPILOT_PROVIDER_MAX_OUTPUT_TOKENS``). Its requests carry the OpenAI SDK's ``User-Agent`` (``OpenAI/JS …``)
-with the Copilot headers ``x-initiator`` and ``x-interaction-type``, by which the gateway
-tells them from a plain SDK's.
+limits (``COPILOT_PROVIDER_MAX_PROMPT_TOKENS``, ``COPILOT_PROVIDER_MAX_OUTPUT_TOKENS``). Its
+requests carry the OpenAI SDK's ``User-Agent`` (``OpenAI/JS …``) with the Copilot headers
+``x-initiator`` and ``x-interaction-type``, by which the gateway tells them from a plain
+SDK's.
 """
 
 from __future__ import annotations

@@ -37,6 +37,7 @@ __all__ = [
     "Profile",
     "Request",
     "Setup",
+    "cheapest",
     "cheapest_chat_model",
     "default_chat_model",
     "newest",
@@ -171,7 +172,13 @@ def cheapest_chat_model(
     """The Chat Completions model (of those whose id ``among`` takes) with the lowest
     output price, else the lowest multiplier (among equals, the inventory's first); else
     the default chat model."""
-    chat = [model for model in chat_models(facts) if among(model.model_id)]
+    found = cheapest([model for model in chat_models(facts) if among(model.model_id)])
+    return found if found is not None else default_chat_model(facts)
+
+
+def cheapest(models: Sequence[ch.ModelSpec]) -> ch.ModelSpec | None:
+    """Of ``models``, the one with the lowest output price, else the lowest multiplier
+    (among equals, the first); None when none has either."""
 
     def output_price(m: ch.ModelSpec) -> float | None:
         prices = m.billing.prices if m.billing is not None else None
@@ -182,11 +189,11 @@ def cheapest_chat_model(
 
     for measure in (output_price, multiplier):
         priced = [
-            (value, index, m) for index, m in enumerate(chat) if (value := measure(m)) is not None
+            (value, index, m) for index, m in enumerate(models) if (value := measure(m)) is not None
         ]
         if priced:
             return min(priced, key=lambda entry: (entry[0], entry[1]))[2]
-    return default_chat_model(facts)
+    return None
 
 
 def prompt_limit(model: ch.ModelSpec) -> int | None:
