@@ -42,6 +42,15 @@ __all__ = ["CHECKS", "Scenario"]
 #   web_search_tools    a Responses ``web_search`` tool (400)
 #   additional_tools    a Responses ``additional_tools`` input item (400)
 #   count_tokens        ``POST /v1/messages/count_tokens``, which Copilot does not serve (404)
+#   mcp_servers         a Messages ``mcp_servers`` (Anthropic's MCP connector) (400)
+#   tool_search         tool search (``tool_search_tool_*``, ``defer_loading``,
+#                       ``tool_reference``) without ``advanced-tool-use`` (400)
+#   cache_control       a ``cache_control`` with ``scope``, or ``ttl`` without its beta (400)
+#   effort              ``output_config.effort`` other than low, medium, high (400)
+#   hosted_tools        a Responses tool OpenAI hosts (``image_generation``, ...) (400)
+#   reasoning_context   a Responses ``reasoning.context`` (400)
+#   sampling            ``temperature``/``top_p`` other than 1, or Chat's ``max_tokens``,
+#                       for a GPT-5 or o-series model (400)
 CHECKS = frozenset(
     {
         "editor_version",
@@ -60,6 +69,13 @@ CHECKS = frozenset(
         "web_search_tools",
         "additional_tools",
         "count_tokens",
+        "mcp_servers",
+        "tool_search",
+        "cache_control",
+        "effort",
+        "hosted_tools",
+        "reasoning_context",
+        "sampling",
     }
 )
 

@@ -28,9 +28,14 @@ from ._answers import AnswerPass
 from ._betas import FIELD_BETAS, SERVED_BETAS
 from ._caps import MaxCompletionTokens, MaxOutputTokens, MaxTokens
 from ._change import AnswerMapper, Change, LocalAnswer, RequestEdit, Reshaped, Side
+from ._fields import CacheControl, Effort, McpServers, ToolSearch
+from ._hosted import HostedTools, ReasoningContext
 from ._local import COUNT_TOKENS, CountTokens
 from ._messages import BetaFields, BillingHeader, ServerTools, SystemMessages, ThinkingBudget
+from ._passed import PASSED
+from ._plan import AutoOnlyRefusal
 from ._rate_limit import RateLimitRefusal
+from ._sampling import Sampling
 from ._splices import Betas, BlockSystem, ModelId, Splice
 from ._tool_choice import ToolChoice
 from ._tools import AdditionalTools, CustomTools, Namespaces, WebSearch
@@ -38,6 +43,7 @@ from ._tools import AdditionalTools, CustomTools, Namespaces, WebSearch
 __all__ = [
     "COUNT_TOKENS",
     "FIELD_BETAS",
+    "PASSED",
     "REWRITES",
     "REWRITES_VARIABLE",
     "SERVED_BETAS",
@@ -60,9 +66,14 @@ REWRITES_VARIABLE = "COPILOT_HOST_REWRITES"
 
 TABLE: tuple[Change, ...] = (
     Betas(),
+    McpServers(),
     BillingHeader(),
     BetaFields(),
     SystemMessages(),
+    ToolSearch(),
+    CacheControl(),
+    Effort(),
+    Sampling(),
     MaxTokens(),
     ThinkingBudget(),
     MaxCompletionTokens(),
@@ -71,10 +82,13 @@ TABLE: tuple[Change, ...] = (
     AdditionalTools(),
     Namespaces(),
     WebSearch(),
+    HostedTools(),
+    ReasoningContext(),
     CustomTools(),
     ToolChoice(),
     CountTokens(),
     RateLimitRefusal(),
+    AutoOnlyRefusal(),
     ModelId(),
     BlockSystem(),
 )
@@ -193,9 +207,15 @@ class ApiChanges:
                 mappers.append(mapper)
         return AnswerPass(mappers) if mappers else None
 
-    def reshape(self, status: int, body: bytes, headers: Mapping[str, str]) -> Reshaped | None:
+    def reshape(
+        self,
+        status: int,
+        body: bytes,
+        headers: Mapping[str, str],
+        edit: RequestEdit | None = None,
+    ) -> Reshaped | None:
         for change in self._reshapes:
-            reshaped = change.reshape(self.api, status, body, headers)
+            reshaped = change.reshape(self.api, status, body, headers, edit)
             if reshaped is not None:
                 return reshaped
         return None

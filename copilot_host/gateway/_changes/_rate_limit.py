@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 
 from .._json import NotJson, loads
 from .._protocols import Api
-from ._change import Change, Reshaped
+from ._change import Change, RequestEdit, Reshaped
 
 __all__ = ["MAX_RESET", "RATE_LIMIT_CODES", "RateLimitRefusal", "retry_after_seconds"]
 
@@ -94,7 +94,12 @@ class RateLimitRefusal(Change):
     switchable = False
 
     def reshape(
-        self, api: Api, status: int, body: bytes, headers: Mapping[str, str]
+        self,
+        api: Api,
+        status: int,
+        body: bytes,
+        headers: Mapping[str, str],
+        edit: RequestEdit | None = None,
     ) -> Reshaped | None:
         if status != 429:
             return None
