@@ -670,3 +670,28 @@ def test_print_profile_prints_the_settings_with_the_key_as_KEY_and_runs_nothing(
     done = _run(proc, home, "--emulator", "--print-profile", "--", "aider", env={"PATH": path})
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1].startswith("aider --model openai/")
+
+
+# What each profile adds that --print-profile must show (on the emulator's account).
+PRINTED = {
+    "claude": (
+        "ANTHROPIC_DEFAULT_HAIKU_MODEL=claude-haiku-4.5",
+        "CLAUDE_CODE_ENABLE_GATEWAY_MODEL_DISCOVERY=1",
+    ),
+    "codex": ("analytics.enabled=false", "notice.model_migrations="),
+    "opencode": ("OPENCODE_CONFIG_CONTENT=", "copilot-host/gpt-5-mini"),
+    "aider": ("--weak-model openai/gpt-4o-mini-2024-07-18",),
+    "copilot": ("COPILOT_PROVIDER_WIRE_API=responses", "COPILOT_PROVIDER_MAX_OUTPUT_TOKENS=64000"),
+    "qwen": ("OPENAI_MODEL=gpt-5-mini", "QWEN_CODE_MAX_OUTPUT_TOKENS=64000"),
+}
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_print_profile_shows_each_agents_profile(proc: Proc, home: Path, agent: str) -> None:
+    """Without the agent installed: what run would add for it, the key shown as KEY."""
+    done = _run(proc, home, "--emulator", "--print-profile", "--", agent)
+    assert done.returncode == 0, done.stderr
+    for shown in PRINTED[agent]:
+        assert shown in done.stdout, (agent, shown, done.stdout)
+    assert done.stdout.splitlines()[-1].split()[0] == agent
+    assert "cph_" not in done.stdout
