@@ -47,8 +47,8 @@ os.execv(REAL, [REAL, *sys.argv[1:]])
 """
 
 
-def _stand_in(home: Path, name: str) -> Path:
-    real = agent(name)
+def _stand_in(home: Path, name: str, real: str | None = None) -> Path:
+    real = real or agent(name)
     folder = home / "bin"
     folder.mkdir(exist_ok=True)
     stand_in = folder / name
@@ -57,7 +57,7 @@ def _stand_in(home: Path, name: str) -> Path:
     return stand_in
 
 
-def _spent(home: Path, name: str, *args: str, refusals: int = 1) -> str:
+def _spent(home: Path, name: str, *args: str, refusals: int = 1, real: str | None = None) -> str:
     """Run the agent ``name`` on a spent budget; its output (stdout and stderr) once it
     ended, after checking that it stopped at once."""
     log = home / "gateway.log"
@@ -71,7 +71,7 @@ def _spent(home: Path, name: str, *args: str, refusals: int = 1) -> str:
         "--log",
         str(log),
         "--",
-        str(_stand_in(home, name)),
+        str(_stand_in(home, name, real)),
         *args,
     ]
     child = subprocess.Popen(
@@ -137,3 +137,15 @@ def test_the_copilot_cli_stops_at_once_on_a_spent_budget(home: Path) -> None:
 def test_qwen_code_stops_at_once_on_a_spent_budget(home: Path) -> None:
     log = _spent(home, "qwen", "-p", "Say hello")
     assert " status=402 " in log
+
+
+def test_aider_stops_at_once_on_a_spent_budget(home: Path) -> None:
+    aider = Path(os.environ.get("COPILOT_HOST_AIDER", "/opt/aider/bin/aider"))
+    if not aider.exists():
+        if os.environ.get("CI"):
+            pytest.fail(f"aider is not installed at {aider}: .ci/run installs it")
+        pytest.skip(f"aider is not installed at {aider} (CI installs it)")
+    flags = ("--yes-always", "--no-git", "--no-check-update", "--no-show-release-notes")
+    log = _spent(home, "aider", "--message", "Say hello", *flags, "--no-analytics", real=str(aider))
+    # aider retries a 402 for a minute; it stops on a 400.
+    assert " status=400 " in log
