@@ -51,6 +51,16 @@ def _run(
     return done, requests
 
 
+def _full_screen(home: Path, program: str, *, height: int = 50) -> tuple[Pane, Path]:
+    """``run --emulator`` of ``program`` in tmux, inside a network namespace with only
+    loopback; the pane and the gateway's log file."""
+    tmux = agent("tmux")
+    log = home / "gateway.log"
+    inside = " ".join(shlex.quote(part) for part in isolated())
+    inner = f"{inside} {SCRIPT} run --emulator --log {log} -- {program}; sleep 60"
+    return Pane(tmux, home, inner, height=height, bound=BOUND), log
+
+
 def _run_isolated(
     home: Path, *command: str
 ) -> tuple[subprocess.CompletedProcess[str], list[tuple[str, ...]]]:
@@ -139,12 +149,8 @@ def test_claudes_model_picker_shows_the_accounts_claude_models(home: Path) -> No
     Anthropic's shape) and the Haiku entry is the cheapest of them (the background model
     the profile names)."""
     claude = agent("claude")
-    tmux = agent("tmux")
     onboard_claude(home)
-    log = home / "gateway.log"
-    inside = " ".join(shlex.quote(part) for part in isolated())
-    inner = f"{inside} {SCRIPT} run --emulator --log {log} -- {claude}; sleep 60"
-    pane = Pane(tmux, home, inner, height=60, bound=BOUND)
+    pane, log = _full_screen(home, claude, height=60)
     try:
         pane.wait_for("❯")
         pane.enter("/model")
@@ -249,11 +255,7 @@ def test_codex_interactive_in_a_terminal_answers_its_first_prompt(home: Path) ->
     person's: it opens on its prompt (no screen offering a model the account lacks) and
     the first prompt is answered by the model the profile chose."""
     codex = agent("codex")
-    tmux = agent("tmux")
-    log = home / "gateway.log"
-    inside = " ".join(shlex.quote(part) for part in isolated())
-    inner = f"{inside} {SCRIPT} run --emulator --log {log} -- {codex}; sleep 60"
-    pane = Pane(tmux, home, inner, height=50, bound=BOUND)
+    pane, log = _full_screen(home, codex)
     try:
         pane.wait_for("Ask Codex to do anything")
         assert "Meet GPT" not in pane.screen()
@@ -284,11 +286,7 @@ def test_qwen_headless_with_no_flag(home: Path) -> None:
 
 def test_qwen_interactive_in_a_terminal_with_no_flag(home: Path) -> None:
     qwen = agent("qwen")
-    tmux = agent("tmux")
-    log = home / "gateway.log"
-    inside = " ".join(shlex.quote(part) for part in isolated())
-    inner = f"{inside} {SCRIPT} run --emulator --log {log} -- {qwen}; sleep 60"
-    pane = Pane(tmux, home, inner, height=50, bound=BOUND)
+    pane, log = _full_screen(home, qwen)
     try:
         # No auth dialog: the model is shown and the prompt is ready.
         pane.wait_for(r"API Key \| gpt-5-mini")

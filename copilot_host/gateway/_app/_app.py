@@ -81,10 +81,10 @@ def create_app(
     after the server has stopped. Use the app on one event loop (an asynchronous host
     belongs to one). ``hooks`` plug features into the request path (:mod:`._hooks`).
     ``max_credits`` is a budget in AI credits: once the costs the answers reported since
-    start reach it, model requests are refused with ``budget_exhausted`` (402, or 400 for
-    the agents that retry a 402: :mod:`._admit`). ``model_aliases`` (name ->
-    model id) and ``default_model`` take part in how a request's model name is read
-    (:mod:`copilot_host.gateway._names`); a bad spelling is a ``ValueError``.
+    start reach it, model requests are refused (``budget_exhausted``: :mod:`._admit`).
+    ``model_aliases`` (name -> model id) and ``default_model`` take part in how a request's
+    model name is read (:mod:`copilot_host.gateway._names`); a bad spelling is a
+    ``ValueError``.
     ``rewrites`` names the changes to apply (:data:`copilot_host.gateway.REWRITES`; None:
     all of them; an unknown name is a ``ValueError``). ``access_line`` takes each request's
     access line (its text, without a newline) instead of :data:`ACCESS_LOGGER`: for a
@@ -227,9 +227,7 @@ class GatewayApp:
         self._registry.add_aliases(ModelNames(dict(aliases)).aliases)
 
     def agent_started(self, name: str) -> None:
-        """The coding agent ``run`` started (a name of the closed vocabulary of
-        :mod:`copilot_host.gateway._agents`): a request no rule names is taken as its,
-        for the ledger and for the status a spent budget is refused with."""
+        """The agent ``run`` started (of NAMES): requests no rule names are its."""
         if name not in NAMES:
             raise ValueError(f"not an agent's name: {name[:40]!r}")
         self._pipeline.agent = name

@@ -13,9 +13,8 @@ docs/WIRE.md ("Shapes no tested agent sends yet") has each one's evidence:
 
 from __future__ import annotations
 
-from typing import Any
-
 from ._change import Change, RequestEdit
+from ._tools import RemovedTools
 
 __all__ = ["HOSTED_TOOLS", "HostedTools", "ReasoningContext"]
 
@@ -32,9 +31,8 @@ HOSTED_TOOLS = frozenset(
 )
 
 
-class HostedTools(Change):
+class HostedTools(RemovedTools):
     name = "hosted-tools"
-    apis = RESPONSES
     summary = (
         "Responses: the tools OpenAI hosts (image_generation, local_shell, file_search, mcp, "
         "code_interpreter, computer_use_preview) are removed"
@@ -43,26 +41,8 @@ class HostedTools(Change):
     check = "hosted_tools"
     agents = ("codex",)
 
-    def request(self, edit: RequestEdit) -> None:
-        tools = edit.value.get("tools")
-        if not isinstance(tools, list):
-            return
-        kept: list[Any] = []
-        for tool in tools:
-            kind = tool.get("type") if isinstance(tool, dict) else None
-            if isinstance(kind, str) and kind in HOSTED_TOOLS:
-                edit.removed.add(kind)
-            else:
-                kept.append(tool)
-        if len(kept) == len(tools):
-            return
-        doc = edit.edit()
-        if kept:
-            doc["tools"] = kept
-        else:
-            del doc["tools"]
-        edit.tools_changed = True
-        edit.did(self.name)
+    def names(self, kind: str) -> tuple[str, ...]:
+        return (kind,) if kind in HOSTED_TOOLS else ()
 
 
 class ReasoningContext(Change):

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .._json import NotJson, loads
 from .._protocols import Api
 from ._change import Change, RequestEdit, Reshaped
+from ._rate_limit import error_code
 
 __all__ = ["AUTO_ONLY_MESSAGE", "AutoOnlyRefusal"]
 
@@ -55,16 +55,9 @@ class AutoOnlyRefusal(Change):
         headers: Mapping[str, str],
         edit: RequestEdit | None = None,
     ) -> Reshaped | None:
-        if status != 400 or b"model_not_supported" not in body:
+        if status != 400 or edit is None or edit.route.spec.picker_enabled:
             return None
-        if edit is None or edit.route.spec.picker_enabled:
-            return None
-        try:
-            document = loads(body)
-        except NotJson:
-            return None
-        error = document.get("error") if isinstance(document, dict) else None
-        if not isinstance(error, dict) or error.get("code") != "model_not_supported":
+        if b"model_not_supported" not in body or error_code(body) != "model_not_supported":
             return None
         return Reshaped(
             api.errors.body(400, "model_not_supported", AUTO_ONLY_MESSAGE),
