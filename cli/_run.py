@@ -77,7 +77,6 @@ Examples:
   copilot-host run -- opencode                    (and aider, copilot, qwen: README)
   copilot-host run --emulator -- claude           check the setup before logging in
   copilot-host run --emulator --emulator-script tools.json -- claude
-                                                  ...with the tool calls in tools.json
   copilot-host run --print-profile -- aider       what run adds, to give it by hand
 
 \b
