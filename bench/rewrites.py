@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import statistics
 import sys
@@ -175,8 +176,8 @@ async def measure(rounds: int, home: Path, emulator: GitHubEmulator) -> None:
         print(f"{'request':28} {'rewrites on':>12} {'off':>10} {'ratio':>7}")
         for name, (path, body) in cases.items():
             on, off = await pair(
-                lambda p=path, b=body: call(apps["on"], p, b, base),
-                lambda p=path, b=body: call(apps["off"], p, b, base),
+                functools.partial(call, apps["on"], path, body, base),
+                functools.partial(call, apps["off"], path, body, base),
             )
             print(f"{name:28} {on / 1000:10.1f}us {off / 1000:8.1f}us {on / off:7.2f}")
         plain = cases["messages, 100 KB"][1]

@@ -27,10 +27,10 @@ from copilot_host.store import CredentialStore
 
 
 class BenchKeyring(keyring.backend.KeyringBackend):
-    priority = 10  # type: ignore[assignment]
+    priority = 10
 
     def __init__(self) -> None:
-        super().__init__()
+        super().__init__()  # type: ignore[no-untyped-call]
         self.items: dict[tuple[str, str], str] = {}
 
     def get_password(self, service: str, username: str) -> str | None:
@@ -65,7 +65,11 @@ def main() -> None:
             mode = "key file" if key_file else "keyring "
             store.save("octocat", token, key_file=key_file)  # warm up imports
             store.load()
-            save = median_us(lambda k=key_file: store.save("octocat", token, key_file=k), runs)
+
+            def save_once(k: bool = key_file) -> object:
+                return store.save("octocat", token, key_file=k)
+
+            save = median_us(save_once, runs)
             load = median_us(store.load, runs)
             print(f"{mode}  save {save:9.1f} us   load {load:8.1f} us   (median of {runs})")
 

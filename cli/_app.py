@@ -50,6 +50,7 @@ __all__ = ["COMMANDS", "main"]
 # the command's own docstring, so the listing cannot drift from the commands.
 COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("_demo", "Run the whole journey against a built-in GitHub emulator."),
+    "doctor": ("_doctor", "Check why copilot-host may not work here, and say what to do."),
     "login": ("_login", "Log in to GitHub with a one-time code; keep the login encrypted."),
     "logout": ("_logout", "Remove the stored GitHub credential and its key from this machine."),
     "models": (
@@ -260,6 +261,7 @@ Examples:
   copilot-host status             who is logged in, and how the login is protected
   copilot-host models             the Copilot models this account can use
   copilot-host usage              what this account has used of its Copilot quotas
+  copilot-host doctor             why something fails, one check a line, with its fix
   copilot-host serve              an OpenAI/Anthropic API on 127.0.0.1 for other programs
   copilot-host run -- claude      a coding agent on your Copilot models
   copilot-host logout             forget the local login

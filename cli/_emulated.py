@@ -21,10 +21,18 @@ if TYPE_CHECKING:
 
     from copilot_host.github import AsyncGitHubCopilotHost, EditorIdentity
     from copilot_host.store import CredentialStore
+    from copilot_host.testing import GitHubEmulator
 
     from ._account import Account
 
-__all__ = ["ScriptedCall", "emulated_account", "read_script", "script_option", "throwaway_store"]
+__all__ = [
+    "ScriptedCall",
+    "emulated_account",
+    "emulated_login",
+    "read_script",
+    "script_option",
+    "throwaway_store",
+]
 
 # One scripted tool call: the tool's name and its arguments (a JSON object).
 ScriptedCall = tuple[str, Mapping[str, Any]]
@@ -96,19 +104,17 @@ def throwaway_store(home: Path) -> CredentialStore:
 
 
 @contextmanager
-def emulated_account(
+def emulated_login(
     editor: EditorIdentity | None = None, script: tuple[ScriptedCall, ...] = ()
-) -> Iterator[Account]:
-    """The emulator's account, logged in, for the gateway; everything is removed on exit.
-    ``editor`` (``COPILOT_HOST_EDITOR``) is presented to the emulator as it would be to
-    GitHub, so a person can try an identity before logging in. ``script`` is the tool calls
-    its model makes (``--emulator-script``), else none."""
+) -> Iterator[tuple[CredentialStore, GitHubEmulator]]:
+    """The emulator (text answers only, unless ``script`` lists the tool calls its model
+    makes: ``--emulator-script``) and its account logged in to a store in a throwaway
+    folder; everything is removed on exit. ``editor`` (``COPILOT_HOST_EDITOR``) is
+    presented to the emulator as it would be to GitHub."""
     import tempfile
 
-    from copilot_host.github import AsyncGitHubCopilotHost, GitHubCopilotHost
+    from copilot_host.github import GitHubCopilotHost
     from copilot_host.testing import GitHubEmulator, Replies, Scenario, ToolCall
-
-    from ._account import Account
 
     # Text answers unless the person scripted calls: an agent would run an unscripted
     # call, with empty arguments, on this machine.
@@ -123,6 +129,19 @@ def emulated_account(
             store=store, transport=emulator.transport(), editor=editor
         ) as person:
             person.login(sleep=lambda _seconds: None)
+        yield store, emulator
+
+
+@contextmanager
+def emulated_account(
+    editor: EditorIdentity | None = None, script: tuple[ScriptedCall, ...] = ()
+) -> Iterator[Account]:
+    """The emulator's account, logged in, for the gateway (see :func:`emulated_login`)."""
+    from copilot_host.github import AsyncGitHubCopilotHost
+
+    from ._account import Account
+
+    with emulated_login(editor, script) as (store, emulator):
 
         def make_host() -> AsyncGitHubCopilotHost:
             return AsyncGitHubCopilotHost(

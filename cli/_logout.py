@@ -23,7 +23,8 @@ def logout() -> None:
     """Remove the stored GitHub credential and its key from this machine.
 
     Safe to run when already logged out (exit code 0). This is a local logout: the
-    authorization stays on your GitHub account until you revoke it there.
+    authorization stays on your GitHub account until you revoke it there. The ledger
+    of model requests (usage --history) is kept; logout says where it is.
     """
     from copilot_host._internal import clean, show_path
 
@@ -44,3 +45,20 @@ def logout() -> None:
     out.info(f"This does not revoke the authorization on GitHub; to revoke it, visit {REVOKE_URL}")
     for path in deleted.still_aside:
         out.warn(f"a damaged login record is set aside at {show_path(path)}; delete it if unneeded")
+    _ledger_kept()
+
+
+def _ledger_kept() -> None:
+    """The ledger is the person's record of what was spent, not a credential: logging
+    out keeps it, and says where it is."""
+    import os
+
+    from copilot_host._internal import show_path
+    from copilot_host.gateway._ledger import history_path
+
+    path = history_path(option=None, environ=os.environ)
+    if os.path.lexists(path):
+        output().info(
+            f"The ledger of model requests is kept at {show_path(path)} (no prompt or "
+            "secret is in it; `copilot-host usage --history` shows it); delete it if unneeded"
+        )

@@ -485,6 +485,39 @@ def _quiet_terminal() -> Iterator[None]:
             sys.stderr = saved
 
 
+# prctl(2): the signal the calling process gets when the thread that made it ends.
+_PR_SET_PDEATHSIG = 1
+
+
+def _ends_with_run() -> Callable[[], None] | None:
+    """On Linux, what the command runs before it starts so that it gets SIGTERM when run
+    dies of a signal it cannot handle (SIGKILL, SIGSEGV, SIGABRT), as it does when run is
+    told to stop; None elsewhere (macOS has no such call: the command keeps running).
+
+    It runs in the forked child, where only the forking thread survives and the gateway's
+    threads may have left any lock held: so it calls ``prctl`` (looked up here, in the
+    parent) and ``getppid`` only, the second in case run died before the first took
+    effect. The signal follows the thread that forks, run's main thread, which ends only
+    with run. The kernel clears it when the command is set-user-ID or set-group-ID."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    option, signum = ctypes.c_int(_PR_SET_PDEATHSIG), ctypes.c_ulong(signal.SIGTERM)
+    run_pid, terminated = os.getpid(), 128 + int(signal.SIGTERM)
+
+    def set_death_signal() -> None:
+        prctl(option, signum)
+        if os.getppid() != run_pid:
+            os._exit(terminated)  # run is already gone
+
+    return set_death_signal
+
+
 def _foreground(argv: list[str], env: dict[str, str], server: _Gateway) -> int:
     """Run the command attached to this terminal; its exit status, or 128+N."""
     import subprocess
@@ -515,8 +548,13 @@ def _foreground(argv: list[str], env: dict[str, str], server: _Gateway) -> int:
     server.on_failure = gateway_failed
     try:
         try:
-            # The person's own command line, run as they typed it after --.
-            child = subprocess.Popen(argv, env=env)  # noqa: S603
+            # The person's own command line, run as they typed it after --; its
+            # preexec_fn is one system call (_ends_with_run says why that is safe here).
+            child = subprocess.Popen(  # noqa: S603
+                argv,
+                env=env,
+                preexec_fn=_ends_with_run(),  # noqa: PLW1509
+            )
         except OSError as exc:
             # Found and executable, yet the kernel would not run it (not a program for
             # this machine, a script whose interpreter is missing): a shell says 126.

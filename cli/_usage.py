@@ -23,6 +23,8 @@ _EPILOG = """\b
 Examples:
   copilot-host usage
   copilot-host usage --json | jq '.quotas[] | select(.id=="premium_interactions")'
+  copilot-host usage --history --by day
+  copilot-host usage --history --since 2026-01-01 --by model --json
 
 \b
 --json prints one document (fields are only ever added):
@@ -40,6 +42,21 @@ Numbers are as GitHub reports them (fractions; negative remaining once overage i
 "rate_windows" holds the windows this lookup's answer reported (often none: GitHub
 reports them on model answers, which `serve` and `run` warn about).
 An exhausted quota is not an error: the exit status is 0.
+
+\b
+--history --json prints one document of what serve and run recorded:
+  {"v":1,"rows":[{"time":"2026-12-01T09:30:12Z","run_id":"3f2a9c1b0d4e",
+     "agent":"claude-code","api":"messages","model_asked":"sonnet",
+     "model":"claude-sonnet-4.5","status":200|"interrupted"|"in_flight",
+     "input_tokens":1200|null,"output_tokens":310|null,"cached_tokens":0|null,
+     "credits":0.0425|null,"credits_estimated":false,"duration_ms":2310|null,
+     "rewrote":["billing-header"]}],
+   "total":{"requests":1,"credits":0.0425}}
+and with --by: {"v":1,"groups":[{"key":"2026-12-01","requests":1,"credits":0.0425,
+   "input_tokens":1200,"output_tokens":310}],"total":{...}}
+Times and days are UTC. "credits_estimated" marks a request's reservation counted
+for want of a reported cost (an "interrupted" request's, or an answer cut short).
+A missing ledger is an empty history (stderr says so).
 """
 
 _BAR = 20
@@ -158,17 +175,53 @@ def usage_lines(found: CopilotUsage) -> list[str]:
 
 @click.command(cls=CopilotHostCommand, epilog=_EPILOG)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
-def usage(as_json: bool) -> None:
+@click.option(
+    "--history",
+    is_flag=True,
+    help="Show what serve and run recorded in the local ledger instead (offline).",
+)
+@click.option(
+    "--since",
+    metavar="Nd|YYYY-MM-DD",
+    help="With --history: the last N UTC days (today included), or from that UTC day "
+    "(default: 30d).",
+)
+@click.option(
+    "--by",
+    type=click.Choice(["day", "agent", "model", "run"]),
+    help="With --history: totals per UTC day, agent, model served or run.",
+)
+@click.option(
+    "--ledger",
+    metavar="FILE",
+    help="With --history: the ledger to read (default: $COPILOT_HOST_LEDGER, else "
+    "ledger.sqlite3 in the store folder).",
+)
+def usage(
+    as_json: bool, history: bool, since: str | None, by: str | None, ledger: str | None
+) -> None:
     """Show this account's Copilot plan, quotas and when they reset.
 
     Asks GitHub (api.github.com, with the stored login) what the account has used of
     each quota: AI credits on usage-billed plans, premium requests on the plans still
-    billed by request, and the Copilot Free allowances.
+    billed by request, and the Copilot Free allowances. With --history, shows instead
+    what serve and run recorded in the local ledger, offline.
     """
     out = output()
     no_core_dumps()
     if as_json:
         use_json_errors()
+    if not history:
+        given = [name for name, value in (("--since", since), ("--by", by)) if value]
+        if ledger is not None:
+            given.append("--ledger")
+        if given:
+            raise click.UsageError(f"{', '.join(given)}: only with --history")
+    else:
+        from ._history import show_history
+
+        show_history(since=since, by=by, ledger=ledger, as_json=as_json)
+        return
 
     import copilot_host as ch
 

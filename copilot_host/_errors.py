@@ -18,23 +18,26 @@ server text that went through :func:`copilot_host._safety._text.clean`.
     + LoginCancelledError           login_cancelled
     + LoginRevokedError             login_invalid
   x EntitlementError                no_copilot_access, not_signed_up, subscription_ended,
-                                    oauth_app_not_enabled, personal_access_token, and
+                                    oauth_app_not_enabled, personal_access_token,
+                                    usage_unavailable, policy_refused (an organisation's
+                                    policy refuses this client), integrator_refused (the
+                                    model is not served to the login's OAuth app), and
                                     GitHub's other notification ids as sent
   x TransportError                  network_error, timeout (retryable), network_config,
                                     answer_cut (the gateway: an answer broke off)
   x ServerError                     server_error, rate_limited    (retryable)
   x QuotaExceededError              quota_exceeded (.reset_at)
   x ResponseError                   bad_response, response_too_large, oauth_error
-  x ClientOutdatedError             client_outdated
+  x ClientOutdatedError             client_outdated               (.minimum_version)
   x SessionError                    session_expired, refresh_failed, timeout (retryable),
                                     host_closed, wrong_event_loop, session_refused
                                     (the gateway: upstream refused a session, retryable)
   x StoreError                      store_error, store_io, invalid_store_path,
                                     invalid_account, invalid_credential, key_file_missing,
-                                    invalid_client_id
-    + StoreCorruptError             store_corrupt
-    + StoreInsecureError            store_insecure
-    + StoreVersionError             store_version
+                                    invalid_client_id, ledger_io (the ledger: retryable)
+    + StoreCorruptError             store_corrupt, ledger_corrupt
+    + StoreInsecureError            store_insecure, ledger_insecure
+    + StoreVersionError             store_version, ledger_version
     + StoreLockedError              store_locked                  (retryable)
     + KeyringUnavailableError       keyring_unavailable, keyring_locked, keyring_timeout,
                                     keyring_entry_missing, keyring_entries_left
@@ -252,9 +255,14 @@ class ResponseError(CopilotHostError):
 class ClientOutdatedError(CopilotHostError):
     """The service refused this client as too old (HTTP 466, a model's minimum editor
     version, a retired API version): upgrade copilot-host, or have the embedding
-    application present a newer editor identity."""
+    application present a newer editor identity.
+
+    ``minimum_version`` is the oldest version the refusal's text named as served
+    (``"1.104.1"``), when it named one: the service gives no such field.
+    """
 
     code = "client_outdated"
+    minimum_version: str | None = None
 
 
 class SessionError(CopilotHostError):

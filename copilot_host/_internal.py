@@ -17,7 +17,8 @@ if TYPE_CHECKING:
     from ._flight import Flight, SingleFlight
     from ._safety._redact import redact_line
     from ._safety._text import clean, show_path
-    from ._sessions._inspect import read_json_body, request_facts
+    from ._sessions._inspect import read_json_body, request_facts, write_json_body
+    from ._sessions._refusals import refusal_of
 
 _EXPORTS: dict[str, str] = {
     "Flight": "_flight",
@@ -27,6 +28,8 @@ _EXPORTS: dict[str, str] = {
     "redact_line": "_safety._redact",
     "read_json_body": "_sessions._inspect",
     "request_facts": "_sessions._inspect",
+    "write_json_body": "_sessions._inspect",
+    "refusal_of": "_sessions._refusals",
     "Accelerations": "_accel",
     "accelerations": "_accel",
 }
@@ -40,9 +43,12 @@ __all__ = [
     "clean",
     "show_path",
     "redact_line",
-    # the gateway's one reading of a request body
+    # the gateway's one reading of a request body, and its one writing
     "read_json_body",
     "request_facts",
+    "write_json_body",
+    # the one reading of an upstream refusal by policy (the gateway's answer to it)
+    "refusal_of",
     # the one reading of the environment that selects the stack (serve's, the JSON reader's)
     "Accelerations",
     "accelerations",

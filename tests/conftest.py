@@ -91,14 +91,16 @@ def _reference_workload() -> float:
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    # A suite started in the background by a shell without job control (`nohup pytest &`,
-    # `sh -c '... &'`) inherits SIGINT and SIGQUIT ignored, and so would every process the
-    # tests start; the signal tests send them and expect the usual dispositions. The
-    # product's own rule (an ignored signal stays ignored) is tested by setting it.
+    # A suite started in the background by a shell without job control (`pytest &`,
+    # `sh -c '... &'`) inherits SIGINT and SIGQUIT ignored, and one started under `nohup`
+    # SIGHUP, and so would every process the tests start; the signal tests send them and
+    # expect the usual dispositions. The product's own rule (an ignored signal stays
+    # ignored) is tested by setting it.
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
-    if signal.getsignal(signal.SIGQUIT) is signal.SIG_IGN:
-        signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+    for signum in (signal.SIGQUIT, signal.SIGHUP):
+        if signal.getsignal(signum) is signal.SIG_IGN:
+            signal.signal(signum, signal.SIG_DFL)
     if not hasattr(session.config, "workerinput"):  # the controller, not an xdist worker
         session.config.stash[_STARTED] = (time.perf_counter(), _reference_workload())
 

@@ -48,7 +48,11 @@ TOKEN_SHAPES = re.compile(
 
 _lock = threading.Lock()
 # Weak references: registering a secret must not keep it alive after its owner drops it.
-_known: weakref.WeakSet[Secret] = weakref.WeakSet()
+# Held by identity, not by value: Secrets that are equal (the same token read again from
+# the store) are each registered, so the value stays masked while any of them lives. A
+# set would keep only the first, and the value would go unmasked once its owner dropped
+# that one, though a later copy was still held (the GitHub host keeps its latest read).
+_known: weakref.WeakValueDictionary[int, Secret] = weakref.WeakValueDictionary()
 # Moves whenever the set changes: on a registration, and when a registered secret is
 # collected (its finalizer). known_values() rebuilds its cache only then, and otherwise
 # answers from it without a lock: it runs several times per relayed request.
@@ -69,8 +73,8 @@ def register_secret(secret: Secret) -> None:
     global _generation  # noqa: PLW0603 - guarded by _lock
     if len(secret.reveal()) >= 6:
         with _lock:
-            if secret not in _known:
-                _known.add(secret)
+            if _known.get(id(secret)) is not secret:
+                _known[id(secret)] = secret
                 weakref.finalize(secret, _collected)
                 _generation += 1
 
@@ -84,7 +88,7 @@ def _known_forms() -> tuple[int, tuple[str, ...], tuple[bytes, ...]]:
         # Read before the set: a change while this builds moves it again, so the next
         # call rebuilds.
         generation = _generation
-        values = tuple(sorted((s.reveal() for s in _known), key=len, reverse=True))
+        values = tuple(sorted({s.reveal() for s in _known.values()}, key=len, reverse=True))
         _cache = (generation, values, tuple(v.encode("utf-8") for v in values))
         return _cache
 

@@ -21,7 +21,7 @@ from typing import NoReturn
 import httpx2
 
 from .._api import protocol_of_path
-from .._errors import OriginError
+from .._errors import EntitlementError, OriginError
 from .._hosts import CopilotSession, LoginIdentity
 from .._origin import CopilotEndpoint
 from .._safety._text import clean
@@ -36,6 +36,7 @@ from ._pipeline import (
     Step,
     SwitchesIdentity,
 )
+from ._refusals import refusal_of
 from ._resolver import ASK_HOST, AsyncSessionResolver, SessionResolver
 
 __all__ = ["INITIATOR", "VISION", "CopilotAuth"]
@@ -60,7 +61,9 @@ class CopilotAuth(httpx2.Auth):
       request is sent more than twice.
     * A 401, or a 403 on a session from the cache, drops that session and the request goes
       out once more with a new one, at most one new exchange per second however many
-      requests are refused; otherwise the refusal is returned as it is.
+      requests are refused; otherwise the refusal is returned as it is. A 403 that is an
+      organisation's policy refusing the client is returned at once (:meth:`refusal` reads
+      it, and a 400 ``model_not_available_for_integrator``, in plain words).
 
     The session lives in the resolver; the auth keeps the header values of the last
     session it used (built once per session, not once per request), in memory only, as the
@@ -103,6 +106,31 @@ class CopilotAuth(httpx2.Auth):
     async def async_origin_guard(self, request: httpx2.Request) -> None:
         """:meth:`origin_guard` for ``httpx2.AsyncClient`` (its hooks are awaited)."""
         self._check_target(request.url)
+
+    def refusal(self, response: httpx2.Response) -> EntitlementError | None:
+        """What ``response`` means when the service refused the client by policy, else None.
+
+        A 403 "not authorized to use this Copilot feature" is an ``EntitlementError`` with
+        code ``policy_refused``, a 400 ``model_not_available_for_integrator`` one with code
+        ``integrator_refused``; the message says which identity or OAuth app is refused and
+        what an administrator or the person can do. ``route.auth`` returns such an answer
+        to the SDK as it is (a 403 of this kind is not taken for a stale session: no new
+        exchange, no second send); an application that wants the plain words passes the
+        SDK error's ``response`` here. A response not read yet is read (sync responses).
+        """
+        try:
+            body = response.content
+        except httpx2.ResponseNotRead:
+            body = response.read()
+        found = refusal_of(response.status_code, body)
+        if found is None:
+            return None
+        presented = [
+            value
+            for name, value in self._pipeline.presented.items()
+            if name.lower() == "copilot-integration-id"
+        ]
+        return found.error("the Copilot API request", presented)
 
     def __repr__(self) -> str:
         return f"CopilotAuth({self._endpoint.origin!r})"

@@ -30,6 +30,7 @@ __all__ = [
     "inspect_body",
     "read_json_body",
     "request_facts",
+    "write_json_body",
 ]
 
 USER = "user"
@@ -83,6 +84,29 @@ def read_json_body(body: bytes) -> Any:
         return json.loads(body.decode("utf-8"))  # a leading BOM is a JSONDecodeError
     except RecursionError:
         raise ValueError("the body nests too deeply") from None
+
+
+def write_json_body(value: Any, *, finite: bool = False) -> bytes:
+    """``value`` (a document :func:`read_json_body` read, then edited) as a body again: the
+    one writing, as UTF-8 JSON text.
+
+    orjson writes it when installed, an order of magnitude faster than ``json`` (a 400 KB
+    agent's turn: 0.1 against 2 ms), except where the two would write different documents,
+    which ``json`` then writes: orjson refuses a lone surrogate and an integer beyond 64
+    bits (then ``json`` writes the value), and writes NaN and the infinities as null, so it
+    is used only when the caller knows the value holds none (``finite``: the body it was
+    read from spells neither ``NaN`` nor ``Infinity``). A lone surrogate is written
+    ``\\u``-escaped, as JSON allows."""
+    fast = _accel.orjson
+    if fast is not None and finite:
+        try:
+            return bytes(fast.dumps(value))
+        except (TypeError, fast.JSONEncodeError):
+            pass
+    try:
+        return json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(value).encode("ascii")
 
 
 def inspect_body(protocol: ApiProtocol, body: bytes) -> tuple[bool, str]:

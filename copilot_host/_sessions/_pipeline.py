@@ -24,7 +24,8 @@ fifth of ``route.auth``'s cost. A request is sent at most twice:
 1. A 401, or a 403 on a session from the resolver's cache, asks the resolver whether a new
    exchange is worth it (at most one a second however many requests are refused; never
    for a session exchanged for this very request); if so, the request goes once more with
-   the new session. This rule comes first.
+   the new session. This rule comes first. A 403 whose body is an organisation's policy
+   refusing the client (:mod:`._refusals`) is the answer: no session would change it.
 2. Otherwise, a 400 ``model_not_supported`` for a model the inventory listed, from a host
    that can switch identities (:class:`SwitchesIdentity`), asks the host for its other
    identity's headers; when it has them, the request goes once more with them. The switch
@@ -55,6 +56,7 @@ from .._hosts import CopilotSession
 from .._origin import CopilotEndpoint
 from .._safety._text import clean
 from ._inspect import INITIATORS, RequestFacts
+from ._refusals import refusal_of
 
 __all__ = [
     "INITIATOR",
@@ -182,6 +184,11 @@ class Pipeline:
     def endpoint(self) -> CopilotEndpoint:
         return self._endpoint
 
+    @property
+    def presented(self) -> Mapping[str, str]:
+        """The host's headers requests present now (its current identity)."""
+        return self._identity.given
+
     def first(
         self, facts: RequestFacts, client: Sequence[tuple[bytes, bytes]], session: CopilotSession
     ) -> tuple[HeaderList, Identity]:
@@ -218,6 +225,12 @@ class Pipeline:
         ``Headers.raw`` is a fresh list)."""
         resolver = self._resolver
         if status in (401, 403):
+            if status == 403:
+                # An organisation's policy refusing this client is no stale session: a new
+                # one would be refused the same way (the body says which it is).
+                body = yield NEED_ERROR_BODY
+                if isinstance(body, bytes) and refusal_of(status, body) is not None:
+                    return
             if resolver.rejected(session, asked, forbidden=status == 403):
                 renewed = yield NEED_SESSION
                 assert isinstance(renewed, CopilotSession)

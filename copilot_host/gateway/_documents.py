@@ -17,6 +17,10 @@ Framer = Callable[[dict[str, Any] | bytes], bytes]
 
 __all__ = [
     "Framer",
+    "Tokens",
+    "messages_tokens",
+    "openai_chat_tokens",
+    "responses_tokens",
     "anthropic_entry",
     "anthropic_list",
     "chat_text",
@@ -168,3 +172,58 @@ def responses_text(frame: Framer, model: str, text: str, ident: str, stream: boo
         ]
     events.append({"type": "response.completed", "response": response})
     return _events(frame, ({**event, "sequence_number": n} for n, event in enumerate(events)))
+
+
+def _count(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _usage_of(value: object, holders: tuple[str, ...]) -> dict[str, Any] | None:
+    """The ``usage`` object of an answer or event: at its top level or under a holder."""
+    if not isinstance(value, dict):
+        return None
+    usage = value.get("usage")
+    if isinstance(usage, dict):
+        return usage
+    for holder in holders:
+        inner = value.get(holder)
+        if isinstance(inner, dict) and isinstance(inner.get("usage"), dict):
+            found: dict[str, Any] = inner["usage"]
+            return found
+    return None
+
+
+# (input, output, cached) tokens an answer reports: the whole prompt, the answer, and the
+# part of the prompt read from the cache; None where it reports none.
+Tokens = tuple[int | None, int | None, int | None]
+
+
+def openai_chat_tokens(value: object) -> Tokens | None:
+    usage = _usage_of(value, ())
+    if usage is None:
+        return None
+    details = usage.get("prompt_tokens_details")
+    cached = _count(details.get("cached_tokens")) if isinstance(details, dict) else None
+    return _count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens")), cached
+
+
+def responses_tokens(value: object) -> Tokens | None:
+    usage = _usage_of(value, ("response",))
+    if usage is None:
+        return None
+    details = usage.get("input_tokens_details")
+    cached = _count(details.get("cached_tokens")) if isinstance(details, dict) else None
+    return _count(usage.get("input_tokens")), _count(usage.get("output_tokens")), cached
+
+
+def messages_tokens(value: object) -> Tokens | None:
+    """Anthropic counts cache reads and writes apart from ``input_tokens``: the prompt is
+    their sum."""
+    usage = _usage_of(value, ("message",))
+    if usage is None:
+        return None
+    fresh = _count(usage.get("input_tokens"))
+    read = _count(usage.get("cache_read_input_tokens"))
+    written = _count(usage.get("cache_creation_input_tokens"))
+    prompt = None if fresh is None else fresh + (read or 0) + (written or 0)
+    return prompt, _count(usage.get("output_tokens")), read

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from copilot_host._internal import read_json_body
+from copilot_host._internal import read_json_body, write_json_body
 
 __all__ = ["MAX_DEPTH", "NotJson", "dumps", "loads", "too_deep"]
 
@@ -69,9 +69,15 @@ def loads(body: bytes) -> Any:
     return value
 
 
-def dumps(value: Any) -> bytes:
+def dumps(value: Any, *, source: bytes | None = None) -> bytes:
     """``value`` as JSON text: UTF-8, or ASCII with ``\\u`` escapes when it holds a lone
-    surrogate."""
+    surrogate. Given the ``source`` body it was read from, the library's fast writer may
+    be used (:func:`copilot_host._internal.write_json_body`: orjson on ``[fast]``) when the
+    source cannot hold a number orjson would write differently."""
+    if source is not None:
+        # Two searches of a literal: a regular expression of the two is many times slower.
+        finite = b"NaN" not in source and b"Infinity" not in source
+        return write_json_body(value, finite=finite)
     try:
         return json.dumps(value, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError:

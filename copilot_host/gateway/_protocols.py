@@ -23,13 +23,17 @@ from copilot_host._internal import request_facts
 from . import _sse
 from ._documents import (
     Framer,
+    Tokens,
     anthropic_entry,
     anthropic_list,
     chat_text,
     messages_text,
+    messages_tokens,
+    openai_chat_tokens,
     openai_entry,
     openai_list,
     responses_text,
+    responses_tokens,
 )
 from ._json import dumps
 
@@ -140,6 +144,8 @@ class Api:
     # is served on), and the document around the entries.
     _entry: Callable[[ch.ModelRoute, list[str]], dict[str, Any]] = field(repr=False)
     _listing: Callable[[list[dict[str, Any]]], dict[str, Any]] = field(repr=False)
+    # The tokens an answer (or one of its stream events) reports.
+    _tokens: Callable[[object], Tokens | None] = field(repr=False)
 
     def __repr__(self) -> str:
         return f"<Api {self.name}>"
@@ -169,6 +175,12 @@ class Api:
     def last_user_text(self, value: dict[str, Any]) -> str | None:
         """The text of the last user message of a request body, None when it has none."""
         return self._last_user_text(value)
+
+    def tokens(self, value: object) -> Tokens | None:
+        """(input, output, cached) tokens a whole answer or a stream event's data reports
+        (each None when not reported; None when it reports no usage at all). Stream events
+        report running totals: the last one counts."""
+        return self._tokens(value)
 
     def model_entry(self, route: ch.ModelRoute) -> dict[str, Any]:
         """One model as ``GET /v1/models/{name}`` shows it to this API's clients."""
@@ -232,6 +244,7 @@ CHAT = Api(
     lambda value: _last_user(value.get("messages"), _TEXT),
     openai_entry,
     openai_list,
+    openai_chat_tokens,
 )
 RESPONSES = Api(
     "responses",
@@ -250,6 +263,7 @@ RESPONSES = Api(
     ),
     openai_entry,
     openai_list,
+    responses_tokens,
 )
 MESSAGES = Api(
     "messages",
@@ -264,6 +278,7 @@ MESSAGES = Api(
     lambda value: _last_user(value.get("messages"), _TEXT),
     anthropic_entry,
     anthropic_list,
+    messages_tokens,
 )
 
 # In the order of preference of ApiProtocol (a model listing several is routed to the first).

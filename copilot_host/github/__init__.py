@@ -9,6 +9,7 @@ the only test seam is the httpx2 transport passed to the constructor.
 from __future__ import annotations
 
 from ._async_host import AsyncGitHubCopilotHost
+from ._checkup import Checkup, IdentityCheck, ProbeCheck
 from ._core import PROVIDER_ID
 from ._exchange import KNOWN_NOTIFICATIONS
 from ._headers import DEFAULT_CLIENT_ID, DEFAULT_EDITOR, EditorIdentity, parse_editor
@@ -20,7 +21,10 @@ __all__ = [
     "KNOWN_NOTIFICATIONS",
     "PROVIDER_ID",
     "AsyncGitHubCopilotHost",
+    "Checkup",
     "EditorIdentity",
     "GitHubCopilotHost",
+    "IdentityCheck",
+    "ProbeCheck",
     "parse_editor",
 ]

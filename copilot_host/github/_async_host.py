@@ -73,7 +73,7 @@ class AsyncGitHubCopilotHost(HostCore):
             response = await self._sender.send(build_models_request(session, other))
             if response.status == 200:
                 headers = other
-        found = parse_models(response)
+        found = parse_models(response, self._tried(headers, other))
         self._kept(session, headers)
         return found
 

@@ -173,6 +173,11 @@ class HostCore:
         # ``sent`` is one of the two: ``_discovery_headers`` chose it.
         return self._cli if sent is self._chat else self._chat
 
+    @staticmethod
+    def _tried(*sent: Mapping[str, str] | None) -> tuple[str, ...]:
+        """The integration ids of the header sets a discovery presented (for its refusal)."""
+        return tuple(found for headers in sent if headers and (found := _integration(headers)))
+
     def _kept(self, session: CopilotSession, headers: Mapping[str, str]) -> None:
         """``headers`` worked for this login's discovery: its requests present them."""
         self._headers = headers

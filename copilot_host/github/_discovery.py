@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from .._api import ApiProtocol
@@ -323,11 +323,12 @@ def _entry(item: object) -> ModelSpec | SkippedModel:
 
 
 @reads_response
-def parse_models(response: WireResponse) -> Inventory:
+def parse_models(response: WireResponse, identities: Sequence[str] = ()) -> Inventory:
     """Every entry in the server's order: usable chat models and skipped entries.
 
     Only an answer that is not an inventory (not JSON, no ``data`` list, too many entries)
-    raises; whatever is wrong with one entry skips that entry.
+    raises; whatever is wrong with one entry skips that entry. ``identities`` are the
+    ``Copilot-Integration-Id`` values discovery presented, named in a refusal by policy.
     """
     if response.status == 401:
         raise SessionError(
@@ -340,7 +341,7 @@ def parse_models(response: WireResponse) -> Inventory:
     if outdated is not None:
         raise outdated
     if response.status != 200:
-        raise status_error(response, WHAT)
+        raise status_error(response, WHAT, identities)
     body = json_object(response, WHAT)
     data = body.get("data")
     if not isinstance(data, list):

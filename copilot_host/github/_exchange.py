@@ -26,6 +26,7 @@ from .._sessions._policy import deadlines_from_exchange
 from ._headers import EditorIdentity, exchange_headers
 from ._status import (
     client_outdated_error,
+    policy_error,
     rate_limit_error,
     server_date,
     status_error,
@@ -126,6 +127,9 @@ def entitlement_error(response: WireResponse) -> CopilotHostError:
     limited = rate_limit_error(response, WHAT)
     if limited is not None:
         return limited
+    refused = policy_error(response, WHAT)
+    if refused is not None:
+        return refused
     try:
         body = json_object(response, WHAT)
         details = opt_object(body, "error_details", WHAT) or {}

@@ -15,6 +15,7 @@ from .._clock import SYSTEM_CLOCK, Clock
 from .._device import cancelled, pause
 from .._hosts import Authorized, CopilotDeviceLogin, CopilotSession, LoginIdentity, Pending
 from . import _login
+from ._checkup import Checkup, ProbeCheck, run_checkup, run_probe
 from ._core import HostCore
 from ._discovery import build_models_request, parse_models
 from ._exchange import build_exchange_request, parse_exchange
@@ -25,6 +26,7 @@ from ._usage import build_usage_request, parse_usage
 if TYPE_CHECKING:
     from collections.abc import Generator
 
+    from .._api import ApiProtocol
     from .._usage import CopilotUsage
     from ..store import CredentialStore, Deleted
 
@@ -78,7 +80,7 @@ class GitHubCopilotHost(HostCore):
             response = self._sender.send(build_models_request(session, other))
             if response.status == 200:
                 headers = other
-        found = parse_models(response)
+        found = parse_models(response, self._tried(headers, other))
         self._kept(session, headers)
         return found
 
@@ -95,6 +97,23 @@ class GitHubCopilotHost(HostCore):
         stored, token = self._load_current()
         response = self._sender.send(build_usage_request(token, self._editor))
         return parse_usage(response, stored.account)
+
+    def checkup(self) -> Checkup:
+        """What ``copilot-host doctor`` asks GitHub for the stored login: a session exchange,
+        then ``/models`` under each identity this host presents (the editor's, then the
+        Copilot CLI's), each answer reported, never raised (:class:`Checkup`). Raises only
+        what loading the login raises (``NotLoggedInError``, store and keyring errors). The
+        session it holds is its own: the host's routes and identity choice are untouched.
+        """
+        stored, token = self._load_current()
+        identities = {"editor": self._chat, "cli": self._cli}
+        return run_checkup(stored, token, self._editor, identities, self._sender.send)
+
+    def probe(self, checkup: Checkup, protocol: ApiProtocol, model: str) -> ProbeCheck:
+        """One small request to ``model`` on ``protocol`` (a one-word answer of at most 16
+        tokens), with the session and identity ``checkup`` was served with. It is billed
+        like any model request; it is sent once, never retried."""
+        return run_probe(checkup, protocol, model, self._sender.send, self._clock)
 
     def login(
         self,

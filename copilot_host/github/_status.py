@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import email.utils
 import math
+import re
 import urllib.parse
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from .._errors import (
     ClientOutdatedError,
     CopilotHostError,
+    EntitlementError,
     LoginRevokedError,
     QuotaExceededError,
     ResponseError,
     ServerError,
 )
+from .._sessions._refusals import refusal_of
 from ._wire import INVALID, WireResponse, decode, server_message
 
 __all__ = [
@@ -23,7 +27,9 @@ __all__ = [
     "MAX_RETRY_AFTER",
     "UPGRADE_HINT",
     "client_outdated_error",
+    "minimum_version",
     "parse_instant",
+    "policy_error",
     "quota_exceeded_error",
     "rate_limit_error",
     "retry_after",
@@ -148,8 +154,22 @@ def stored_login_refused() -> LoginRevokedError:
     )
 
 
-def status_error(response: WireResponse, what: str) -> CopilotHostError:
+def policy_error(
+    response: WireResponse, what: str, identities: Sequence[str] = ()
+) -> EntitlementError | None:
+    """A refusal by policy (``policy_refused``, ``integrator_refused``) in plain words, else
+    None; ``identities`` are the ``Copilot-Integration-Id`` values presented, when known."""
+    found = refusal_of(response.status, response.body)
+    return None if found is None else found.error(what, identities)
+
+
+def status_error(
+    response: WireResponse, what: str, identities: Sequence[str] = ()
+) -> CopilotHostError:
     """The generic error for a status the step has no specific meaning for."""
+    refused = policy_error(response, what, identities)
+    if refused is not None:
+        return refused
     quota = quota_exceeded_error(response, what)
     if quota is not None:
         return quota
@@ -210,8 +230,21 @@ def _error_code(response: WireResponse) -> str | None:
     return error if isinstance(error, str) else None
 
 
+# "Please update it to version 1.104.1 or newer" (a model's floor), "Please upgrade VS Code
+# to version 1.109.2+." (a retired editor): the only place the service names a minimum
+# (docs/WIRE.md, "Editor identity"; no answer carries one as a field).
+_MINIMUM = re.compile(r"version (\d{1,4}(?:\.\d{1,6}){1,3})(?:\+| or newer)")
+
+
+def minimum_version(text: str) -> str | None:
+    """The oldest version a refusal's text names as served, or None when it names none."""
+    found = _MINIMUM.search(text[:1024])
+    return found.group(1) if found else None
+
+
 def client_outdated_error(response: WireResponse, what: str) -> ClientOutdatedError | None:
-    """The typed error for an answer that refuses this client as too old, else None."""
+    """The typed error for an answer that refuses this client as too old, else None; its
+    ``minimum_version`` is the version the answer named, when it named one."""
     if response.status == CLIENT_NOT_SUPPORTED:
         reason = "the Copilot service no longer supports this client version"
     elif 400 <= response.status < 500 and (code := _error_code(response)) in _OUTDATED_CODES:
@@ -219,8 +252,10 @@ def client_outdated_error(response: WireResponse, what: str) -> ClientOutdatedEr
     else:
         return None
     detail = server_message(response)
-    return ClientOutdatedError(
+    error = ClientOutdatedError(
         f"{what} was refused (HTTP {response.status}): {reason}"
         + (f": {detail}" if detail else "")
         + f"; {UPGRADE_HINT}"
     )
+    error.minimum_version = minimum_version(detail)
+    return error

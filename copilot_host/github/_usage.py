@@ -21,6 +21,7 @@ from .._usage import CopilotUsage, Quota
 from ._headers import EditorIdentity, exchange_headers
 from ._status import (
     parse_instant,
+    policy_error,
     quota_exceeded_error,
     rate_limit_error,
     status_error,
@@ -182,6 +183,9 @@ def parse_usage(response: WireResponse, login: str) -> CopilotUsage:
     limited = rate_limit_error(response, WHAT)
     if limited is not None:
         raise limited
+    refused = policy_error(response, WHAT)
+    if refused is not None:
+        raise refused
     if response.status in (403, 404):
         # api.github.com answers an endpoint a credential may not use with 403 or 404: an
         # OAuth app GitHub has not opened this endpoint to, or an account without Copilot.

@@ -17,12 +17,13 @@ from ._answers import (
     oauth_answer,
     refused,
 )
-from ._groups import VSCODE_CLIENT_ID
+from ._groups import COPILOT_CLI_CLIENT_ID, VSCODE_CLIENT_ID
 from ._quota import Quota
 from ._record import RecordedRequest
 from ._state import EmulatorState, editor_version
 
 __all__ = [
+    "CLI_EDITOR",
     "ENTERPRISE_HOST",
     "Logins",
     "access_token",
@@ -36,6 +37,8 @@ __all__ = [
 
 # The one Copilot host seen answering a stale session with a bare 403 instead of 401.
 ENTERPRISE_HOST = "api.enterprise.githubcopilot.com"
+# How the Copilot CLI's Editor-Version starts (``copilot/1.0.102``).
+CLI_EDITOR = "copilot/"
 # Prefixes GitHub gives personal access tokens (classic and fine-grained).
 _PAT_PREFIXES = ("ghp_", "github_pat_")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
@@ -61,6 +64,9 @@ _ENTITLEMENTS = {
         "https://github.com/settings/copilot",
     ),
 }
+# The integrator each OAuth app's sessions are served as (assumed beyond VS Code's, whose
+# "vscode-chat" the houston report shows; docs/EMULATOR.md).
+_INTEGRATORS = {VSCODE_CLIENT_ID: "vscode-chat", COPILOT_CLI_CLIENT_ID: "copilot-developer-cli"}
 _SUPPORT = (
     "Contact Support",
     "Contact Support. You are currently logged in as {login}.",
@@ -123,6 +129,17 @@ class Logins:
         with self._state.lock:
             expires_at = self.valid_sessions.get(value)
         return expires_at is not None and self._state.now() < expires_at
+
+    def integrator(self, request: RecordedRequest) -> str:
+        """The integrator a request is served as: the OAuth app its token was minted for,
+        whatever ``Copilot-Integration-Id`` says (reported: the jcode module in
+        docs/EMULATOR.md). A GitHub token sent as it is goes to the language server's."""
+        value = request.headers.get("authorization", "").partition(" ")[2]
+        if secrets.compare_digest(value.encode(), self.github_token.encode()):
+            return "copilot-language-server"
+        with self._state.lock:
+            client = self.token_client
+        return _INTEGRATORS.get(client, client)
 
     def stale(self, request: RecordedRequest) -> bool:
         """Whether the request presents a session this emulator issued (now expired or
@@ -254,7 +271,7 @@ def copilot_token(state: EmulatorState, request: RecordedRequest) -> Answer:
         "expires_at": expires_at,
         "endpoints": {"api": session.api_endpoint, "telemetry": "https://telemetry.invalid"},
         "sku": session.sku,
-        "chat_enabled": True,
+        "chat_enabled": session.chat_enabled,
     }
     if session.refresh_in is not None:
         value["refresh_in"] = session.refresh_in
@@ -385,13 +402,17 @@ def copilot_gate(state: EmulatorState, request: RecordedRequest) -> Answer | Non
                 "bad request: the specified API version is no longer supported. "
                 "You may need to update your client to a newer version.",
             )
-    floor = inventory.min_client_version
-    if floor is not None and editor_version(headers.get("editor-version", "")) < editor_version(
-        floor
-    ):
+    editor = headers.get("editor-version", "")
+    if editor.startswith(CLI_EDITOR):
+        # The Copilot CLI's identity is floored on its own version, not VS Code's
+        # (assumed: the status and wording are VS Code's, docs/EMULATOR.md).
+        floor, client = inventory.min_cli_version, "Copilot CLI"
+    else:
+        floor, client = inventory.min_client_version, "VS Code"
+    if floor is not None and editor_version(editor) < editor_version(floor):
         return copilot_text(
             466,
-            "bad request: the VS Code version you are using is no longer supported. "
-            f"Please upgrade VS Code to version {floor}+.",
+            f"bad request: the {client} version you are using is no longer supported. "
+            f"Please upgrade {client} to version {floor}+.",
         )
     return None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ._accounts import copilot_gate, failure
+from ._accounts import CLI_EDITOR, copilot_gate, failure
 from ._answers import (
     Answer,
     json_answer,
@@ -110,9 +110,13 @@ def models(state: EmulatorState, request: RecordedRequest) -> Answer:
         for model in listed:
             model["model_picker_enabled"] = False
     floor = s.inventory.deprecated_below
-    if floor is not None and editor_version(
-        request.headers.get("editor-version", "")
-    ) < editor_version(floor):
+    editor = request.headers.get("editor-version", "")
+    # A VS Code version floor: the Copilot CLI's own version (copilot/1.0.x) is not on it.
+    if (
+        floor is not None
+        and not editor.startswith(CLI_EDITOR)
+        and editor_version(editor) < editor_version(floor)
+    ):
         # Every entry, whatever else it says, carries the notice for a stale client.
         for model in listed:
             notes = model.get("warning_messages")

@@ -127,6 +127,7 @@ class Session:
     sku: str = "copilot_for_individuals"
     clock_skew: float = 0.0
     copilot_client_ids: frozenset[str] = frozenset({VSCODE_CLIENT_ID, COPILOT_CLI_CLIENT_ID})
+    chat_enabled: bool = True
 
     def __post_init__(self) -> None:
         _keep(self, copilot_client_ids=frozenset(self.copilot_client_ids))
@@ -144,11 +145,14 @@ class Inventory:
     deprecated_below: str | None = None
     refused_integration_ids: frozenset[str] = frozenset()
     unserved_models: Mapping[str, frozenset[str]] = field(default_factory=_empty)  # type: ignore[arg-type]
+    min_cli_version: str | None = None
+    integrator_models: frozenset[str] | None = None
 
     def __post_init__(self) -> None:
         for floor in (
             *self.min_editor_version.values(),
             self.min_client_version,
+            self.min_cli_version,
             self.deprecated_below,
         ):
             _version_floor(floor)
@@ -169,9 +173,18 @@ class Inventory:
                     "unserved_models maps an integration id to a set of model ids (or {'*'})"
                 )
             unserved[integration] = frozenset(models)
+        integrator: object = self.integrator_models
+        if integrator is not None:
+            # A bare string would become a set of its letters.
+            if not isinstance(integrator, (set, frozenset, tuple, list)) or not all(
+                isinstance(m, str) for m in integrator
+            ):
+                raise ValueError("integrator_models is a set of model ids")
+            integrator = frozenset(integrator)
         _keep(
             self,
             models=tuple(self.models),
+            integrator_models=integrator,
             min_editor_version=MappingProxyType(dict(self.min_editor_version)),
             refused_integration_ids=frozenset(self.refused_integration_ids),
             unserved_models=MappingProxyType(unserved),

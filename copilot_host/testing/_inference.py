@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from ._accounts import copilot_gate
+from ._accounts import Logins, copilot_gate
 from ._answers import (
     Answer,
     copilot_error,
@@ -106,6 +106,9 @@ def _inference(state: EmulatorState, request: RecordedRequest, protocol: str) ->
         # An organisation whose policy lists a model to this client but does not serve
         # it to it: the same answer as for a model the account does not have.
         return refused("model", f"{model} not served to this client", _model_not_supported())
+    refused_to_app = _integrator_refusal(state, request, model)
+    if refused_to_app is not None:
+        return refused_to_app
     floor = s.inventory.min_editor_version.get(model)
     if floor is not None and editor_version(
         request.headers.get("editor-version", "")
@@ -240,6 +243,32 @@ def _body_gate(
         limit = state.part(Catalog).limits.get(model, {}).get("max_output_tokens")
         rule = output_cap_refusal(payload, protocol, model, limit)
     return None if rule is None else _enforced(rule)
+
+
+def _integrator_refusal(
+    state: EmulatorState, request: RecordedRequest, model: str
+) -> Answer | None:
+    """A model the login's OAuth app (its integrator) is not served: 400
+    ``model_not_available_for_integrator`` naming the integrator and the models it is
+    served, in the inventory's order (``Inventory.integrator_models``; None: every model)."""
+    allowed = state.scenario.inventory.integrator_models
+    if allowed is None or model in allowed:
+        return None
+    integrator = state.part(Logins).integrator(request)
+    listed = [m["id"] for m in state.scenario.inventory.models if m.get("id") in allowed]
+    return refused(
+        "model",
+        f"{model} not served to integrator {integrator}",
+        copilot_error(
+            400,
+            f'The requested model is not available for integrator "{integrator}". '
+            f"Available models: [{' '.join(str(m) for m in listed)}]. "
+            "Verify the correct Copilot-Integration-Id header is being sent.",
+            "model_not_available_for_integrator",
+            param="model",
+            type="invalid_request_error",
+        ),
+    )
 
 
 def _model_not_supported() -> Answer:

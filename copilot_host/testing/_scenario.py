@@ -105,13 +105,16 @@ class Scenario:
     OAuth apps whose tokens the exchange accepts (a token is issued for the ``client_id``
     its login used; the emulator's initial token is VS Code's); a personal access token
     (``ghp_``/``github_pat_``) is refused with 403. ``clock_skew`` moves the emulator's
-    clock (``Date``, ``expires_at``).
+    clock (``Date``, ``expires_at``). ``chat_enabled`` is the answer's ``chat_enabled``
+    (false: a policy has turned Copilot Chat off for the account).
 
     ``inventory=Inventory``, the models and who is served them: ``models`` is what
     ``/models`` lists; ``min_editor_version`` maps a model id to the lowest
     ``Editor-Version`` (``"1.104.1"``) it serves (400 ``model_not_supported_in_version``
     below it); ``min_api_version`` (``"2025-05-01"``) and ``min_client_version``
-    (``"1.109.2"``) are floors under which every Copilot request gets HTTP 466.
+    (``"1.109.2"``, for ``vscode/`` editors) and ``min_cli_version`` (``"1.0.110"``, for
+    the Copilot CLI's ``copilot/`` identity) are floors under which every Copilot request
+    gets HTTP 466.
     ``deprecated_below`` is an ``Editor-Version`` under which every ``/models`` entry
     carries a ``warning_messages`` entry with code ``client_version_deprecated``.
     ``refused_integration_ids`` are ``Copilot-Integration-Id`` values an organisation's
@@ -119,7 +122,10 @@ class Scenario:
     scripts an organisation whose policy serves a client's discovery but not its inference:
     it maps a ``Copilot-Integration-Id`` to the model ids (``"*"``: every model) that a
     model request presenting it is answered 400 ``model_not_supported`` for, though
-    ``/models`` lists them to that identity too.
+    ``/models`` lists them to that identity too. ``integrator_models`` (None: every model)
+    are the models the login's OAuth app (its integrator) is served: a model request for
+    any other is answered 400 ``model_not_available_for_integrator``, naming the
+    integrator and listing these, whatever ``Copilot-Integration-Id`` says.
 
     ``replies=Replies``, model answers: ``stream_events`` is the number of text deltas a
     streamed answer carries and ``stream_pause`` the seconds between its events; with

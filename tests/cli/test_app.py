@@ -17,7 +17,7 @@ from copilot_host._version import __version__
 
 from .conftest import Cli, LeakGuard, canary_token
 
-COMMANDS = ["login", "logout", "status", "models", "usage", "demo", "serve", "run"]
+COMMANDS = ["login", "logout", "status", "models", "usage", "doctor", "demo", "serve", "run"]
 
 
 def test_main_is_a_click_group() -> None:

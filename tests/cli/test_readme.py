@@ -45,7 +45,17 @@ def test_readme_opens_with_the_two_commands() -> None:
 
 def test_readme_shows_every_command() -> None:
     shown = {args[0] for args in _shell_commands()}
-    assert shown == {"demo", "login", "status", "models", "usage", "logout", "serve", "run"}
+    assert shown == {
+        "demo",
+        "login",
+        "status",
+        "models",
+        "usage",
+        "doctor",
+        "logout",
+        "serve",
+        "run",
+    }
 
 
 def _logged_in(cli: Cli, seam: Any) -> None:
@@ -63,7 +73,7 @@ def test_readme_command_works(cli: Cli, emulate: Any, args: list[str]) -> None:
     env = emulate()
     if args[0] == "login":
         cli("logout")
-    elif args[0] in ("status", "models", "usage", "logout"):
+    elif args[0] in ("status", "models", "usage", "doctor", "logout"):
         _logged_in(cli, env.seam)
     result = cli(*args, seam=env.seam)
     assert result.exit_code == 0, result.stderr

@@ -87,11 +87,14 @@ PUBLIC = {
         "Deleted",
         "GatewayKey",
         "GatewayKeyFile",
+        "PrivateFile",
+        "PrivateFolder",
         "Protection",
         "ProtectionKind",
         "RecordHeader",
         "Saved",
         "default_home",
+        "private_folder",
     ],
     "copilot_host.github": [
         "DEFAULT_CLIENT_ID",
@@ -99,8 +102,11 @@ PUBLIC = {
         "KNOWN_NOTIFICATIONS",
         "PROVIDER_ID",
         "AsyncGitHubCopilotHost",
+        "Checkup",
         "EditorIdentity",
         "GitHubCopilotHost",
+        "IdentityCheck",
+        "ProbeCheck",
         "parse_editor",
     ],
     "copilot_host.gateway": [
@@ -183,6 +189,8 @@ INTERNAL = [
     "redact_line",
     "read_json_body",
     "request_facts",
+    "write_json_body",
+    "refusal_of",
     "Accelerations",
     "accelerations",
 ]
@@ -330,6 +338,15 @@ def test_the_root_keeps_at_most_65_names() -> None:
     assert len(ch.__all__) <= 65
 
 
+# Private modules with a reviewed __all__ that the CLI may import (import-linter protects
+# each: pyproject.toml): the core's plumbing, the gateway's, and the ledger it reads back.
+_REVIEWED_PLUMBING = (
+    "copilot_host._internal",
+    "copilot_host.gateway._plumbing",
+    "copilot_host.gateway._ledger",
+)
+
+
 @pytest.mark.parametrize("folder", ["cli", "copilot_host/gateway"])
 def test_the_cli_and_the_gateway_use_only_public_names(folder: str) -> None:
     """Only names in a public package's ``__all__`` (or the reviewed
@@ -342,7 +359,7 @@ def test_the_cli_and_the_gateway_use_only_public_names(folder: str) -> None:
                 parts = node.module.split(".")
                 if parts[0] != "copilot_host":
                     continue
-                if node.module != "copilot_host._internal":
+                if node.module not in _REVIEWED_PLUMBING:
                     assert not any(p.startswith("_") for p in parts[1:]), (source, node.module)
                 public = importlib.import_module(node.module).__all__
                 for alias in node.names:

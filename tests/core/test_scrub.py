@@ -269,3 +269,23 @@ def test_a_collected_secret_is_no_longer_masked_and_a_new_one_is_at_once() -> No
     register_secret(kept := Secret(second))
     assert mask_secrets(f"a {second} b") == "a [REDACTED] b"
     assert kept.reveal() == second
+
+
+def test_a_value_stays_masked_while_any_registered_copy_of_it_lives() -> None:
+    """The same token read twice (the GitHub host keeps only its latest read): dropping the
+    first copy leaves the value masked, as long as the second lives (0.4.0 kept one object
+    per value, the first, and the value went unmasked when it was collected)."""
+    import gc
+
+    from copilot_host import mask_secrets
+    from copilot_host._safety._redact import known_values
+
+    value = "copied-" + secrets.token_hex(8)
+    first: Secret | None = Secret(value)
+    register_secret(first)  # type: ignore[arg-type]
+    register_secret(second := Secret(value))
+    assert known_values().count(value) == 1  # masked once, however many copies
+    first = None
+    gc.collect()
+    assert mask_secrets(f"a {value} b") == "a [REDACTED] b"
+    assert second.reveal() == value

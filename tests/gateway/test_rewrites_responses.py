@@ -69,7 +69,7 @@ def _output(answer: Any, *, stream: bool) -> list[Any]:
 
 SCRIPT = (
     ToolCall("apply_patch", {"input": PATCH}),
-    ToolCall("spawn_agent", {"task": "look"}),
+    ToolCall("multi_agent_v1__spawn_agent", {"task": "look"}),
     ToolCall("multi_agent_v1__exec_command", {"cmd": "ls"}),
 )
 
@@ -119,7 +119,7 @@ def test_codex_tools_go_upstream_as_plain_function_tools(gw: Gateway) -> None:
     assert [tool["name"] for tool in tools] == [
         "exec_command",
         "apply_patch",
-        "spawn_agent",
+        "multi_agent_v1__spawn_agent",
         "multi_agent_v1__exec_command",
     ]
     patch_tool = tools[1]
@@ -191,7 +191,7 @@ def test_namespaced_calls_come_back_with_their_namespace(gw: Gateway, stream: bo
     assert (item["name"], item["namespace"]) == ("spawn_agent", "multi_agent_v1")
     assert json.loads(item["arguments"]) == {"task": "look"}
 
-    # Its result, and Codex's namespaced call as it sends it back: the collision's flat name.
+    # Its result, and Codex's namespaced call as it sends it back: by its flat name upstream.
     gw.emulator.clear_requests()
     gw.access.lines.clear()
     namespaced = {
@@ -205,7 +205,7 @@ def test_namespaced_calls_come_back_with_their_namespace(gw: Gateway, stream: bo
     status, _, answer = gw.post("/v1/responses", responses_body(input=history, stream=stream))
     assert status == 200
     sent_call = sent(gw)["input"][3]
-    assert sent_call["name"] == "spawn_agent" and "namespace" not in sent_call
+    assert sent_call["name"] == "multi_agent_v1__spawn_agent" and "namespace" not in sent_call
     output = _output(answer, stream=stream)
     (item,) = output
     assert (item["name"], item["namespace"]) == ("exec_command", "multi_agent_v1")
@@ -221,7 +221,7 @@ def test_additional_tools_join_tools(gw: Gateway, stream: bool) -> None:
     assert upstream["input"] == [USER]
     assert [tool["name"] for tool in upstream["tools"]] == [
         "exec_command",
-        "spawn_agent",
+        "multi_agent_v1__spawn_agent",
         "multi_agent_v1__exec_command",
         "apply_patch",
     ]
@@ -306,7 +306,7 @@ def test_a_custom_tool_inside_a_namespace_comes_back_custom_and_namespaced(
     status, _, answer = plain.post("/v1/responses", body)
     assert status == 200
     (sent_tool,) = sent(plain)["tools"]
-    assert (sent_tool["type"], sent_tool["name"]) == ("function", "exec")
+    assert (sent_tool["type"], sent_tool["name"]) == ("function", "code_mode__exec")
     if stream:
         events = events_of(answer)
         kinds = [event["type"] for event in events]

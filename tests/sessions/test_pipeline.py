@@ -123,6 +123,14 @@ def test_a_refused_session_is_sent_once_more_when_the_resolver_says_so(status: i
     assert header(sent[0], b"authorization") != header(sent[1], b"authorization")
 
 
+def test_an_organisations_policy_refusal_is_the_answer_not_a_stale_session() -> None:
+    resolver = Rejecting()
+    policy = b"unauthorized: not authorized to use this Copilot feature\n"
+    sent = run(Pipeline(resolver, ENDPOINT, EDITOR), [(403, policy)])
+    assert len(sent) == 1
+    assert resolver.rejections == []
+
+
 def test_a_refusal_the_resolver_does_not_retry_is_the_answer() -> None:
     assert len(run(Pipeline(Rejecting(worth_it=False), ENDPOINT, EDITOR), [(401, b"")])) == 1
 

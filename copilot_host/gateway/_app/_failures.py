@@ -29,6 +29,9 @@ class Failure:
     headers: tuple[tuple[bytes, bytes], ...] = ()
 
 
+# Refusals that stand until a person changes a setting (README, "Troubleshooting").
+_REFUSED_BY_POLICY = frozenset({"policy_refused", "integrator_refused"})
+
 # A refused session is usually fixed by the next exchange: clients may come back soon.
 _RETRY_SOON = ((b"retry-after", b"1"),)
 
@@ -61,6 +64,10 @@ def failure_of(exc: BaseException) -> Failure:
         if isinstance(exc, ch.QuotaExceededError):
             # The account's quota, not the gateway: the service's own status and code.
             return Failure(402, exc.code, message)
+        if exc.code in _REFUSED_BY_POLICY:
+            # An organisation's policy or the service's list of integrators: waiting does
+            # not change it, so not the 503 SDKs retry (its words say who can change it).
+            return Failure(403, exc.code, message)
         if isinstance(exc, _UNAVAILABLE):
             retry = _RETRY_SOON if exc.code == "session_refused" else ()
             return Failure(503, exc.code, message, retry)

@@ -49,10 +49,26 @@ class Outcome:
     credits: float | None = None
     # The quota headers the answer carried, as relayed (names in lower case).
     quota: tuple[tuple[str, str], ...] = ()
+    # The tokens the answer reported: the whole prompt, the answer, the prompt's part read
+    # from the cache (None: not reported).
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cached_tokens: int | None = None
 
     def add_cost(self, credits: float | None) -> None:
         if credits is not None:
             self.credits = credits if self.credits is None else self.credits + credits
+
+    def set_tokens(self, tokens: tuple[int | None, int | None, int | None]) -> None:
+        """What an answer (or a stream event, whose counts are running totals: the last
+        one reported wins) says of its tokens."""
+        given, answered, cached = tokens
+        if given is not None:
+            self.input_tokens = given
+        if answered is not None:
+            self.output_tokens = answered
+        if cached is not None:
+            self.cached_tokens = cached
 
     def finish(self) -> None:
         self.done = True

@@ -7,6 +7,7 @@ gateway applies it, the budget, the hooks, the upstream client) and runs one
 1. **intake** (:mod:`._intake`): the body read whole and in time, parsed once;
 2. **resolve** (:mod:`._resolve`): the route the model name finds;
 3. an answer the gateway gives itself for the path (count_tokens), whatever the budget;
+   off the event loop for a body over 1 MiB;
 4. **admit**, first look (:mod:`._admit`): a spent budget refuses;
 5. **change** (:mod:`copilot_host.gateway._changes`): the table's request changes, or the
    gateway's own answer (server tools), and the body that goes upstream; off the event
@@ -144,8 +145,13 @@ class Pipeline:
         edit.asked = flow.asked
         own = self.changes.paths.get(flow.path)
         if own is not None:
-            # Never upstream, never billed, served whatever the budget.
-            answer = own.local(edit)
+            # Never upstream, never billed, served whatever the budget; off the event loop
+            # for a large body, as the changes are.
+            answer = (
+                await asyncio.to_thread(own.local, edit)
+                if len(body) > OFF_LOOP_ABOVE
+                else own.local(edit)
+            )
             if answer is not None:
                 await self._answer_locally(flow, route, answer)
                 return
@@ -226,7 +232,10 @@ class Pipeline:
                 outcome=outcome,
                 auth=auth,
                 header_filter=hooks.request_headers,
-                observer=both(CostReader(outcome), hooks.observe(route) if hooks.observe else None),
+                observer=both(
+                    CostReader(outcome, edit.api.tokens),
+                    hooks.observe(route) if hooks.observe else None,
+                ),
                 extra_headers=(*_served_by(route), *((CLOSE,) if flow.close else ())),
                 answers=answers,
             )

@@ -40,6 +40,7 @@ import httpx2
 from copilot_host._internal import read_json_body
 
 from .. import _sse
+from .._documents import Tokens
 
 __all__ = [
     "NANO_PER_CREDIT",
@@ -59,6 +60,7 @@ QUOTA_HEADER_PREFIXES = ("x-quota-snapshot-", "x-usage-ratelimit-")
 # Warn when a relayed quota shows less than this share left (percent).
 LOW_QUOTA_PERCENT = 10.0
 _FIELD = b"total_nano_aiu"
+_USAGE = b'"usage"'
 _HOLDERS = ("response", "message", "usage")
 
 
@@ -74,7 +76,7 @@ def _nano(value: object) -> float | None:
     return float(nano) if math.isfinite(nano) and 0 <= nano < 1e21 else None
 
 
-def _cost_in(value: object) -> float | None:
+def _credits_in(value: object) -> float | None:
     """Credits reported in one JSON value: at its top level or under a holder member."""
     nano = _nano(value)
     if nano is None and isinstance(value, dict):
@@ -92,7 +94,7 @@ def answer_cost(body: bytes) -> float | None:
     try:
         # The library's one JSON reader: orjson on [fast], two to three times json's speed
         # on an answer read whole for the few bytes of its cost.
-        return _cost_in(read_json_body(body))
+        return _credits_in(read_json_body(body))
     except (ValueError, RecursionError):
         return None
 
@@ -106,7 +108,7 @@ def events_cost(chunk: bytes) -> float | None:
         if _FIELD not in data:
             continue
         try:
-            cost = _cost_in(read_json_body(data))
+            cost = _credits_in(read_json_body(data))
         except (ValueError, RecursionError):
             continue
         if cost is not None:
@@ -119,25 +121,45 @@ class Tally(Protocol):
 
     def add_cost(self, credits: float | None) -> None: ...
 
+    def set_tokens(self, tokens: tuple[int | None, int | None, int | None]) -> None: ...
+
 
 class CostReader:
     """The gateway's own answer observer (:class:`copilot_host.gateway.AnswerObserver`): the
-    cost an answer reports, into ``tally``. (The quota headers an answer carries are
-    taken by the relay from the headers it relays, which hold them.)"""
+    cost an answer reports and the tokens it counts (read by ``tokens``, the API's reader),
+    into ``tally``. Only a whole answer or an event that names ``usage`` or the cost is
+    parsed. (The quota headers an answer carries are taken by the relay from the headers
+    it relays, which hold them.)"""
 
-    __slots__ = ("_tally",)
+    __slots__ = ("_tally", "_tokens")
 
-    def __init__(self, tally: Tally) -> None:
+    def __init__(self, tally: Tally, tokens: Callable[[object], Tokens | None]) -> None:
         self._tally = tally
+        self._tokens = tokens
 
     def start(self, status: int, headers: httpx2.Headers) -> None:
         """Nothing to read here: the cost is in the body, the quota in relayed headers."""
 
+    def _read(self, data: bytes) -> None:
+        try:
+            value = read_json_body(data)
+        except (ValueError, RecursionError):
+            return
+        self._tally.add_cost(_credits_in(value))
+        tokens = self._tokens(value)
+        if tokens is not None:
+            self._tally.set_tokens(tokens)
+
     def whole(self, body: bytes) -> None:
-        self._tally.add_cost(answer_cost(body))
+        if _FIELD in body or _USAGE in body:
+            self._read(body)
 
     def events(self, block: bytes) -> None:
-        self._tally.add_cost(events_cost(block))
+        if _FIELD not in block and _USAGE not in block:
+            return
+        for data in _sse.data_lines(block):
+            if _FIELD in data or _USAGE in data:
+                self._read(data)
 
     def end(self) -> None:
         pass

@@ -34,6 +34,7 @@ from ._local import COUNT_TOKENS, CountTokens
 from ._messages import BetaFields, BillingHeader, ServerTools, SystemMessages, ThinkingBudget
 from ._passed import PASSED
 from ._plan import AutoOnlyRefusal
+from ._policy import PolicyRefusal
 from ._rate_limit import RateLimitRefusal
 from ._sampling import Sampling
 from ._splices import Betas, BlockSystem, ModelId, Splice
@@ -89,6 +90,7 @@ TABLE: tuple[Change, ...] = (
     CountTokens(),
     RateLimitRefusal(),
     AutoOnlyRefusal(),
+    PolicyRefusal(),
     ModelId(),
     BlockSystem(),
 )
@@ -189,7 +191,7 @@ class ApiChanges:
             splice.request(edit)
         from ._splices import encode
 
-        return encode(edit)
+        return encode(edit, body)
 
     def headers(
         self, edit: RequestEdit, headers: list[tuple[bytes, bytes]]

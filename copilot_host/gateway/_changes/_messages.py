@@ -141,7 +141,9 @@ class SystemMessages(Change):
         if FIELD_BETAS["system_message"][0] & edit.betas:
             return  # a served beta that allows it (none is today)
         messages = edit.value.get("messages")
-        if not isinstance(messages, list):
+        if not isinstance(messages, list) or not any(
+            isinstance(message, dict) and message.get("role") == "system" for message in messages
+        ):
             return
         out: list[Any] = []
         # Index in ``out`` of the last user message, and the blocks each user message

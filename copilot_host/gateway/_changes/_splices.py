@@ -14,7 +14,7 @@ any doubt, and then the edited document is encoded again instead.
 
 from __future__ import annotations
 
-import contextlib
+import functools
 import json
 import re
 from collections.abc import Callable
@@ -49,7 +49,8 @@ class Betas(Change):
     switchable = False
 
     def request(self, edit: RequestEdit) -> None:
-        edit.betas = forwarded_betas(edit.beta_values)
+        if edit.beta_values:
+            edit.betas = forwarded_betas(edit.beta_values)
 
     def headers(
         self, edit: RequestEdit, headers: list[tuple[bytes, bytes]]
@@ -127,7 +128,9 @@ _ESCAPED_MODEL_LETTER = (b"\\u006", re.compile(rb"\\u006[4-9a-fA-F]"))
 _ESCAPED_SYSTEM_LETTER = (b"\\u00", re.compile(rb"\\u00(?:6[5dD]|7[349])"))
 
 
+@functools.lru_cache(maxsize=256)
 def _named(name: str) -> Callable[[bytes], bytes]:
+    """The splice writing ``name`` (a request names one of a few models: kept)."""
     token = json.dumps(name).encode("ascii")
     return lambda _old: token
 
@@ -183,13 +186,27 @@ def _escapes(body: bytes, escaped: tuple[bytes, re.Pattern[bytes]]) -> bool:
     return first >= 0 and pattern.search(body, first) is not None
 
 
-def _spellings(name: str) -> list[bytes]:
-    spellings = [json.dumps(name).encode("ascii")]
-    with contextlib.suppress(UnicodeEncodeError):  # a lone surrogate has no UTF-8 spelling
-        spellings.append(json.dumps(name, ensure_ascii=False).encode("utf-8"))
-    return spellings
+def _spellings(name: str) -> tuple[bytes, ...]:
+    """The usual spellings of a string value (escaped to ASCII, and as UTF-8), kept for
+    the short names (model names) asked again and again."""
+    if len(name) <= 256:
+        return _short_spellings(name)
+    return _spelled(name)
 
 
-def encode(edit: RequestEdit) -> bytes:
-    """The edited document as the body that goes upstream."""
-    return dumps(edit.value)
+def _spelled(name: str) -> tuple[bytes, ...]:
+    ascii_only = json.dumps(name).encode("ascii")
+    try:
+        utf8 = json.dumps(name, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate has no UTF-8 spelling
+        return (ascii_only,)
+    return (ascii_only,) if utf8 == ascii_only else (ascii_only, utf8)
+
+
+_short_spellings = functools.lru_cache(maxsize=256)(_spelled)
+
+
+def encode(edit: RequestEdit, body: bytes) -> bytes:
+    """The edited document as the body that goes upstream (``body``: the client's, which
+    says whether the fast writer may write it)."""
+    return dumps(edit.value, source=body)

@@ -7,7 +7,8 @@ an ``additional_tools`` input item; the service is reported to refuse each (docs
 only. Each is one change, in the table's order:
 
 * ``additional-tools``: an ``additional_tools`` item's tools join ``tools``; the item goes;
-* ``namespaces``: namespace tools are flattened into their members (:func:`flat_names`),
+* ``namespaces``: namespace tools are flattened into their members, each named
+  ``<namespace>__<name>`` (:func:`flat_names`),
   earlier turns' namespaced calls go by their flat name, and calls come back with the
   member's own ``name`` and ``namespace`` (:class:`NamespaceAnswers`);
 * ``web-search``: ``web_search`` tools go;
@@ -24,10 +25,10 @@ the gateway keeps no state between requests.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
+from json.encoder import encode_basestring_ascii as _quoted
 from typing import Any
 
 from ._change import AnswerMapper, Change, RequestEdit
@@ -109,14 +110,12 @@ def _hashed(namespace: str | None, name: str, taken: set[str]) -> str:
 
 def flat_names(members: list[tuple[str, str]], reserved: set[str]) -> dict[tuple[str, str], str]:
     """A flat name for each (namespace, member name), unique among every name that goes
-    upstream (``reserved``: the top-level tools' names). A member keeps its own name when
-    no other tool has it, else becomes ``<namespace>__<name>``; a name that is still shared,
-    over 64 characters or outside ``[A-Za-z0-9_-]`` is hashed (:func:`_hashed`)."""
-    own = Counter(name for _, name in members)
-    candidates = {
-        (ns, name): name if own[name] == 1 and name not in reserved else f"{ns}__{name}"
-        for ns, name in members
-    }
+    upstream (``reserved``: the top-level tools' names). A member is always
+    ``<namespace>__<name>``, whatever else the request offers, so a thread whose tools are
+    reordered or extended keeps its history's names (and the service its cached prefix);
+    a name that is still shared, over 64 characters or outside ``[A-Za-z0-9_-]`` is
+    hashed (:func:`_hashed`)."""
+    candidates = {(ns, name): f"{ns}__{name}" for ns, name in members}
     shared = Counter(candidates.values())
     taken = set(reserved)
     flat: dict[tuple[str, str], str] = {}
@@ -211,7 +210,9 @@ class Namespaces(Change):
         else:
             del doc["tools"]
         items = doc.get("input")
-        if isinstance(items, list):
+        if isinstance(items, list) and any(
+            isinstance(item, dict) and "namespace" in item for item in items
+        ):
             doc["input"] = [_call_forward(item, tool_map) for item in items]
         choice = doc.get("tool_choice")
         if isinstance(choice, dict) and isinstance(choice.get("namespace"), str):
@@ -383,7 +384,8 @@ def _custom_forward(item: object, tool_map: ToolMap) -> object:
         name = _name(item)
         mapped["name"] = tool_map.by_client.get((None, name), name)
         given = item.get("input")
-        mapped["arguments"] = json.dumps({"input": given if isinstance(given, str) else ""})
+        # What json.dumps({"input": given}) writes, without building the dict.
+        mapped["arguments"] = '{"input": ' + _quoted(given if isinstance(given, str) else "") + "}"
         return mapped
     if kind == "custom_tool_call_output":
         return {**item, "type": "function_call_output"}

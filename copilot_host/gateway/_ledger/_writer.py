@@ -1,0 +1,113 @@
+"""The writer thread: what could not be written at once, what waits, and the checkpoints.
+
+It takes what is queued when it wakes (starts that found the file busy, queries, flushes,
+the stop), up to :data:`MAX_BATCH` operations, and writes them with whatever is pending in
+one transaction of the :class:`~._book.Book`, waiting for the file as long as it must. It
+wakes at least every :data:`LINGER` seconds, so an end waits no longer than that for a
+transaction when no request follows it, and the WAL is copied back into the file
+(a passive checkpoint) every :data:`CHECKPOINT_EVERY` commits, here and never in the
+gateway's event loop.
+
+A write that fails (a full disk, a lock held past the busy timeout, a damaged file) turns
+recording off for the rest of the run with one warning; requests go on unrecorded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import threading
+from collections.abc import Callable
+
+from ._book import Book
+from ._ops import NOT_RECORDED, Begin, Flush, Op, Query, Stop, answer
+from ._records import Admission
+from ._schema import ledger_error
+
+__all__ = ["CHECKPOINT_EVERY", "LINGER", "MAX_BATCH", "Writer"]
+
+MAX_BATCH = 512
+LINGER = 0.05
+CHECKPOINT_EVERY = 256
+
+
+class Writer:
+    """The thread that owns waiting (see the module docstring)."""
+
+    def __init__(
+        self, book: Book, *, warn: Callable[[str], None], on_stop: Callable[[], None]
+    ) -> None:
+        self.book = book
+        self._warn = warn
+        self._on_stop = on_stop
+        self.queue: queue.SimpleQueue[Op] = queue.SimpleQueue()
+        self.failed: str | None = None
+        self._thread = threading.Thread(target=self._run, name="copilot-host-ledger", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def join(self, timeout: float) -> bool:
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    def fail(self, exc: BaseException) -> None:
+        """Stop recording, and say why once (from whichever thread met the failure)."""
+        import sqlite3
+
+        if self.failed is not None:
+            return
+        if isinstance(exc, sqlite3.Error):
+            why = str(ledger_error(exc, self.book.path))
+        elif isinstance(exc, OSError | ValueError) or hasattr(exc, "code"):
+            why = str(exc)
+        else:
+            why = f"{type(exc).__name__} writing {self.book.path.name}"
+        self.failed = f"the ledger stopped recording: {why}"
+        self._warn(self.failed)
+
+    def _run(self) -> None:
+        book = self.book
+        stopping = False
+        try:
+            while not stopping:
+                batch: list[Op] = []
+                with contextlib.suppress(queue.Empty):
+                    batch.append(self.queue.get(timeout=LINGER))
+                while len(batch) < MAX_BATCH:
+                    try:
+                        batch.append(self.queue.get_nowait())
+                    except queue.Empty:
+                        break
+                stopping = any(isinstance(op, Stop) for op in batch)
+                if batch or book.pending:
+                    self._batch(batch)
+                if book.commits >= CHECKPOINT_EVERY and self.failed is None:
+                    self._locked(book.checkpoint)
+            if self.failed is None:
+                self._locked(book.finish)
+        finally:
+            self._on_stop()
+
+    def _locked(self, work: Callable[[], object]) -> None:
+        with self.book.lock:
+            try:
+                work()
+            except Exception as exc:  # whatever it was: stop writing, and say so once
+                self.fail(exc)
+
+    def _batch(self, batch: list[Op]) -> None:
+        answers: list[tuple[Begin, Admission]] = []
+        if self.failed is None:
+            with self.book.lock:
+                try:
+                    answers = self.book.transaction(batch, wait=True) or []
+                except Exception as exc:  # whatever it was: stop writing, and say so once
+                    self.fail(exc)
+        if self.failed is not None:
+            self.book.pending.clear()
+            answers = [(op, NOT_RECORDED) for op in batch if isinstance(op, Begin)]
+        answer(answers)
+        for op in batch:
+            if isinstance(op, Query | Flush):
+                op.done.set()
