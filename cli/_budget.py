@@ -29,7 +29,8 @@ def max_credits_option(command: _F) -> _F:
         callback=_positive,
         metavar="N",
         help=(
-            "Stop relaying model requests (429 budget_exhausted) once the answers since "
-            "start have reported N AI credits of cost."
+            "Stop relaying model requests once the answers since start have reported N AI "
+            "credits of cost: each is then refused (budget_exhausted, 402; 400 for Codex "
+            "CLI and aider, which retry a 402), so the agent stops at once and shows why."
         ),
     )(command)

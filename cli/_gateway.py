@@ -22,6 +22,7 @@ import click
 from ._account import Account
 from ._budget import max_credits_option
 from ._context import seam
+from ._emulated import ScriptedCall, script_option
 from ._failure import CliFailure
 from ._plan import PLAN_CHECK_SECONDS
 
@@ -33,6 +34,7 @@ __all__ = [
     "GatewayNames",
     "LogFile",
     "account",
+    "check_script",
     "gateway_options",
     "plan_line",
     "serve_gateway",
@@ -65,7 +67,7 @@ def gateway_options(command: F) -> F:
             is_flag=True,
             help="Serve the built-in emulator's models instead of this login's: an emulated "
             "login in a throwaway folder, nothing leaves this machine, answers are echoes "
-            "(text only).",
+            "(text only, unless --emulator-script scripts tool calls).",
         ),
         click.option(
             "--model-alias",
@@ -90,7 +92,7 @@ def gateway_options(command: F) -> F:
     ]
     for decorator in reversed(decorators):
         command = decorator(command)
-    return max_credits_option(command)
+    return max_credits_option(script_option(command))
 
 
 @dataclass(frozen=True)
@@ -117,15 +119,26 @@ class GatewayNames:
 # -- the account -------------------------------------------------------------------------------
 
 
+def check_script(emulator: bool, script: tuple[ScriptedCall, ...] | None) -> None:
+    """A usage error for ``--emulator-script`` without ``--emulator``."""
+    if script is not None and not emulator:
+        raise click.UsageError("--emulator-script scripts the emulator: add --emulator")
+
+
 @contextmanager
-def account(emulator: bool, editor: EditorIdentity | None = None) -> Iterator[Account]:
+def account(
+    emulator: bool,
+    editor: EditorIdentity | None = None,
+    script: tuple[ScriptedCall, ...] | None = None,
+) -> Iterator[Account]:
     """This login's account (presenting ``editor`` when given); or with ``emulator`` the
-    built-in emulator's, logged in within a throwaway folder that is removed on the way out
-    (``COPILOT_HOST_HOME`` and the keyring are never read or written)."""
+    built-in emulator's (its model making the ``script``'s tool calls), logged in within a
+    throwaway folder that is removed on the way out (``COPILOT_HOST_HOME`` and the keyring
+    are never read or written)."""
     if emulator:
         from ._emulated import emulated_account
 
-        with emulated_account(editor) as emulated:
+        with emulated_account(editor, script or ()) as emulated:
             yield emulated
         return
     from ._context import make_store

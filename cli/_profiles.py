@@ -11,8 +11,8 @@ agents") lists every profile; ``run --print-profile -- AGENT …`` prints it for
 from __future__ import annotations
 
 from copilot_host.gateway._plumbing import (
+    Agent,
     Facts,
-    Profile,
     Request,
     Setup,
     agent_for,
@@ -20,10 +20,4 @@ from copilot_host.gateway._plumbing import (
     home_of,
 )
 
-__all__ = ["Facts", "Request", "Setup", "converses", "home_of", "profile_for"]
-
-
-def profile_for(command: str) -> Profile | None:
-    """The profile of a command, by its file name (``/usr/bin/codex`` is ``codex``)."""
-    agent = agent_for(command)
-    return agent.profile if agent is not None else None
+__all__ = ["Agent", "Facts", "Request", "Setup", "agent_for", "converses", "home_of"]

@@ -37,11 +37,19 @@ import click
 from ._account import Account
 from ._context import output
 from ._editor import editor_from_environment
+from ._emulated import ScriptedCall
 from ._failure import CliFailure
-from ._gateway import GatewayNames, LogFile, account, gateway_options, serve_gateway
+from ._gateway import (
+    GatewayNames,
+    LogFile,
+    account,
+    check_script,
+    gateway_options,
+    serve_gateway,
+)
 from ._nodump import no_core_dumps
 from ._output import CopilotHostCommand
-from ._profiles import Facts, Request, Setup, converses, home_of, profile_for
+from ._profiles import Facts, Request, Setup, agent_for, converses, home_of
 from ._serve import LOOPBACK, RequestCount, access_log, host_option, listen, new_key
 
 if TYPE_CHECKING:
@@ -67,8 +75,9 @@ Examples:
   copilot-host run -- claude                      Claude Code on your Copilot models
   copilot-host run -- claude -p "Explain this repository"
   copilot-host run -- codex                       Codex CLI (run adds its provider)
-  copilot-host run -- opencode                    (and aider, copilot: README, "Profiles")
+  copilot-host run -- opencode                    (and aider, copilot, qwen: README)
   copilot-host run --emulator -- claude           check the setup before logging in
+  copilot-host run --emulator --emulator-script tools.json -- claude
   copilot-host run --print-profile -- aider       what run adds, to give it by hand
 
 \b
@@ -77,9 +86,9 @@ ANTHROPIC_BASE_URL, ANTHROPIC_AUTH_TOKEN, COPILOT_HOST_BASE_URL and COPILOT_HOST
 (the key is made anew each run and is in no file and on no command line), gains
 127.0.0.1,localhost,::1 in NO_PROXY and no_proxy (so no proxy sees the key), and loses
 ANTHROPIC_API_KEY, CLAUDE_CODE_USE_BEDROCK and CLAUDE_CODE_USE_VERTEX. claude, codex,
-opencode, aider and copilot also get the model and its limits from this account (what
-you set yourself wins). On a plan that can use only Copilot Auto (Free, Student), every
-model name the command sends is served by the model auto. Every program
+opencode, aider, copilot and qwen also get the model and its limits from this account
+(what you set yourself wins). On a plan that can use only Copilot Auto (Free, Student),
+every model name the command sends is served by the model auto. Every program
 the command starts inherits the key and can use your Copilot account through the gateway.
 Exit status: the command's (128+N when signal N ended it); 127 when COMMAND is not found,
 126 when it cannot be run.
@@ -117,6 +126,7 @@ def run(
     default_model: str | None,
     log_path: Path | None,
     max_credits: float | None,
+    emulator_script: tuple[ScriptedCall, ...] | None,
     command: tuple[str, ...],
 ) -> None:
     """Run a coding agent (or any command) on this login's Copilot models.
@@ -130,6 +140,7 @@ def run(
     no_core_dumps()
     names = GatewayNames(aliases, default_model)
     names.check()
+    check_script(emulator, emulator_script)
     editor = editor_from_environment()
     # Printing runs nothing: the agent need not be installed here.
     program = _look_up(command[0]) if not print_profile else shutil.which(command[0]) or command[0]
@@ -138,7 +149,7 @@ def run(
     try:
         # The emulator's and the gateway's threads start with these signals blocked.
         signals.hold()
-        with account(emulator, editor) as gateway:
+        with account(emulator, editor, emulator_script) as gateway:
             if not emulator:
                 _logged_in(gateway)
             bound, shown = LOOPBACK[address]
@@ -231,15 +242,17 @@ def _set_up(
 ) -> Setup:
     """What the command's profile adds, from the gateway's catalog read in-process (on
     the gateway's loop: no key, no proxy); the arguments as given for a command with no
-    profile."""
-    profile = profile_for(program)
+    profile. The gateway is told which agent it serves (requests it cannot name are
+    taken as that agent's: their ledger entry, a spent budget's status)."""
+    agent = agent_for(program)
     loop = server.loop
-    if profile is None or app is None or loop is None:
+    if agent is None or app is None or loop is None:
         return Setup(args=args)
 
     async def build() -> Setup:
+        app.agent_started(agent.name)
         facts = await _facts(app, names)
-        setup = profile.build(
+        setup = agent.profile.build(
             Request(
                 args=args,
                 env=base,

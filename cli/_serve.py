@@ -29,8 +29,16 @@ import click
 from ._account import Account
 from ._context import output, set_error_sink
 from ._editor import editor_from_environment
+from ._emulated import ScriptedCall
 from ._failure import CliFailure, Problem
-from ._gateway import GatewayNames, LogFile, account, gateway_options, serve_gateway
+from ._gateway import (
+    GatewayNames,
+    LogFile,
+    account,
+    check_script,
+    gateway_options,
+    serve_gateway,
+)
 from ._logging import SecondStamp
 from ._nodump import no_core_dumps
 from ._output import CopilotHostCommand, Output, write_stdout
@@ -151,6 +159,7 @@ def serve(
     default_model: str | None,
     log_path: Path | None,
     max_credits: float | None,
+    emulator_script: tuple[ScriptedCall, ...] | None,
 ) -> None:
     """Serve this login's Copilot models to programs in any language.
 
@@ -171,11 +180,12 @@ def serve(
         set_error_sink(lambda problem: _json_line(_error_event(problem)))
     names = GatewayNames(aliases, default_model)
     names.check()
+    check_script(emulator, emulator_script)
     editor = editor_from_environment()
     log = LogFile(log_path) if log_path is not None else None
     try:
         bound, shown = LOOPBACK[address]
-        with account(emulator, editor) as gateway:
+        with account(emulator, editor, emulator_script) as gateway:
             store = gateway.store
             listener = listen(bound, port)
             try:

@@ -69,16 +69,18 @@ class ErrorShape:
     server_type: str
     client_type: str
     builder: Callable[[str, str, str], dict[str, Any]]
+    # Codes whose type is fixed whatever the status (a spent budget answers 402 or 400).
+    code_types: Mapping[str, str] = field(default_factory=dict)
 
-    def type_of(self, status: int) -> str:
-        found = self.types.get(status)
+    def type_of(self, status: int, code: str = "") -> str:
+        found = self.code_types.get(code) or self.types.get(status)
         if found is not None:
             return found
         return self.server_type if status >= 500 else self.client_type
 
     def document(self, status: int, code: str, message: str) -> dict[str, Any]:
         """The error document (masked of every secret the library knows)."""
-        return self.builder(self.type_of(status), code, ch.mask_secrets(message))
+        return self.builder(self.type_of(status, code), code, ch.mask_secrets(message))
 
     def body(self, status: int, code: str, message: str) -> bytes:
         return dumps(self.document(status, code, message))
@@ -93,6 +95,8 @@ OPENAI_ERRORS = ErrorShape(
     lambda kind, code, message: {
         "error": {"message": message, "type": kind, "code": code, "param": None}
     },
+    # OpenAI's type for a spent quota: the SDKs and agents read it as final.
+    MappingProxyType({"budget_exhausted": "insufficient_quota"}),
 )
 # The Anthropic API's error type for each status it documents.
 ANTHROPIC_ERRORS = ErrorShape(
@@ -101,6 +105,9 @@ ANTHROPIC_ERRORS = ErrorShape(
         {
             400: "invalid_request_error",
             401: "authentication_error",
+            # The Anthropic SDKs' PaymentRequiredError (anthropic 2.17.0,
+            # types/shared/billing_error_object.py).
+            402: "billing_error",
             403: "permission_error",
             404: "not_found_error",
             413: "request_too_large",

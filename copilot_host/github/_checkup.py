@@ -229,10 +229,13 @@ def _probe_body(protocol: ApiProtocol, model: str) -> dict[str, object]:
             "max_tokens": PROBE_TOKENS,
             "messages": [{"role": "user", "content": [{"type": "text", "text": PROBE_PROMPT}]}],
         }
+    # GPT-5 and o-series models refuse Chat's max_tokens ("Use 'max_completion_tokens'
+    # instead": jcode #190, caozhiyuan/copilot-api #164; reported).
+    cap = "max_completion_tokens" if model.startswith(("gpt-5", "o1", "o3", "o4")) else "max_tokens"
     return {
         "model": model,
         "messages": [{"role": "user", "content": PROBE_PROMPT}],
-        "max_tokens": PROBE_TOKENS,
+        cap: PROBE_TOKENS,
         "stream": False,
     }
 

@@ -31,6 +31,10 @@ SERVED_BETAS = frozenset(
         "context-management-2025-06-27",
         "advanced-tool-use-2025-11-20",
         "effort-2025-11-24",
+        # VS Code's newer endpoint sends it with 1-hour cache_control (microsoft/vscode
+        # extensions/copilot/src/platform/endpoint/node/chatEndpoint.ts, commit
+        # 0466f117212b7a16eb637235f2317ce6736e9ab9, getAnthropicBetaHeader).
+        "extended-cache-ttl-2025-04-11",
     }
 )
 

@@ -19,13 +19,14 @@ from ._answers import (
     refused,
 )
 from ._auto import session_model
-from ._betas import unserved_betas
+from ._betas import served_betas, unserved_betas
 from ._catalog import Catalog
 from ._costs import estimate_tokens, price_cost
 from ._protocols import PROTOCOL_PATHS, has_image, read_request, reply
 from ._quota import Quota
 from ._record import RecordedRequest
 from ._rules import Refusal, messages_refusal, output_cap_refusal, responses_refusal
+from ._shapes import more_refusals
 from ._state import EmulatorState, Handler, editor_version
 
 __all__ = ["answer_model", "count_tokens", "gated_body", "model_not_supported", "noting_model"]
@@ -253,6 +254,9 @@ def _body_gate(
         rule = responses_refusal(payload, s.strict)
     else:
         rule = None
+    if rule is None:
+        served = served_betas(request.headers.get("anthropic-beta", ""))
+        rule = more_refusals(payload, protocol, model, served, s.strict)
     if rule is None and s.strict("output_limit"):
         limit = state.part(Catalog).limits.get(model, {}).get("max_output_tokens")
         rule = output_cap_refusal(payload, protocol, model, limit)

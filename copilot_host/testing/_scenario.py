@@ -47,6 +47,15 @@ __all__ = ["CHECKS", "Scenario"]
 #   embeddings_tokens   an embeddings ``input`` of token arrays (400)
 #   embeddings_inputs   more embeddings inputs than the model's ``limits.max_inputs`` (400)
 #   embeddings_dimensions  ``dimensions`` for a model that does not list them (400)
+#   mcp_servers         a Messages ``mcp_servers`` (Anthropic's MCP connector) (400)
+#   tool_search         tool search (``tool_search_tool_*``, ``defer_loading``,
+#                       ``tool_reference``) without ``advanced-tool-use`` (400)
+#   cache_control       a ``cache_control`` with ``scope``, or ``ttl`` without its beta (400)
+#   effort              ``output_config.effort`` other than low, medium, high (400)
+#   hosted_tools        a Responses tool OpenAI hosts (``image_generation``, ...) (400)
+#   reasoning_context   a Responses ``reasoning.context`` (400)
+#   sampling            ``temperature``/``top_p`` other than 1, or Chat's ``max_tokens``,
+#                       for a GPT-5 or o-series model (400)
 CHECKS = frozenset(
     {
         "editor_version",
@@ -69,6 +78,13 @@ CHECKS = frozenset(
         "embeddings_tokens",
         "embeddings_inputs",
         "embeddings_dimensions",
+        "mcp_servers",
+        "tool_search",
+        "cache_control",
+        "effort",
+        "hosted_tools",
+        "reasoning_context",
+        "sampling",
     }
 )
 

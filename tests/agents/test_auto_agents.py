@@ -25,7 +25,8 @@ CHILD = Path(__file__).resolve().parent / "auto_child.py"
 BOUND = 120.0
 # The model endpoints of the emulator, and the access line's model part.
 MODEL_REQUESTS = ("chat", "responses", "messages")
-LINE = re.compile(r" POST (/v1/\S+) model=(\S+) status=(\d+) ")
+# Each model request, over HTTP or over a socket (Codex's, whose first message is a warm-up).
+LINE = re.compile(r" (?:POST|WS) (/v1/\S+) model=(\S+) status=(\d+) ")
 # The emulator's Auto pool on its realistic inventory (the chat default, then the first
 # model each API serves): what each API's requests go to.
 POOL_PICK = {"chat": "gpt-5-mini", "responses": "gpt-5-mini", "messages": "claude-opus-4.6"}
@@ -74,7 +75,8 @@ def test_codex_on_a_free_plan_through_auto(home: Path) -> None:
     _served_by_auto(result, "responses")
     assert "echo: Say hello" in result["stdout"]
     # run kept a name Codex ships metadata for, so Codex did not warn about its metadata.
-    assert [model for _, model, _ in lines] == ["gpt-5.6-luna->auto->gpt-5-mini"]
+    # Over its socket: the warm-up (answered by the gateway), then the turn.
+    assert [model for _, model, _ in lines] == ["gpt-5.6-luna->auto->gpt-5-mini"] * 2
     assert "Model metadata for" not in result["stderr"]
 
 

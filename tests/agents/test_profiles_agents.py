@@ -58,7 +58,10 @@ def test_opencode_run_with_no_opencode_json(home: Path) -> None:
     # asked for no more output than the model's limit (opencode caps it at 32000 of
     # gpt-5-mini's 64000).
     assert {(r["endpoint"], r["model"]) for r in requests} == {("chat", "gpt-5-mini")}
-    assert all(0 < r["max_tokens"] <= 64_000 for r in requests), requests
+    # (gpt-5-mini refuses Chat's max_tokens: it goes as max_completion_tokens, the
+    # gateway's sampling change.)
+    assert all(0 < r["max_completion_tokens"] <= 64_000 for r in requests), requests
+    assert not any("max_tokens" in r for r in requests), requests
 
 
 def test_opencode_run_with_the_users_own_opencode_json(home: Path) -> None:
@@ -106,7 +109,9 @@ def test_aider_message_with_no_model(home: Path) -> None:
     # The default chat model answered the message; nothing asked for a model the account
     # lacks (aider's own weak model, openai/gpt-4.1-mini, would get 404).
     assert ("chat", "gpt-5-mini") in {(r["endpoint"], r["model"]) for r in requests}
-    assert {r["model"] for r in requests} <= {"gpt-5-mini", "gemini-3.5-flash"}
+    assert {r["model"] for r in requests} <= {"gpt-5-mini", "gpt-4o-mini-2024-07-18"}
+    # Both models are ones aider knows the window of: no warning at start.
+    assert "Unknown context window" not in done.stdout + done.stderr
 
 
 # -- Copilot CLI -----------------------------------------------------------------------------
@@ -117,5 +122,7 @@ def test_copilot_cli_prompt_with_no_variables_set_by_hand(home: Path) -> None:
     done, records = _recorded(home, copilot, "-p", "Say hello")
     requests = _served(done, records)
     assert "echo:" in done.stdout and "Say hello" in done.stdout
-    # Its own bring-your-own-key mode on the gateway's /v1: the default chat model.
-    assert {(r["endpoint"], r["model"]) for r in requests} == {("chat", "gpt-5-mini")}
+    # Its own bring-your-own-key mode on the gateway's /v1: the default chat model, on
+    # Responses (which it speaks), asking for no more than its output limit.
+    assert {(r["endpoint"], r["model"]) for r in requests} == {("responses", "gpt-5-mini")}
+    assert {r["max_output_tokens"] for r in requests} == {64_000}, requests

@@ -312,7 +312,8 @@ def test_codex_runs_exec_command_with_the_profiles_model(home: Path) -> None:
     calling ``tools.exec_command``: the whole custom-tool path, both directions."""
     made = home / "work" / "made.txt"
     script = "await tools.exec_command({cmd: \"printf 'made by codex' > made.txt\"});"
-    # Codex sends exec inside its "functions" namespace: upstream it is functions__exec.
+    # The emulated model calls the tool by the name it went upstream under: a member of
+    # Codex's "functions" namespace, flattened as <namespace>__<name>.
     scenario = _tool_script(("functions__exec", {"input": script}))
     session = _codex(home, scenario, "Make made.txt")
     assert session.done.returncode == 0, session.done.stderr

@@ -30,11 +30,17 @@ BOUND = 60.0
 # 1,050k).
 CODEX_MODEL_ARGS = [
     "-c",
+    "analytics.enabled=false",
+    "-c",
     'model="gpt-5.6-luna"',
     "-c",
     "model_context_window=1050000",
     "-c",
     "model_auto_compact_token_limit=829800",
+    # The emulator's account has none of Codex 0.171.0's migration targets.
+    "-c",
+    'notice.model_migrations={"gpt-5.5"="gpt-6-sol","gpt-5.6-sol"="gpt-6-sol",'
+    '"gpt-5.6-terra"="gpt-6-sol","gpt-5.6-luna"="gpt-6-luna"}',
 ]
 
 
@@ -315,10 +321,10 @@ def test_readmes_run_commands_work_as_written(proc: Proc, home: Path) -> None:
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     section = readme.split("## Use it with coding agents\n", 1)[1].split("\n## ", 1)[0]
     lines = [line for line in section.splitlines() if line.startswith("copilot-host run ")]
-    assert len(lines) == 6
+    assert len(lines) == 8
     bin_dir = home / "bin"
     bin_dir.mkdir()
-    for name in ("claude", "codex", "aider", "opencode", "copilot"):
+    for name in ("claude", "codex", "aider", "opencode", "copilot", "qwen"):
         stand_in = bin_dir / name
         stand_in.write_text(
             f"#!{sys.executable}\nimport json, os, sys, urllib.request\n"
@@ -335,6 +341,11 @@ def test_readmes_run_commands_work_as_written(proc: Proc, home: Path) -> None:
         options = words[2:]
         if "--emulator" not in options:
             options.insert(0, "--emulator")
+        if "--emulator-script" in options:
+            at = options.index("--emulator-script") + 1
+            script = home / options[at]
+            script.write_text("[]")
+            options[at] = str(script)
         done = _run(proc, home, *options, env={"PATH": path})
         assert done.returncode == 0, (line, done.stderr)
         seen = json.loads(done.stdout)
@@ -410,14 +421,15 @@ def test_a_budget_refuses_the_commands_model_requests_once_reached(proc: Proc, h
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""  # the budget's line is for the log file only
     answers = json.loads(done.stdout)["answers"]
-    assert answers == [[200, None], [200, None], [200, None], [429, "budget_exhausted"]]
+    # A plain program (not an agent run knows): 402, the status the SDKs do not retry.
+    assert answers == [[200, None], [200, None], [200, None], [402, "budget_exhausted"]]
     lines = log.read_text().splitlines()
     (budget,) = [line for line in lines if "budget reached" in line]
     assert budget.endswith(
         "budget reached: 0.1275 of 0.1 AI credits reported; "
-        "further model requests get 429 budget_exhausted"
+        "further model requests are refused (budget_exhausted)"
     )
-    refused = [line for line in lines if " status=429 " in line]
+    refused = [line for line in lines if " status=402 " in line]
     assert len(refused) == 1 and " POST /v1/chat/completions model=gpt-4.1 " in refused[0]
     # The refused request was answered by the gateway, not relayed: three model requests.
     assert lines[-1] == (
@@ -640,7 +652,7 @@ def _stand_ins(home: Path, *names: str) -> str:
     return f"{bin_dir}:{os.environ['PATH']}"
 
 
-AGENTS = ("claude", "codex", "opencode", "aider", "copilot")
+AGENTS = ("claude", "codex", "opencode", "aider", "copilot", "qwen")
 
 
 @pytest.mark.parametrize("agent", AGENTS)
@@ -676,6 +688,8 @@ def test_no_profile_puts_the_key_on_a_command_line_or_in_a_file(
         assert "copilot-host" in json.loads(env["OPENCODE_CONFIG_CONTENT"])["provider"]
     elif agent == "aider":
         assert argv[:2] == ["--model", "openai/gpt-5-mini"]  # the inventory's chat default
+    elif agent == "qwen":
+        assert (env["OPENAI_MODEL"], env["QWEN_CODE_MAX_OUTPUT_TOKENS"]) == ("gpt-5-mini", "64000")
     else:
         assert env["COPILOT_PROVIDER_API_KEY"] == key
 
@@ -709,3 +723,28 @@ def test_print_profile_prints_the_settings_with_the_key_as_KEY_and_runs_nothing(
     done = _run(proc, home, "--emulator", "--print-profile", "--", "aider", env={"PATH": path})
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1].startswith("aider --model openai/")
+
+
+# What each profile adds that --print-profile must show (on the emulator's account).
+PRINTED = {
+    "claude": (
+        "ANTHROPIC_DEFAULT_HAIKU_MODEL=claude-haiku-4.5",
+        "CLAUDE_CODE_ENABLE_GATEWAY_MODEL_DISCOVERY=1",
+    ),
+    "codex": ("analytics.enabled=false", "notice.model_migrations="),
+    "opencode": ("OPENCODE_CONFIG_CONTENT=", "copilot-host/gpt-5-mini"),
+    "aider": ("--weak-model openai/gpt-4o-mini-2024-07-18",),
+    "copilot": ("COPILOT_PROVIDER_WIRE_API=responses", "COPILOT_PROVIDER_MAX_OUTPUT_TOKENS=64000"),
+    "qwen": ("OPENAI_MODEL=gpt-5-mini", "QWEN_CODE_MAX_OUTPUT_TOKENS=64000"),
+}
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_print_profile_shows_each_agents_profile(proc: Proc, home: Path, agent: str) -> None:
+    """Without the agent installed: what run would add for it, the key shown as KEY."""
+    done = _run(proc, home, "--emulator", "--print-profile", "--", agent)
+    assert done.returncode == 0, done.stderr
+    for shown in PRINTED[agent]:
+        assert shown in done.stdout, (agent, shown, done.stdout)
+    assert Path(done.stdout.splitlines()[-1].split()[0]).name == agent
+    assert "cph_" not in done.stdout

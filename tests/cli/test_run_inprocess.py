@@ -119,7 +119,7 @@ def test_the_emulators_account_and_a_codex_profile(
     assert result.exit_code == 0, result.stderr
     out, _err = capfd.readouterr()
     argv = json.loads(out)
-    assert argv[-8:] == [*CODEX_MODEL_ARGS, "exec", "hi"]
+    assert argv[-len(CODEX_MODEL_ARGS) - 2 :] == [*CODEX_MODEL_ARGS, "exec", "hi"]
     assert not (tmp_path / "never").exists()
 
 
@@ -210,15 +210,14 @@ def test_codex_gets_the_first_of_equally_new_models_in_the_inventorys_order(
     result = cli("run", "--", str(codex), "exec", "hi", seam=seam, env={"HOME": str(tmp_path)})
     assert result.exit_code == 0, result.stderr
     argv = json.loads(capfd.readouterr()[0])
-    assert argv[-7:] == [
+    overrides = argv[1:-2:2]  # after each -c, before the command's own arguments
+    assert overrides[-4:-1] == [
         'model="gpt-5.3-codex-max"',
-        "-c",
         "model_context_window=128000",
-        "-c",
         "model_auto_compact_token_limit=115200",  # no prompt limit listed: the window's
-        "exec",
-        "hi",
     ]
+    assert overrides[-1].startswith("notice.model_migrations=")
+    assert argv[-2:] == ["exec", "hi"]
 
 
 def test_run_says_in_its_one_line_that_the_plan_can_use_only_auto(
@@ -236,3 +235,82 @@ def test_run_says_in_its_one_line_that_the_plan_can_use_only_auto(
         "copilot-host run: this plan (free) can use only Auto model selection; requests that "
         "name a model are refused: use the model auto"
     ]
+
+
+def test_an_emulator_script_makes_the_emulated_model_call_the_tools(
+    cli: Cli, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A stand-in agent offers the tool ``Read``: the scripted call comes back as a
+    Messages ``tool_use``; the next request, carrying its result, gets text."""
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([{"name": "Read", "arguments": {"file_path": "/etc/hostname"}}]))
+    agent = tmp_path / "agent"
+    agent.write_text(
+        f"#!{sys.executable}\nimport json, os, urllib.request\n"
+        "def ask(messages):\n"
+        "    body = {'model': 'claude-sonnet-5', 'max_tokens': 64, 'messages': messages,\n"
+        "            'tools': [{'name': 'Read', 'input_schema': {'type': 'object'}}]}\n"
+        "    request = urllib.request.Request(os.environ['ANTHROPIC_BASE_URL'] + '/v1/messages',\n"
+        "        data=json.dumps(body).encode(), headers={'content-type': 'application/json',\n"
+        "        'authorization': 'Bearer ' + os.environ['ANTHROPIC_AUTH_TOKEN']})\n"
+        "    return json.load(urllib.request.urlopen(request, timeout=30))['content']\n"
+        "first = ask([{'role': 'user', 'content': 'read it'}])\n"
+        "call = first[-1]\n"
+        "result = {'type': 'tool_result', 'tool_use_id': call['id'], 'content': 'hostname'}\n"
+        "second = ask([{'role': 'user', 'content': 'read it'},\n"
+        "              {'role': 'assistant', 'content': first},\n"
+        "              {'role': 'user', 'content': [result]}])\n"
+        "print(json.dumps([call, second[0]['type']]))\n"
+    )
+    agent.chmod(0o755)
+    result = cli(
+        "run",
+        "--emulator",
+        "--emulator-script",
+        str(script),
+        "--",
+        str(agent),
+        env={"HOME": str(tmp_path)},
+    )
+    assert result.exit_code == 0, result.stderr
+    call, then = json.loads(capfd.readouterr()[0])
+    assert (call["type"], call["name"], call["input"]) == (
+        "tool_use",
+        "Read",
+        {"file_path": "/etc/hostname"},
+    )
+    assert then == "text"
+
+
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [
+        ("{", "is not JSON"),
+        ('{"name": "Read"}', "holds a JSON list"),
+        ('[{"name": ""}]', "call 0 is not"),
+        ('[{"name": "Read", "arguments": [1]}]', "call 0 is not"),
+        ('[{"name": "Read"}, 3]', "call 1 is not"),
+    ],
+)
+def test_an_emulator_script_that_cannot_be_read_is_a_usage_error(
+    cli: Cli, tmp_path: Path, content: str, why: str
+) -> None:
+    script = tmp_path / "script.json"
+    script.write_text(content)
+    result = cli("run", "--emulator", "--emulator-script", str(script), "--", "true")
+    assert result.exit_code == 2
+    assert why in result.stderr
+
+
+def test_an_emulator_script_needs_the_emulator(cli: Cli, tmp_path: Path) -> None:
+    script = tmp_path / "script.json"
+    script.write_text("[]")
+    for command in (
+        ["run", "--emulator-script", str(script), "--", "true"],
+        ["serve", "--emulator-script", str(script)],
+    ):
+        result = cli(*command)
+        assert result.exit_code == 2
+        assert "--emulator-script scripts the emulator: add --emulator" in result.stderr
+    missing = cli("serve", "--emulator", "--emulator-script", str(tmp_path / "absent.json"))
+    assert missing.exit_code == 2 and "cannot read" in missing.stderr

@@ -12,7 +12,12 @@ import pytest
 from copilot_host import ApiProtocol, ModelBilling, ModelSpec, TokenPrices
 from copilot_host.gateway._agents import AGENTS, agent_for
 from copilot_host.gateway._agents._claude_code import CLAUDE_DEFAULT_MODEL
-from copilot_host.gateway._agents._codex import CODEX_BUNDLED, codex_model, names_a_model
+from copilot_host.gateway._agents._codex import (
+    CODEX_BUNDLED,
+    codex_model,
+    migrations_flag,
+    names_a_model,
+)
 from copilot_host.gateway._agents._configs import deep_merge, strip_jsonc
 from copilot_host.gateway._agents._profile import (
     Facts,
@@ -191,7 +196,7 @@ def test_profiles_are_chosen_by_the_commands_file_name() -> None:
     assert _profile("codex") is _profile("/usr/local/bin/codex") is not None
     assert _profile("/opt/agents/node_modules/.bin/opencode") is agent_for("opencode").profile  # type: ignore[union-attr]
     programs = {program for agent in AGENTS for program in agent.programs}
-    assert programs == {"claude", "codex", "opencode", "aider", "copilot"}
+    assert programs == {"claude", "codex", "opencode", "aider", "copilot", "qwen"}
     assert _profile("codex-wrapper") is None
     assert _profile("gemini") is None
     # Each is declarative: what it adds, its sources and its precedence table.
@@ -226,6 +231,10 @@ def test_claude_gets_the_prompt_limit_of_the_model_that_serves_its_main_model() 
     assert setup.env == {
         "CLAUDE_CODE_AUTO_COMPACT_WINDOW": "936000",  # claude-opus-5's prompt limit
         "CLAUDE_CODE_ATTRIBUTION_HEADER": "0",
+        # The cheapest Claude model (priced), for the background calls and the haiku alias.
+        "ANTHROPIC_DEFAULT_HAIKU_MODEL": "claude-haiku-4.5",
+        "ANTHROPIC_SMALL_FAST_MODEL": "claude-haiku-4.5",
+        "CLAUDE_CODE_ENABLE_GATEWAY_MODEL_DISCOVERY": "1",
     }
     assert setup.args == ("-p", "hi") and not setup.notes
     assert _setup("claude", "--model", "haiku").env["CLAUDE_CODE_AUTO_COMPACT_WINDOW"] == "128000"
@@ -239,10 +248,22 @@ def test_claude_gets_the_prompt_limit_of_the_model_that_serves_its_main_model() 
 
 
 def test_claude_leaves_what_the_user_set_and_says_what_it_cannot_know() -> None:
-    env = {"CLAUDE_CODE_AUTO_COMPACT_WINDOW": "50000", "CLAUDE_CODE_ATTRIBUTION_HEADER": "1"}
+    env = {
+        "CLAUDE_CODE_AUTO_COMPACT_WINDOW": "50000",
+        "CLAUDE_CODE_ATTRIBUTION_HEADER": "1",
+        "ANTHROPIC_DEFAULT_HAIKU_MODEL": "mine",
+        "ANTHROPIC_SMALL_FAST_MODEL": "mine",
+        "CLAUDE_CODE_ENABLE_GATEWAY_MODEL_DISCOVERY": "0",
+    }
     assert _setup("claude", env=env).env == {}
     setup = _setup("claude", facts=LOGGED_OUT)
-    assert setup.env == {"CLAUDE_CODE_ATTRIBUTION_HEADER": "0"}
+    assert setup.env == {
+        "CLAUDE_CODE_ATTRIBUTION_HEADER": "0",
+        "CLAUDE_CODE_ENABLE_GATEWAY_MODEL_DISCOVERY": "1",
+    }
+    # No Claude model on Messages: no background model named (gpt-4.1 is not Claude).
+    gpt_only = Facts(models=(MODELS[0], MODELS[1]), resolve=_resolve)
+    assert "ANTHROPIC_SMALL_FAST_MODEL" not in _setup("claude", facts=gpt_only).env
     assert setup.notes == ("Claude Code's compaction window not set: not logged in",)
     (note,) = _setup("claude", "--model", "gpt-4.1").notes  # not served on /v1/messages
     assert "no model serves 'gpt-4.1'" in note
@@ -256,11 +277,15 @@ def test_codex_gets_the_limits_of_its_model_and_the_review_alias() -> None:
     setup = _setup("codex", "exec", "hi")
     overrides = _overrides(setup.args)
     assert setup.args[-2:] == ("exec", "hi")
-    assert overrides[-3:] == [
+    assert overrides[-4:] == [
         'model="gpt-5.3-codex"',
         "model_context_window=400000",
         "model_auto_compact_token_limit=244800",  # 90% of 272k
+        # No migration target is on this account: every migration screen is hidden.
+        'notice.model_migrations={"gpt-5.5"="gpt-6-sol","gpt-5.6-sol"="gpt-6-sol",'
+        '"gpt-5.6-terra"="gpt-6-sol","gpt-5.6-luna"="gpt-6-luna"}',
     ]
+    assert "analytics.enabled=false" in overrides
     # No model_max_output_tokens: Codex 0.171.0 ignores it, with a warning on every run.
     assert not any("max_output" in o for o in overrides)
     assert setup.aliases == {"codex-auto-review": "gpt-5.3-codex"}
@@ -283,7 +308,30 @@ def test_codex_leaves_the_settings_the_user_gave() -> None:
     assert setup.aliases == {}
     setup = _setup("codex", "exec", facts=LOGGED_OUT)
     assert setup.notes == ("Codex's model and limits not set: not logged in",)
-    assert _overrides(setup.args)[-1] == 'model_provider="copilot-host"'
+    assert _overrides(setup.args)[-3:] == [
+        'model_provider="copilot-host"',
+        "analytics.enabled=false",
+        migrations_flag(()),
+    ]
+    # Their own notice and analytics settings: none of ours.
+    setup = _setup("codex", "-c", "notice.hide_full_access_warning=true", "-canalytics.enabled=1")
+    assert not any(o.startswith(("notice.model", "analytics")) for o in _overrides(setup.args))
+
+
+def test_codex_migration_screens_hidden_only_for_targets_the_account_lacks() -> None:
+    sol = _spec("gpt-6-sol", RESPONSES, window=272_000)
+    luna_chat_only = _spec("gpt-6-luna", CHAT)
+    flag = migrations_flag((*MODELS, sol, luna_chat_only))
+    # gpt-6-sol is served on Responses: its three screens stay (their offer works).
+    assert flag == 'notice.model_migrations={"gpt-5.6-luna"="gpt-6-luna"}'
+    everything = (sol, _spec("gpt-6-luna", RESPONSES))
+    assert migrations_flag(everything) is None
+    assert migrations_flag((), {"a": "b"}) == 'notice.model_migrations={"a"="b"}'
+    # The profile's own choice is then the target itself (newer than what would migrate).
+    facts = Facts(models=(*MODELS, _spec("gpt-5.5", RESPONSES), sol), resolve=_resolve)
+    overrides = _overrides(_setup("codex", facts=facts).args)
+    assert 'model="gpt-6-sol"' in overrides
+    assert overrides[-1] == 'notice.model_migrations={"gpt-5.6-luna"="gpt-6-luna"}'
 
 
 def _content(setup: Setup) -> dict[str, object]:
@@ -306,6 +354,11 @@ def test_opencode_gets_a_provider_with_the_accounts_chat_models_and_limits(tmp_p
     assert "gpt-5.3-codex" not in models  # Responses only: not on Chat Completions
     assert models["claude-opus-5"]["limit"] == {"context": 936_000, "output": 64_000}
     assert models["gpt-4.1"]["limit"] == {"context": 128_000, "output": 16_384}
+    # Every model listed has both limits; one without them is no model to chat with.
+    assert all(set(entry["limit"]) == {"context", "output"} for entry in models.values())
+    odd = (*MODELS, _spec("trajectory-compaction", CHAT, output=0), _spec("x", CHAT, window=None))
+    listed = _content(_setup("opencode", facts=Facts(models=odd), where=tmp_path))
+    assert listed["provider"]["copilot-host"]["models"].keys() == models.keys()  # type: ignore[index]
     assert content["model"] == "copilot-host/gpt-5.4"
     assert setup.args == ("run", "hi")
     assert "model" not in _content(_setup("opencode", "run", "-m", "x/y", "hi", where=tmp_path))
@@ -359,6 +412,10 @@ def test_aider_gets_a_model_and_a_weak_model(tmp_path: Path) -> None:
         "--message",
         "hi",
     )
+    # A cheaper model aider does not know the window of is passed over (aider would warn).
+    cheap = Facts(models=(*MODELS, _spec("gemini-9-flash", CHAT, price=1)), resolve=_resolve)
+    setup = _setup("aider", facts=cheap, where=tmp_path)
+    assert setup.args[2:4] == ("--weak-model", "openai/gpt-5-mini")
     assert _setup("aider", facts=LOGGED_OUT, where=tmp_path).notes == (
         "aider's --model not set: not logged in",
         "aider's --weak-model not set: not logged in",
@@ -388,6 +445,27 @@ def test_aider_leaves_a_model_the_user_set(
     assert setup.args[:2] == ("--weak-model", "openai/gpt-5-mini")
 
 
+def test_qwen_code_gets_a_model_and_its_output_limit() -> None:
+    setup = _setup("qwen", "-p", "hi")
+    assert setup.env == {
+        "OPENAI_MODEL": "gpt-5.4",  # the default chat model
+        "QWEN_CODE_MAX_OUTPUT_TOKENS": "128000",
+        "QWEN_USAGE_STATISTICS_ENABLED": "false",
+    }
+    assert setup.args == ("-p", "hi") and not setup.notes
+    # A model the arguments or the variable name: its own limit, and no OPENAI_MODEL of ours.
+    assert _setup("qwen", "-m", "gpt-4.1").env["QWEN_CODE_MAX_OUTPUT_TOKENS"] == "16384"
+    mine = _setup("qwen", env={"OPENAI_MODEL": "gpt-4.1", "QWEN_USAGE_STATISTICS_ENABLED": "1"})
+    assert mine.env == {"QWEN_CODE_MAX_OUTPUT_TOKENS": "16384"}
+    assert _setup("qwen", env={"QWEN_CODE_MAX_OUTPUT_TOKENS": "99"}).env.keys() == {
+        "OPENAI_MODEL",
+        "QWEN_USAGE_STATISTICS_ENABLED",
+    }
+    assert _setup("qwen", facts=LOGGED_OUT).notes == (
+        "OPENAI_MODEL not set for Qwen Code: not logged in",
+    )
+
+
 def test_copilot_cli_gets_its_own_byok_variables() -> None:
     setup = _setup("copilot", "-p", "hi")
     assert setup.env == {
@@ -395,6 +473,10 @@ def test_copilot_cli_gets_its_own_byok_variables() -> None:
         "COPILOT_PROVIDER_TYPE": "openai",
         "COPILOT_OFFLINE": "true",
         "COPILOT_MODEL": "gpt-5.4",
+        # gpt-5.4 speaks Responses: spoken to there, with its limits.
+        "COPILOT_PROVIDER_WIRE_API": "responses",
+        "COPILOT_PROVIDER_MAX_PROMPT_TOKENS": "272000",
+        "COPILOT_PROVIDER_MAX_OUTPUT_TOKENS": "128000",
     }
     assert setup.key_env == ("COPILOT_PROVIDER_API_KEY",)
     assert setup.args == ("-p", "hi")
@@ -406,5 +488,12 @@ def test_copilot_cli_gets_its_own_byok_variables() -> None:
     setup = _setup("copilot", env=mine)
     assert set(setup.env) == {"COPILOT_PROVIDER_BASE_URL", "COPILOT_OFFLINE"}
     assert setup.key_env == ()
-    assert "COPILOT_MODEL" not in _setup("copilot", "--model", "gpt-4.1").env
+    # A model of theirs that speaks Chat Completions only: its limits, no wire API.
+    named = _setup("copilot", "--model", "gpt-4.1").env
+    assert "COPILOT_MODEL" not in named and "COPILOT_PROVIDER_WIRE_API" not in named
+    assert named["COPILOT_PROVIDER_MAX_OUTPUT_TOKENS"] == "16384"
+    theirs = {"COPILOT_PROVIDER_TYPE": "anthropic", "COPILOT_PROVIDER_MAX_PROMPT_TOKENS": "9"}
+    setup = _setup("copilot", env=theirs)
+    assert "COPILOT_PROVIDER_WIRE_API" not in setup.env
+    assert "COPILOT_PROVIDER_MAX_PROMPT_TOKENS" not in setup.env
     assert _setup("copilot", facts=LOGGED_OUT).notes == ("COPILOT_MODEL not set: not logged in",)

@@ -371,7 +371,7 @@ def test_count_tokens_is_served_when_the_budget_is_spent(tmp_path: Any) -> None:
         running_gateway(emulator, tmp_path / "home", max_credits=0.01) as gateway,
     ):
         assert post(gateway, messages_body())[0] == 200
-        assert post(gateway, messages_body())[0] == 429  # spent
+        assert post(gateway, messages_body())[0] == 402  # spent
         body = {"model": "claude-opus-5", "messages": [{"role": "user", "content": "hi"}]}
         status, _, answer = gateway.post("/v1/messages/count_tokens", body, headers=_ANTHROPIC)
         assert status == 200

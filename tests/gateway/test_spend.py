@@ -11,6 +11,8 @@ import anthropic
 import openai
 import pytest
 
+from copilot_host.gateway._app._admit import SAFE_BUDGET_MESSAGE
+from copilot_host.gateway._app._admit import spent as spent_refusal
 from copilot_host.gateway._app._spend import Spend, answer_cost, events_cost, format_credits
 from copilot_host.testing import GitHubEmulator, Scenario, Usage
 from tests.gateway._support import Gateway, running_gateway
@@ -86,19 +88,30 @@ def test_budget_refuses_in_each_apis_shape_once_reported_costs_reach_it(
             client.chat.completions.create(
                 model="gpt-4.1", messages=[{"role": "user", "content": "Hi"}]
             )
-        with pytest.raises(openai.RateLimitError) as refused:
-            client.chat.completions.create(
+        with pytest.raises(openai.APIStatusError) as refused:
+            gateway.openai(max_retries=2).chat.completions.create(
                 model="gpt-4.1", messages=[{"role": "user", "content": "Hi"}]
             )
+        # 402, final: the SDK sent it once (no retry), and clients read the type as such.
+        assert refused.value.status_code == 402
         assert refused.value.code == "budget_exhausted"
+        assert refused.value.type == "insufficient_quota"
+        assert refused.value.response.headers["x-should-retry"] == "false"
         assert "--max-credits" in refused.value.message
-        with pytest.raises(anthropic.RateLimitError) as refused_too:
+        with pytest.raises(anthropic.APIStatusError) as refused_too:
             gateway.anthropic().messages.create(
                 model="claude-sonnet-4.6",
                 max_tokens=64,
                 messages=[{"role": "user", "content": "Hi"}],
             )
-        assert refused_too.value.status_code == 429
+        assert refused_too.value.status_code == 402
+        assert refused_too.value.body["error"]["type"] == "billing_error"  # type: ignore[index]
+        # Sent as Codex CLI (its originator header): 400, the status it stops on.
+        codex = gateway.openai(default_headers={"originator": "codex_exec"}, max_retries=2)
+        with pytest.raises(openai.BadRequestError) as as_codex:
+            codex.responses.create(model="gpt-5-mini", input="Hi")
+        assert as_codex.value.code == "budget_exhausted"
+        refusals = [line for line in gateway.access.lines if " status=40" in line]
         # The model list still answers: only model requests are refused.
         assert [m.id for m in client.models.list()]
         sent = len(emulator.requests_to("chat"))
@@ -106,6 +119,8 @@ def test_budget_refuses_in_each_apis_shape_once_reported_costs_reach_it(
         totals = gateway.app.spend.totals()
     assert sent == 3
     assert len(notices) == 1
+    # One each: neither SDK retried.
+    assert [line.split(" status=")[1][:3] for line in refusals] == ["402", "402", "400"]
     # What the stop line says of spend (serve and run write it).
     assert totals.startswith("3 model requests, credits 0.1275")
     assert "gpt-4.1 3/0.1275" in totals
@@ -229,3 +244,32 @@ def test_a_402_at_discovery_reaches_the_client_as_quota_exceeded(gateway: Gatewa
     assert status == 402
     assert body["error"]["code"] == "quota_exceeded"
     assert "resets on" in body["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("budget", "spent", "numbers"),
+    [
+        (1, 1.2, True),
+        (500, 500.5, False),
+        (25, 42.9, True),
+        (1000, 1429, False),
+        (0.5, 0.524, False),
+    ],
+)
+def test_the_budgets_message_never_reads_as_a_retryable_error(
+    budget: float, spent: float, numbers: bool
+) -> None:
+    """opencode retries any error whose message holds 429, 500, 502, 503, 504 or 524 (or
+    words such as "rate limit"): a budget whose numbers would is told without them."""
+    spend = Spend(budget)
+    spend.record("gpt-4.1", spent)
+    refused = spent_refusal(spend, 402)
+    assert refused is not None
+    assert (refused.status, refused.code) == (402, "budget_exhausted")
+    assert refused.headers == ((b"x-should-retry", b"false"),)
+    assert "--max-credits" in refused.message
+    assert (format_credits(budget) in refused.message) is numbers
+    if not numbers:
+        assert refused.message == SAFE_BUDGET_MESSAGE
+    for word in ("429", "500", "502", "503", "504", "524", "rate limit", "try again"):
+        assert word not in refused.message

@@ -1,10 +1,11 @@
 """The coding agents the gateway knows, one module each: its profile and the quirks it has.
 
 Each agent's module (:mod:`._claude_code`, :mod:`._codex`, :mod:`._opencode`, :mod:`._aider`,
-:mod:`._copilot_cli`) holds everything the gateway knows of that agent: how its requests are
-told from others' (``identify``), which of the table's changes exist for shapes it sends
-(``quirks``, each a name in :data:`copilot_host.gateway._changes.TABLE`), and the profile
-``copilot-host run`` applies (:class:`._profile.Profile`). The CLI only calls them.
+:mod:`._copilot_cli`, :mod:`._qwen_code`) holds everything the gateway knows of that agent:
+how its requests are told from others' (``identify``), which of the table's changes exist
+for shapes it sends (``quirks``, each a name in :data:`copilot_host.gateway._changes.TABLE`),
+the status a spent budget is refused with (``budget``), and the profile ``copilot-host run``
+applies (:class:`._profile.Profile`). The CLI only calls them.
 
 Who sent a request is one word of a closed vocabulary (:data:`NAMES`), never the raw
 ``User-Agent``: the ledger and the access line can hold it without holding anything a client
@@ -17,10 +18,10 @@ import os
 from collections.abc import Mapping
 from pathlib import Path, PurePath
 
-from . import _aider, _claude_code, _codex, _copilot_cli, _opencode
-from ._profile import Agent
+from . import _aider, _claude_code, _codex, _copilot_cli, _opencode, _qwen_code
+from ._profile import PAYMENT_REQUIRED, Agent
 
-__all__ = ["AGENTS", "NAMES", "agent_of", "agent_for", "home_of"]
+__all__ = ["AGENTS", "NAMES", "agent_for", "agent_of", "budget_status", "home_of"]
 
 # In the order requests are matched: the more specific headers first (the Copilot CLI
 # sends an SDK's User-Agent, told apart by its own headers).
@@ -28,10 +29,12 @@ AGENTS: tuple[Agent, ...] = (
     _codex.AGENT,
     _claude_code.AGENT,
     _opencode.AGENT,
+    _qwen_code.AGENT,
     _copilot_cli.AGENT,
     _aider.AGENT,
 )
 _BY_PROGRAM = {program: agent for agent in AGENTS for program in agent.programs}
+_BY_NAME = {agent.name: agent for agent in AGENTS}
 # The SDKs' own User-Agents (the openai and anthropic packages, Python and JavaScript).
 _SDKS = ((b"OpenAI/", "openai-sdk"), (b"Anthropic/", "anthropic-sdk"))
 NAMES: tuple[str, ...] = (*(agent.name for agent in AGENTS), "openai-sdk", "anthropic-sdk", "other")
@@ -48,6 +51,13 @@ def agent_of(headers: Mapping[bytes, bytes], default: str = "other") -> str:
         if user_agent.startswith(prefix):
             return default if default != "other" else name
     return default
+
+
+def budget_status(name: str) -> int:
+    """The status a spent budget is refused with for the agent ``name`` (a name of
+    :data:`NAMES`): the one it stops on at once (each module says why); 402 for others."""
+    found = _BY_NAME.get(name)
+    return (found.budget if found is not None else PAYMENT_REQUIRED).status
 
 
 def agent_for(command: str) -> Agent | None:

@@ -19,6 +19,7 @@ from pathlib import Path
 from ._configs import Skipped, git_root, read_text
 from ._profile import (
     Agent,
+    BudgetStop,
     Profile,
     Request,
     Setup,
@@ -28,7 +29,29 @@ from ._profile import (
     unknown,
 )
 
-__all__ = ["AGENT"]
+__all__ = ["AGENT", "AIDER_KNOWN"]
+
+# The OpenAI chat models aider 0.86.2 knows the context window of (the cost map of the
+# litellm 1.81.10 it pins, `litellm_provider: openai`, less fine-tunes, audio, realtime and
+# search variants): for any other `openai/<id>` it warns at start "Unknown context window
+# size and costs, using sane defaults" (measured).
+AIDER_KNOWN = frozenset(
+    {
+        "chatgpt-4o-latest",
+        *("gpt-3.5-turbo", "gpt-3.5-turbo-0125", "gpt-3.5-turbo-0613", "gpt-3.5-turbo-1106"),
+        *("gpt-3.5-turbo-16k", "gpt-4", "gpt-4-0125-preview", "gpt-4-0613"),
+        *("gpt-4-1106-preview", "gpt-4-32k", "gpt-4-turbo", "gpt-4-turbo-2024-04-09"),
+        *("gpt-4-turbo-preview", "gpt-4.1", "gpt-4.1-2025-04-14", "gpt-4.1-mini"),
+        *("gpt-4.1-mini-2025-04-14", "gpt-4.1-nano", "gpt-4.1-nano-2025-04-14"),
+        *("gpt-4.5-preview", "gpt-4o", "gpt-4o-2024-05-13", "gpt-4o-2024-08-06"),
+        *("gpt-4o-2024-11-20", "gpt-4o-mini", "gpt-4o-mini-2024-07-18", "gpt-5"),
+        *("gpt-5-2025-08-07", "gpt-5-chat", "gpt-5-chat-latest", "gpt-5-mini"),
+        *("gpt-5-mini-2025-08-07", "gpt-5-nano", "gpt-5-nano-2025-08-07", "gpt-5.1"),
+        *("gpt-5.1-2025-11-13", "gpt-5.1-chat-latest", "gpt-5.2", "gpt-5.2-2025-12-11"),
+        *("gpt-5.2-chat-latest", "o1", "o1-2024-12-17", "o1-mini", "o1-preview", "o3"),
+        *("o3-2025-04-16", "o3-mini", "o3-mini-2025-01-31", "o4-mini", "o4-mini-2025-04-16"),
+    }
+)
 
 _SETTING = {"--model": "model", "--weak-model": "weak-model"}
 
@@ -81,7 +104,9 @@ def _build(request: Request) -> Setup:
             texts[path] = text
     added: list[str] = []
     notes: list[str] = []
-    picks = (("--model", default_chat_model(facts)), ("--weak-model", cheapest_chat_model(facts)))
+    # The weak model: the cheapest aider knows the window of (no warning at start).
+    weak = cheapest_chat_model(facts, AIDER_KNOWN.__contains__)
+    picks = (("--model", default_chat_model(facts)), ("--weak-model", weak))
     for setting, model in picks:
         if skipped:
             notes += [f"aider's {setting} not set: {file.note()}" for file in skipped]
@@ -103,7 +128,7 @@ AGENT = Agent(
     quirks=("max_tokens",),
     profile=Profile(
         "--model openai/<default chat model> and --weak-model openai/<the chat model "
-        "with the lowest output price, else multiplier>",
+        "aider knows the window of with the lowest output price, else multiplier>",
         (
             "aider 0.86.2: --model, --weak-model; AIDER_* variables; .aider.conf.yml and "
             ".env in the home folder, the git root and the current folder",
@@ -120,5 +145,11 @@ AGENT = Agent(
             ),
         ),
         _build,
+    ),
+    budget=BudgetStop(
+        400,
+        "aider 0.86.2 (aider/exceptions.py): litellm's APIError for 402 and 403 and its "
+        "RateLimitError are retried for 60 s, a BadRequestError (400) is not: one request, "
+        "the message shown (measured in a loopback namespace)",
     ),
 )

@@ -12,17 +12,33 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+
+import copilot_host as ch
 
 from .._protocols import RESPONSES
-from ._profile import Agent, Profile, Request, Setup, newest, option, prompt_limit, unknown
+from ._profile import (
+    Agent,
+    BudgetStop,
+    Profile,
+    Request,
+    Setup,
+    newest,
+    option,
+    prompt_limit,
+    unknown,
+)
 
 __all__ = [
     "AGENT",
     "CODEX_BUNDLED",
     "CODEX_COMPACT_SHARE",
+    "CODEX_MIGRATIONS",
     "CODEX_REVIEW_MODEL",
+    "CODEX_VERSION",
     "PROVIDER",
     "codex_model",
+    "migrations_flag",
     "names_a_model",
 ]
 
@@ -45,6 +61,25 @@ CODEX_BUNDLED = (
     "gpt-5.5",
 )
 CODEX_REVIEW_MODEL = "codex-auto-review"
+# The Codex CLI release the profile is written for (npm @openai/codex; .ci/run pins it).
+CODEX_VERSION = "0.171.0"
+# Per pinned Codex release: model -> the model its first full-screen screen offers to
+# switch to ("Meet GPT-6 Sol"), from `codex debug models --bundled`, `.models[].upgrade.model`
+# (tests/agents compares it with the installed Codex). Codex shows that screen until
+# `notice.model_migrations` maps the model to exactly that target; a person who accepts it
+# gets a model the account may not have, and every prompt after is refused.
+CODEX_MIGRATIONS: Mapping[str, Mapping[str, str]] = MappingProxyType(
+    {
+        "0.171.0": MappingProxyType(
+            {
+                "gpt-5.5": "gpt-6-sol",
+                "gpt-5.6-sol": "gpt-6-sol",
+                "gpt-5.6-terra": "gpt-6-sol",
+                "gpt-5.6-luna": "gpt-6-luna",
+            }
+        ),
+    }
+)
 _MODEL_SETTING = re.compile(r"\s*model\s*=")
 
 
@@ -106,6 +141,24 @@ def _sets(args: Sequence[str], key: str) -> bool:
     return any(pattern.match(setting) for setting in _settings(args))
 
 
+def _serves(models: Sequence[ch.ModelSpec], model_id: str) -> bool:
+    return any(m.model_id == model_id and RESPONSES.speaks(m) for m in models)
+
+
+def migrations_flag(
+    models: Sequence[ch.ModelSpec], migrations: Mapping[str, str] | None = None
+) -> str | None:
+    """The ``notice.model_migrations`` override that keeps Codex's first screen from
+    offering a model the account lacks: each model of the pinned release's table whose
+    target no model of ``models`` is (a target the account has is left to offer). None
+    when every target is served."""
+    table = CODEX_MIGRATIONS[CODEX_VERSION] if migrations is None else migrations
+    entries = [
+        f'"{source}"="{target}"' for source, target in table.items() if not _serves(models, target)
+    ]
+    return f"notice.model_migrations={{{','.join(entries)}}}" if entries else None
+
+
 def _build(request: Request) -> Setup:
     args, facts = request.args, request.facts
     table = f"model_providers.{PROVIDER}"
@@ -120,13 +173,19 @@ def _build(request: Request) -> Setup:
         f"{table}.supports_websockets=true",
         f'model_provider="{PROVIDER}"',
     ]
+    if not _sets(args, "analytics.enabled"):
+        # Codex otherwise sends metrics to OpenAI at exit, and without a network waits
+        # about 5 s for them before it exits.
+        overrides.append("analytics.enabled=false")
     notes: list[str] = []
     aliases: dict[str, str] = {}
     chosen = _model_named(args)
     listed = [(m.model_id, [RESPONSES.path] if RESPONSES.speaks(m) else []) for m in facts.models]
     if not names_a_model(args):
         # A bundled model sends apply_patch as a custom tool, which the gateway's Responses
-        # changes serve (gateway/_changes/_tools.py); its metadata is Codex's own.
+        # changes serve (gateway/_changes/_tools.py); its metadata is Codex's own. Every
+        # migration target is newer than its model: when the account has the target,
+        # this picks it (or a newer one) rather than the model that would migrate.
         chosen = codex_model(listed, facts.default, CODEX_BUNDLED)
         if chosen is not None:
             overrides.append(f'model="{chosen}"')
@@ -141,6 +200,11 @@ def _build(request: Request) -> Setup:
             overrides.append(f"model_auto_compact_token_limit={int(limit * CODEX_COMPACT_SHARE)}")
     elif facts.missing or not facts.models:
         notes.append(unknown(facts, "Codex's model and limits not set"))
+    # With nothing known, every model's screen is hidden.
+    if not any(setting.lstrip().startswith("notice") for setting in _settings(args)):
+        suppress = migrations_flag(facts.models)
+        if suppress is not None:
+            overrides.append(suppress)
     added: list[str] = []
     for override in overrides:
         added += ["-c", override]
@@ -163,10 +227,16 @@ AGENT = Agent(
         "-c overrides defining a provider at the gateway (wire_api responses over its "
         "WebSocket, key from COPILOT_HOST_API_KEY), a model unless the arguments name one, its "
         "model_context_window and model_auto_compact_token_limit (90% of the prompt "
-        "limit), and the alias codex-auto-review for that model",
+        "limit), notice.model_migrations for each model whose migration target the "
+        "account lacks (so the full-screen interface opens on its prompt), "
+        "analytics.enabled=false, and the alias codex-auto-review for that model",
         (
             "Codex CLI 0.171.0: -c key=value overrides; model_providers.<id> "
             "(name, base_url, wire_api, env_key, supports_websockets)",
+            "Codex CLI 0.171.0: `codex debug models --bundled` .models[].upgrade (the "
+            "migration screen) and notice.model_migrations, which hides it only when it "
+            "maps the model to exactly that target (verified with the real agent: "
+            "tests/agents)",
             "model_max_output_tokens is left out: Codex 0.171.0 warns "
             "'`model_max_output_tokens` is ignored'",
         ),
@@ -175,7 +245,17 @@ AGENT = Agent(
             ("model_context_window", "-c model_context_window=…"),
             ("model_auto_compact_token_limit", "-c model_auto_compact_token_limit=…"),
             ("codex-auto-review", "--model-alias codex-auto-review=…"),
+            ("notice.model_migrations", "any -c notice…"),
+            ("analytics.enabled", "-c analytics.enabled=…"),
         ),
         _build,
+    ),
+    budget=BudgetStop(
+        400,
+        "Codex CLI 0.171.0 retries every status but 400, 401 and 429 five times "
+        "(stream_max_retries; x-should-retry is not read): a 402 costs six requests and "
+        "about 7 s, a 429 with type insufficient_quota shows its own 'Quota exceeded' "
+        "instead of the message; a 400 stops at once and shows the body (measured in a "
+        "loopback namespace; tests/agents)",
     ),
 )

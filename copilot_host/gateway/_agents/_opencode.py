@@ -17,6 +17,7 @@ from typing import Any
 from ._configs import Skipped, deep_merge, parse_json, read_json, upward
 from ._profile import (
     Agent,
+    BudgetStop,
     Profile,
     Request,
     Setup,
@@ -92,13 +93,13 @@ def _ours(request: Request) -> tuple[dict[str, Any], list[str]]:
         return {}, [unknown(facts, "opencode's provider not set")]
     models: dict[str, Any] = {}
     for model in chat:
-        entry: dict[str, Any] = {"name": model.display_name}
         context, output = prompt_limit(model), model.max_output_tokens
         # opencode's schema needs both; it compacts when a prompt nears limit.context
-        # (less the output) and asks for at most limit.output.
-        if context is not None and output is not None:
-            entry["limit"] = {"context": context, "output": output}
-        models[model.model_id] = entry
+        # (less the output) and asks for at most limit.output. A model listing neither is
+        # no model to chat with (the inventory's trajectory-compaction, output 0).
+        if context and output:
+            limit = {"context": context, "output": output}
+            models[model.model_id] = {"name": model.display_name, "limit": limit}
     ours: dict[str, Any] = {
         "provider": {
             PROVIDER: {
@@ -159,5 +160,13 @@ AGENT = Agent(
             ("model", "-m/--model"),
         ),
         _build,
+    ),
+    budget=BudgetStop(
+        402,
+        "opencode 1.18.33: a 402 is not retried (its AI SDK retries 408, 409, 429 and "
+        "5xx; its session retries a message or body matching 429, 500, 502, 503, 504, "
+        "524, 'rate limit', 'try again later' and similar, which the message avoids); "
+        "one request each for the title and the turn, then 'Error: <message>' (measured "
+        "in a loopback namespace; tests/agents)",
     ),
 )

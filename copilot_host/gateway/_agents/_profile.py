@@ -31,10 +31,13 @@ from .._protocols import CHAT, Api
 
 __all__ = [
     "Agent",
+    "BudgetStop",
     "Facts",
+    "PAYMENT_REQUIRED",
     "Profile",
     "Request",
     "Setup",
+    "cheapest",
     "cheapest_chat_model",
     "default_chat_model",
     "newest",
@@ -100,16 +103,35 @@ class Profile:
 
 
 @dataclass(frozen=True)
+class BudgetStop:
+    """The status a spent budget's refusal takes for one agent: the one the real agent
+    stops on at once (one request, no retry) showing the message, and the evidence."""
+
+    status: int
+    evidence: str
+
+
+# What an agent the gateway cannot name gets: HTTP's own status for it, on which the
+# stainless SDKs (OpenAI's, Anthropic's) and the agents built on them do not retry.
+PAYMENT_REQUIRED = BudgetStop(
+    402,
+    "the openai and anthropic SDKs (Python and JavaScript) retry 408, 409, 429 and 5xx, "
+    "not 402 (a 402 answered once each in tests/gateway/test_spend.py)",
+)
+
+
+@dataclass(frozen=True)
 class Agent:
     """One coding agent (see the module docstring). ``identify`` tells its requests from
     their headers (lower-case names, as sent), ``quirks`` names the gateway's changes that
-    exist for shapes it sends."""
+    exist for shapes it sends, ``budget`` the status a spent budget is refused with."""
 
     name: str
     programs: tuple[str, ...]
     identify: Callable[[Mapping[bytes, bytes]], bool]
     quirks: tuple[str, ...]
     profile: Profile
+    budget: BudgetStop = PAYMENT_REQUIRED
 
 
 # -- model choice ----------------------------------------------------------------------------
@@ -144,10 +166,19 @@ def default_chat_model(facts: Facts) -> ch.ModelSpec | None:
     return by_id.get(found) if found is not None else None
 
 
-def cheapest_chat_model(facts: Facts) -> ch.ModelSpec | None:
-    """The Chat Completions model with the lowest output price, else the lowest
-    multiplier (among equals, the inventory's first); else the default chat model."""
-    chat = chat_models(facts)
+def cheapest_chat_model(
+    facts: Facts, among: Callable[[str], bool] = lambda _id: True
+) -> ch.ModelSpec | None:
+    """The Chat Completions model (of those whose id ``among`` takes) with the lowest
+    output price, else the lowest multiplier (among equals, the inventory's first); else
+    the default chat model."""
+    found = cheapest([model for model in chat_models(facts) if among(model.model_id)])
+    return found if found is not None else default_chat_model(facts)
+
+
+def cheapest(models: Sequence[ch.ModelSpec]) -> ch.ModelSpec | None:
+    """Of ``models``, the one with the lowest output price, else the lowest multiplier
+    (among equals, the first); None when none has either."""
 
     def output_price(m: ch.ModelSpec) -> float | None:
         prices = m.billing.prices if m.billing is not None else None
@@ -158,11 +189,11 @@ def cheapest_chat_model(facts: Facts) -> ch.ModelSpec | None:
 
     for measure in (output_price, multiplier):
         priced = [
-            (value, index, m) for index, m in enumerate(chat) if (value := measure(m)) is not None
+            (value, index, m) for index, m in enumerate(models) if (value := measure(m)) is not None
         ]
         if priced:
             return min(priced, key=lambda entry: (entry[0], entry[1]))[2]
-    return default_chat_model(facts)
+    return None
 
 
 def prompt_limit(model: ch.ModelSpec) -> int | None:

@@ -1,17 +1,21 @@
 """Stage: admit. A model request is let upstream only within the budget (``max_credits``).
 
-Before the request is changed, a spent budget refuses it (429 ``budget_exhausted``); just
-before it goes upstream it is admitted with a reservation (:meth:`._spend.Spend.admit`),
-refused (429 ``budget_in_flight``, ``Retry-After: 1``) when the requests in flight may use
-the rest. The reservation's estimate comes from the model's token prices
-(:func:`._spend.estimate_cost`): input as a quarter of the body's bytes, output as the
-request's cap (the API's :attr:`~copilot_host.gateway._protocols.Api.output_caps`), else an
-eighth of the model's output limit; none on an API whose answers generate no tokens
-(embeddings: :attr:`~copilot_host.gateway._protocols.Api.chat`).
+Before the request is changed, a spent budget refuses it (``budget_exhausted``, with the
+status its agent stops on at once, :func:`copilot_host.gateway._agents.budget_status`:
+402, or 400 for the agents that retry a 402; never a status clients retry, and
+``x-should-retry: false``); just before it goes upstream it is admitted with a reservation
+(:meth:`._spend.Spend.admit`), refused (429 ``budget_in_flight``, ``Retry-After: 1``: that
+one is to be retried) when the requests in flight may use the rest. The reservation's
+estimate comes from the model's token prices (:func:`._spend.estimate_cost`): input as a
+quarter of the body's bytes, output as the request's cap (the API's
+:attr:`~copilot_host.gateway._protocols.Api.output_caps`), else an eighth of the model's
+output limit; none on an API whose answers generate no tokens (embeddings:
+:attr:`~copilot_host.gateway._protocols.Api.chat`).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,12 +28,36 @@ from ._spend import Reservation, Spend, estimate_cost
 __all__ = ["admit", "estimate", "spent"]
 
 _RETRY_SOON = ((b"retry-after", b"1"),)
+_FINAL = ((b"x-should-retry", b"false"),)
+# What makes opencode 1.18.33 retry an error whatever its status: its session retry
+# matches the message and the body against these (its bundle; a 402 saying "500 AI
+# credits" was retried until killed, measured). A budget message with its numbers that
+# matches is told without them.
+_RETRIED = re.compile(
+    r"429|500|502|503|504|524|rate.?limit|too many requests|rate increased|overloaded|"
+    r"unavailable|internal error|server error|provider returned error|terminated|"
+    r"fetch failed|econnreset|etimedout|timeout|timed out|time out|try your request again|"
+    r"retry your request|resource.exhausted|try again|at capacity",
+    re.IGNORECASE,
+)
+SAFE_BUDGET_MESSAGE = (
+    "copilot-host gateway: the budget set with --max-credits is used up; restart "
+    "copilot-host with a higher --max-credits to allow more"
+)
 
 
-def spent(spend: Spend) -> Refusal | None:
-    """The refusal of a model request once the budget is used up, else None."""
+def budget_message(spend: Spend) -> str:
+    """The spent budget's message, with its numbers unless they would make a client
+    read it as passing (:data:`_RETRIED`)."""
+    message = spend.refusal_message()
+    return SAFE_BUDGET_MESSAGE if _RETRIED.search(message) else message
+
+
+def spent(spend: Spend, status: int = 402) -> Refusal | None:
+    """The refusal of a model request once the budget is used up (``status``: what the
+    sending agent stops on), else None."""
     if spend.exhausted():
-        return Refusal(429, "budget_exhausted", spend.refusal_message())
+        return Refusal(status, "budget_exhausted", budget_message(spend), _FINAL)
     return None
 
 

@@ -29,6 +29,7 @@ import httpx2
 
 import copilot_host as ch
 
+from .._agents import NAMES
 from .._changes import Changes, check_rewrites
 from .._protocols import BY_ENDPOINT, api_of_path, errors_of
 from ._access import Refusal, allowed_hosts, check_access, read_headers
@@ -81,9 +82,10 @@ def create_app(
     after the server has stopped. Use the app on one event loop (an asynchronous host
     belongs to one). ``hooks`` plug features into the request path (:mod:`._hooks`).
     ``max_credits`` is a budget in AI credits: once the costs the answers reported since
-    start reach it, model requests get 429 ``budget_exhausted``. ``model_aliases`` (name ->
-    model id) and ``default_model`` take part in how a request's model name is read
-    (:mod:`copilot_host.gateway._names`); a bad spelling is a ``ValueError``.
+    start reach it, model requests are refused (``budget_exhausted``: :mod:`._admit`).
+    ``model_aliases`` (name -> model id) and ``default_model`` take part in how a request's
+    model name is read (:mod:`copilot_host.gateway._names`); a bad spelling is a
+    ``ValueError``.
     ``rewrites`` names the changes to apply (:data:`copilot_host.gateway.REWRITES`; None:
     all of them; an unknown name is a ``ValueError``). ``access_line`` takes each request's
     access line (its text, without a newline) instead of :data:`ACCESS_LOGGER`: for a
@@ -240,6 +242,12 @@ class GatewayApp:
         with ``auto``, unless ``default_model`` was given at creation (which wins): what
         ``run`` does, so that its command's usual model names are served by Auto."""
         self._registry.serve_auto_by_default()
+
+    def agent_started(self, name: str) -> None:
+        """The agent ``run`` started (of NAMES): requests no rule names are its."""
+        if name not in NAMES:
+            raise ValueError(f"not an agent's name: {name[:40]!r}")
+        self._pipeline.agent = name
 
     async def aclose(self) -> None:
         """Stop registrations in flight and close the upstream connections (the lifespan

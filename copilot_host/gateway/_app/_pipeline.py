@@ -8,15 +8,15 @@ gateway applies it, the budget, the hooks, the upstream client) and runs one
 2. **resolve** (:mod:`._resolve`): the route the model name finds;
 3. an answer the gateway gives itself for the path (count_tokens), whatever the budget;
    off the event loop for a body over 1 MiB;
-4. **admit**, first look (:mod:`._admit`): a spent budget refuses;
-5. **change** (:mod:`copilot_host.gateway._changes`): the table's request changes, or the
-   gateway's own answer (server tools), and the body that goes upstream; off the event
-   loop for a body over 1 MiB;
-6. **admit** (:mod:`._admit`): the reservation against the budget;
-7. **relay** (:mod:`._relay`): upstream through ``route.auth``, the answer back through the
+4. **change** (:mod:`copilot_host.gateway._changes`): the table's request changes, or the
+   gateway's own answer (server tools, a socket's warm-up: never billed, so given whatever
+   the budget), and the body that goes upstream; off the event loop for a body over 1 MiB;
+5. **admit** (:mod:`._admit`): a spent budget refuses (with the status the sending agent
+   stops on); then the request's reservation against the budget;
+6. **relay** (:mod:`._relay`): upstream through ``route.auth``, the answer back through the
    table's answer changes, masked, while a watcher waits for the client to hang up
    (:mod:`._hangup`);
-8. **account** (:mod:`._account`): the spend settled (the access line is written as the
+7. **account** (:mod:`._account`): the spend settled (the access line is written as the
    answer ends, by :mod:`._app`).
 
 ``GET /v1/models`` and ``GET /v1/models/{name}`` are answered from the routes (:meth:`models`).
@@ -34,7 +34,7 @@ import httpx2
 import copilot_host as ch
 from copilot_host._internal import AutoPick, clean
 
-from .._agents import agent_of
+from .._agents import agent_of, budget_status
 from .._changes import AnswerPass, ApiChanges, Changes, LocalAnswer, RequestEdit
 from .._json import dumps
 from .._protocols import Api, models_api
@@ -156,10 +156,6 @@ class Pipeline:
             if answer is not None:
                 await self._answer_locally(flow, route, answer)
                 return
-        refused = spent(self.spend)
-        if refused is not None:
-            await flow.refuse(refused)
-            return
         edit.serial = next(self._serials)
         if len(body) > OFF_LOOP_ABOVE:
             upstream_body = await asyncio.to_thread(_change, changes, edit, body)
@@ -167,7 +163,13 @@ class Pipeline:
             upstream_body = _change(changes, edit, body)
         flow.rewrote = edit.applied
         if edit.local is not None:
+            # The gateway's own answer (server tools, a socket's warm-up, a refusal of a
+            # shape it cannot send): never upstream, never billed, whatever the budget.
             await self._answer_locally(flow, route, edit.local)
+            return
+        refused = spent(self.spend, budget_status(flow.agent))
+        if refused is not None:
+            await flow.refuse(refused)
             return
         assert upstream_body is not None
         known = parsed.facts

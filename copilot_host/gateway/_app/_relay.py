@@ -210,7 +210,14 @@ async def relay(
             await _relay_events(response, start, send, outcome, observer, answers=answers)
         else:
             await _relay_whole(
-                response, start, send, outcome, observer, answers=answers, changes=changes
+                response,
+                start,
+                send,
+                outcome,
+                observer,
+                answers=answers,
+                changes=changes,
+                edit=edit,
             )
     finally:
         await response.aclose()
@@ -225,6 +232,7 @@ async def _relay_whole(
     *,
     answers: AnswerPass | None,
     changes: ApiChanges,
+    edit: RequestEdit,
 ) -> None:
     """A JSON answer: held whole (to mask it), then sent with its length."""
     whole = bytearray()
@@ -234,7 +242,7 @@ async def _relay_whole(
             raise AnswerTooLarge
     answer = ch.mask_secrets(answers.whole(bytes(whole)) if answers else bytes(whole))
     if response.status_code >= 400:
-        refused = changes.reshape(response.status_code, answer, response.headers)
+        refused = changes.reshape(response.status_code, answer, response.headers, edit)
         if refused is not None:
             # An upstream answer a change replaced (the rate-limit refusal: its module
             # says why).

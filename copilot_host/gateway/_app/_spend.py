@@ -327,7 +327,8 @@ class Spend:
         return (
             f"copilot-host gateway: the budget of {format_credits(self.max_credits or 0)} AI "
             f"credits set with --max-credits is used up ({format_credits(self.credits)} "
-            "reported since start); restart the gateway to allow more"
+            "reported since start); restart copilot-host with a higher --max-credits to "
+            "allow more"
         )
 
     def in_flight_message(self) -> str:
@@ -359,7 +360,7 @@ class Spend:
             self.warn(
                 f"budget reached: {format_credits(self.credits)} of "
                 f"{format_credits(self.max_credits or 0)} AI credits reported; further "
-                "model requests get 429 budget_exhausted"
+                "model requests are refused (budget_exhausted)"
             )
 
     def quota(self, headers: Iterable[tuple[str, str]]) -> None:

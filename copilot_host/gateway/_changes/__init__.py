@@ -36,10 +36,15 @@ from ._embeddings import (
     EmbeddingsTokens,
     EncodingFormat,
 )
+from ._fields import CacheControl, Effort, McpServers, ToolSearch
+from ._hosted import HostedTools, ReasoningContext
 from ._local import COUNT_TOKENS, CountTokens
 from ._messages import BetaFields, BillingHeader, ServerTools, SystemMessages, ThinkingBudget
+from ._passed import PASSED
+from ._plan import AutoOnlyRefusal
 from ._policy import PolicyRefusal
 from ._rate_limit import RateLimitRefusal
+from ._sampling import Sampling
 from ._socket import WarmUp
 from ._splices import Betas, BlockSystem, ModelId, Splice
 from ._tool_choice import ToolChoice
@@ -49,6 +54,7 @@ __all__ = [
     "COUNT_TOKENS",
     "TRANSPORTS",
     "FIELD_BETAS",
+    "PASSED",
     "REWRITES",
     "REWRITES_VARIABLE",
     "SERVED_BETAS",
@@ -74,9 +80,14 @@ TRANSPORTS = ("http", "ws")
 TABLE: tuple[Change, ...] = (
     WarmUp(),
     Betas(),
+    McpServers(),
     BillingHeader(),
     BetaFields(),
     SystemMessages(),
+    ToolSearch(),
+    CacheControl(),
+    Effort(),
+    Sampling(),
     MaxTokens(),
     ThinkingBudget(),
     MaxCompletionTokens(),
@@ -85,6 +96,8 @@ TABLE: tuple[Change, ...] = (
     AdditionalTools(),
     Namespaces(),
     WebSearch(),
+    HostedTools(),
+    ReasoningContext(),
     CustomTools(),
     ToolChoice(),
     # Embeddings: the gateway's own refusals first (a request they answer goes no further).
@@ -96,6 +109,7 @@ TABLE: tuple[Change, ...] = (
     EmbeddingsEnvelope(),
     CountTokens(),
     RateLimitRefusal(),
+    AutoOnlyRefusal(),
     PolicyRefusal(),
     ModelId(),
     BlockSystem(),
@@ -216,9 +230,15 @@ class ApiChanges:
                 mappers.append(mapper)
         return AnswerPass(mappers) if mappers else None
 
-    def reshape(self, status: int, body: bytes, headers: Mapping[str, str]) -> Reshaped | None:
+    def reshape(
+        self,
+        status: int,
+        body: bytes,
+        headers: Mapping[str, str],
+        edit: RequestEdit | None = None,
+    ) -> Reshaped | None:
         for change in self._reshapes:
-            reshaped = change.reshape(self.api, status, body, headers)
+            reshaped = change.reshape(self.api, status, body, headers, edit)
             if reshaped is not None:
                 return reshaped
         return None

@@ -31,6 +31,10 @@ SERVED_BETAS: Mapping[str, str] = {
     "interleaved-thinking-2025-05-14": _CHAT_ENDPOINT + ": models without adaptive thinking",
     "context-management-2025-06-27": _CHAT_ENDPOINT + ": context editing and the memory tool",
     "advanced-tool-use-2025-11-20": _CHAT_ENDPOINT + ": tool search",
+    "extended-cache-ttl-2025-04-11": "microsoft/vscode extensions/copilot/src/platform/"
+    "endpoint/node/chatEndpoint.ts (commit 0466f117212b7a16eb637235f2317ce6736e9ab9), "
+    "getAnthropicBetaHeader: with 1-hour cache_control (the cache-control change keeps ttl "
+    "only with it)",
     "effort-2025-11-24": "the beta of the body's effort setting, which VS Code's Claude Code "
     "bridge passes through as Claude Code sent it (microsoft/vscode-copilot-chat "
     "src/extension/agents/claude/node/claudeLanguageModelServer.ts, commit "

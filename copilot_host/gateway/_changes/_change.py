@@ -15,7 +15,8 @@ default). It implements the hooks of the sides it acts on, as a mitmproxy addon 
 * ``headers(edit, headers)``: change the headers that go upstream;
 * ``answer(edit)``: a :class:`AnswerMapper` for this request's answer, or None;
 * ``local(edit)``: the gateway's own answer to the request (:class:`LocalAnswer`), or None;
-* ``reshape(api, status, body, headers)``: an upstream answer replaced whole.
+* ``reshape(api, status, body, headers, edit)``: an upstream answer replaced whole (``edit``:
+  the request it answers, when known).
 
 A hook must not raise for any JSON value in any field (the fuzz tests feed every entry
 hostile structure) and must be linear in the body.
@@ -218,7 +219,12 @@ class Change:
         return None
 
     def reshape(
-        self, api: Api, status: int, body: bytes, headers: Mapping[str, str]
+        self,
+        api: Api,
+        status: int,
+        body: bytes,
+        headers: Mapping[str, str],
+        edit: RequestEdit | None = None,
     ) -> Reshaped | None:
         """An upstream answer (read whole) replaced, or None to relay it as it is."""
         return None

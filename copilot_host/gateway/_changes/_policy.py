@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from copilot_host._internal import refusal_of
 
 from .._protocols import Api
-from ._change import Change, Reshaped
+from ._change import Change, RequestEdit, Reshaped
 
 __all__ = ["PolicyRefusal"]
 
@@ -39,7 +39,12 @@ class PolicyRefusal(Change):
     switchable = False
 
     def reshape(
-        self, api: Api, status: int, body: bytes, headers: Mapping[str, str]
+        self,
+        api: Api,
+        status: int,
+        body: bytes,
+        headers: Mapping[str, str],
+        edit: RequestEdit | None = None,
     ) -> Reshaped | None:
         found = refusal_of(status, body)
         if found is None:

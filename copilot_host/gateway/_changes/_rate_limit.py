@@ -26,9 +26,15 @@ from datetime import UTC, datetime
 
 from .._json import NotJson, loads
 from .._protocols import Api
-from ._change import Change, Reshaped
+from ._change import Change, RequestEdit, Reshaped
 
-__all__ = ["MAX_RESET", "RATE_LIMIT_CODES", "RateLimitRefusal", "retry_after_seconds"]
+__all__ = [
+    "MAX_RESET",
+    "RATE_LIMIT_CODES",
+    "RateLimitRefusal",
+    "error_code",
+    "retry_after_seconds",
+]
 
 # The refusal codes of the two windows (x-usage-ratelimit-session / -weekly).
 # ``user_global_rate_limited`` is the session window's refusal as reported in
@@ -58,6 +64,17 @@ def retry_after_seconds(value: str, now: float) -> float | None:
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     return when.timestamp()
+
+
+def error_code(body: bytes) -> str | None:
+    """The ``error.code`` of an upstream error body in OpenAI's shape, else None."""
+    try:
+        document = loads(body)
+    except NotJson:
+        return None
+    error = document.get("error") if isinstance(document, dict) else None
+    code = error.get("code") if isinstance(error, dict) else None
+    return code if isinstance(code, str) else None
 
 
 def _reset_of(window: str, headers: Mapping[str, str], now: float) -> float | None:
@@ -94,18 +111,16 @@ class RateLimitRefusal(Change):
     switchable = False
 
     def reshape(
-        self, api: Api, status: int, body: bytes, headers: Mapping[str, str]
+        self,
+        api: Api,
+        status: int,
+        body: bytes,
+        headers: Mapping[str, str],
+        edit: RequestEdit | None = None,
     ) -> Reshaped | None:
-        if status != 429:
-            return None
-        try:
-            document = loads(body)
-        except NotJson:
-            return None
-        error = document.get("error") if isinstance(document, dict) else None
-        code = error.get("code") if isinstance(error, dict) else None
-        window = RATE_LIMIT_CODES.get(code) if isinstance(code, str) else None
-        if window is None or not isinstance(code, str):
+        code = error_code(body) if status == 429 else None
+        window = RATE_LIMIT_CODES.get(code) if code is not None else None
+        if window is None or code is None:
             return None
         now = time.time()
         reset = _reset_of(window, headers, now)

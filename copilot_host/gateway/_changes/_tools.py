@@ -39,6 +39,7 @@ __all__ = [
     "CustomTools",
     "FlatTool",
     "Namespaces",
+    "RemovedTools",
     "ToolMap",
     "WebSearch",
     "flat_names",
@@ -243,13 +244,15 @@ def _call_forward(item: object, tool_map: ToolMap) -> object:
     return mapped
 
 
-class WebSearch(Change):
-    name = "web-search"
+class RemovedTools(Change):
+    """A change that removes the Responses tools of some types (:meth:`names`), noting
+    them for :mod:`._tool_choice`."""
+
     apis = RESPONSES
-    summary = "Responses: web_search tools are removed"
-    evidence = "web-search"
-    check = "web_search_tools"
-    agents = ("codex",)
+
+    def names(self, kind: str) -> tuple[str, ...]:
+        """What a ``tool_choice`` may call a removed tool of type ``kind``; () keeps it."""
+        raise NotImplementedError
 
     def request(self, edit: RequestEdit) -> None:
         tools = edit.value.get("tools")
@@ -258,8 +261,9 @@ class WebSearch(Change):
         kept = []
         for tool in tools:
             kind = tool.get("type") if isinstance(tool, dict) else None
-            if isinstance(kind, str) and kind.startswith("web_search"):
-                edit.removed.update((kind, "web_search", "web_search_preview"))
+            names = self.names(kind) if isinstance(kind, str) else ()
+            if names:
+                edit.removed.update(names)
             else:
                 kept.append(tool)
         if len(kept) == len(tools):
@@ -271,6 +275,17 @@ class WebSearch(Change):
             del doc["tools"]
         edit.tools_changed = True
         edit.did(self.name)
+
+
+class WebSearch(RemovedTools):
+    name = "web-search"
+    summary = "Responses: web_search tools are removed"
+    evidence = "web-search"
+    check = "web_search_tools"
+    agents = ("codex",)
+
+    def names(self, kind: str) -> tuple[str, ...]:
+        return (kind, "web_search", "web_search_preview") if kind.startswith("web_search") else ()
 
 
 def _as_function(tool: dict[str, Any], name: str) -> dict[str, Any]:
