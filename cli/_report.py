@@ -46,7 +46,7 @@ main,header,footer{max-width:60rem;margin:0 auto;padding:0 1rem}
 header{padding-top:1rem}
 h1{font-size:1.4rem;margin:.4rem 0}h2{font-size:1.1rem;margin:1.6rem 0 .5rem}
 p{margin:.4rem 0}.muted{color:var(--muted)}
-.scroll{overflow-x:auto;max-width:100%}
+.scroll{overflow-x:auto;max-width:100%}figure{margin:0}
 table{border-collapse:collapse;font-variant-numeric:tabular-nums;margin:.3rem 0}
 th,td{border-bottom:1px solid var(--line);padding:.3rem .6rem;text-align:left;
 vertical-align:top}
@@ -208,7 +208,7 @@ def _by(
     header = (what.capitalize(), "Requests", "AI credits", "Input tokens", "Output tokens")
     section = (
         f'<section aria-labelledby="by-{what}-h"><h2 id="by-{what}-h">AI credits per day '
-        f"by {what}</h2><figure>{chart(drawn, figure_id=f'chart-{what}')}"
+        f'by {what}</h2><figure><div class="scroll">{chart(drawn, figure_id=f"chart-{what}")}</div>'
         f"<figcaption>{_legend(list(enumerate(s.name for s in series)))}</figcaption>"
         "</figure>"
         + _table(

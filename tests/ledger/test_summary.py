@@ -21,20 +21,29 @@ AGENTS = ("claude-code", "codex", "aider", "opencode")
 MODELS = ("claude-sonnet-4.5", "gpt-5", "gpt-4.1", "claude-haiku-4.5")
 
 
-def seed_mixed(path: Path, *, rows: int = 120, seed: int = 5, now: float = NOON) -> None:
-    """``rows`` requests over the last 10 UTC days from three runs, across the agents and
-    models above: about one in eight asked for ``auto``, one in ten never ended (its run
+def seed_mixed(
+    path: Path,
+    *,
+    rows: int = 120,
+    seed: int = 5,
+    now: float = NOON,
+    days: float = 9.9,
+    models: tuple[str, ...] = MODELS,
+    agents: tuple[str, ...] = AGENTS,
+) -> None:
+    """``rows`` requests over the last ``days`` days from three runs, across ``agents``
+    and ``models``: about one in eight asked for ``auto``, one in ten never ended (its run
     is closed, so it is interrupted, holding its reservation)."""
     rng = random.Random(seed)
     for run in range(3):
         with ledger_at(path, clock=clock_at(now)) as ledger:
             for _ in range(rows // 3):
-                model = rng.choice(MODELS)
+                model = rng.choice(models)
                 row = begun(
                     ledger,
                     start(
-                        time=now - rng.uniform(0, 9.9) * DAY,
-                        agent=AGENTS[(run + rng.randrange(2)) % len(AGENTS)],
+                        time=now - rng.uniform(0, days) * DAY,
+                        agent=agents[(run + rng.randrange(3)) % len(agents)],
                         model_asked="auto" if rng.random() < 0.125 else model,
                         model=model,
                         reserved=0.5,
