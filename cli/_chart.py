@@ -149,7 +149,7 @@ def _x_axis(days: Sequence[str], slot: float) -> list[str]:
         anchor = "start" if position == 0 and count > 1 else "middle"
         if position == count - 1 and count > 1:
             anchor = "end"
-            x = min(x, _WIDTH - _RIGHT)
+            x = _LEFT + count * slot  # the ends are labelled at the plot's edges
         if anchor == "start":
             x = max(_LEFT, x - slot / 2)
         # The ends carry the year; the labels between, month and day.
