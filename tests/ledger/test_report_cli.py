@@ -20,7 +20,7 @@ from copilot_host.testing import Faults, Inventory, RawAnswer, Scenario, Usage, 
 from tests.cli.conftest import Cli, Proc
 
 from ._page import Page, parse
-from ._support import NOON, begun, clock_at, ledger_at, start
+from ._support import NOON, begun, clock_at, ledger_at, newer_ledger, start
 from .test_summary import seed_mixed
 
 SINCE = "7d"
@@ -350,14 +350,7 @@ def test_another_users_file_is_refused(cli: Cli, tmp_path: Path) -> None:
 def test_a_ledger_that_cannot_be_read_leaves_no_new_file(
     cli: Cli, copilot_home: Path, tmp_path: Path
 ) -> None:
-    import sqlite3
-
-    path = copilot_home / LEDGER_NAME
-    path.touch(mode=0o600)
-    db = sqlite3.connect(path)
-    db.execute("PRAGMA user_version = 99")
-    db.commit()
-    db.close()
+    newer_ledger(copilot_home / LEDGER_NAME)
     target = tmp_path / "spend.html"
     result = cli("usage", "--report", str(target), seam=_seam())
     assert result.exit_code == 1
