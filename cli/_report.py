@@ -87,7 +87,7 @@ _HEAD = (
 )
 
 
-def _text(value: object, limit: int = 80) -> str:
+def _text(value: object, limit: int = 200) -> str:
     from copilot_host._internal import clean
 
     return escape(clean(value, limit=limit))
