@@ -146,3 +146,15 @@ def test_a_chart_draws_a_titled_part_per_figure_and_nothing_for_none() -> None:
     assert svg.count("<rect ") == 1
     assert "<title>2026-12-05, a &lt;b&gt;: 1.5 credits</title>" in svg
     assert '<title id="x-t">T</title><desc id="x-d">D</desc>' in svg
+
+
+def test_a_name_as_long_as_the_ledger_keeps_is_shown_whole() -> None:
+    long = "m" * 128  # the ledger cuts names to 128 characters
+    summary = _summary()
+    models = summary.by["model"]
+    renamed = (Group(long, 1, 9.0, 1, 1), *models.groups)
+    summary = dataclasses.replace(
+        summary, by={**summary.by, "model": dataclasses.replace(models, groups=renamed)}
+    )
+    page = parse(report_html(summary, "not logged in", now=NOW))
+    assert page.rows("models")[0][0] == long
