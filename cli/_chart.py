@@ -69,7 +69,7 @@ def nice_step(top: float, ticks: int = _TICKS) -> float:
         return 1.0
     raw = top / ticks
     power = 10.0 ** math.floor(math.log10(raw))
-    for factor in (1.0, 2.0, 5.0, 10.0):
+    for factor in (1.0, 2.0, 5.0):
         if raw <= factor * power:
             return factor * power
     return 10.0 * power

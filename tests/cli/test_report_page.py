@@ -109,16 +109,24 @@ def test_the_axis_spans_every_day_of_the_range_to_today() -> None:
     html = report_html(long, "not logged in", now=NOW)
     assert ">2026-12-05</text>" in html and ">2026-12-06</text>" in html
     assert html.count('text-anchor="middle"') == 0  # two days: the two ends, no middle
+    # A time SQLite cannot date (edited by hand: 1e20) groups as "None": drawn as found.
+    odd = _summary()
+    days = dataclasses.replace(odd.by["day"], groups=(Group("None", 1, 1.0, 1, 1),))
+    html = report_html(
+        dataclasses.replace(odd, by={**odd.by, "day": days}), "not logged in", now=NOW
+    )
+    assert ">None</text>" in html and html.count('text-anchor="start"') == 0
 
 
 def test_nice_steps_are_one_two_or_five_times_a_power_of_ten() -> None:
-    assert [nice_step(x) for x in (0, 4, 9, 10, 0.07, 130, 2_000_000)] == [
+    assert [nice_step(x) for x in (0, 4, 9, 10, 0.07, 130, 30, 2_000_000)] == [
         1.0,
         1.0,
         5.0,
         5.0,
         0.02,
         50.0,
+        10.0,
         500_000.0,
     ]
 
@@ -144,6 +152,9 @@ def test_a_chart_draws_a_titled_part_per_figure_and_nothing_for_none() -> None:
     )
     svg = chart(drawn, figure_id="x")
     assert svg.count("<rect ") == 1
+    # No days: the axes and no bar (the page draws no chart then, but the chart holds).
+    empty = chart(Chart((), (), "T", "D"), figure_id="y")
+    assert "<rect " not in empty and ">0</text>" in empty
     assert "<title>2026-12-05, a &lt;b&gt;: 1.5 credits</title>" in svg
     assert '<title id="x-t">T</title><desc id="x-d">D</desc>' in svg
 

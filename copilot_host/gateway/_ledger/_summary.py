@@ -140,11 +140,3 @@ def _spans(db: sqlite3.Connection, since: float, run_ids: Sequence[str]) -> dict
     ):
         found[str(run_id)] = RunSpan(float(first), float(last), tuple(sorted(agents.split(","))))
     return found
-
-
-def _auto(db: sqlite3.Connection, since: float) -> tuple[int, float]:
-    requests, credits = db.execute(
-        "SELECT count(*), total(credits) FROM requests WHERE time >= ? AND model_asked = ?",
-        (since, AUTO),
-    ).fetchone()
-    return int(requests), float(credits)
