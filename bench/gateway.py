@@ -101,8 +101,10 @@ def role_emulator(groups: dict[str, dict[str, Any]]) -> None:
 def role_tap(target: int) -> None:
     """A TCP relay in front of an emulator that notes the monotonic time at which each
     event end (a blank line) passed it toward the client. Prints its port; ``take`` on
-    stdin prints the times noted since the last ``take``."""
+    stdin prints the times noted since the last ``take``, ``sent`` the bytes that went
+    toward the emulator since the last ``sent``."""
     times: list[float] = []
+    sent = [0]
 
     async def pump(source: asyncio.StreamReader, sink: asyncio.StreamWriter, note: bool) -> None:
         try:
@@ -111,6 +113,8 @@ def role_tap(target: int) -> None:
                 if note:
                     now = time.monotonic()
                     times.extend([now] * data.count(b"\n\n"))
+                else:
+                    sent[0] += len(data)
                 await sink.drain()
         except ConnectionError:
             pass
@@ -132,6 +136,9 @@ def role_tap(target: int) -> None:
             if line.strip() == "take":
                 taken, times[:] = list(times), []
                 print(json.dumps(taken), flush=True)
+            elif line.strip() == "sent":
+                print(sent[0], flush=True)
+                sent[0] = 0
 
     asyncio.run(main())
 

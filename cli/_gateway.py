@@ -76,7 +76,8 @@ def gateway_options(command: F) -> F:
         click.option(
             "--default-model",
             metavar="MODEL",
-            help="Serve requests for a model no rule finds with MODEL (else they get 404).",
+            help="Serve requests for a model no rule finds with MODEL (else they get 404); "
+            "auto: Copilot Auto picks.",
         ),
         click.option(
             "--log",

@@ -24,23 +24,27 @@ TITLES = ("ROUTE", "NAME", "PROTOCOL", "CONTEXT", "PICKER", "MULT", "IN/1M", "OU
 _EPILOG = """\b
 Examples:
   copilot-host models
-  copilot-host models --all        also the models this account cannot use, and why
+  copilot-host models --all        also the embeddings models and what cannot be used
   copilot-host models --json | jq -r '.models[].route_id'
 
 \b
 --json prints one document (fields are only ever added):
   {"v":1,"provider":"github-copilot","origin":"https://api.…githubcopilot.com",
    "models":[{"route_id":"github-copilot/<id>","model_id":"<id>",
-     "display_name":"…","protocol":"openai-responses"|"openai-chat"|"anthropic-messages",
+     "display_name":"…","protocol":"openai-responses"|"openai-chat"|"anthropic-messages"
+     (with --all also "openai-embeddings"),
      "protocols":["…"],"url":"…","context_window":128000,"max_output_tokens":16384,
-     "max_prompt_tokens":128000|null,"chat_default":false,"input_modalities":["text"],"supports_reasoning":false,
+     "max_prompt_tokens":128000|null,"chat_default":false,"input_modalities":["text"],
+     "supports_reasoning":false,"max_inputs":null|512,"dimensions":false,
      "picker_enabled":true,"warnings":[],"warning_codes":[],
      "billing":{"premium":true,"multiplier":1.0,"prices":{"batch_size":1000000,
        "input":500.0,"output":2500.0,"cache":50.0,"context_max":null,
        "input_per_million":500.0,"output_per_million":2500.0,
        "cache_per_million":50.0,"long_context":null}}|null}],
    "skipped":[{"model_id":"<id>","reason":"policy_not_enabled","message":"…"}],
-   "auto_only":null|"this plan (free) can use only Auto model selection; …"}
+   "auto_only":null|"this plan (free) can use only Auto model selection; …",
+   "auto":null|{"pool":["<id>",…],"discounts":{"<id>":0.1},"only":false,"known":true}}
+Each model carries "auto" too: null, except Copilot Auto's route (github-copilot/auto).
 With no usable model: {"v":1,"error":{"code":"no_models",...},"skipped":[...]}; exit 1.
 """
 
@@ -60,10 +64,13 @@ def route_document(route: ModelRoute) -> dict[str, Any]:
         "chat_default": spec.chat_default,
         "input_modalities": list(spec.input_modalities),
         "supports_reasoning": spec.supports_reasoning,
+        "max_inputs": spec.max_inputs,
+        "dimensions": spec.dimensions,
         "picker_enabled": spec.picker_enabled,
         "warnings": list(spec.warnings),
         "warning_codes": list(spec.warning_codes),
         "billing": None if spec.billing is None else spec.billing.document(),
+        "auto": None if spec.auto is None else spec.auto.document(),
     }
 
 
@@ -175,15 +182,20 @@ def _print_notes(out: Output, routes: Iterable[ModelRoute]) -> None:
 @click.command(cls=CopilotHostCommand, epilog=_EPILOG)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
 @click.option(
-    "--all", "show_all", is_flag=True, help="Also list models that cannot be used, and why."
+    "--all",
+    "show_all",
+    is_flag=True,
+    help="Also list the embeddings models, and the models that cannot be used and why.",
 )
 def models(as_json: bool, show_all: bool) -> None:
     """List the Copilot models this login can use.
 
     Registers the account's models into a fresh, empty catalog (exactly what an
-    application's register_models call does) and prints each route. Entries of the
-    account's inventory that cannot be used (not chat models, not enabled by policy,
-    served only on endpoints copilot-host does not speak) are listed with --all.
+    application's register_models call does) and prints each route. With --all it
+    registers the embeddings models too (as the gateway does: `serve` serves them on
+    /v1/embeddings) and lists the inventory's entries that cannot be used (not chat or
+    embeddings models, not enabled by policy, served only on endpoints copilot-host does
+    not speak).
     """
     out = output()
     no_core_dumps()
@@ -197,12 +209,12 @@ def models(as_json: bool, show_all: bool) -> None:
     store = make_store()
     if out.err_is_tty:
         out.live("Asking GitHub Copilot for this account's models...")
-    from ._plan import plan_line_now
+    from ._plan import auto_document, auto_line, plan_line_now
 
     auto_only: str | None = None
     try:
         with make_host(store, editor) as host:
-            result = ch.register_models(ch.Catalog(), host)
+            result = ch.register_models(ch.Catalog(), host, embeddings=show_all)
             auto_only = plan_line_now(host)
     except ch.NoEligibleModelsError as exc:
         # Nothing usable, but the person (or program) still learns what there was.
@@ -222,6 +234,7 @@ def models(as_json: bool, show_all: bool) -> None:
                 "models": [route_document(r) for r in routes],
                 "skipped": [skipped_document(s) for s in result.skipped],
                 "auto_only": auto_only,
+                "auto": auto_document(routes),
             }
         )
         return
@@ -239,9 +252,20 @@ def models(as_json: bool, show_all: bool) -> None:
     for line in table(TITLES, rows):
         out.result(line)
     _print_billing_notes(out, routes)
+    embedders = sum(1 for r in routes if not r.protocol.chat)
+    if embedders:
+        out.info(
+            f"{embedders} embeddings model{'s' if embedders != 1 else ''} (protocol "
+            "openai-embeddings): `copilot-host serve` serves them on /v1/embeddings; "
+            "register_models(..., embeddings=True) in Python"
+        )
     if show_all:
         _print_skipped(out, result.skipped)
     _print_notes(out, routes)
+    auto = next((r for r in routes if r.spec.auto is not None), None)
+    shown = auto_line(auto_document(routes), auto)
+    if shown is not None:
+        out.hint(shown)
     if auto_only is not None:
         out.warn(auto_only)
     hidden = "" if show_all or not result.skipped else f"; {len(result.skipped)} skipped (--all)"

@@ -10,9 +10,17 @@ agents") lists every profile; ``run --print-profile -- AGENT …`` prints it for
 
 from __future__ import annotations
 
-from copilot_host.gateway._plumbing import Facts, Profile, Request, Setup, agent_for, home_of
+from copilot_host.gateway._plumbing import (
+    Facts,
+    Profile,
+    Request,
+    Setup,
+    agent_for,
+    converses,
+    home_of,
+)
 
-__all__ = ["Facts", "Request", "Setup", "home_of", "profile_for"]
+__all__ = ["Facts", "Request", "Setup", "converses", "home_of", "profile_for"]
 
 
 def profile_for(command: str) -> Profile | None:

@@ -41,10 +41,11 @@ from ._failure import CliFailure
 from ._gateway import GatewayNames, LogFile, account, gateway_options, serve_gateway
 from ._nodump import no_core_dumps
 from ._output import CopilotHostCommand
-from ._profiles import Facts, Request, Setup, home_of, profile_for
+from ._profiles import Facts, Request, Setup, converses, home_of, profile_for
 from ._serve import LOOPBACK, RequestCount, access_log, host_option, listen, new_key
 
 if TYPE_CHECKING:
+    import copilot_host as ch
     from copilot_host.gateway import GatewayApp
     from copilot_host.gateway._plumbing import Api
 
@@ -77,7 +78,8 @@ ANTHROPIC_BASE_URL, ANTHROPIC_AUTH_TOKEN, COPILOT_HOST_BASE_URL and COPILOT_HOST
 127.0.0.1,localhost,::1 in NO_PROXY and no_proxy (so no proxy sees the key), and loses
 ANTHROPIC_API_KEY, CLAUDE_CODE_USE_BEDROCK and CLAUDE_CODE_USE_VERTEX. claude, codex,
 opencode, aider and copilot also get the model and its limits from this account (what
-you set yourself wins). Every program
+you set yourself wins). On a plan that can use only Copilot Auto (Free, Student), every
+model name the command sends is served by the model auto. Every program
 the command starts inherits the key and can use your Copilot account through the gateway.
 Exit status: the command's (128+N when signal N ended it); 127 when COMMAND is not found,
 126 when it cannot be run.
@@ -275,9 +277,45 @@ async def _facts(app: GatewayApp, names: GatewayNames) -> Facts:
         route = app.route_for(name, api.protocol if api is not None else None)
         return route.spec if route is not None else None
 
-    return Facts(
-        models=tuple(route.spec for route in routes), resolve=resolve, default=names.default
+    auto = next((r for r in routes if r.spec.auto is not None and r.spec.auto.only), None)
+    if auto is None:
+        # Agents are offered chat models only: the gateway's embeddings models are not theirs.
+        models = tuple(route.spec for route in routes if converses(route.spec))
+    else:
+        # A plan that can use only Copilot Auto: the agent keeps the model names it knows
+        # (the account's inventory), each served by Auto (run's gateway sends the names no
+        # rule finds there) and sized by the smallest limits of Auto's pool.
+        models = (*_sized_as(auto.spec), auto.spec)
+    return Facts(models=models, resolve=resolve, default=names.default)
+
+
+def _sized_as(auto: ch.ModelSpec) -> tuple[ch.ModelSpec, ...]:
+    """The inventory's models Auto picks from, each with Auto's (its pool's smallest)
+    limits."""
+    from dataclasses import replace
+
+    assert auto.auto is not None
+    return tuple(
+        replace(
+            spec,
+            context_window=auto.context_window,
+            max_output_tokens=auto.max_output_tokens,
+            max_prompt_tokens=auto.max_prompt_tokens,
+        )
+        for spec in auto.auto.inventory
     )
+
+
+def _serving(counted: RequestCount) -> Callable[[GatewayApp], None]:
+    """What run does with its gateway once built: counts its requests, and on a plan that
+    can use only Copilot Auto serves the names no rule finds with ``auto`` (DESIGN: run's
+    default model there), so any command's usual model names work."""
+
+    def serving(app: GatewayApp) -> None:
+        counted.serving(app)
+        app.serve_auto_by_default()
+
+    return serving
 
 
 def _print_profile(base: dict[str, str], env: dict[str, str], argv: list[str], key: str) -> None:
@@ -424,7 +462,7 @@ def _run(
         key,
         names,
         max_credits=max_credits,
-        on_app=counted.serving,
+        on_app=_serving(counted),
         access_line=counted.line,
     )
     try:

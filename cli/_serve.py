@@ -81,6 +81,7 @@ Examples:
   copilot-host serve --max-credits 25  stop relaying once answers report 25 AI credits
   copilot-host serve --emulator        the built-in emulator's models, before any login
   copilot-host serve --model-alias fast=gpt-4.1 --default-model claude-sonnet-4.6
+  copilot-host serve --default-model auto   names it does not serve go to Copilot Auto
 
 \b
 Then, from any language (KEY: the key shown, or the key file's text):
@@ -154,8 +155,9 @@ def serve(
     """Serve this login's Copilot models to programs in any language.
 
     A gateway on this machine's loopback address that speaks the OpenAI API
-    (/v1/models, /v1/chat/completions, /v1/responses) and the Anthropic Messages API
-    (/v1/messages, and /v1/messages/count_tokens, answered with an estimate). It holds
+    (/v1/models, /v1/chat/completions, /v1/responses, /v1/embeddings) and the Anthropic
+    Messages API (/v1/messages, and /v1/messages/count_tokens, answered with an
+    estimate). It holds
     the GitHub and Copilot tokens itself: programs present only the gateway's key, made
     anew each run. It starts and stays up while logged out (requests get 503
     not_logged_in) and follows logins, logouts and account changes without a restart.

@@ -11,6 +11,7 @@ from ._editor import editor_from_environment
 from ._format import table
 from ._nodump import no_core_dumps
 from ._output import CopilotHostCommand
+from ._plan import auto_line, auto_now
 from ._quotas import plan_head, quota_row, window_row
 
 if TYPE_CHECKING:
@@ -38,11 +39,14 @@ Examples:
      "overage_permitted":false,"overage_count":0.0|null,"overage_in_use":false,
      "usable":true}],
    "rate_windows":[{"id":"session"|"weekly","entitlement":50.0|null,
-     "percent_remaining":80.0|null,"reset_at":"2026-12-02T18:00:00Z"|null}]}
+     "percent_remaining":80.0|null,"reset_at":"2026-12-02T18:00:00Z"|null}],
+   "auto":{"pool":["<id>",…],"discounts":{"<id>":0.1}}|null}
 Numbers are as GitHub reports them (fractions; negative remaining once overage is used).
 "usable" is false only for a used-up quota whose plan permits no overage.
 "rate_windows" holds the windows this lookup's answer reported (often none: GitHub
 reports them on model answers, which `serve` and `run` warn about).
+"auto" is what Copilot Auto picks from and the discount on each (null: no Auto, or it
+could not be asked within 2 s).
 An exhausted quota is not an error: the exit status is 0.
 
 \b
@@ -75,7 +79,7 @@ def _iso(when: datetime | None) -> str | None:
     return None if when is None else when.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def usage_document(found: CopilotUsage) -> dict[str, Any]:
+def usage_document(found: CopilotUsage, auto: dict[str, Any] | None = None) -> dict[str, Any]:
     return {
         "v": JSON_VERSION,
         "login": found.login,
@@ -108,11 +112,13 @@ def usage_document(found: CopilotUsage) -> dict[str, Any]:
             }
             for w in found.rate_windows
         ],
+        "auto": auto,
     }
 
 
-def usage_lines(found: CopilotUsage) -> list[str]:
-    """What ``usage`` prints: a header line, then a table of the quotas."""
+def usage_lines(found: CopilotUsage, auto: dict[str, Any] | None = None) -> list[str]:
+    """What ``usage`` prints: a header line, then a table of the quotas, and what Copilot
+    Auto picks from."""
     head = plan_head(found)
     rows = [quota_row(q, found.unit) for q in found.quotas]
     rows += [window_row(w) for w in found.rate_windows]
@@ -122,6 +128,9 @@ def usage_lines(found: CopilotUsage) -> list[str]:
         lines.append(auto_only)
     if rows:
         lines += table(("QUOTA", "USED", "AMOUNT", "LEFT"), rows)
+    shown = auto_line(auto)
+    if shown is not None:
+        lines.append(shown)
     if not found.rate_windows:
         lines.append(
             "rate-limit windows: not reported by this lookup "
@@ -215,8 +224,9 @@ def usage(
         out.live("Asking GitHub for this account's Copilot usage...")
     with make_host(store, editor) as host:
         found = host.usage()
+        auto = auto_now(host)
     if as_json:
-        out.json(usage_document(found))
+        out.json(usage_document(found, auto))
         return
-    for line in usage_lines(found):
+    for line in usage_lines(found, auto):
         out.result(line)

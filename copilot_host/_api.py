@@ -13,17 +13,25 @@ __all__ = ["ApiProtocol", "protocol_of_path"]
 class ApiProtocol(enum.Enum):
     """The wire protocol a route speaks; always explicit, never guessed from a model name.
 
-    Declared in order of preference: a model that lists several is routed to the first.
+    The three chat protocols are declared in order of preference: a chat model that lists
+    several is routed to the first. ``OPENAI_EMBEDDINGS`` is an embeddings model's, and
+    only its: it is never a chat route's protocol, nor among its preferences.
     """
 
     OPENAI_RESPONSES = "openai-responses"
     OPENAI_CHAT = "openai-chat"
     ANTHROPIC_MESSAGES = "anthropic-messages"
+    OPENAI_EMBEDDINGS = "openai-embeddings"
 
     @property
     def path(self) -> str:
         """The request path on the inference origin."""
         return _PATHS[self]
+
+    @property
+    def chat(self) -> bool:
+        """Whether a chat route may speak it (every protocol but ``OPENAI_EMBEDDINGS``)."""
+        return self is not ApiProtocol.OPENAI_EMBEDDINGS
 
     @classmethod
     def of_path(cls, path: str) -> ApiProtocol | None:
@@ -32,8 +40,9 @@ class ApiProtocol(enum.Enum):
 
     @classmethod
     def preferred(cls, protocols: frozenset[ApiProtocol]) -> ApiProtocol | None:
-        """The first of ``protocols`` in order of preference, or None when empty."""
-        for protocol in cls:
+        """The first chat protocol of ``protocols`` in order of preference, or None when
+        there is none (``OPENAI_EMBEDDINGS`` is never chosen)."""
+        for protocol in _CHAT_PROTOCOLS:
             if protocol in protocols:
                 return protocol
         return None
@@ -44,8 +53,11 @@ _PATHS = MappingProxyType(
         ApiProtocol.OPENAI_RESPONSES: "/responses",
         ApiProtocol.OPENAI_CHAT: "/chat/completions",
         ApiProtocol.ANTHROPIC_MESSAGES: "/v1/messages",
+        ApiProtocol.OPENAI_EMBEDDINGS: "/embeddings",
     }
 )
+# The chat protocols, in order of preference.
+_CHAT_PROTOCOLS = tuple(protocol for protocol in ApiProtocol if protocol.chat)
 _BY_PATH = MappingProxyType({path: protocol for protocol, path in _PATHS.items()})
 
 

@@ -21,8 +21,10 @@ server text that went through :func:`copilot_host._safety._text.clean`.
                                     oauth_app_not_enabled, personal_access_token,
                                     usage_unavailable, policy_refused (an organisation's
                                     policy refuses this client), integrator_refused (the
-                                    model is not served to the login's OAuth app), and
-                                    GitHub's other notification ids as sent
+                                    model is not served to the login's OAuth app),
+                                    auto_unavailable (Copilot Auto refused, or it offers
+                                    no model on the API called; the status in the
+                                    message), and GitHub's other notification ids as sent
   x TransportError                  network_error, timeout (retryable), network_config,
                                     answer_cut (the gateway: an answer broke off)
   x ServerError                     server_error, rate_limited    (retryable)

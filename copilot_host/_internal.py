@@ -17,15 +17,23 @@ if TYPE_CHECKING:
     from ._flight import Flight, SingleFlight
     from ._safety._redact import redact_line
     from ._safety._text import clean, show_path
-    from ._sessions._inspect import read_json_body, request_facts, write_json_body
+    from ._sessions._auto import AutoPick
+    from ._sessions._inspect import (
+        last_user_text,
+        read_json_body,
+        request_facts,
+        write_json_body,
+    )
     from ._sessions._refusals import refusal_of
 
 _EXPORTS: dict[str, str] = {
+    "AutoPick": "_sessions._auto",
     "Flight": "_flight",
     "SingleFlight": "_flight",
     "clean": "_safety._text",
     "show_path": "_safety._text",
     "redact_line": "_safety._redact",
+    "last_user_text": "_sessions._inspect",
     "read_json_body": "_sessions._inspect",
     "request_facts": "_sessions._inspect",
     "write_json_body": "_sessions._inspect",
@@ -36,6 +44,8 @@ _EXPORTS: dict[str, str] = {
 
 # Literal, so type checkers see the names; a test keeps it equal to _EXPORTS.
 __all__ = [
+    # what Copilot Auto picked for a request (route.auth.auto_pick)
+    "AutoPick",
     # single flight: the gateway's one registration per login
     "Flight",
     "SingleFlight",
@@ -44,6 +54,7 @@ __all__ = [
     "show_path",
     "redact_line",
     # the gateway's one reading of a request body, and its one writing
+    "last_user_text",
     "read_json_body",
     "request_facts",
     "write_json_body",

@@ -69,7 +69,8 @@ class CopilotUsage:
     ``sku`` is the answer's ``access_type_sku`` (None when absent). ``auto_only`` is True
     for the plans that may use only Auto model selection since 2026-06-24 (Copilot Free,
     ``free_limited_copilot``, and Student, ``free_educational_quota``; docs/WIRE.md,
-    "Plans that can use only Auto"): requests that name a model are refused for them.
+    "Plans that can use only Auto"): requests that name a model are refused for them, and
+    the model ``auto`` (``github-copilot/auto``) serves them.
     """
 
     login: str
@@ -87,5 +88,5 @@ class CopilotUsage:
             return None
         return (
             f"this plan ({self.plan or self.sku}) can use only Auto model selection; "
-            "requests that name a model will be refused"
+            "requests that name a model are refused: use the model auto"
         )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from .._api import ApiProtocol
@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     import httpx2
 
 __all__ = [
+    "AutoPool",
     "Inventory",
     "ModelBilling",
     "ModelRoute",
@@ -64,6 +65,25 @@ class TokenPrices:
             return None
         return price * scale * 1_000_000 / self.batch_size
 
+    def discounted(self, fraction: float) -> TokenPrices:
+        """These prices less ``fraction`` of each (Copilot Auto's ``discounted_costs``)."""
+        keep = 1.0 - fraction
+
+        def less(price: float | None) -> float | None:
+            return None if price is None else price * keep
+
+        long_context = self.long_context
+        return replace(
+            self,
+            input=less(self.input),
+            output=less(self.output),
+            cache=less(self.cache),
+            cache_read=less(self.cache_read),
+            cache_write=less(self.cache_write),
+            cache_write_1h=less(self.cache_write_1h),
+            long_context=None if long_context is None else long_context.discounted(fraction),
+        )
+
     def document(self) -> dict[str, object]:
         """The JSON form ``models --json`` and the gateway's ``/v1/models`` show: the
         prices as listed and, beside them, per million tokens."""
@@ -103,6 +123,19 @@ class ModelBilling:
     promo_discount_percent: float | None = None
     promo_ends_at: str | None = None
 
+    def discounted(self, fraction: float) -> ModelBilling:
+        """This billing less ``fraction`` of its token prices and its multiplier: what a
+        model costs when Copilot Auto picked it with a discount (``discounted_costs``; VS
+        Code shows Auto's picks at multiplier x (1 - discount))."""
+        if not fraction:
+            return self
+        multiplier = self.multiplier
+        return replace(
+            self,
+            multiplier=None if multiplier is None else round(multiplier * (1.0 - fraction), 6),
+            prices=None if self.prices is None else self.prices.discounted(fraction),
+        )
+
     def document(self) -> dict[str, object]:
         """The JSON form ``models --json`` and the gateway's ``/v1/models`` show."""
         return {
@@ -129,6 +162,13 @@ class ModelSpec:
     (the inventory's ``capabilities.limits.max_prompt_tokens``; often below
     ``context_window``), None when not listed. ``chat_default`` is the inventory's
     ``is_chat_default``: the model the service's own clients pick when none is named.
+    ``auto`` is set on Copilot Auto's route only (``github-copilot/auto``): the models
+    Auto may pick from (:class:`AutoPool`); its limits are the pool's smallest.
+
+    An embeddings model (``protocol`` is ``ApiProtocol.OPENAI_EMBEDDINGS``, its only one)
+    carries ``max_inputs``, the most inputs one request may embed (the inventory's
+    ``capabilities.limits.max_inputs``, None when not listed), and ``dimensions``, whether
+    it takes a ``dimensions`` field (``capabilities.supports.dimensions``).
     """
 
     model_id: str
@@ -145,6 +185,17 @@ class ModelSpec:
     billing: ModelBilling | None = None
     max_prompt_tokens: int | None = None
     chat_default: bool = False
+    max_inputs: int | None = None
+    dimensions: bool = False
+    auto: AutoPool | None = None
+
+    def discounted(self, fraction: float) -> ModelSpec:
+        """This model as Copilot Auto serves it with a discount of ``fraction``: its
+        billing lowered (:meth:`ModelBilling.discounted`)."""
+        billing = self.billing
+        if not fraction or billing is None:
+            return self
+        return replace(self, billing=billing.discounted(fraction))
 
     def __post_init__(self) -> None:
         warnings, codes = self.warnings, self.warning_codes
@@ -162,14 +213,54 @@ class ModelSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class AutoPool:
+    """What Copilot Auto's route (``github-copilot/auto``) may pick from.
+
+    ``models`` are the ids of Auto's pool in its order of preference, as the service's
+    Auto session listed them at registration (empty when that session could not be read:
+    ``known`` is then False, and each request asks again). ``discounts`` is the fraction
+    off each one's price when Auto picks it (``discounted_costs``), as ``(id, fraction)``
+    pairs. ``only`` is True when the plan can use only Auto (Copilot Free and Student):
+    its named models are then not registered. ``inventory`` holds every model of the
+    account's inventory, the specs a pick is read from (Auto may pick a model outside the
+    pool it listed at registration); docs/WIRE.md, "Copilot Auto".
+    """
+
+    models: tuple[str, ...] = ()
+    discounts: tuple[tuple[str, float], ...] = ()
+    only: bool = False
+    known: bool = True
+    inventory: tuple[ModelSpec, ...] = field(default=(), repr=False)
+
+    def discount(self, model_id: str) -> float:
+        """The fraction off ``model_id``'s price when Auto picks it (0.0 for none)."""
+        for listed, fraction in self.discounts:
+            if listed == model_id:
+                return fraction
+        return 0.0
+
+    def document(self) -> dict[str, object]:
+        """The JSON form (``models --json``, ``usage --json``, the gateway's ``/v1/models``):
+        ``{"pool": [ids], "discounts": {id: fraction}}``, and whether the plan can use only
+        Auto and whether the pool was read."""
+        return {
+            "pool": list(self.models),
+            "discounts": dict(self.discounts),
+            "only": self.only,
+            "known": self.known,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class SkippedModel:
     """An inventory entry that is not a usable model, and why; never fatal on its own.
 
     ``reason`` is a stable code: ``not_chat``, ``no_supported_protocol``,
-    ``policy_not_enabled``, ``malformed``, ``invalid_id``, ``duplicate_id`` or
-    ``credential_like``. ``model_id`` and ``display_name`` are made safe for display at
-    registration (``model_id`` is ``""`` when the entry had no usable id); ``message`` says
-    what it means and, where a person can act, what to do.
+    ``policy_not_enabled``, ``malformed``, ``invalid_id``, ``duplicate_id``,
+    ``credential_like`` or ``auto_only`` (a plan that can use only Copilot Auto: the model
+    is reachable through ``github-copilot/auto`` only). ``model_id`` and ``display_name``
+    are made safe for display at registration (``model_id`` is ``""`` when the entry had no
+    usable id); ``message`` says what it means and, where a person can act, what to do.
     """
 
     model_id: str

@@ -156,6 +156,11 @@ def _check(entry: object, secrets: _KnownSecrets) -> ModelSpec | SkippedModel:
         or spec.protocol not in protocols
     ):
         return _skip(model_id, "malformed", "the entry names no explicit protocol", name)
+    # A chat model's protocols are chat protocols, an embeddings model's its one: the
+    # embeddings path is never among a chat route's preferences, nor the reverse.
+    kind = spec.protocol.chat
+    if any(p.chat is not kind for p in protocols):
+        protocols = frozenset(p for p in protocols if p.chat is kind)
     modalities = spec.input_modalities
     if not (
         type(modalities) is tuple
@@ -167,6 +172,7 @@ def _check(entry: object, secrets: _KnownSecrets) -> ModelSpec | SkippedModel:
         type(spec.supports_reasoning) is not bool
         or type(spec.picker_enabled) is not bool
         or type(spec.chat_default) is not bool
+        or type(spec.dimensions) is not bool
     ):
         return _skip(model_id, "malformed", "the entry's capability flags are malformed", name)
     notes = _warnings(spec.warnings, spec.warning_codes, secrets)
@@ -177,12 +183,14 @@ def _check(entry: object, secrets: _KnownSecrets) -> ModelSpec | SkippedModel:
     billing = spec.billing if type(spec.billing) is ModelBilling else None
     display = (clean(name, limit=DISPLAY_NAME_LIMIT) if type(name) is str else "") or model_id
     context, output = _count(spec.context_window), _count(spec.max_output_tokens)
-    prompt = _count(spec.max_prompt_tokens)
+    prompt, inputs = _count(spec.max_prompt_tokens), _count(spec.max_inputs)
     if (
         display == name
         and context == spec.context_window
         and output == spec.max_output_tokens
         and prompt == spec.max_prompt_tokens
+        and inputs == spec.max_inputs
+        and protocols is spec.protocols
         and warnings == spec.warnings
         and codes == spec.warning_codes
         and billing is spec.billing
@@ -194,6 +202,8 @@ def _check(entry: object, secrets: _KnownSecrets) -> ModelSpec | SkippedModel:
         context_window=context,
         max_output_tokens=output,
         max_prompt_tokens=prompt,
+        max_inputs=inputs,
+        protocols=protocols,
         warnings=warnings,
         warning_codes=codes,
         billing=billing,

@@ -15,22 +15,25 @@ its exchanges run on an event loop a blocking client does not have.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncGenerator, Generator, Iterable, Mapping
 from typing import NoReturn
 
 import httpx2
 
-from .._api import protocol_of_path
+from .._api import ApiProtocol, protocol_of_path
 from .._errors import EntitlementError, OriginError
 from .._hosts import CopilotSession, LoginIdentity
 from .._origin import CopilotEndpoint
 from .._safety._text import clean
-from ._inspect import NOT_A_TURN, RequestFacts, facts_of_body
+from ._auto import AutoChooser, AutoPick, session_entry
+from ._inspect import NOT_A_TURN, RequestFacts, facts_of_body, read_json_body
 from ._pipeline import (
     INITIATOR,
     NEED_ERROR_BODY,
     NEED_SESSION,
     VISION,
+    Extra,
     Pipeline,
     Send,
     Step,
@@ -64,6 +67,11 @@ class CopilotAuth(httpx2.Auth):
       requests are refused; otherwise the refusal is returned as it is. A 403 that is an
       organisation's policy refusing the client is returned at once (:meth:`refusal` reads
       it, and a 400 ``model_not_available_for_integrator``, in plain words).
+    * With ``auto`` (the auth of Copilot Auto's route, ``github-copilot/auto``), every
+      inference request goes to the model of the account's Auto session that serves its
+      API: the body's ``model`` is replaced by that model's id (and its length with it)
+      and the request carries the session's ``Copilot-Session-Token``
+      (:mod:`copilot_host._sessions._auto` says how the session and the model are chosen).
 
     The session lives in the resolver; the auth keeps the header values of the last
     session it used (built once per session, not once per request), in memory only, as the
@@ -79,8 +87,10 @@ class CopilotAuth(httpx2.Auth):
         *,
         switcher: SwitchesIdentity | None = None,
         listed: Iterable[str] = (),
+        auto: AutoChooser | None = None,
     ) -> None:
         self._resolver = resolver
+        self._auto = auto
         self._endpoint = endpoint
         self._pipeline = Pipeline(resolver, endpoint, headers, switcher=switcher, listed=listed)
         # The target as httpx2's URL names it: scheme, host bytes (IPv6 without brackets),
@@ -147,11 +157,39 @@ class CopilotAuth(httpx2.Auth):
     def __deepcopy__(self, memo: object) -> CopilotAuth:
         return self
 
-    def for_request(self, facts: RequestFacts, identity: LoginIdentity | None) -> httpx2.Auth:
+    def for_request(
+        self, facts: RequestFacts, identity: LoginIdentity | None, auto: AutoPick | None = None
+    ) -> httpx2.Auth:
         """This auth for one asynchronous request whose caller has read the body and the
         login already (the gateway): ``facts`` replace the body inspection, ``identity``
-        (the host's ``availability()`` just now) the resolver's own look at the login."""
-        return _Bound(self, facts, identity)
+        (the host's ``availability()`` just now) the resolver's own look at the login.
+        ``auto`` is the caller's :meth:`auto_pick` for the request, whose body already
+        names the picked model: the request goes with that session's header."""
+        return _Bound(self, facts, identity, auto)
+
+    @property
+    def serves_auto(self) -> bool:
+        """Whether this is the auth of Copilot Auto's route (``github-copilot/auto``)."""
+        return self._auto is not None
+
+    async def auto_pick(
+        self,
+        protocol: ApiProtocol,
+        value: object,
+        *,
+        facts: RequestFacts,
+        identity: LoginIdentity | None,
+    ) -> AutoPick:
+        """For a caller that sends the request itself (the gateway): the model an Auto
+        request on ``protocol`` (its parsed body ``value``) goes to, and its session (the
+        session obtained first when none serves). Raises ``EntitlementError``
+        (``auto_unavailable``) when Auto cannot serve it; ``TypeError`` on an auth that is
+        not Auto's."""
+        auto = self._auto
+        if auto is None:
+            raise TypeError("this route is not Copilot Auto's: its auth picks no model")
+        session = await self._session(identity)
+        return await auto.achoose(session, protocol, value, vision=facts.vision)
 
     # -- the drivers: each step of the pipeline, done; they differ only in how they wait ----
 
@@ -168,14 +206,20 @@ class CopilotAuth(httpx2.Auth):
             request.content  # noqa: B018 - raises when the body is a stream not read yet
         except httpx2.RequestNotRead:
             request.read()  # the retry after a refusal resends the same body
-        facts = self._facts(request)
-        client = request.headers.raw
+        protocol, facts = self._facts(request)
         # The pipeline's first steps, taken inline (see its module docstring): most requests end
         # at their first answer, and a generator per request is a fifth of the cost.
         pipeline = self._pipeline
         asked = resolver.installs
         session = resolver.get()
-        headers, identity = pipeline.first(facts, client, session)
+        extra: Extra = None
+        auto = self._auto
+        if auto is not None and protocol is not None:
+            value = _value_of(request)
+            pick = auto.choose(session, protocol, value, vision=facts.vision)
+            request, facts, extra = _to_pick(request, value, facts, pick)
+        client = request.headers.raw
+        headers, identity = pipeline.first(facts, client, session, extra)
         request.headers = httpx2.Headers(headers)
         response = yield request
         self._check_landing(response)
@@ -183,7 +227,13 @@ class CopilotAuth(httpx2.Auth):
         if pipeline.settled(status, facts):
             return
         flow = pipeline.after(
-            facts, client, session=session, identity=identity, asked=asked, status=status
+            facts,
+            client,
+            session=session,
+            identity=identity,
+            asked=asked,
+            status=status,
+            extra=extra,
         )
         step: Step | None = next(flow, None)  # None: the answer stands after all
         while step is not None:
@@ -206,27 +256,35 @@ class CopilotAuth(httpx2.Auth):
     def async_auth_flow(
         self, request: httpx2.Request
     ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
-        return self._adrive(request, None, ASK_HOST)
+        return self._adrive(request, None, ASK_HOST, None)
 
     async def _adrive(
         self,
         request: httpx2.Request,
         facts: RequestFacts | None,
         identity: LoginIdentity | object | None,
+        pick: AutoPick | None,
     ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        protocol: ApiProtocol | None = None
         if facts is None:
             try:
                 request.content  # noqa: B018 - raises when the body is a stream not read yet
             except httpx2.RequestNotRead:
                 await request.aread()
-            facts = self._facts(request)
+            protocol, facts = self._facts(request)
         else:
             self._check_target(request.url)
-        client = request.headers.raw
         pipeline = self._pipeline
         asked = self._resolver.installs
         session = await self._session(identity)
-        headers, presented = pipeline.first(facts, client, session)
+        extra: Extra = None if pick is None else session_entry(pick)
+        auto = self._auto
+        if pick is None and auto is not None and protocol is not None:
+            value = _value_of(request)
+            chosen = await auto.achoose(session, protocol, value, vision=facts.vision)
+            request, facts, extra = _to_pick(request, value, facts, chosen)
+        client = request.headers.raw
+        headers, presented = pipeline.first(facts, client, session, extra)
         request.headers = httpx2.Headers(headers)
         response = yield request
         self._check_landing(response)
@@ -234,7 +292,13 @@ class CopilotAuth(httpx2.Auth):
         if pipeline.settled(status, facts):
             return
         flow = pipeline.after(
-            facts, client, session=session, identity=presented, asked=asked, status=status
+            facts,
+            client,
+            session=session,
+            identity=presented,
+            asked=asked,
+            status=status,
+            extra=extra,
         )
         step: Step | None = next(flow, None)  # None: the answer stands after all
         while step is not None:
@@ -266,16 +330,17 @@ class CopilotAuth(httpx2.Auth):
         # cancelled request leaves it running for the other callers waiting on it.
         return await asyncio.to_thread(resolver.get)
 
-    def _facts(self, request: httpx2.Request) -> RequestFacts:
-        """Refuse another origin; read what an inference body says about its turn."""
+    def _facts(self, request: httpx2.Request) -> tuple[ApiProtocol | None, RequestFacts]:
+        """Refuse another origin; read what an inference body says about its turn (and
+        the API it speaks; None for a request that is not an inference turn)."""
         url = request.url
         self._check_target(url)
         if request.method != "POST":
-            return NOT_A_TURN
+            return None, NOT_A_TURN
         protocol = protocol_of_path(url.raw_path) or protocol_of_path(url.path)
         if protocol is None:
-            return NOT_A_TURN
-        return facts_of_body(protocol, request.content)
+            return None, NOT_A_TURN
+        return protocol, facts_of_body(protocol, request.content)
 
     def _check_target(self, url: httpx2.URL) -> None:
         if (url.scheme, url.raw_host, url.port) != self._target:
@@ -294,15 +359,53 @@ class CopilotAuth(httpx2.Auth):
                 self._check_target(hop.request.url)
 
 
+def _value_of(request: httpx2.Request) -> object:
+    """The request's body as JSON (None when it is not JSON: it goes as it is)."""
+    try:
+        return read_json_body(request.content)
+    except ValueError:
+        return None
+
+
+def _to_pick(
+    request: httpx2.Request, value: object, facts: RequestFacts, pick: AutoPick
+) -> tuple[httpx2.Request, RequestFacts, Extra]:
+    """The request as it goes to Auto's pick: its body's ``model`` the picked id (a new
+    request, so that the length follows), the facts naming that model, and the session's
+    header. A body that is not a JSON object goes as it is (the service refuses it)."""
+    model = pick.model_id
+    facts = RequestFacts(facts.vision, facts.initiator, model)
+    if isinstance(value, dict):
+        value["model"] = model
+        try:
+            body = json.dumps(value, separators=(",", ":")).encode("ascii")
+        except (ValueError, RecursionError):  # what the parser took, nested past the encoder
+            return request, facts, session_entry(pick)
+        headers = [(k, v) for k, v in request.headers.raw if k.lower() != b"content-length"]
+        request = httpx2.Request(
+            request.method,
+            request.url,
+            headers=headers,
+            content=body,
+            extensions=request.extensions,
+        )
+    return request, facts, session_entry(pick)
+
+
 class _Bound(httpx2.Auth):
     """:class:`CopilotAuth` for one request whose body and login were read by its caller."""
 
     def __init__(
-        self, auth: CopilotAuth, facts: RequestFacts, identity: LoginIdentity | None
+        self,
+        auth: CopilotAuth,
+        facts: RequestFacts,
+        identity: LoginIdentity | None,
+        pick: AutoPick | None,
     ) -> None:
         self._auth = auth
         self._facts = facts
         self._identity = identity
+        self._pick = pick
 
     def __repr__(self) -> str:
         return repr(self._auth)
@@ -315,4 +418,4 @@ class _Bound(httpx2.Auth):
     def async_auth_flow(
         self, request: httpx2.Request
     ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
-        return self._auth._adrive(request, self._facts, self._identity)
+        return self._auth._adrive(request, self._facts, self._identity, self._pick)

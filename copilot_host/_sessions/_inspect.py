@@ -28,6 +28,7 @@ __all__ = [
     "facts_of",
     "facts_of_body",
     "inspect_body",
+    "last_user_text",
     "read_json_body",
     "request_facts",
     "write_json_body",
@@ -118,15 +119,21 @@ def inspect_body(protocol: ApiProtocol, body: bytes) -> tuple[bool, str]:
     return facts.vision, facts.initiator or USER
 
 
+def _unread(protocol: ApiProtocol) -> RequestFacts:
+    """The facts of a body that says nothing (not a JSON object): a person's plain turn,
+    or on the embeddings path no turn at all."""
+    return _PLAIN_TURN if protocol.chat else NOT_A_TURN
+
+
 def facts_of_body(protocol: ApiProtocol, body: bytes) -> RequestFacts:
     """:func:`facts_of` a body still in bytes (one strict parse; see :func:`read_json`)."""
     # Cheap exit before a parse: no JSON object.
     if not body or (body[0] != 0x7B and body[:64].lstrip()[:1] not in (b"{", b"")):
-        return _PLAIN_TURN
+        return _unread(protocol)
     try:
         value = read_json_body(body)
     except ValueError:
-        return _PLAIN_TURN
+        return _unread(protocol)
     # No image type name anywhere and no escape that could spell one: no image walk.
     return facts_of(protocol, value, maybe_image=_may_name_an_image(body))
 
@@ -156,9 +163,13 @@ def _may_name_an_image(body: bytes) -> bool:
 def facts_of(protocol: ApiProtocol, value: object, *, maybe_image: bool = True) -> RequestFacts:
     """The :class:`RequestFacts` of a parsed request body for ``protocol``."""
     if not isinstance(value, dict):
-        return _PLAIN_TURN
+        return _unread(protocol)
     name = value.get("model")
     model = name if isinstance(name, str) else None
+    if not protocol.chat:
+        # An embeddings request is no turn of a conversation: VS Code sends it without
+        # X-Initiator or a vision header (docs/WIRE.md, "Embeddings").
+        return _facts(False, None, model)
     if protocol is ApiProtocol.OPENAI_CHAT:
         messages = _list(value.get("messages"))
         vision = maybe_image and any(_chat_image(m) for m in messages)
@@ -178,11 +189,11 @@ def facts_of(protocol: ApiProtocol, value: object, *, maybe_image: bool = True) 
 # Facts already made, by (vision, initiator, model): an application uses a handful of
 # models, and a frozen dataclass costs more to build than to look up. Bounded, since the
 # model names come from the bodies.
-_MADE: dict[tuple[bool, str, str | None], RequestFacts] = {}
+_MADE: dict[tuple[bool, str | None, str | None], RequestFacts] = {}
 _MADE_MAX = 256
 
 
-def _facts(vision: bool, initiator: str, model: str | None) -> RequestFacts:
+def _facts(vision: bool, initiator: str | None, model: str | None) -> RequestFacts:
     key = (vision, initiator, model)
     made = _MADE.get(key)
     if made is None:
@@ -278,3 +289,44 @@ def _anthropic_initiator(messages: list[Any]) -> str:
             return AGENT
         return AGENT if _typed(_parts(message, "content"), "tool_result") else USER
     return USER
+
+
+# -- the person's last words ---------------------------------------------------------------
+
+_TEXT_PARTS = frozenset({"text"})
+_INPUT_TEXT_PARTS = frozenset({"input_text", "text"})
+
+
+def _texts(content: object, kinds: frozenset[str]) -> str | None:
+    if isinstance(content, str):
+        return content
+    parts = [
+        part["text"]
+        for part in _list(content)
+        if isinstance(part, dict)
+        and part.get("type") in kinds
+        and isinstance(part.get("text"), str)
+    ]
+    return "\n".join(parts) if parts else None
+
+
+def _last_user(items: object, kinds: frozenset[str]) -> str | None:
+    for item in reversed(_list(items)):
+        if isinstance(item, dict) and item.get("role") == USER:
+            found = _texts(item.get("content"), kinds)
+            if found is not None:
+                return found
+    return None
+
+
+def last_user_text(protocol: ApiProtocol, value: object) -> str | None:
+    """The text of the last user message of a parsed request body for ``protocol`` (its
+    text parts joined by newlines; a Responses ``input`` string as it is), None when it has
+    none. What Copilot Auto's routing call carries, and what the gateway's token estimate
+    and its own answers read."""
+    if not isinstance(value, dict) or not protocol.chat:
+        return None
+    if protocol is ApiProtocol.OPENAI_RESPONSES:
+        given = value.get("input")
+        return given if isinstance(given, str) else _last_user(given, _INPUT_TEXT_PARTS)
+    return _last_user(value.get("messages"), _TEXT_PARTS)

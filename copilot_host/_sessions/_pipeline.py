@@ -38,10 +38,12 @@ fifth of ``route.auth``'s cost. A request is sent at most twice:
    with every request that alternates between them).
 
 The headers sent are the client's own, less every header the pipeline owns
-(``Authorization``, ``Copilot-Vision-Request`` and the host's headers, whatever their
-case), plus the bearer, the host's headers, ``Copilot-Vision-Request: true`` exactly when
-the body carries image input, and ``X-Initiator``: the client's value when it is exactly
-``user`` or ``agent``, else the one read from the body.
+(``Authorization``, ``Copilot-Vision-Request``, ``Copilot-Session-Token`` and the host's
+headers, whatever their case), plus the bearer, the host's headers,
+``Copilot-Vision-Request: true`` exactly when the body carries image input,
+``X-Initiator``: the client's value when it is exactly ``user`` or ``agent``, else the one
+read from the body, and on a request of a Copilot Auto session its
+``Copilot-Session-Token`` (:mod:`._auto`).
 """
 
 from __future__ import annotations
@@ -59,11 +61,13 @@ from ._inspect import INITIATORS, RequestFacts
 from ._refusals import refusal_of
 
 __all__ = [
+    "AUTO_SESSION",
     "INITIATOR",
     "NEED_ERROR_BODY",
     "NEED_SESSION",
     "VISION",
     "HeaderList",
+    "Extra",
     "Identity",
     "Pipeline",
     "Rejections",
@@ -75,12 +79,17 @@ __all__ = [
 
 INITIATOR = "X-Initiator"
 VISION = "Copilot-Vision-Request"
+# An Auto session's token: sent only with the session it belongs to, never the client's.
+AUTO_SESSION = "Copilot-Session-Token"
 # The answer to an inference request whose model the service does not serve this identity.
 MODEL_NOT_SUPPORTED = "model_not_supported"
 
 HeaderList = list[tuple[bytes, bytes]]
+# The header an Auto request carries besides the pipeline's own (None: not an Auto one).
+Extra = tuple[bytes, bytes] | None
 
 _INITIATOR_KEY = INITIATOR.lower().encode("ascii")
+_AUTO_SESSION_KEY = AUTO_SESSION.lower().encode("ascii")
 _VISION_ENTRY = (VISION.encode("ascii"), b"true")
 _INITIATOR_NAME = INITIATOR.encode("ascii")
 # The values the service knows, by name (the body's reading) and as sent (the client's).
@@ -190,15 +199,19 @@ class Pipeline:
         return self._identity.given
 
     def first(
-        self, facts: RequestFacts, client: Sequence[tuple[bytes, bytes]], session: CopilotSession
+        self,
+        facts: RequestFacts,
+        client: Sequence[tuple[bytes, bytes]],
+        session: CopilotSession,
+        extra: Extra = None,
     ) -> tuple[HeaderList, Identity]:
         """The headers of a request's first send with ``session``, and the identity they
-        present (for :meth:`after`)."""
+        present (for :meth:`after`); ``extra`` is an Auto request's session header."""
         identity = self._identity
         by_model = self._by_model
         if by_model and facts.model is not None:
             identity = by_model.get(facts.model, identity)
-        return self._compose(client, session, identity, facts), identity
+        return self._compose(client, session, identity, facts, extra), identity
 
     def settled(self, status: int, facts: RequestFacts) -> bool:
         """Whether the answer to a first send stands with no further step: anything but a
@@ -217,6 +230,7 @@ class Pipeline:
         identity: Identity,
         asked: int,
         status: int,
+        extra: Extra = None,
     ) -> Generator[Step, object, None]:
         """The steps after a first send with ``session`` and ``identity`` (from
         :meth:`first`) was answered with ``status``, ``asked`` being the resolver's
@@ -234,7 +248,7 @@ class Pipeline:
             if resolver.rejected(session, asked, forbidden=status == 403):
                 renewed = yield NEED_SESSION
                 assert isinstance(renewed, CopilotSession)
-                yield Send(self._compose(client, renewed, self._identity, facts))
+                yield Send(self._compose(client, renewed, self._identity, facts, extra))
             return
         switcher = self._switcher
         if status != 400 or switcher is None or facts.model not in self._listed:
@@ -247,7 +261,7 @@ class Pipeline:
             return
         before = self._identity
         switched = self._adopt(other)
-        resent = yield Send(self._compose(client, session, switched, facts))
+        resent = yield Send(self._compose(client, session, switched, facts, extra))
         if isinstance(resent, int) and 200 <= resent < 300:
             assert facts.model is not None  # a listed model
             self._by_model[facts.model] = switched
@@ -277,6 +291,7 @@ class Pipeline:
         session: CopilotSession,
         identity: Identity,
         facts: RequestFacts,
+        extra: Extra = None,
     ) -> HeaderList:
         prepared = self._prepared
         if prepared is not None and prepared[0] is session and prepared[1] is identity:
@@ -302,6 +317,8 @@ class Pipeline:
             initiator = _INITIATORS.get(facts.initiator)  # type: ignore[arg-type]
         if initiator is not None:
             sent.append((_INITIATOR_NAME, initiator))
+        if extra is not None:
+            sent.append(extra)
         return sent
 
     def _prepare(
@@ -344,6 +361,7 @@ _FORBIDDEN = frozenset(
         # Decided per request from the body, never fixed by a host.
         VISION.lower(),
         INITIATOR.lower(),
+        AUTO_SESSION.lower(),
     }
 )
 
@@ -371,7 +389,7 @@ def _identity_of(headers: Mapping[str, str]) -> Identity:
     checked = check_headers(headers)
     entries = tuple((name.encode("ascii"), value.encode("ascii")) for name, value in checked)
     dropped = frozenset(
-        {b"authorization", VISION.lower().encode("ascii"), _INITIATOR_KEY}
+        {b"authorization", VISION.lower().encode("ascii"), _INITIATOR_KEY, _AUTO_SESSION_KEY}
         | {name.lower() for name, _ in entries}
     )
     return Identity(headers, entries, dropped)

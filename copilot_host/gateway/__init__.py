@@ -1,12 +1,12 @@
 """The loopback gateway: the account's Copilot models for programs in any language.
 
 :func:`create_app` returns an ASGI 3 application that speaks the OpenAI API
-(``GET /v1/models``, ``POST /v1/chat/completions``, ``POST /v1/responses``) and the
-Anthropic Messages API (``POST /v1/messages``) for any :class:`copilot_host.AsyncCopilotHost`,
-holding every token itself: its clients present only the gateway's own key. What it
-changes on the wire so that Copilot gets the shapes its own clients send is one table of
-named changes (:mod:`._changes`; their names in :data:`REWRITES`; docs/WIRE.md, "Agents
-through the gateway").
+(``GET /v1/models``, ``POST /v1/chat/completions``, ``POST /v1/responses``,
+``POST /v1/embeddings``) and the Anthropic Messages API (``POST /v1/messages``) for any
+:class:`copilot_host.AsyncCopilotHost`, holding every token itself: its clients present only
+the gateway's own key. What it changes on the wire so that Copilot gets the shapes its own
+clients send is one table of named changes (:mod:`._changes`; their names in
+:data:`REWRITES`; docs/WIRE.md, "Agents through the gateway").
 :func:`serve` (or a :class:`GatewayServer`, the same with a handle) runs it on its ASGI
 server with the bounds that keep it answering its own user while other local programs misbehave
 (:mod:`._server._hardening`): ``copilot-host serve`` and ``run`` serve it so. Any other ASGI

@@ -48,9 +48,14 @@ def openai_entry(route: ch.ModelRoute, endpoints: list[str]) -> dict[str, Any]:
         "chat_default": spec.chat_default,
         "input_modalities": list(spec.input_modalities),
         "supports_reasoning": spec.supports_reasoning,
+        # An embeddings model's batch limit and whether it takes `dimensions`.
+        "max_inputs": spec.max_inputs,
+        "dimensions": spec.dimensions,
         "picker_enabled": spec.picker_enabled,
         # What the model costs, as `copilot-host models --json` shows it.
         "billing": None if spec.billing is None else spec.billing.document(),
+        # Copilot Auto's route: the models it picks from and their discounts.
+        "auto": None if spec.auto is None else spec.auto.document(),
     }
 
 

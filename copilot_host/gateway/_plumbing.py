@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ._agents import AGENTS, NAMES, agent_for, agent_of, home_of
 from ._agents._profile import Agent, Facts, Profile, Request, Setup
-from ._protocols import Api
+from ._protocols import Api, converses
 
 __all__ = [
     # the coding agents: their profiles for `run`, and who sent a request
@@ -21,5 +21,6 @@ __all__ = [
     "Setup",
     "agent_for",
     "agent_of",
+    "converses",
     "home_of",
 ]

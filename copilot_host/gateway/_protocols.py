@@ -1,13 +1,14 @@
 """One descriptor per wire protocol the gateway serves: everything that differs by protocol.
 
-The gateway serves OpenAI Chat Completions, OpenAI Responses and Anthropic Messages. What
-differs between them is found here and nowhere else (a test scans the gateway's syntax
-trees for any other reference to an :class:`copilot_host.ApiProtocol` member or an error
-shape): the gateway's path and the upstream protocol, the error document, the model list
-document, the request facts ``route.auth`` reads, the fields that cap an answer's length,
-the fields a token estimate counts and where the last user text is, how a stream names its
-events, and the shape of an answer the gateway writes itself. Each stage of a request asks
-the flow's :class:`Api` rather than testing which one it is.
+The gateway serves OpenAI Chat Completions, OpenAI Responses, Anthropic Messages and OpenAI
+Embeddings. What differs between them is found here and nowhere else (a test scans the
+gateway's syntax trees for any other reference to an :class:`copilot_host.ApiProtocol`
+member or an error shape): the gateway's path and the upstream protocol, the error document,
+the model list document, the request facts ``route.auth`` reads, the fields that cap an
+answer's length, the fields a token estimate counts and where the last user text is, how a
+stream names its events, the shape of an answer the gateway writes itself, and whether an
+answer's usage is priced by the gateway. Each stage of a request asks the flow's
+:class:`Api` rather than testing which one it is.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from types import MappingProxyType
 from typing import Any
 
 import copilot_host as ch
-from copilot_host._internal import request_facts
+from copilot_host._internal import last_user_text, request_facts
 
 from . import _sse
 from ._documents import (
@@ -42,6 +43,7 @@ __all__ = [
     "APIS",
     "BY_ENDPOINT",
     "CHAT",
+    "EMBEDDINGS",
     "MESSAGES",
     "OPENAI_ERRORS",
     "RESPONSES",
@@ -49,6 +51,7 @@ __all__ = [
     "ErrorShape",
     "api_of_path",
     "api_of_protocol",
+    "converses",
     "endpoints_of",
     "errors_of",
     "models_api",
@@ -129,19 +132,36 @@ class Api:
     # Whether stream events carry an ``event:`` line (Chat Completions' do not).
     names_events: bool
     # Whether this API's clients are shown only the models that speak it (an Anthropic
-    # client can call /v1/messages only; an OpenAI client calls any of the three).
+    # client can call /v1/messages only; an OpenAI client calls any of the others).
     own_models_only: bool
-    _text: Callable[[Framer, str, str, str, bool], bytes] = field(repr=False)
-    _last_user_text: Callable[[dict[str, Any]], str | None] = field(repr=False)
+    # How an answer the gateway writes itself carries a text (None: this API's answers
+    # carry no text, as embeddings' do not).
+    _text: Callable[[Framer, str, str, str, bool], bytes] | None = field(repr=False)
     # This API's clients' model list: its entry for one route (given the gateway paths it
     # is served on), and the document around the entries.
     _entry: Callable[[ch.ModelRoute, list[str]], dict[str, Any]] = field(repr=False)
     _listing: Callable[[list[dict[str, Any]]], dict[str, Any]] = field(repr=False)
     # The tokens an answer (or one of its stream events) reports.
     _tokens: Callable[[object], Tokens | None] = field(repr=False)
+    # Whether an answer that reports no cost of its own (no ``copilot_usage``) is priced
+    # from its ``usage`` and the model's token prices, as an estimate.
+    prices_usage: bool = False
+    # Other gateway paths it is served on too (a client whose base URL lacks the /v1).
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        """Every gateway path it is served on, its own first."""
+        return (self.path, *self.aliases)
 
     def __repr__(self) -> str:
         return f"<Api {self.name}>"
+
+    @property
+    def chat(self) -> bool:
+        """Whether a request is a turn of a conversation: its answer is generated tokens
+        (counted as output) and coding agents are offered its models. Embeddings are not."""
+        return self.protocol.chat
 
     def speaks(self, spec: ch.ModelSpec | ch.ModelRoute) -> bool:
         """Whether a model (its spec or its route) lists this protocol's endpoint."""
@@ -163,11 +183,13 @@ class Api:
         """A whole answer (or, ``stream``, its event sequence) whose one text part is
         ``text``, as this API's clients read a model's answer: for what the gateway
         answers itself."""
+        if self._text is None:
+            raise TypeError(f"the {self.name} API's answers carry no text")
         return self._text(self.event, model, text, ident, stream)
 
     def last_user_text(self, value: dict[str, Any]) -> str | None:
         """The text of the last user message of a request body, None when it has none."""
-        return self._last_user_text(value)
+        return last_user_text(self.protocol, value)
 
     def tokens(self, value: object) -> Tokens | None:
         """(input, output, cached) tokens a whole answer or a stream event's data reports
@@ -190,39 +212,15 @@ class Api:
         return ch.mask_secrets(dumps(self._listing(shown)))
 
 
-def _texts(content: object, kinds: frozenset[str]) -> str | None:
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        return None
-    parts = [
-        part["text"]
-        for part in content
-        if isinstance(part, dict)
-        and part.get("type") in kinds
-        and isinstance(part.get("text"), str)
-    ]
-    return "\n".join(parts) if parts else None
-
-
 def endpoints_of(route: ch.ModelRoute) -> list[str]:
     """The gateway paths a route may be called on, in order of preference."""
     return [api.path for api in APIS if api.speaks(route)]
 
 
-def _last_user(items: object, kinds: frozenset[str]) -> str | None:
-    if not isinstance(items, list):
-        return None
-    for item in reversed(items):
-        if isinstance(item, dict) and item.get("role") == "user":
-            found = _texts(item.get("content"), kinds)
-            if found is not None:
-                return found
-    return None
+def converses(spec: ch.ModelSpec) -> bool:
+    """Whether a model speaks a chat API (coding agents are offered no other)."""
+    return any(api.chat and api.speaks(spec) for api in APIS)
 
-
-_TEXT = frozenset({"text"})
-_INPUT_TEXT = frozenset({"input_text", "text"})
 
 CHAT = Api(
     "chat",
@@ -234,7 +232,6 @@ CHAT = Api(
     False,
     False,
     chat_text,
-    lambda value: _last_user(value.get("messages"), _TEXT),
     openai_entry,
     openai_list,
     openai_chat_tokens,
@@ -249,14 +246,12 @@ RESPONSES = Api(
     True,
     False,
     responses_text,
-    lambda value: (
-        value["input"]
-        if isinstance(value.get("input"), str)
-        else _last_user(value.get("input"), _INPUT_TEXT)
-    ),
     openai_entry,
     openai_list,
     responses_tokens,
+    # Codex joins its provider's base URL and /responses: both spellings or neither (its
+    # WebSocket is taken on the same two paths).
+    aliases=("/responses",),
 )
 MESSAGES = Api(
     "messages",
@@ -268,19 +263,41 @@ MESSAGES = Api(
     True,
     True,
     messages_text,
-    lambda value: _last_user(value.get("messages"), _TEXT),
     anthropic_entry,
     anthropic_list,
     messages_tokens,
 )
 
-# In the order of preference of ApiProtocol (a model listing several is routed to the first).
+# OpenAI's embeddings (POST /v1/embeddings) to Copilot's /embeddings: no stream, no output
+# cap, errors in OpenAI's shape; its answers report no cost (docs/WIRE.md, "Embeddings"),
+# so their usage is priced from the inventory.
+EMBEDDINGS = Api(
+    "embeddings",
+    ch.ApiProtocol.OPENAI_EMBEDDINGS,
+    "/v1/embeddings",
+    OPENAI_ERRORS,
+    (),
+    ("input",),
+    False,
+    False,
+    None,
+    openai_entry,
+    openai_list,
+    openai_chat_tokens,
+    prices_usage=True,
+)
+
+# In the order of ApiProtocol: the chat APIs in their order of preference (a model listing
+# several is routed to the first), then embeddings.
 APIS: tuple[Api, ...] = tuple(
-    sorted((CHAT, RESPONSES, MESSAGES), key=lambda api: list(ch.ApiProtocol).index(api.protocol))
+    sorted(
+        (CHAT, RESPONSES, MESSAGES, EMBEDDINGS),
+        key=lambda api: list(ch.ApiProtocol).index(api.protocol),
+    )
 )
 # The order the gateway's messages and docs list the endpoints in.
-BY_ENDPOINT: tuple[Api, ...] = (CHAT, RESPONSES, MESSAGES)
-_BY_PATH = MappingProxyType({api.path: api for api in APIS})
+BY_ENDPOINT: tuple[Api, ...] = (CHAT, RESPONSES, MESSAGES, EMBEDDINGS)
+_BY_PATH = MappingProxyType({path: api for api in APIS for path in api.paths})
 _BY_PROTOCOL = MappingProxyType({api.protocol: api for api in APIS})
 
 

@@ -3,15 +3,17 @@ credential held for redaction, and the store steps of a login. No network I/O he
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from .._clock import Clock
-from .._errors import LoginChangedError
+from .._errors import CopilotHostError, LoginChangedError
 from .._hosts import CopilotSession, LoginIdentity
 from .._safety._redact import register_secret
 from .._safety._secret import Secret
+from .._sessions._auto import AutoProbe, AutoSession
 from ._headers import (
     DEFAULT_CLIENT_ID,
     DEFAULT_EDITOR,
@@ -21,12 +23,15 @@ from ._headers import (
     copilot_headers,
 )
 from ._login import Keep
+from ._usage import AUTO_ONLY_SKUS
 
 if TYPE_CHECKING:
     from ..store import CredentialStore, Saved
     from ._wire import WireResponse
 
 __all__ = ["PROVIDER_ID", "HostCore"]
+
+_log = logging.getLogger("copilot_host.github")
 
 # The catalog owner key and route-id prefix of every route this adapter registers.
 PROVIDER_ID = "github-copilot"
@@ -85,6 +90,9 @@ class HostCore:
         # validation refuses an id or label carrying it, for as long as the host lives.
         self._held: Secret | None = None
         self._saved: Saved | None = None
+        # The logins whose Auto pool call was answered 404: their Auto sessions come from
+        # the routing call from then on (docs/WIRE.md, "Copilot Auto").
+        self._pool_refused: set[str] = set()
 
     @property
     def provider_id(self) -> str:
@@ -185,6 +193,30 @@ class HostCore:
             self._cli_logins.add(session.identity.login_id)
         else:
             self._cli_logins.discard(session.identity.login_id)
+
+    # -- Copilot Auto -------------------------------------------------------------------
+
+    def _asks_pool(self, session: CopilotSession) -> bool:
+        """Whether an Auto session for this login comes from the pool call (the default)
+        or, since that was answered 404, from the routing call."""
+        return session.identity.login_id not in self._pool_refused
+
+    def _pool_gated(self, session: CopilotSession) -> None:
+        self._pool_refused.add(session.identity.login_id)
+
+    def _probed(
+        self, session: CopilotSession, found: AutoSession | CopilotHostError | None
+    ) -> AutoProbe:
+        """What registration makes of its one bounded pool call: the pool when it was
+        read; else Auto's route only for a plan that can use nothing else (its requests
+        try again, and fail plainly if Auto stays closed)."""
+        only = session.sku in AUTO_ONLY_SKUS
+        if isinstance(found, CopilotHostError):
+            _log.debug("Copilot Auto's pool was not read at registration (%s)", found.code)
+            return AutoProbe(None, offered=only, only=only)
+        if found is None:
+            self._pool_gated(session)
+        return AutoProbe(found, offered=found is not None or only, only=only)
 
     # -- the store's part of the steps ----------------------------------------------------
 

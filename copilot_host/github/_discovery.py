@@ -1,11 +1,11 @@
 """Step 4: discover the account's models on the vetted inference origin (sans-IO).
 
 Real inventories drift: dozens of entries, new fields, limits sent as floats or zero,
-models only another client can call (``ws:/responses``), embeddings, models a policy has
-not enabled yet. Each entry is therefore read on its own: a usable chat model becomes a
-:class:`ModelSpec`, anything else a :class:`SkippedModel` with a stable reason, and only an
-answer that is not an inventory at all fails discovery. The core then validates every
-entry (ids, names, credential material) before any of it reaches a catalog.
+models only another client can call (``ws:/responses``), completion models, models a policy
+has not enabled yet. Each entry is therefore read on its own: a usable chat or embeddings
+model becomes a :class:`ModelSpec`, anything else a :class:`SkippedModel` with a stable
+reason, and only an answer that is not an inventory at all fails discovery. The core then
+validates every entry (ids, names, credential material) before any of it reaches a catalog.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from .._catalog._specs import (
 from .._catalog._validate import MAX_MODELS
 from .._errors import ModelValidationError, SessionError
 from .._hosts import CopilotSession
-from ._headers import EditorIdentity, copilot_headers
+from ._headers import EditorIdentity, copilot_headers, session_headers
 from ._status import client_outdated_error, status_error
 from ._urls import MODELS_PATH
 from ._wire import LARGE_BODY, WireRequest, WireResponse, json_object, reads_response
@@ -44,6 +44,8 @@ SETTINGS_URL = "https://github.com/settings/copilot"
 # (e.g. "ws:/responses", a WebSocket transport) is another client's, and ignored.
 _MAX_ENDPOINTS = 32
 _MAX_WARNINGS = 8
+# An embeddings entry's one protocol (``capabilities.type == "embeddings"``).
+_EMBEDDINGS = frozenset({ApiProtocol.OPENAI_EMBEDDINGS})
 # A warning's machine-readable code (``client_version_deprecated``): a plain identifier.
 _CODE = re.compile(r"[a-z][a-z0-9_]{0,63}")
 
@@ -55,9 +57,8 @@ def build_models_request(
     host's ``request_headers()`` gives it."""
     # The session's endpoint was vetted against the allowlist when its exchange was parsed
     # (parse_grant), the one place that check is made.
-    headers = copilot_headers(identity) if isinstance(identity, EditorIdentity) else dict(identity)
-    headers["Accept"] = "application/json"
-    headers["Authorization"] = f"Bearer {session.token.reveal()}"
+    given = copilot_headers(identity) if isinstance(identity, EditorIdentity) else identity
+    headers = session_headers(session, given)
     return WireRequest(
         "GET",
         session.endpoint.url(MODELS_PATH),
@@ -91,9 +92,10 @@ def _limit(limits: Mapping[str, object], key: str) -> int | None:
 
 
 def _protocols(item: Mapping[str, object]) -> frozenset[ApiProtocol] | None:
-    """The protocols listed that we speak; None when the field is present but not a list.
-
-    An entry without ``supported_endpoints`` predates the field: Chat Completions.
+    """The chat protocols listed that we speak; None when the field is present but not a
+    list. An entry without ``supported_endpoints`` predates the field: Chat Completions.
+    (A chat entry listing ``/embeddings`` does not make it an embeddings model:
+    ``capabilities.type`` decides that.)
     """
     listed = item.get("supported_endpoints")
     if listed is None:
@@ -101,7 +103,7 @@ def _protocols(item: Mapping[str, object]) -> frozenset[ApiProtocol] | None:
     if not isinstance(listed, list):
         return None
     found = (ApiProtocol.of_path(path) for path in listed[:_MAX_ENDPOINTS] if isinstance(path, str))
-    return frozenset(protocol for protocol in found if protocol is not None)
+    return frozenset(protocol for protocol in found if protocol is not None and protocol.chat)
 
 
 def _reasoning(supports: Mapping[str, object]) -> bool:
@@ -282,13 +284,19 @@ def _entry(item: object) -> ModelSpec | SkippedModel:
     name = _text(item, "name") or model_id
     capabilities = _obj(item, "capabilities")
     kind = capabilities.get("type")
-    if kind != "chat":
+    protocols: frozenset[ApiProtocol] | None
+    if kind == "embeddings":
+        # The type decides, whatever supported_endpoints says (embeddings entries list none).
+        protocols = _EMBEDDINGS
+    elif kind != "chat":
         what = f"a {kind!r} model" if isinstance(kind, str) else "a model of no stated type"
         return SkippedModel(model_id, "not_chat", f"{what}, not a chat model", name)
-    protocols = _protocols(item)
+    else:
+        protocols = _protocols(item)
     if protocols is None:
         return SkippedModel(model_id, "malformed", "its 'supported_endpoints' is not a list", name)
-    protocol = ApiProtocol.preferred(protocols)
+    embeds = protocols is _EMBEDDINGS
+    protocol = ApiProtocol.OPENAI_EMBEDDINGS if embeds else ApiProtocol.preferred(protocols)
     if protocol is None:
         return SkippedModel(
             model_id,
@@ -319,6 +327,8 @@ def _entry(item: object) -> ModelSpec | SkippedModel:
         billing=_billing(item),
         max_prompt_tokens=_limit(limits, "max_prompt_tokens"),
         chat_default=item.get("is_chat_default") is True,
+        max_inputs=_limit(limits, "max_inputs"),
+        dimensions=supports.get("dimensions") is True,
     )
 
 

@@ -14,9 +14,14 @@ application may present its own (``EditorIdentity``) and its own OAuth app
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from .._version import __version__
+
+if TYPE_CHECKING:
+    from .._hosts import CopilotSession
 
 __all__ = [
     "DEFAULT_CLIENT_ID",
@@ -33,6 +38,7 @@ __all__ = [
     "exchange_headers",
     "oauth_headers",
     "rest_headers",
+    "session_headers",
 ]
 
 # The OAuth app GitHub's own Copilot editors log in with; the Copilot token exchange
@@ -203,3 +209,12 @@ def copilot_headers(editor: EditorIdentity) -> dict[str, str]:
         "User-Agent": editor.user_agent,
         "X-GitHub-Api-Version": editor.api_version,
     }
+
+
+def session_headers(session: CopilotSession, identity: Mapping[str, str]) -> dict[str, str]:
+    """A request of the adapter's own to the inference origin (discovery, Auto's session
+    calls): the identity's headers, JSON asked for, and the session bearer."""
+    headers = dict(identity)
+    headers["Accept"] = "application/json"
+    headers["Authorization"] = f"Bearer {session.token.reveal()}"
+    return headers

@@ -13,8 +13,18 @@ import httpx2
 from .._catalog._specs import Inventory
 from .._clock import SYSTEM_CLOCK, Clock
 from .._device import cancelled, pause
+from .._errors import CopilotHostError
 from .._hosts import Authorized, CopilotDeviceLogin, CopilotSession, LoginIdentity, Pending
+from .._sessions._auto import AutoProbe, AutoSession
 from . import _login
+from ._auto import (
+    PROBE_BUDGET,
+    both_refused,
+    build_pool_request,
+    build_route_request,
+    parse_pool,
+    parse_route,
+)
 from ._checkup import Checkup, ProbeCheck, run_checkup, run_probe
 from ._core import HostCore
 from ._discovery import build_models_request, parse_models
@@ -82,6 +92,37 @@ class GitHubCopilotHost(HostCore):
                 headers = other
         found = parse_models(response, self._tried(headers, other))
         self._kept(session, headers)
+        return found
+
+    # -- Copilot Auto (docs/WIRE.md, "Copilot Auto") ---------------------------------------
+
+    def auto_probe(self, session: CopilotSession) -> AutoProbe:
+        """Registration's one look at Auto: the pool call, bounded to
+        :data:`~copilot_host.github._auto.PROBE_BUDGET` seconds; never raises."""
+        request = build_pool_request(session, self.request_headers(), budget=PROBE_BUDGET)
+        try:
+            found: AutoSession | CopilotHostError | None = parse_pool(
+                self._sender.send(request), session
+            )
+        except CopilotHostError as exc:
+            found = exc
+        return self._probed(session, found)
+
+    def auto_session(
+        self, session: CopilotSession, *, prompt: str, vision: bool = False, tier: str | None = None
+    ) -> AutoSession:
+        """An Auto session for a request: the pool call (no prompt); only once that was
+        answered 404 for this login, the routing call, with ``prompt``."""
+        headers = self.request_headers()
+        if self._asks_pool(session):
+            found = parse_pool(self._sender.send(build_pool_request(session, headers)), session)
+            if found is not None:
+                return found
+            self._pool_gated(session)
+        request = build_route_request(session, headers, prompt, vision=vision, tier=tier)
+        found = parse_route(self._sender.send(request), session)
+        if found is None:
+            raise both_refused()
         return found
 
     # -- people-facing operations ---------------------------------------------------------

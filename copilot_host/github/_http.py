@@ -48,6 +48,11 @@ def step_budget(timeout: httpx2.Timeout) -> float:
     return STEP_BUDGET_READS * longest
 
 
+def _budget_of(request: WireRequest, budget: float) -> float:
+    """The step's budget: the sender's, or the request's own when it is shorter."""
+    return budget if request.budget is None else min(budget, request.budget)
+
+
 def _timed_out(request: WireRequest, budget: float) -> TransportError:
     return TransportError(
         f"{request.what} ({_host_of(request)}) did not complete within {budget:g} s; "
@@ -273,7 +278,7 @@ class Sender:
     def send(self, request: WireRequest) -> WireResponse:
         """Send; for steps marked ``retry``, one bounded retry of a 429 or 5xx. The whole
         step ends by its deadline with ``TransportError(code="timeout")``."""
-        deadline = _Deadline(self._budget)
+        deadline = _Deadline(_budget_of(request, self._budget))
         self._get_client()  # a closed host or a broken TLS setup fails here, typed
         try:
             return call_bounded(
@@ -374,7 +379,7 @@ class AsyncSender:
 
     async def send(self, request: WireRequest) -> WireResponse:
         """The asyncio twin of :meth:`Sender.send`: the step ends by its deadline."""
-        deadline = _Deadline(self._budget)
+        deadline = _Deadline(_budget_of(request, self._budget))
         try:
             async with asyncio.timeout(deadline.remaining()):
                 return await self._attempts(request, deadline)

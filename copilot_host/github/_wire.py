@@ -48,7 +48,8 @@ class WireRequest:
     """One request as a protocol step builds it.
 
     ``headers`` and ``body`` can hold credentials (a token, a device code), so neither is
-    in the repr. ``limit`` caps the response body; ``what`` names the step in messages.
+    in the repr. ``limit`` caps the response body; ``what`` names the step in messages;
+    ``budget`` (seconds) bounds the whole step below the sender's own budget.
     """
 
     method: str
@@ -58,6 +59,7 @@ class WireRequest:
     body: bytes | None = field(default=None, repr=False)
     limit: int = SMALL_BODY
     retry: bool = False
+    budget: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

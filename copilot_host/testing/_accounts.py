@@ -260,7 +260,7 @@ def copilot_token(state: EmulatorState, request: RecordedRequest) -> Answer:
     now = state.now()
     expires_at = int(now + session.session_lifetime)
     token = (
-        f"tid={secrets.token_hex(16)};exp={expires_at};sku={session.sku};"
+        f"tid={secrets.token_hex(16)};exp={expires_at};sku={s.session_sku};"
         f"proxy-ep=proxy.emulated:1:{secrets.token_hex(32)}"
     )
     with state.lock:
@@ -270,7 +270,7 @@ def copilot_token(state: EmulatorState, request: RecordedRequest) -> Answer:
         "token": token,
         "expires_at": expires_at,
         "endpoints": {"api": session.api_endpoint, "telemetry": "https://telemetry.invalid"},
-        "sku": session.sku,
+        "sku": s.session_sku,
         "chat_enabled": session.chat_enabled,
     }
     if session.refresh_in is not None:

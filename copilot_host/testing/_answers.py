@@ -22,6 +22,7 @@ __all__ = [
     "github_json",
     "github_request_id",
     "json_answer",
+    "model_not_supported",
     "oauth_answer",
     "refused",
     "wants_json",
@@ -92,6 +93,17 @@ def copilot_error(status: int, message: str, code: str, **fields: str) -> Answer
     compact JSON text, still served as ``text/plain`` (the service does not label it JSON)."""
     error: dict[str, str] = {"message": message, "code": code, **fields}
     return copilot_text(status, json.dumps({"error": error}, separators=(",", ":")))
+
+
+def model_not_supported() -> Answer:
+    """The service's 400 for a model it does not serve this request (138 bytes)."""
+    return copilot_error(
+        400,
+        "The requested model is not supported.",
+        "model_not_supported",
+        param="model",
+        type="invalid_request_error",
+    )
 
 
 def wants_json(headers: Mapping[str, str]) -> bool:

@@ -3,7 +3,8 @@ prices, and the ``/models`` handler."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 
 from ._accounts import CLI_EDITOR, copilot_gate, failure
 from ._answers import (
@@ -14,7 +15,7 @@ from ._quota import Quota
 from ._record import RecordedRequest
 from ._state import EmulatorState, editor_version
 
-__all__ = ["Catalog", "models"]
+__all__ = ["Catalog", "Embedder", "models"]
 
 
 # What every /models entry carries for a client the service calls stale (late 2026). The
@@ -26,24 +27,34 @@ _DEPRECATED_NOTICE = {
 }
 
 
-def _served_paths(models: tuple[Mapping[str, object], ...]) -> dict[str, frozenset[str]]:
-    """Model id -> the paths the API serves it on. The first entry of an id wins; an entry
-    without ``supported_endpoints`` is served on ``/chat/completions`` only. An entry that
-    is not a chat model (embeddings, completions) or whose policy is not enabled is not
-    served at all: the service answers ``model_not_supported`` for it, as for an unknown id
-    (reports of disabled models in docs/WIRE.md)."""
-    served: dict[str, frozenset[str]] = {}
+def _served_entries(
+    models: tuple[Mapping[str, object], ...],
+) -> Iterator[tuple[str, object, Mapping[str, object], Mapping[str, object]]]:
+    """(id, ``capabilities.type``, capabilities, entry) of each entry the service serves: the
+    first entry of an id, with its policy absent or enabled (a model not enabled is answered
+    ``model_not_supported``, as an unknown id is: reports of disabled models in
+    docs/WIRE.md)."""
     seen: set[str] = set()
     for item in models:
         model_id = item.get("id")
         if not isinstance(model_id, str) or model_id in seen:
             continue
         seen.add(model_id)
-        capabilities = item.get("capabilities")
-        kind = capabilities.get("type") if isinstance(capabilities, Mapping) else None
         policy = item.get("policy")
-        state = policy.get("state") if isinstance(policy, Mapping) else None
-        if kind not in (None, "chat") or state not in (None, "enabled"):
+        if (policy.get("state") if isinstance(policy, Mapping) else None) not in (None, "enabled"):
+            continue
+        found = item.get("capabilities")
+        capabilities: Mapping[str, object] = found if isinstance(found, Mapping) else {}
+        yield model_id, capabilities.get("type"), capabilities, item
+
+
+def _served_paths(models: tuple[Mapping[str, object], ...]) -> dict[str, frozenset[str]]:
+    """Model id -> the paths the API serves a chat model on: an entry without
+    ``supported_endpoints`` is served on ``/chat/completions`` only. Embeddings and
+    completion models are served on no model path (``model_not_supported``)."""
+    served: dict[str, frozenset[str]] = {}
+    for model_id, kind, _capabilities, item in _served_entries(models):
+        if kind not in (None, "chat"):
             continue
         endpoints = item.get("supported_endpoints")
         if isinstance(endpoints, list):
@@ -51,6 +62,31 @@ def _served_paths(models: tuple[Mapping[str, object], ...]) -> dict[str, frozens
         else:
             served[model_id] = frozenset({"/chat/completions"})
     return served
+
+
+@dataclass(frozen=True, slots=True)
+class Embedder:
+    """An embeddings model as ``/embeddings`` serves it: the most inputs a request may carry
+    (``limits.max_inputs``; None: not listed) and whether it takes ``dimensions``."""
+
+    max_inputs: int | None
+    dimensions: bool
+
+
+def _embedders(models: tuple[Mapping[str, object], ...]) -> dict[str, Embedder]:
+    """Model id -> the embeddings model ``/embeddings`` serves under it: an entry of type
+    ``embeddings``, whatever its ``supported_endpoints`` say (real entries list none)."""
+    found: dict[str, Embedder] = {}
+    for model_id, kind, capabilities, _item in _served_entries(models):
+        if kind != "embeddings":
+            continue
+        limits, supports = capabilities.get("limits"), capabilities.get("supports")
+        most = limits.get("max_inputs") if isinstance(limits, Mapping) else None
+        found[model_id] = Embedder(
+            most if isinstance(most, int) and not isinstance(most, bool) and most > 0 else None,
+            isinstance(supports, Mapping) and supports.get("dimensions") is True,
+        )
+    return found
 
 
 _LIMITS = ("max_output_tokens", "max_prompt_tokens", "max_context_window_tokens")
@@ -83,6 +119,7 @@ class Catalog:
         listed = state.scenario.inventory.models
         self.failures = list(state.scenario.faults.models_failures)
         self.served = _served_paths(listed)
+        self.embedders = _embedders(listed)
         self.limits = _listed_limits(listed)
         self.billing: dict[str, object] = {}
         for item in listed:

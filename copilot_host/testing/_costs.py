@@ -69,6 +69,8 @@ def price_cost(billing: object, input_tokens: int, output_tokens: int, now: floa
         tier = long
     input_price = _number(tier.get("input_price"))
     output_price = _number(tier.get("output_price"))
+    if output_price is None and output_tokens == 0:
+        output_price = 0.0  # an embeddings entry prices its input only
     batch = _number(prices.get("batch_size")) or 1_000_000
     if input_price is None or output_price is None or batch <= 0:
         return None

@@ -8,6 +8,7 @@ from types import TracebackType
 import httpx2
 
 from ._accounts import Logins
+from ._auto import AutoBook
 from ._quota import Quota
 from ._record import RecordedRequest
 from ._routes import ROUTED_HOSTS
@@ -24,7 +25,7 @@ class GitHubEmulator:
 
     Use it as a context manager; pass :meth:`transport` (or :meth:`async_transport`) to a
     host. Tokens it issues are random per run (canaries): :attr:`github_token`,
-    :attr:`session_tokens`, :attr:`device_codes`.
+    :attr:`session_tokens`, :attr:`device_codes`, :attr:`auto_session_tokens`.
     """
 
     def __init__(self, scenario: Scenario | None = None) -> None:
@@ -134,9 +135,19 @@ class GitHubEmulator:
         with self._state.lock:
             return tuple(self._logins.device_codes)
 
+    @property
+    def auto_session_tokens(self) -> tuple[str, ...]:
+        """The Copilot Auto session tokens issued (``Copilot-Session-Token``), in order."""
+        return self._state.part(AutoBook).tokens()
+
     def canaries(self) -> tuple[str, ...]:
         """Every credential issued so far: none may ever appear in output, logs or files."""
-        return (self.github_token, *self.session_tokens, *self.device_codes)
+        return (
+            self.github_token,
+            *self.session_tokens,
+            *self.device_codes,
+            *self.auto_session_tokens,
+        )
 
     @property
     def requests(self) -> tuple[RecordedRequest, ...]:

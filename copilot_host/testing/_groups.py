@@ -19,6 +19,7 @@ from ._inventory import realistic_models
 from ._protocols import ToolCall
 
 __all__ = [
+    "AUTO_CALLS",
     "AUTO_ONLY_PLANS",
     "COPILOT_CLI_CLIENT_ID",
     "GROUPS",
@@ -28,6 +29,7 @@ __all__ = [
     "Faults",
     "Inventory",
     "RateWindow",
+    "Auto",
     "RawAnswer",
     "Replies",
     "Session",
@@ -46,6 +48,10 @@ COPILOT_CLI_CLIENT_ID = "Ov23ctDVkRmgkPke0Mmm"
 USAGE_PLANS = frozenset({"credits", "requests", "free", "student"})
 # The plans GitHub limited to Auto model selection on 2026-06-24.
 AUTO_ONLY_PLANS = frozenset({"free", "student"})
+
+# Copilot Auto's two session calls, by the names ``Auto(gated=...)`` takes: the pool call
+# (``POST /models/session``) and the routing call (``POST /auto``).
+AUTO_CALLS = frozenset({"pool", "route"})
 
 _VERSION = re.compile(r"\d+(?:\.\d+)*")
 _API_VERSION = re.compile(r"\d{4}-\d{2}-\d{2}")
@@ -124,7 +130,7 @@ class Session:
     api_endpoint: str = "https://api.individual.githubcopilot.com"
     session_lifetime: int = 1800
     refresh_in: int | None = 1500
-    sku: str = "copilot_for_individuals"
+    sku: str | None = None
     clock_skew: float = 0.0
     copilot_client_ids: frozenset[str] = frozenset({VSCODE_CLIENT_ID, COPILOT_CLI_CLIENT_ID})
     chat_enabled: bool = True
@@ -266,6 +272,45 @@ class Faults:
         )
 
 
+@dataclass(frozen=True)
+class Auto:
+    """Copilot Auto's session calls (``Scenario(auto=...)``): the pool it offers, the
+    discounts, the model the routing call chooses, how long sessions last, and which call
+    is gated off (404)."""
+
+    pool: tuple[str, ...] | None = None
+    discounts: Mapping[str, float] | None = None
+    selects: str | None = None
+    pool_lifetime: int = 3600
+    route_lifetime: int = 86400
+    gated: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        gated = frozenset(self.gated)
+        if not gated <= AUTO_CALLS:
+            raise ValueError(f"gated names Auto's calls: {sorted(AUTO_CALLS)}")
+        if self.pool_lifetime < 0 or self.route_lifetime < 0:
+            raise ValueError("a session lasts 0 seconds or more")
+        pool: object = self.pool
+        if pool is not None and (
+            isinstance(pool, str)
+            or not isinstance(pool, tuple | list)
+            or not all(isinstance(m, str) for m in pool)
+        ):
+            raise ValueError("pool is a sequence of model ids")
+        discounts = None if self.discounts is None else dict(self.discounts)
+        if discounts is not None and not all(
+            isinstance(d, int | float) and 0 <= d <= 1 for d in discounts.values()
+        ):
+            raise ValueError("a discount is a fraction from 0 to 1")
+        _keep(
+            self,
+            pool=None if self.pool is None else tuple(self.pool),
+            discounts=None if discounts is None else MappingProxyType(discounts),
+            gated=gated,
+        )
+
+
 # Scenario's keyword for each group, in the order its docstring tells them.
 GROUPS: tuple[tuple[str, type], ...] = (
     ("login", DeviceFlow),
@@ -274,4 +319,5 @@ GROUPS: tuple[tuple[str, type], ...] = (
     ("replies", Replies),
     ("usage", Usage),
     ("faults", Faults),
+    ("auto", Auto),
 )

@@ -15,8 +15,10 @@ from ._answers import (
     copilot_error,
     copilot_text,
     json_answer,
+    model_not_supported,
     refused,
 )
+from ._auto import session_model
 from ._betas import unserved_betas
 from ._catalog import Catalog
 from ._costs import estimate_tokens, price_cost
@@ -26,7 +28,7 @@ from ._record import RecordedRequest
 from ._rules import Refusal, messages_refusal, output_cap_refusal, responses_refusal
 from ._state import EmulatorState, Handler, editor_version
 
-__all__ = ["answer_model", "count_tokens"]
+__all__ = ["answer_model", "count_tokens", "gated_body", "model_not_supported", "noting_model"]
 
 
 def _enforced(refusal: Refusal) -> Answer:
@@ -57,29 +59,37 @@ def count_tokens(state: EmulatorState, request: RecordedRequest) -> Answer:
     return json_answer(200, {"input_tokens": max(1, len(request.body) // 4)})
 
 
-def answer_model(protocol: str) -> Handler:
-    """The handler of ``protocol``'s path (a key of ``PROTOCOL_PATHS``): the model request's
-    answer, noting the model it named and that model's limits."""
+def noting_model(answer: Handler, name: str) -> Handler:
+    """The handler named ``name`` that gives ``answer``'s answer, noting the model the
+    request named and that model's listed limits."""
 
     def handler(state: EmulatorState, request: RecordedRequest) -> Answer:
-        answer = _inference(state, request, protocol)
+        answered = answer(state, request)
         try:
             model = json.loads(request.body or b"{}").get("model")
         except (ValueError, RecursionError, AttributeError):
             model = None
         if not isinstance(model, str):
-            return answer
+            return answered
         limits = state.part(Catalog).limits.get(model, {})
-        return dataclasses.replace(
-            answer, notes=(("model", model), ("limits", MappingProxyType(limits)), *answer.notes)
-        )
+        notes = (("model", model), ("limits", MappingProxyType(limits)), *answered.notes)
+        return dataclasses.replace(answered, notes=notes)
 
-    handler.__name__ = handler.__qualname__ = f"answer_{protocol}"
+    handler.__name__ = handler.__qualname__ = name
     return handler
 
 
-def _inference(state: EmulatorState, request: RecordedRequest, protocol: str) -> Answer:
-    s = state.scenario
+def answer_model(protocol: str) -> Handler:
+    """The handler of ``protocol``'s path (a key of ``PROTOCOL_PATHS``): the model request's
+    answer, noting the model it named and that model's limits."""
+    return noting_model(
+        lambda state, request: _inference(state, request, protocol), f"answer_{protocol}"
+    )
+
+
+def gated_body(state: EmulatorState, request: RecordedRequest) -> dict[str, Any] | Answer:
+    """A model request's body, once it passed every Copilot request's checks and is a JSON
+    object; the refusal otherwise."""
     refusal = copilot_gate(state, request)
     if refusal is not None:
         return refusal
@@ -89,25 +99,31 @@ def _inference(state: EmulatorState, request: RecordedRequest, protocol: str) ->
         payload = None
     if not isinstance(payload, dict):
         return copilot_error(400, "the request body is not a JSON object", "invalid_request_body")
+    return payload
+
+
+def _inference(state: EmulatorState, request: RecordedRequest, protocol: str) -> Answer:
+    s = state.scenario
+    payload = gated_body(state, request)
+    if isinstance(payload, Answer):
+        return payload
     catalog, quota = state.part(Catalog), state.part(Quota)
     model = payload.get("model")
-    picked = _auto_only(state, model, protocol) if s.auto_only_plan else None
+    # A request of an Auto session: its model must be the session's (any plan).
+    discount = session_model(state, request, model)
+    if isinstance(discount, Answer):
+        return discount
+    picked = _auto_only(state, model, protocol) if s.auto_only_plan and discount is None else None
     if isinstance(picked, Answer):
         return picked
     if picked is not None:
         model = picked
     paths = catalog.served.get(model) if isinstance(model, str) else None
     if not isinstance(model, str) or paths is None:
-        return refused("model", f"{model!r} not served", _model_not_supported())
-    integration = request.headers.get("copilot-integration-id", "").strip()
-    unserved = s.inventory.unserved_models.get(integration)
-    if unserved is not None and (model in unserved or "*" in unserved):
-        # An organisation whose policy lists a model to this client but does not serve
-        # it to it: the same answer as for a model the account does not have.
-        return refused("model", f"{model} not served to this client", _model_not_supported())
-    refused_to_app = _integrator_refusal(state, request, model)
-    if refused_to_app is not None:
-        return refused_to_app
+        return refused("model", f"{model!r} not served", model_not_supported())
+    refused_to_client = _client_refusal(state, request, model)
+    if refused_to_client is not None:
+        return refused_to_client
     floor = s.inventory.min_editor_version.get(model)
     if floor is not None and editor_version(
         request.headers.get("editor-version", "")
@@ -143,6 +159,8 @@ def _inference(state: EmulatorState, request: RecordedRequest, protocol: str) ->
     if refusal is not None:
         return refusal
     input_tokens, spent = _cost(state, request, model)
+    if discount:
+        spent *= 1.0 - discount
     serial = state.part(_Serial).next()
     # Credits are used by what each answer costs; request quotas by one a request.
     quota.charge(spent)
@@ -185,7 +203,7 @@ def _auto_only(state: EmulatorState, model: object, protocol: str) -> Answer | s
     first model that does; diegosouzapw/OmniRoute #12000: 200, naming it)."""
     if model is not None or protocol != "chat":
         detail = "a named model on an Auto-only plan" if model else "no model"
-        return refused("auto_only", detail, _model_not_supported())
+        return refused("auto_only", detail, model_not_supported())
     served = state.part(Catalog).served
     chat = [m for m, paths in served.items() if "/chat/completions" in paths]
     for item in state.scenario.inventory.models:
@@ -241,6 +259,18 @@ def _body_gate(
     return None if rule is None else _enforced(rule)
 
 
+def _client_refusal(state: EmulatorState, request: RecordedRequest, model: str) -> Answer | None:
+    """A model the account has that is not served to this client: to its
+    ``Copilot-Integration-Id`` (an organisation's policy), or to its OAuth app."""
+    integration = request.headers.get("copilot-integration-id", "").strip()
+    unserved = state.scenario.inventory.unserved_models.get(integration)
+    if unserved is not None and (model in unserved or "*" in unserved):
+        # An organisation whose policy lists a model to this client but does not serve
+        # it to it: the same answer as for a model the account does not have.
+        return refused("model", f"{model} not served to this client", model_not_supported())
+    return _integrator_refusal(state, request, model)
+
+
 def _integrator_refusal(
     state: EmulatorState, request: RecordedRequest, model: str
 ) -> Answer | None:
@@ -264,17 +294,6 @@ def _integrator_refusal(
             param="model",
             type="invalid_request_error",
         ),
-    )
-
-
-def _model_not_supported() -> Answer:
-    """The service's 400 for a model it does not serve this request (138 bytes)."""
-    return copilot_error(
-        400,
-        "The requested model is not supported.",
-        "model_not_supported",
-        param="model",
-        type="invalid_request_error",
     )
 
 

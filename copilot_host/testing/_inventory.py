@@ -14,6 +14,7 @@ __all__ = [
     "NANO_AIU_PER_CREDIT",
     "PRICE_UNITS",
     "chat_model",
+    "embeddings_model",
     "inventory_of",
     "minimal_models",
     "realistic_models",
@@ -81,6 +82,49 @@ def chat_model(
         item["supported_endpoints"] = list(endpoints)
     if billing is not None:
         item["billing"] = dict(billing)
+    return item
+
+
+def embeddings_model(
+    model_id: str,
+    *,
+    name: str | None = None,
+    max_inputs: int | None = 512,
+    dimensions: bool = True,
+    family: str | None = None,
+    policy: str | None = None,
+    input_price: float | None = None,
+) -> dict[str, object]:
+    """One embeddings entry as real inventories list them (docs/EMULATOR.md,
+    "Embeddings"): ``capabilities.type`` ``embeddings``, no ``supported_endpoints``, not in
+    the picker, ``limits.max_inputs`` (left out for None) and ``supports.dimensions``
+    (left out for False), the ``cl100k_base`` tokenizer, ``billing`` premium with
+    multiplier 1 (a real 2026 dump) and, given an ``input_price``, ``token_prices`` whose
+    default tier holds that price only (AI credits per million tokens: an embeddings answer
+    has no output to price). The emulator serves it on ``/embeddings`` only."""
+    item = chat_model(
+        model_id,
+        name=name,
+        endpoints=None,
+        kind="embeddings",
+        picker=False,
+        policy=policy,
+        context_window=None,
+        max_output_tokens=None,
+    )
+    item["vendor"] = "Azure OpenAI"
+    item["capabilities"] = {
+        "type": "embeddings",
+        "family": family or model_id,
+        "object": "model_capabilities",
+        "tokenizer": "cl100k_base",
+        "limits": {} if max_inputs is None else {"max_inputs": max_inputs},
+        "supports": {"dimensions": True} if dimensions else {},
+    }
+    billing: dict[str, object] = {"is_premium": True, "multiplier": 1}
+    if input_price is not None:
+        billing["token_prices"] = {"batch_size": 1_000_000, "default": {"input_price": input_price}}
+    item["billing"] = billing
     return item
 
 
@@ -173,8 +217,9 @@ def minimal_models() -> tuple[dict[str, object], ...]:
             billing=token_billing(25, 200, 2.5, premium=False, multiplier=0),
         ),
         chat_model("claude-sonnet-4", name="Claude Sonnet 4", endpoints=None, picker=False),
-        # Not eligible: an embedding model, a disabled policy, an Anthropic-only route.
-        chat_model("text-embedding-3-small", kind="embeddings", endpoints=None),
+        # An embeddings model (registered only when asked), a disabled policy, an
+        # Anthropic-only route.
+        embeddings_model("text-embedding-3-small", name="Embedding V3 small", input_price=2),
         chat_model("o3-disabled", name="o3 (disabled)", policy="disabled"),
         chat_model("claude-messages-only", endpoints=("/v1/messages",)),
     )
@@ -642,9 +687,30 @@ def realistic_models() -> tuple[dict[str, object], ...]:
             picker=False,
             category=None,
         ),
-        _embedding("text-embedding-3-small", "Embedding V3 small"),
-        _embedding("text-embedding-3-small-inference", "Embedding V3 small (Inference)"),
-        _embedding("text-embedding-ada-002", "Embedding V2 Ada"),
+        # The three embeddings entries of real dumps (docs/EMULATOR.md, "Embeddings"):
+        # ada-002 takes no dimensions, the inference variant lists no limits. Only
+        # text-embedding-3-small lists a price here (an example: OpenAI's list price).
+        *(
+            {**entry, "warning_message": BILLING_WARNING}
+            for entry in (
+                embeddings_model(
+                    "text-embedding-3-small",
+                    name="Embedding V3 small",
+                    input_price=2,
+                ),
+                embeddings_model(
+                    "text-embedding-3-small-inference",
+                    name="Embedding V3 small (Inference)",
+                    family="text-embedding-3-small",
+                    max_inputs=None,
+                ),
+                embeddings_model(
+                    "text-embedding-ada-002",
+                    name="Embedding V2 Ada",
+                    dimensions=False,
+                ),
+            )
+        ),
         _real(
             "byok/phi-4",
             "Phi-4 (your key)",
@@ -653,16 +719,3 @@ def realistic_models() -> tuple[dict[str, object], ...]:
             custom_model={"key_name": "phi", "owner_name": "octo-org"},
         ),
     )
-
-
-def _embedding(model_id: str, name: str) -> dict[str, object]:
-    item = _real(
-        model_id, name, "Azure OpenAI", None, kind="embeddings", picker=False, category=None
-    )
-    capabilities: Mapping[str, Any] = item["capabilities"]  # type: ignore[assignment]
-    item["capabilities"] = {
-        **capabilities,
-        "limits": {"max_inputs": 512},
-        "supports": {"dimensions": True},
-    }
-    return item

@@ -11,7 +11,9 @@ from dataclasses import dataclass
 
 from .._origin import default_allowlist
 from ._accounts import access_token, copilot_token, copilot_user, device_code, user
+from ._auto import auto_pool, auto_route
 from ._catalog import models
+from ._embeddings import embeddings
 from ._inference import answer_model, count_tokens
 from ._protocols import PROTOCOL_PATHS
 from ._state import Handler
@@ -63,10 +65,14 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", API_HOST, "/user", "user", user),
     Route("GET", API_HOST, "/copilot_internal/user", "copilot_user", copilot_user),
     Route("GET", COPILOT, "/models", "models", models, oversize=_OVER_LARGE),
+    # Copilot Auto's session calls: the pool a client picks from, the model chosen for it.
+    Route("POST", COPILOT, "/models/session", "auto_session", auto_pool),
+    Route("POST", COPILOT, "/auto", "auto", auto_route),
     *(
         Route("POST", COPILOT, path, protocol, answer_model(protocol))
         for protocol, path in PROTOCOL_PATHS.items()
     ),
+    Route("POST", COPILOT, "/embeddings", "embeddings", embeddings),
     # Not served by Copilot (a 404 from its router) though Anthropic's clients call it.
     Route("POST", COPILOT, "/v1/messages/count_tokens", "count_tokens", count_tokens),
 )

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from ._groups import (
     AUTO_ONLY_PLANS,
     GROUPS,
+    Auto,
     DeviceFlow,
     Faults,
     Inventory,
@@ -42,6 +43,10 @@ __all__ = ["CHECKS", "Scenario"]
 #   web_search_tools    a Responses ``web_search`` tool (400)
 #   additional_tools    a Responses ``additional_tools`` input item (400)
 #   count_tokens        ``POST /v1/messages/count_tokens``, which Copilot does not serve (404)
+#   embeddings_input    an embeddings ``input`` that is one string, not a list (400)
+#   embeddings_tokens   an embeddings ``input`` of token arrays (400)
+#   embeddings_inputs   more embeddings inputs than the model's ``limits.max_inputs`` (400)
+#   embeddings_dimensions  ``dimensions`` for a model that does not list them (400)
 CHECKS = frozenset(
     {
         "editor_version",
@@ -60,6 +65,10 @@ CHECKS = frozenset(
         "web_search_tools",
         "additional_tools",
         "count_tokens",
+        "embeddings_input",
+        "embeddings_tokens",
+        "embeddings_inputs",
+        "embeddings_dimensions",
     }
 )
 
@@ -68,9 +77,9 @@ CHECKS = frozenset(
 class Scenario:
     """How the emulated GitHub behaves, one group per concern; every default is the happy
     path. ``Scenario(login=DeviceFlow(...), session=Session(...), inventory=Inventory(...),
-    replies=Replies(...), usage=Usage(...), faults=Faults(...), lenient=...)``; a group not
-    given is its defaults. Each group checks its values and keeps frozen copies (a mapping or
-    set given is copied); the scenario checks the endpoint names they give:
+    replies=Replies(...), usage=Usage(...), faults=Faults(...), auto=Auto(...), lenient=...)``;
+    a group not given is its defaults. Each group checks its values and keeps frozen copies
+    (a mapping or set given is copied); the scenario checks the endpoint names they give:
     ``scenario.usage.usage_plan`` reads what the emulator runs with.
 
     ``login=DeviceFlow``, github.com's device flow: ``slow_down_polls`` slow_down answers
@@ -81,7 +90,10 @@ class Scenario:
     request says ``Accept: application/json`` and form-encoded otherwise, as on github.com.
     ``account`` is the login ``/user`` answers.
 
-    ``session=Session``, the exchange: ``entitlement`` (a notification id such as
+    ``session=Session``, the exchange: ``sku`` is the session's SKU (None: the plan's,
+    ``free_limited_copilot`` on Free and other plans limited to Auto,
+    ``free_educational_quota`` on Student, else ``copilot_for_individuals``);
+    ``entitlement`` (a notification id such as
     ``"no_copilot_access"`` or ``"not_signed_up"``) answers 403; ``revoked`` answers 401
     (and ``/user`` 401); ``api_endpoint`` is the ``endpoints.api`` the exchange names (set
     it off the allowlist to test refusal; ``https://api.enterprise.githubcopilot.com``
@@ -152,6 +164,17 @@ class Scenario:
     bytes of the body: each read is quick, the whole answer is not), ``answers`` (an exact
     :class:`RawAnswer`).
 
+    ``auto=Auto``, Copilot Auto's session calls (``POST /models/session``, the pool a client
+    picks from; ``POST /auto``, the model the service chooses by the prompt): ``pool`` is
+    the ids the pool call lists (None: the inventory's chat default, then the first model
+    each API serves); ``discounts`` maps an id to the fraction off its price (None: 0.1 on
+    every pool model, except on plans limited to Auto, which get none); ``selects`` is the
+    model the routing call chooses (None: the pool's first, its first that takes images for
+    ``has_image``); ``pool_lifetime`` and ``route_lifetime`` are each session's seconds;
+    ``gated`` names the calls answered 404 (``"pool"``, ``"route"``). A model request with
+    ``Copilot-Session-Token`` is served only for a model of that session while it lasts, at
+    its discount, whatever the plan.
+
     ``lenient`` names checks of ``CHECKS`` to skip (``True``: all of them).
     """
 
@@ -161,6 +184,7 @@ class Scenario:
     replies: Replies = field(default_factory=Replies)
     usage: Usage = field(default_factory=Usage)
     faults: Faults = field(default_factory=Faults)
+    auto: Auto = field(default_factory=Auto)
     lenient: frozenset[str] | bool = frozenset()
 
     def __new__(cls, *args: object, **keywords: object) -> Scenario:
@@ -201,6 +225,15 @@ class Scenario:
         if self.usage.auto_only is not None:
             return self.usage.auto_only
         return self.usage.usage_plan in AUTO_ONLY_PLANS
+
+    @property
+    def session_sku(self) -> str:
+        """The SKU the exchange names: ``session.sku`` when given, else the plan's."""
+        if self.session.sku is not None:
+            return self.session.sku
+        if self.usage.usage_plan == "student":
+            return "free_educational_quota"
+        return "free_limited_copilot" if self.auto_only_plan else "copilot_for_individuals"
 
     @property
     def rate_windows(self) -> dict[str, RateWindow]:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol, TypeVar, cast
 
 from ._answers import Answer
-from ._groups import DeviceFlow, Faults, Inventory, RateWindow, Replies, Session, Usage
+from ._groups import Auto, DeviceFlow, Faults, Inventory, RateWindow, Replies, Session, Usage
 from ._record import RecordedRequest
 
 __all__ = ["EmulatorState", "Handler", "Script", "editor_version"]
@@ -49,7 +49,11 @@ class Script(Protocol):
     @property
     def faults(self) -> Faults: ...
     @property
+    def auto(self) -> Auto: ...
+    @property
     def auto_only_plan(self) -> bool: ...
+    @property
+    def session_sku(self) -> str: ...
     @property
     def rate_windows(self) -> Mapping[str, RateWindow]: ...
     def strict(self, check: str) -> bool: ...

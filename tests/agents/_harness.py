@@ -18,8 +18,9 @@ import pytest
 __all__ = ["REQUEST", "SCRIPT", "Pane", "agent", "env", "isolated", "onboard_claude", "run_in"]
 
 SCRIPT = Path(sys.executable).parent / "copilot-host"
-# A model request in the access log: what was asked, what served, the status.
-REQUEST = re.compile(r" POST (/v1/\S+) model=(\S+?)(?:->(\S+))? status=(\d+) ")
+# A model request in the access log (over HTTP, or a message on Codex's socket): what was
+# asked, what served, the status.
+REQUEST = re.compile(r" (?:POST|WS) (/v1/\S+) model=(\S+?)(?:->(\S+))? status=(\d+) ")
 
 
 def agent(name: str) -> str:

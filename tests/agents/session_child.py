@@ -2,12 +2,14 @@
 process's network namespace (the test starts it inside ``unshare -n``: loopback only), then
 what reached the emulator written as JSON for the test to read:
 
-    python tests/agents/session_child.py OUT.json SCRIPT.json LOG -- COMMAND [ARG...]
+    python tests/agents/session_child.py [--tty] OUT.json SCRIPT.json LOG -- COMMAND [ARG...]
 
 SCRIPT.json is the tool script, a list of ``[name, arguments]``; every rule the emulated
 service enforces stays on. OUT.json holds ``run``'s exit status, stdout and stderr, and for
 each request the emulator saw its method, path, endpoint, status, body (as text), and the
-rule it was refused by, if any. The login is a key file in ``$COPILOT_HOST_HOME``.
+rule it was refused by, if any. The login is a key file in ``$COPILOT_HOST_HOME``. With
+``--tty``, ``run`` has this process's terminal (a full-screen agent in tmux): its output is
+not captured.
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ from pathlib import Path
 
 
 def main() -> None:
+    tty = sys.argv[1] == "--tty"
+    if tty:
+        del sys.argv[1]
     out, script, log = (Path(arg) for arg in sys.argv[1:4])
     command = sys.argv[sys.argv.index("--") + 1 :]
 
@@ -36,9 +41,9 @@ def main() -> None:
         child = Path(__file__).resolve().parent / "run_child.py"
         done = subprocess.run(
             [sys.executable, str(child), str(emulator.port), "--log", str(log), "--", *command],
-            capture_output=True,
+            capture_output=not tty,
             text=True,
-            stdin=subprocess.DEVNULL,
+            stdin=None if tty else subprocess.DEVNULL,
             check=False,
         )
         requests = [
@@ -58,8 +63,8 @@ def main() -> None:
         json.dumps(
             {
                 "status": done.returncode,
-                "stdout": done.stdout,
-                "stderr": done.stderr,
+                "stdout": done.stdout or "",
+                "stderr": done.stderr or "",
                 "requests": requests,
             }
         )

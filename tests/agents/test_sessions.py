@@ -148,6 +148,14 @@ class Session:
             r.status == 200 for r in self.requests if r.endpoint in ("messages", "responses")
         )
 
+    def check_socket(self) -> None:
+        """Codex spoke Responses over the gateway's WebSocket alone: every model request
+        is a ``WS`` access line answered 200, none came over HTTP, and Codex never said
+        it fell back to HTTP (it prints a warning when it does)."""
+        assert _over_the_socket(self.log), self.log
+        assert "Falling back" not in self.done.stderr, self.done.stderr
+        assert "Reconnecting" not in self.done.stderr, self.done.stderr
+
 
 def _session(
     home: Path, script: list[list[object]], command: Sequence[str], *, bound: float = BOUND
@@ -191,6 +199,17 @@ def _session(
     )
     refusals = tuple(r for r in requests if r.refusal is not None)
     return Session(done, requests, refusals, log.read_text())
+
+
+# A socket request in the access log (Codex's warm-up among them), and any request for the
+# Responses paths over HTTP.
+SOCKET_REQUEST = re.compile(r" WS (/v1/responses|/responses) model=\S+ status=(\d+) ")
+HTTP_RESPONSES = re.compile(r" (POST|GET) /(v1/)?responses\b")
+
+
+def _over_the_socket(log: str) -> bool:
+    statuses = [m[2] for m in SOCKET_REQUEST.finditer(log)]
+    return bool(statuses) and set(statuses) == {"200"} and not HTTP_RESPONSES.search(log)
 
 
 def _tool_results(bodies: list[dict[str, Any]]) -> Iterator[str]:
@@ -293,9 +312,11 @@ def test_codex_runs_exec_command_with_the_profiles_model(home: Path) -> None:
     calling ``tools.exec_command``: the whole custom-tool path, both directions."""
     made = home / "work" / "made.txt"
     script = "await tools.exec_command({cmd: \"printf 'made by codex' > made.txt\"});"
-    scenario = _tool_script(("exec", {"input": script}))
+    # Codex sends exec inside its "functions" namespace: upstream it is functions__exec.
+    scenario = _tool_script(("functions__exec", {"input": script}))
     session = _codex(home, scenario, "Make made.txt")
     assert session.done.returncode == 0, session.done.stderr
+    session.check_socket()
     assert made.read_text() == "made by codex"
     bodies = session.bodies("responses")
     # run chose the model (no -m): every request names the one model it chose.
@@ -317,6 +338,7 @@ def test_codex_edits_a_file_with_apply_patch_through_the_custom_tool_path(home: 
     scenario = _tool_script(("apply_patch", {"input": PATCH}))
     session = _codex(home, scenario, "-m", "gpt-5.5", "Add patched.txt")
     assert session.done.returncode == 0, session.done.stderr
+    session.check_socket()
     assert (home / "work" / "patched.txt").read_text() == "patched by codex\n"
     bodies = session.bodies("responses")
     assert {body["model"] for body in bodies} == {"gpt-5.5"}
@@ -337,9 +359,63 @@ def test_codex_runs_exec_command_with_gpt_5_5(home: Path) -> None:
     scenario = _tool_script(("exec_command", {"cmd": "ls > listing.txt"}))
     session = _codex(home, scenario, "-m", "gpt-5.5", "List the folder")
     assert session.done.returncode == 0, session.done.stderr
+    session.check_socket()
     assert "listing.txt" in made.read_text().split()
     assert {body["model"] for body in session.bodies("responses")} == {"gpt-5.5"}
     session.check_upstream()
+
+
+def test_codex_full_screen_runs_a_tool_and_a_second_turn_over_the_socket(home: Path) -> None:
+    """Codex's full-screen interface in tmux, through ``run``: a turn that runs a tool, then
+    a second turn, all on the gateway's socket (the user's thread and the title thread
+    each on its own), no request over HTTP, no fallback warning on the screen."""
+    codex = agent("codex")
+    tmux = agent("tmux")
+    log, out, scripted = home / "gateway.log", home / "records.json", home / "script.json"
+    scripted.write_text(json.dumps(_tool_script(("exec_command", {"cmd": "ls > listing.txt"}))))
+    child = [sys.executable, str(SESSION_CHILD), "--tty", str(out), str(scripted), str(log)]
+    # gpt-5.5 with its migration notice answered, so the first screen is the prompt.
+    command = [
+        *isolated(),
+        *child,
+        "--",
+        codex,
+        "-m",
+        "gpt-5.5",
+        "-c",
+        'notice.model_migrations={"gpt-5.5"="gpt-6-sol"}',
+        "--ask-for-approval",
+        "never",
+        CODEX_SANDBOX,
+    ]
+    pane = Pane(tmux, home, shlex.join(command) + "; sleep 60", height=40, bound=BOUND)
+    try:
+        pane.wait_for("Ask Codex")
+        pane.enter("List the folder")
+        pane.wait_for(r"echo: List the folder")
+        pane.enter("Say more")
+        pane.wait_for(r"echo: Say more")
+        screen = pane.screen()
+        # /quit, not Ctrl-C: the terminal's interrupt would reach this test's child too.
+        pane.enter("/quit")
+        deadline = time.monotonic() + BOUND
+        while not out.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert out.exists(), pane.screen()
+    finally:
+        pane.kill()
+    assert "listing.txt" in (home / "work" / "listing.txt").read_text().split()
+    assert "Falling back" not in screen and "Reconnecting" not in screen, screen
+    text = log.read_text()
+    assert _over_the_socket(text), text
+    # Two warm-ups (the user's thread, the title thread) and at least the three turns.
+    assert len(SOCKET_REQUEST.findall(text)) >= 5, text
+    found = json.loads(out.read_text())
+    bodies = [json.loads(r["body"]) for r in found["requests"] if r["endpoint"] == "responses"]
+    last = max(bodies, key=lambda body: len(body["input"]))
+    kinds = [item.get("type") for item in last["input"]]
+    assert "function_call" in kinds and "function_call_output" in kinds, kinds
+    assert not [r for r in found["requests"] if r["refusal"]], found["requests"]
 
 
 # -- Claude Code full-screen: /context -------------------------------------------------------

@@ -50,7 +50,7 @@ def test_demo_runs_the_journey_without_keyring_or_home(cli: Cli, copilot_home: P
     ]
     assert "WDJB-MJHT at https://github.com/login/device" in result.stdout
     assert "mode 0600, no plain token in it" in result.stdout
-    assert "35 routes from https://api.individual.githubcopilot.com" in result.stdout
+    assert "36 routes from https://api.individual.githubcopilot.com" in result.stdout
     assert "10 inventory entries skipped (" in result.stdout
     assert result.stdout.count("sent with X-Initiator: user") == 3
     assert "octocat: plan individual_pro, billed in AI credits" in result.stdout

@@ -187,7 +187,7 @@ def test_the_plan_is_asked_within_its_bound_and_never_fails_the_start() -> None:
     auto = usage(auto_only=True, sku="free_limited_copilot")
     assert asyncio.run(plan_line(Host(auto))) == (
         "this plan (free) can use only Auto model selection; requests that name a model "
-        "will be refused"
+        "are refused: use the model auto"
     )
     assert asyncio.run(plan_line(Host(usage()))) is None
     assert asyncio.run(plan_line(Host(ServerError("busy")))) is None

@@ -9,7 +9,7 @@ import pytest
 
 from copilot_host.store import CredentialStore
 from copilot_host.testing import Inventory, Scenario, chat_model, minimal_models, realistic_models
-from tests.github._support import REALISTIC_ROUTES
+from tests.github._support import REALISTIC_MODELS, REALISTIC_ROUTES
 
 from .conftest import Cli
 
@@ -41,6 +41,7 @@ def test_models_table_is_aligned_and_sorted(cli: Cli, emulate: Any) -> None:
     ]
     rows = lines[1:]
     assert [r.split()[0] for r in rows] == [
+        "github-copilot/auto",
         "github-copilot/claude-messages-only",
         "github-copilot/claude-sonnet-4",
         "github-copilot/gpt-4.1",
@@ -66,8 +67,12 @@ def test_models_table_is_aligned_and_sorted(cli: Cli, emulate: Any) -> None:
     assert "openai-chat" in by_route["github-copilot/gpt-4.1"]
     assert "128,000" in by_route["github-copilot/gpt-4.1"]
     assert "anthropic-messages" in by_route["github-copilot/claude-messages-only"]
+    # Copilot Auto's route: its pool's smallest limits, and what it picks from.
+    assert by_route["github-copilot/auto"].split()[1:3] == ["Copilot", "Auto"]
     assert result.stderr == (
-        "4 models at https://api.individual.githubcopilot.com; 2 skipped (--all)\n"
+        "Copilot Auto (github-copilot/auto) picks from: gpt-4.1 (10% off), "
+        "gpt-5-mini (10% off), claude-messages-only (10% off)\n"
+        "5 models at https://api.individual.githubcopilot.com; 2 skipped (--all)\n"
     )
 
 
@@ -79,9 +84,27 @@ def test_models_all_lists_skipped_entries_with_their_reason(cli: Cli, emulate: A
     start = lines.index(next(line for line in lines if line.startswith("SKIPPED")))
     assert lines[start].split()[:3] == ["SKIPPED", "REASON", "WHY"]
     skipped = {line.split()[0]: line.split()[1] for line in lines[start + 1 :]}
-    assert skipped == {"text-embedding-3-small": "not_chat", "o3-disabled": "policy_not_enabled"}
+    # The embeddings model is served (by the gateway), so it is a route, not skipped.
+    assert skipped == {"o3-disabled": "policy_not_enabled"}
     assert "administrator" in lines[-1]
-    assert result.stderr == "4 models at https://api.individual.githubcopilot.com\n"
+    (embeddings,) = [line for line in lines[1:start] if "text-embedding-3-small" in line]
+    assert embeddings.split()[:2] == ["github-copilot/text-embedding-3-small", "Embedding"]
+    assert "openai-embeddings" in embeddings
+    assert embeddings.split()[-5:] == ["hidden", "1x", "2", "-", "-"]
+    assert result.stderr == (
+        "1 embeddings model (protocol openai-embeddings): `copilot-host serve` serves them "
+        "on /v1/embeddings; register_models(..., embeddings=True) in Python\n"
+        "Copilot Auto (github-copilot/auto) picks from: gpt-4.1 (10% off), "
+        "gpt-5-mini (10% off), claude-messages-only (10% off)\n"
+        "6 models at https://api.individual.githubcopilot.com\n"
+    )
+    # Without --all the list is the chat models, as an application's default catalog is.
+    doc = json.loads(cli("models", "--json", seam=env.seam).stdout)
+    assert all(m["protocol"] != "openai-embeddings" for m in doc["models"])
+    doc = json.loads(cli("models", "--json", "--all", seam=env.seam).stdout)
+    (entry,) = [m for m in doc["models"] if m["protocol"] == "openai-embeddings"]
+    assert (entry["max_inputs"], entry["dimensions"]) == (512, True)
+    assert entry["url"].endswith("/embeddings")
 
 
 def test_models_shows_the_services_notes_once_per_text(cli: Cli, emulate: Any) -> None:
@@ -100,7 +123,7 @@ def test_models_shows_the_services_notes_once_per_text(cli: Cli, emulate: Any) -
         "note from GitHub (a): Retiring on 2026-12-31.",
     ]
     doc = json.loads(cli("models", "--json", seam=env.seam).stdout)
-    assert [m["warnings"] for m in doc["models"]] == [
+    assert [m["warnings"] for m in doc["models"] if m["model_id"] != "auto"] == [
         [note, "Retiring on 2026-12-31."],
         [note],
         [note],
@@ -129,6 +152,8 @@ def test_models_json_document(cli: Cli, emulate: Any) -> None:
         "chat_default": False,
         "input_modalities": ["text"],
         "supports_reasoning": True,
+        "max_inputs": None,
+        "dimensions": False,
         "picker_enabled": True,
         "warnings": [],
         "warning_codes": [],
@@ -156,11 +181,25 @@ def test_models_json_document(cli: Cli, emulate: Any) -> None:
             },
             "promo": None,
         },
+        "auto": None,
     }
     assert sorted((s["model_id"], s["reason"]) for s in doc["skipped"]) == [
         ("o3-disabled", "policy_not_enabled"),
         ("text-embedding-3-small", "not_chat"),
     ]
+    # Copilot Auto: what it picks from and the discount on each, at the top and on its route.
+    pool = ["gpt-4.1", "gpt-5-mini", "claude-messages-only"]
+    assert doc["auto"] == {
+        "pool": pool,
+        "discounts": dict.fromkeys(pool, 0.1),
+        "only": False,
+        "known": True,
+    }
+    auto = next(m for m in doc["models"] if m["model_id"] == "auto")
+    assert auto["auto"] == doc["auto"]
+    assert (auto["route_id"], auto["billing"]) == ("github-copilot/auto", None)
+    assert auto["protocols"] == ["anthropic-messages", "openai-chat", "openai-responses"]
+    assert (auto["max_output_tokens"], auto["context_window"]) == (16384, 128000)
     assert result.stderr == ""
 
 
@@ -242,7 +281,7 @@ def test_models_on_a_real_inventory(cli: Cli, emulate: Any) -> None:
     assert len(result.stdout.splitlines()) == 1 + REALISTIC_ROUTES
     # The billing note every entry carries is shown once, with its count.
     notes = [line for line in result.stderr.splitlines() if line.startswith("note from GitHub")]
-    assert f"note from GitHub ({REALISTIC_ROUTES} models): Your billing plan" in notes[0]
+    assert f"note from GitHub ({REALISTIC_MODELS} models): Your billing plan" in notes[0]
     assert notes[1:] == ["note from GitHub (gpt-5.6-terra): This model is in public preview."]
     assert result.stderr.splitlines()[-1].endswith("; 10 skipped (--all)")
 
@@ -266,5 +305,5 @@ def test_a_look_alike_id_is_shown_with_its_invisible_character_never_as_the_real
     assert [line.split()[:2] for line in lines[start + 1 :]] == [[shown, "invalid_id"]]
     assert look_alike not in result.stdout
     doc = json.loads(cli("models", "--json", seam=env.seam).stdout)
-    assert [m["model_id"] for m in doc["models"]] == ["gpt-4.1"]
+    assert [m["model_id"] for m in doc["models"]] == ["auto", "gpt-4.1"]
     assert [(s["model_id"], s["reason"]) for s in doc["skipped"]] == [(shown, "invalid_id")]

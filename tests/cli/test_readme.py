@@ -97,16 +97,18 @@ def test_readme_testing_snippet_runs_as_written(tmp_path: Path) -> None:
     namespace["test_my_app_talks_to_copilot"](tmp_path)
 
 
-def test_readme_embedding_snippet_against_the_emulator(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """The embedding example with the real OpenAI SDK, pointed at the emulator by
-    rewriting its two I/O lines."""
+def _run_against_the_emulator(
+    tmp_path: Path, marker: str, client: str, endpoint: str, scenario: Any = None
+) -> tuple[dict[str, Any], tuple[Any, ...], tuple[str, ...]]:
+    """The README snippet holding ``marker``, its host and its ``httpx2.Client`` pointed at
+    an emulator (of ``scenario``) a person has logged in to, run; its namespace (``client``
+    closed, as the end of a script would close it), what reached ``endpoint`` and the
+    session tokens issued (Copilot's, then Copilot Auto's)."""
     from copilot_host.github import GitHubCopilotHost
     from copilot_host.testing import GitHubEmulator
 
-    (snippet,) = [b for b in _blocks("python") if "openai.OpenAI" in b]
-    with GitHubEmulator() as emulator:
+    (snippet,) = [b for b in _blocks("python") if marker in b]
+    with GitHubEmulator(scenario) as emulator:
         store = CredentialStore(tmp_path / "home", key_file=True)
         with GitHubCopilotHost(store=store, transport=emulator.transport()) as h:
             h.login(sleep=lambda _seconds: None)
@@ -114,14 +116,25 @@ def test_readme_embedding_snippet_against_the_emulator(
             "GitHubCopilotHost()",
             "GitHubCopilotHost(store=_store, transport=_emulator.transport())",
         ).replace(
-            "httpx2.Client(auth=route.auth, ",
-            "httpx2.Client(auth=route.auth, transport=_emulator.transport(), ",
+            "httpx2.Client(auth=route.auth",
+            "httpx2.Client(transport=_emulator.transport(), auth=route.auth",
         )
         assert rewritten.count("_emulator") == 2
         namespace: dict[str, Any] = {"_store": store, "_emulator": emulator}
         exec(compile(rewritten, "README.md", "exec"), namespace)
-        namespace["client"].close()  # as the end of a script would; the snippet leaves it open
-        chats = emulator.requests_to("chat")
+        namespace[client].close()
+        issued = (*emulator.session_tokens, *emulator.auto_session_tokens)
+        return namespace, emulator.requests_to(endpoint), issued
+
+
+def test_readme_embedding_snippet_against_the_emulator(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The embedding example with the real OpenAI SDK, pointed at the emulator by
+    rewriting its two I/O lines."""
+    namespace, chats, sessions = _run_against_the_emulator(
+        tmp_path, "route.spec.display_name", "client", "chat"
+    )
     assert namespace["answer"].choices[0].message.content == "echo: Hello"
     printed = capsys.readouterr().out
     assert "github-copilot/gpt-4.1 openai-chat GPT-4.1" in printed
@@ -129,7 +142,32 @@ def test_readme_embedding_snippet_against_the_emulator(
     assert len(chats) == 1
     authorization = chats[0].headers["authorization"]
     assert authorization.startswith("Bearer ")
-    assert authorization.removeprefix("Bearer ") in emulator.session_tokens
+    assert authorization.removeprefix("Bearer ") in sessions
+
+
+AUTO = "github-copilot/auto"
+
+
+def test_readme_auto_snippet_on_a_free_plan(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The Copilot Auto example with the real OpenAI SDK, on the emulator's Copilot Free
+    plan (which may use only Auto), pointed at it by rewriting its two I/O lines."""
+    from copilot_host.testing import Scenario, Usage
+
+    free = Scenario(usage=Usage(usage_plan="free"))
+    namespace, (sent,), issued = _run_against_the_emulator(tmp_path, AUTO, "client", "chat", free)
+    answer = namespace["answer"]
+    assert (answer.model, answer.choices[0].message.content) == ("gpt-5-mini", "echo: Hello")
+    printed = capsys.readouterr().out.splitlines()
+    assert printed == [
+        "Auto picks from ('gpt-5-mini', 'claude-opus-4.6', 'gpt-5.3-codex')",
+        "gpt-5-mini",
+    ]
+    # The request named the pick, and carried the Auto session registration obtained.
+    assert json.loads(sent.body)["model"] == "gpt-5-mini"
+    assert sent.headers["copilot-session-token"] == issued[-1]
+    assert sent.refusal is None
 
 
 def test_readme_anthropic_snippet_against_the_emulator(tmp_path: Path) -> None:
@@ -157,6 +195,18 @@ def test_readme_anthropic_snippet_against_the_emulator(tmp_path: Path) -> None:
     assert namespace["reply"].content[0].text == "echo: Hello"
     assert sent.initiator == "user"
     assert sent.headers["authorization"].removeprefix("Bearer ") in emulator.session_tokens
+
+
+def test_readme_embeddings_snippet_against_the_emulator(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The embeddings example with the real OpenAI SDK and route.auth."""
+    _namespace, (sent,), sessions = _run_against_the_emulator(
+        tmp_path, "embeddings.create", "embedder", "embeddings"
+    )
+    assert capsys.readouterr().out == "[512, 512]\n"
+    assert sent.refusal is None and sent.initiator is None
+    assert sent.headers["authorization"].removeprefix("Bearer ") in sessions
 
 
 def test_readme_async_snippet_against_the_emulator(tmp_path: Path) -> None:

@@ -291,6 +291,8 @@ def test_codex_gets_a_provider_at_the_gateway_and_a_model(proc: Proc, home: Path
         "-c",
         f'{provider}.env_key="COPILOT_HOST_API_KEY"',
         "-c",
+        f"{provider}.supports_websockets=true",
+        "-c",
         'model_provider="copilot-host"',
         *CODEX_MODEL_ARGS,
         "exec",

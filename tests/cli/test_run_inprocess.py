@@ -234,5 +234,5 @@ def test_run_says_in_its_one_line_that_the_plan_can_use_only_auto(
     lines = [line for line in err.splitlines() if line.startswith("copilot-host run:")]
     assert lines == [
         "copilot-host run: this plan (free) can use only Auto model selection; requests that "
-        "name a model will be refused"
+        "name a model are refused: use the model auto"
     ]

@@ -66,8 +66,12 @@ def test_usage_json_document_has_exactly_the_documented_shape(cli: Cli, emulate:
         "reset_at",
         "quotas",
         "rate_windows",
+        "auto",
     }
     assert doc["rate_windows"] == []
+    # What Copilot Auto picks from, and the discount on each.
+    pool = ["gpt-5-mini", "claude-opus-4.6", "gpt-5.3-codex"]
+    assert doc["auto"] == {"pool": pool, "discounts": dict.fromkeys(pool, 0.1)}
     assert (doc["v"], doc["login"], doc["plan"], doc["unit"]) == (
         1,
         "octocat",
@@ -96,6 +100,10 @@ def test_usage_says_overage_in_use_with_its_count(cli: Cli, emulate: Any) -> Non
     assert result.exit_code == 0, result.stderr
     premium = next(line for line in result.stdout.splitlines() if "premium" in line)
     assert premium.endswith("0.0% left (overage in use 120 credits)")
+    assert result.stdout.splitlines()[-2] == (
+        "Copilot Auto picks from: gpt-5-mini (10% off), claude-opus-4.6 (10% off), "
+        "gpt-5.3-codex (10% off)"
+    )
     assert result.stdout.splitlines()[-1].startswith("rate-limit windows: not reported")
     doc = json.loads(cli("usage", "--json", seam=env.seam).stdout)
     quota = next(q for q in doc["quotas"] if q["id"] == "premium_interactions")
@@ -183,7 +191,8 @@ def test_models_tells_a_deprecated_client_once_what_to_do(cli: Cli, emulate: Any
     listed = cli("models", "--json", seam=env.seam)
     doc = json.loads(listed.stdout)
     assert "models" in doc, (doc, listed.stderr)
-    assert all(m["warning_codes"] == ["client_version_deprecated"] for m in doc["models"])
+    named = [m for m in doc["models"] if m["model_id"] != "auto"]
+    assert all(m["warning_codes"] == ["client_version_deprecated"] for m in named)
     assert all(len(m["warnings"]) == len(m["warning_codes"]) for m in doc["models"])
     # Presenting a current identity is what makes the notice go away.
     current = cli("models", seam=env.seam, env={"COPILOT_HOST_EDITOR": NEWER})
@@ -202,7 +211,8 @@ def test_serve_refuses_a_budget_that_is_not_a_positive_number(
 
 
 AUTO_ONLY = (
-    "this plan (free) can use only Auto model selection; requests that name a model will be refused"
+    "this plan (free) can use only Auto model selection; requests that name a model are refused: "
+    "use the model auto"
 )
 
 

@@ -138,12 +138,14 @@ PUBLIC = {
         "write_stderr_line",
     ],
     "copilot_host.testing": [
+        "AUTO_CALLS",
         "AUTO_ONLY_PLANS",
         "CHECKS",
         "COPILOT_CLI_CLIENT_ID",
         "ENDPOINTS",
         "USAGE_PLANS",
         "VSCODE_CLIENT_ID",
+        "Auto",
         "DeviceFlow",
         "Faults",
         "GitHubEmulator",
@@ -158,6 +160,7 @@ PUBLIC = {
         "Usage",
         "async_loopback_transport",
         "chat_model",
+        "embeddings_model",
         "inventory_of",
         "loopback_transport",
         "minimal_models",
@@ -182,11 +185,13 @@ def test_every_public_name_resolves(module: str) -> None:
 # The core's plumbing the gateway and the CLI use (copilot_host._internal), pinned as the
 # public names are: a name joins it only on review.
 INTERNAL = [
+    "AutoPick",
     "Flight",
     "SingleFlight",
     "clean",
     "show_path",
     "redact_line",
+    "last_user_text",
     "read_json_body",
     "request_facts",
     "write_json_body",

@@ -95,8 +95,8 @@ def test_another_account_and_the_model_list_follows(tmp_path: Path) -> None:
                 person.login(sleep=lambda _seconds: None)
             which[0] = 1
             after = gateway.get("/v1/models")[2]["data"]
-            assert [m["id"] for m in after] == ["mona-model", "shared-model"]
-            assert after[1]["endpoints"] == ["/v1/responses"]
+            assert [m["id"] for m in after] == ["auto", "mona-model", "shared-model"]
+            assert after[2]["endpoints"] == ["/v1/responses"]
             answer = gateway.post("/v1/chat/completions", {**CHAT, "model": "mona-model"})
             assert answer[0] == 200
             assert gateway.post("/v1/chat/completions", CHAT)[0] == 404  # octocat's model

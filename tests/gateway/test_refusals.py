@@ -151,13 +151,14 @@ def test_the_key_is_taken_from_either_header(gateway: Gateway, header: str) -> N
 
 
 @pytest.mark.parametrize(
-    "path", ["/v1/embeddings", "/v1/completions", "/chat/completions", "/v1", "/", "/v1/message"]
+    "path", ["/v1/completions", "/chat/completions", "/embeddings", "/v1", "/", "/v1/message"]
 )
 def test_paths_it_does_not_serve_are_404(gateway: Gateway, path: str) -> None:
     gateway.emulator.clear_requests()
     status, _headers, body = gateway.post(path, {"model": "gpt-4.1", "input": "x"})
     assert status == 404
-    _openai_error(body, "not_found")
+    message = _openai_error(body, "not_found")
+    assert "POST /v1/chat/completions" in message and "POST /v1/embeddings" in message
     assert gateway.emulator.requests_to("chat") == ()
 
 
@@ -257,7 +258,7 @@ def test_an_unknown_model_is_404_and_nothing_is_sent_to_a_model(gateway: Gateway
         "gpt-9",
         "github-copilot/gpt-9",
         "other-provider/gpt-4.1",
-        "text-embedding-3-small",
+        "text-embedding-3-large",
     ):
         status, _headers, body = gateway.post("/v1/chat/completions", {**CHAT, "model": model})
         assert status == 404
@@ -318,7 +319,18 @@ def test_a_model_on_an_endpoint_it_does_not_list_is_400_naming_its_endpoints(
     assert status == 400
     message = _anthropic_error(body, "invalid_request_error")
     assert "/v1/responses and /v1/chat/completions" in message
-    for endpoint in ("chat", "responses", "messages"):
+    # An embeddings model on a chat path, and a chat model on the embeddings path.
+    embeddings = {**CHAT, "model": "text-embedding-3-small"}
+    for path in ("/v1/chat/completions", "/v1/responses"):
+        status, _headers, body = gateway.post(path, embeddings)
+        assert status == 400
+        assert "call it on /v1/embeddings" in _openai_error(body, "unsupported_api_for_model")
+    status, _headers, body = gateway.post("/v1/messages", {**MESSAGES, **embeddings})
+    assert "call it on /v1/embeddings" in _anthropic_error(body, "invalid_request_error")
+    status, _headers, body = gateway.post("/v1/embeddings", {"model": "gpt-4.1", "input": ["x"]})
+    assert status == 400
+    assert "/v1/chat/completions" in _openai_error(body, "unsupported_api_for_model")
+    for endpoint in ("chat", "responses", "messages", "embeddings"):
         assert gateway.emulator.requests_to(endpoint) == ()
 
 

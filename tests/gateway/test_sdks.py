@@ -163,9 +163,11 @@ def test_model_lists_for_both_sdks(gateway: Gateway) -> None:
     assert {m.object for m in listed} == {"model"}
     assert {m.owned_by for m in listed} == {"github-copilot"}
     assert gateway.openai().models.retrieve("gpt-4.1").id == "gpt-4.1"
-    # Anthropic clients see only the models served on /v1/messages.
+    # Anthropic clients see only the models served on /v1/messages (Copilot Auto among
+    # them: its pool has one).
     claude = [m.id for m in gateway.anthropic().models.list()]
-    assert claude and all(model_id.startswith("claude-") for model_id in claude)
+    assert claude and all(model_id.startswith("claude-") for model_id in claude[1:])
+    assert claude[0] == "auto"
     assert "claude-opus-5" in claude and "gpt-4.1" not in claude
     assert gateway.anthropic().models.retrieve("claude-opus-5").display_name
 

@@ -641,7 +641,7 @@ def test_a_plan_that_can_use_only_auto_is_said_once_at_start(serve: Any) -> None
     assert code == 130
     line = (
         "copilot-host serve: this plan (free) can use only Auto model selection; requests "
-        "that name a model will be refused"
+        "that name a model are refused: use the model auto"
     )
     assert stderr.splitlines().count(line) == 1
     # Said before the banner, so it is not lost among the access lines.

@@ -52,6 +52,7 @@ def files_containing(root: Path, needles: tuple[str, ...]) -> list[Path]:
     return found
 
 
-# What the emulator's default (realistic) inventory registers: 45 entries, 35 routes, 10
-# skipped (tests/github/test_github_drift.py says which and why).
-REALISTIC_ROUTES = 35
+# What the emulator's default (realistic) inventory registers: 45 entries, 35 models, 10
+# skipped (tests/github/test_github_drift.py says which and why), and Copilot Auto's route.
+REALISTIC_MODELS = 35
+REALISTIC_ROUTES = REALISTIC_MODELS + 1

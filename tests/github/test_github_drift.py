@@ -58,8 +58,17 @@ def _check(result: ch.RegistrationResult) -> None:
     assert routes["claude-opus-4.8"].spec.max_prompt_tokens == 936_000
     assert routes["claude-opus-4.8"].spec.context_window == 1_000_000
     assert [r.model_id for r in result.routes if r.spec.chat_default] == ["gpt-5-mini"]
-    # The service's billing note rides on every route it was given for.
-    assert all(r.spec.warnings for r in result.routes)
+    # Copilot Auto's route comes last, its limits the smallest of its pool's.
+    auto = result.routes[-1]
+    assert (auto.route_id, auto.spec.display_name) == ("github-copilot/auto", "Copilot Auto")
+    assert auto.spec.auto is not None
+    pool = [routes[model_id].spec for model_id in auto.spec.auto.models]
+    assert auto.spec.max_output_tokens == min(s.max_output_tokens or 10**9 for s in pool)
+    assert auto.spec.max_prompt_tokens == min(s.max_prompt_tokens or 10**9 for s in pool)
+    assert auto.spec.protocols == frozenset().union(*(s.protocols for s in pool))
+    # The service's billing note rides on every route it was given for (Auto's is made
+    # here, from no entry).
+    assert all(r.spec.warnings for r in result.routes if r.model_id != "auto")
     policy = next(s for s in result.skipped if s.model_id == "gemini-3.1-pro-preview")
     assert "(plan and settings: https://github.com/settings/copilot)" in policy.message
     assert "settings/copilot/features" not in policy.message

@@ -46,6 +46,7 @@ def test_sync_end_to_end(store: CredentialStore) -> None:
             "github-copilot/gpt-5-mini",
             "github-copilot/claude-sonnet-4",
             "github-copilot/claude-messages-only",
+            "github-copilot/auto",
         }
         assert {(s.model_id, s.reason) for s in result.skipped} == {
             ("text-embedding-3-small", "not_chat"),
@@ -104,7 +105,7 @@ def test_async_end_to_end(store: CredentialStore) -> None:
 
                 catalog = ch.Catalog()
                 result = await ch.aregister_models(catalog, host)
-                assert len(result.routes) == 4
+                assert len(result.routes) == 5  # the four models and Copilot Auto
                 chat = catalog.get("github-copilot/claude-sonnet-4")
                 responses = catalog.get("github-copilot/gpt-5-mini")
                 assert chat is not None and responses is not None

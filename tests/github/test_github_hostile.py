@@ -160,7 +160,7 @@ def test_a_token_shaped_model_is_skipped_without_echoing(store: CredentialStore)
         store.save("octocat", Secret(emu.github_token))
         catalog = ch.Catalog()
         result = _register(emu, store, catalog)
-    assert set(catalog.routes()) == {"github-copilot/fine"}
+    assert set(catalog.routes()) == {"github-copilot/fine", "github-copilot/auto"}
     assert [(s.model_id, s.reason, s.display_name) for s in result.skipped] == [
         ("", "credential_like", "")
     ]

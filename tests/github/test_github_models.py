@@ -30,7 +30,13 @@ def _skipped(*items: Any) -> dict[str, str]:
 def test_default_inventory_mapping() -> None:
     inventory = _inventory(*minimal_models())
     specs = {s.model_id: s for s in inventory.models}
-    assert set(specs) == {"gpt-4.1", "gpt-5-mini", "claude-sonnet-4", "claude-messages-only"}
+    assert set(specs) == {
+        "gpt-4.1",
+        "gpt-5-mini",
+        "claude-sonnet-4",
+        "text-embedding-3-small",
+        "claude-messages-only",
+    }
     assert specs["gpt-4.1"].protocol is ch.ApiProtocol.OPENAI_CHAT
     assert specs["gpt-4.1"].input_modalities == ("text", "image")
     assert specs["gpt-4.1"].display_name == "GPT-4.1"
@@ -46,8 +52,10 @@ def test_default_inventory_mapping() -> None:
     assert specs["claude-sonnet-4"].protocol is ch.ApiProtocol.OPENAI_CHAT
     assert specs["claude-sonnet-4"].picker_enabled is False
     assert specs["claude-messages-only"].protocol is ch.ApiProtocol.ANTHROPIC_MESSAGES
+    # Discovery reads the embeddings model; registration leaves it out unless asked.
+    embeddings = specs["text-embedding-3-small"]
+    assert embeddings.protocols == {ch.ApiProtocol.OPENAI_EMBEDDINGS}
     assert {(s.model_id, s.reason) for s in inventory.skipped} == {
-        ("text-embedding-3-small", "not_chat"),
         ("o3-disabled", "policy_not_enabled"),
     }
 
@@ -93,7 +101,8 @@ def test_protocols_hold_every_listed_protocol_we_speak() -> None:
         ("chat", None, None),
         ("chat", "disabled", "policy_not_enabled"),
         ("chat", "unconfigured", "policy_not_enabled"),
-        ("embeddings", "enabled", "not_chat"),
+        ("embeddings", "enabled", None),
+        ("embeddings", "disabled", "policy_not_enabled"),
         ("completion", None, "not_chat"),
     ],
 )
@@ -101,6 +110,33 @@ def test_eligibility(kind: str, policy: str | None, reason: str | None) -> None:
     item = chat_model("m1", kind=kind, policy=policy)
     assert len(_parse(item)) == int(reason is None)
     assert _skipped(item) == ({} if reason is None else {"m1": reason})
+
+
+@pytest.mark.parametrize(
+    "endpoints", [None, ["/chat/completions"], ["/embeddings"], ["/responses", "/embeddings"], []]
+)
+def test_the_type_makes_an_embeddings_model_whatever_its_endpoints_say(
+    endpoints: list[str] | None,
+) -> None:
+    item = chat_model("emb", kind="embeddings", endpoints=endpoints)
+    item["capabilities"]["limits"] = {"max_inputs": 512.0}  # type: ignore[index]
+    item["capabilities"]["supports"] = {"dimensions": True}  # type: ignore[index]
+    (spec,) = _parse(item)
+    assert spec.protocol is ch.ApiProtocol.OPENAI_EMBEDDINGS
+    assert spec.protocols == {ch.ApiProtocol.OPENAI_EMBEDDINGS}
+    assert (spec.max_inputs, spec.dimensions) == (512, True)
+    # A chat entry that lists /embeddings stays a chat model, and the path is not among its
+    # protocols; one listing nothing else is served on nothing copilot-host speaks.
+    (chat,) = _parse(chat_model("c", endpoints=["/embeddings", "/chat/completions"]))
+    assert chat.protocols == {ch.ApiProtocol.OPENAI_CHAT}
+    assert _skipped(chat_model("c", endpoints=["/embeddings"])) == {"c": "no_supported_protocol"}
+
+
+def test_an_embeddings_entry_without_limits_or_supports_takes_no_dimensions() -> None:
+    item = chat_model("ada", kind="embeddings", endpoints=None, context_window=None)
+    item["capabilities"]["supports"] = {"dimensions": "yes"}  # type: ignore[index]
+    (spec,) = _parse(item)
+    assert (spec.max_inputs, spec.dimensions, spec.context_window) == (None, False, None)
 
 
 def test_a_policy_pending_model_says_what_the_plan_allows_and_where_its_settings_are() -> None:

@@ -274,7 +274,7 @@ def test_plans_that_can_use_only_auto_are_read_from_the_sku_and_the_plan(
     else:
         assert line == (
             f"this plan ({shown}) can use only Auto model selection; requests that name a "
-            "model will be refused"
+            "model are refused: use the model auto"
         )
 
 

@@ -12,6 +12,7 @@ import httpx2
 import pytest
 
 from copilot_host.testing import (
+    Auto,
     DeviceFlow,
     Faults,
     GitHubEmulator,
@@ -86,7 +87,9 @@ def test_every_former_flat_keyword_is_refused() -> None:
             assert not hasattr(Scenario(), member.name), f"{name}.{member.name}"
 
 
-# Group fields that were never flat keywords: added in 0.5.0 (CHANGELOG's "Added").
+# The groups 0.4.0's flat keywords went to (the Auto group came after them), and group
+# fields that were never flat keywords: added in 0.5.0 (CHANGELOG's "Added").
+FLAT_GROUPS = [(name, kind) for name, kind in GROUPS if kind is not Auto]
 NEW_IN_0_5 = frozenset({"chat_enabled", "min_cli_version", "integrator_models"})
 
 
@@ -102,7 +105,7 @@ def test_the_changelog_says_where_each_flat_keyword_went() -> None:
     }
     assert told == {
         member.name: (group, kind.__name__)
-        for group, kind in GROUPS
+        for group, kind in FLAT_GROUPS
         for member in dataclasses.fields(kind)
         if member.name not in NEW_IN_0_5
     }
@@ -141,6 +144,12 @@ def test_groups_are_checked() -> None:
         Scenario(replies=Replies(tool_script=("Read",)))  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="unknown emulated endpoint"):
         Scenario(usage=Usage(quota_exceeded_on=frozenset({"nowhere"})))
-    assert [DeviceFlow, Session, Inventory, Replies, Usage, Faults] == GROUP_TYPES
+    assert [DeviceFlow, Session, Inventory, Replies, Usage, Faults, Auto] == GROUP_TYPES
+    with pytest.raises(ValueError, match="gated"):
+        Auto(gated=frozenset({"everything"}))
+    with pytest.raises(ValueError, match="fraction"):
+        Auto(discounts={"gpt-4.1": 1.5})
+    with pytest.raises(ValueError, match="pool"):
+        Auto(pool="gpt-4.1")  # type: ignore[arg-type]
     listed: Any = [ToolCall(name="x")]  # a list is kept as a tuple
     assert Scenario(replies=Replies(tool_script=listed)).replies.tool_script == tuple(listed)

@@ -66,7 +66,9 @@ def test_the_package_needs_no_test_dependency_and_prints_nothing() -> None:
 
 def test_the_public_names_are_curated() -> None:
     assert sorted(testing.__all__) == [
+        "AUTO_CALLS",
         "AUTO_ONLY_PLANS",
+        "Auto",
         "CHECKS",
         "COPILOT_CLI_CLIENT_ID",
         "DeviceFlow",
@@ -86,6 +88,7 @@ def test_the_public_names_are_curated() -> None:
         "VSCODE_CLIENT_ID",
         "async_loopback_transport",
         "chat_model",
+        "embeddings_model",
         "inventory_of",
         "loopback_transport",
         "minimal_models",

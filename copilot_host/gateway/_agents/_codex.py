@@ -114,6 +114,10 @@ def _build(request: Request) -> Setup:
         f'{table}.base_url="{request.base_url}"',
         f'{table}.wire_api="responses"',
         f'{table}.env_key="COPILOT_HOST_API_KEY"',
+        # Responses over WebSocket (the gateway's GET /v1/responses): without it Codex sends
+        # the whole conversation each turn over HTTP. One key, no feature flag (measured
+        # with Codex CLI 0.171.0: docs/WIRE.md, "Responses over WebSocket").
+        f"{table}.supports_websockets=true",
         f'model_provider="{PROVIDER}"',
     ]
     notes: list[str] = []
@@ -156,13 +160,13 @@ AGENT = Agent(
         "tool_choice",
     ),
     profile=Profile(
-        "-c overrides defining a provider at the gateway (wire_api responses, key from "
-        "COPILOT_HOST_API_KEY), a model unless the arguments name one, its "
+        "-c overrides defining a provider at the gateway (wire_api responses over its "
+        "WebSocket, key from COPILOT_HOST_API_KEY), a model unless the arguments name one, its "
         "model_context_window and model_auto_compact_token_limit (90% of the prompt "
         "limit), and the alias codex-auto-review for that model",
         (
             "Codex CLI 0.171.0: -c key=value overrides; model_providers.<id> "
-            "(name, base_url, wire_api, env_key)",
+            "(name, base_url, wire_api, env_key, supports_websockets)",
             "model_max_output_tokens is left out: Codex 0.171.0 warns "
             "'`model_max_output_tokens` is ignored'",
         ),

@@ -10,24 +10,28 @@ from ._access import FORWARDED_REQUEST_HEADERS
 from ._account import ACCESS_LOGGER
 from ._app import GatewayApp, create_app
 from ._hooks import AnswerObserver, GatewayHooks
-from ._intake import MAX_BODY_BYTES
+from ._intake import MAX_BODY_BYTES, body_deadline
 from ._names import ModelNames
 from ._pipeline import MODEL_HEADER
 from ._registry import REREGISTER_AFTER
 from ._relay import MAX_ANSWER_BYTES, RELAYED_RESPONSE_HEADERS, UPSTREAM_LIMITS
+from ._socket import BUSY, SOCKET_PATHS
 
 __all__ = [
     "ACCESS_LOGGER",
+    "BUSY",
     "FORWARDED_REQUEST_HEADERS",
     "MAX_ANSWER_BYTES",
     "MAX_BODY_BYTES",
     "MODEL_HEADER",
     "RELAYED_RESPONSE_HEADERS",
     "REREGISTER_AFTER",
+    "SOCKET_PATHS",
     "UPSTREAM_LIMITS",
     "AnswerObserver",
     "GatewayApp",
     "GatewayHooks",
     "ModelNames",
+    "body_deadline",
     "create_app",
 ]

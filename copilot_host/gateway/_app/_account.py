@@ -1,12 +1,13 @@
 """Stage: account. What one request is recorded as: its access line, and its spend settled.
 
 Each request ends with one access line: method, path, model (``ASKED->SERVED`` when a rule
-of :mod:`._names` found another model), status, bytes sent, duration, ``credits=`` when the
-answer reported a cost, and ``rewrote=`` with the changes applied; nothing from bodies,
-keys or tokens. It is written just before the last piece of the answer goes out (so a
-client that has its answer can find the line), or at the end when there was no answer:
-to the app's ``access_line`` sink when it has one, else to the ``copilot_host.gateway.access``
-logger at INFO.
+of :mod:`._names` found another model; ``auto->SERVED`` when Copilot Auto picked it, and
+``ASKED->auto->SERVED`` when the name asked went to Auto), status, bytes sent, duration,
+``credits=`` when the answer reported a cost, and ``rewrote=`` with the changes applied;
+nothing from bodies, keys or tokens. It is written just before the last piece of the
+answer goes out (so a client that has its answer can find the line), or at the end when
+there was no answer: to the app's ``access_line`` sink when it has one, else to the
+``copilot_host.gateway.access`` logger at INFO.
 """
 
 from __future__ import annotations
@@ -28,8 +29,7 @@ _access = logging.getLogger(ACCESS_LOGGER)
 def access_line(flow: Flow) -> str:
     """The request's access line, as it stands now."""
     outcome = flow.outcome
-    asked = flow.asked
-    model = flow.model if not asked or asked == flow.model else f"{asked}->{flow.model}"
+    model = "->".join(_chain(flow.asked, flow.via, flow.model))
     line = (
         f"{flow.method} {shown(flow.path)} model={model} status={outcome.status or 499} "
         f"bytes={outcome.sent} {(time.perf_counter() - flow.started) * 1000.0:.1f}ms"
@@ -39,6 +39,15 @@ def access_line(flow: Flow) -> str:
     if flow.rewrote:
         line += " rewrote=" + ",".join(flow.rewrote)
     return line
+
+
+def _chain(*names: str) -> list[str]:
+    """The names a request went through, each once, in order (an empty one left out)."""
+    chain: list[str] = []
+    for name in names:
+        if name and (not chain or chain[-1] != name):
+            chain.append(name)
+    return chain or ["-"]
 
 
 def writer(flow: Flow, sink: Callable[[str], None] | None) -> Callable[[], None]:
@@ -68,5 +77,5 @@ def settle(spend: Spend, flow: Flow, held: Reservation, *, unread: bool) -> None
     """The request's reservation released and what its answer cost counted (its
     reservation, when the answer ended before its cost could be read: ``unread``)."""
     outcome = flow.outcome
-    spend.settle(held, outcome.credits, unread=unread)
+    spend.settle(held, outcome.credits, unread=unread, estimated=outcome.estimated)
     spend.quota(outcome.quota)

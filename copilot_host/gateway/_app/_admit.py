@@ -6,7 +6,8 @@ refused (429 ``budget_in_flight``, ``Retry-After: 1``) when the requests in flig
 the rest. The reservation's estimate comes from the model's token prices
 (:func:`._spend.estimate_cost`): input as a quarter of the body's bytes, output as the
 request's cap (the API's :attr:`~copilot_host.gateway._protocols.Api.output_caps`), else an
-eighth of the model's output limit.
+eighth of the model's output limit; none on an API whose answers generate no tokens
+(embeddings: :attr:`~copilot_host.gateway._protocols.Api.chat`).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ def estimate(api: Api, route: ch.ModelRoute, body: bytes, value: Mapping[str, An
     prices = spec.billing.prices if spec.billing is not None else None
     if prices is None:
         return None
-    cap: int | None = None
+    cap: int | None = None if api.chat else 0
     for name in api.output_caps:
         found = value.get(name)
         if isinstance(found, int) and not isinstance(found, bool) and found >= 0:

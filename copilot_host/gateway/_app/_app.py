@@ -33,7 +33,7 @@ from .._changes import Changes, check_rewrites
 from .._protocols import BY_ENDPOINT, api_of_path, errors_of
 from ._access import Refusal, allowed_hosts, check_access, read_headers
 from ._account import ACCESS_LOGGER, writer
-from ._failures import failure_of
+from ._failures import answer_failure
 from ._flow import Flow, Message, Receive, Send
 from ._hooks import GatewayHooks
 from ._intake import MAX_BODY_BYTES
@@ -42,6 +42,7 @@ from ._pipeline import MODEL_HEADER, MODEL_PREFIX, MODELS, Pipeline
 from ._registry import Registry
 from ._relay import UPSTREAM_LIMITS, UPSTREAM_TIMEOUT
 from ._resolve import shown
+from ._socket import serve_socket
 from ._spend import Spend
 
 __all__ = ["ACCESS_LOGGER", "MAX_BODY_BYTES", "MODEL_HEADER", "GatewayApp", "create_app"]
@@ -138,6 +139,7 @@ class GatewayApp:
         self._secret = ch.Secret(api_key)
         ch.register_secret(self._secret)
         self._registry = Registry(host, clock, names)
+        self._clock = clock
         self._transport = transport
         # What the serving layer offers when no transport was given (:meth:`_offer`).
         self._offered: Callable[[], httpx2.AsyncBaseTransport | None] | None = None
@@ -167,7 +169,16 @@ class GatewayApp:
         elif kind == "lifespan":
             await self._lifespan(receive, send)
         elif kind == "websocket":
-            await send({"type": "websocket.close", "code": 1008})
+            await serve_socket(
+                scope,
+                receive,
+                send,
+                pipeline=self._pipeline,
+                key=self._key,
+                hosts=self._allowed(scope),
+                clock=self._clock,
+                access_line=self._access_line,
+            )
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
@@ -223,6 +234,12 @@ class GatewayApp:
         """Serve ``aliases`` (name -> model id) besides those given at creation, which win
         (``run``'s agent profiles add the names an agent sends that no account has)."""
         self._registry.add_aliases(ModelNames(dict(aliases)).aliases)
+
+    def serve_auto_by_default(self) -> None:
+        """On a plan that can use only Copilot Auto, serve the model names no rule finds
+        with ``auto``, unless ``default_model`` was given at creation (which wins): what
+        ``run`` does, so that its command's usual model names are served by Auto."""
+        self._registry.serve_auto_by_default()
 
     async def aclose(self) -> None:
         """Stop registrations in flight and close the upstream connections (the lifespan
@@ -356,10 +373,11 @@ class GatewayApp:
                 assert api is not None
                 await self._pipeline.inference(flow, api)
         except Exception as exc:
-            await self._failed(flow, exc)
+            await answer_failure(flow, exc)
 
     def _no_such_endpoint(self) -> Refusal:
-        served = ["GET /v1/models", *(f"POST {api.path}" for api in BY_ENDPOINT)]
+        served = ["GET /v1/models"]
+        served += [f"POST {path}" for api in BY_ENDPOINT for path in api.paths]
         served += [f"POST {path}" for path in self._changes.paths]
         return Refusal(
             404,
@@ -368,25 +386,4 @@ class GatewayApp:
             + ", ".join(served[:-1])
             + " and "
             + served[-1],
-        )
-
-    async def _failed(self, flow: Flow, exc: Exception) -> None:
-        if flow.outcome.status:
-            # The answer has started, so no error document can follow it: the server
-            # cuts the connection when the app raises, and the client sees an answer
-            # that did not end. This line says why; the error is typed (answer_cut) so
-            # that a server may log it without a traceback (serve does).
-            path = shown(flow.path)
-            _log.warning("relay of %s ended early: %s", path, type(exc).__name__)
-            raise ch.TransportError(
-                f"the answer to {path} broke off after it had started "
-                f"({type(exc).__name__}); the client's connection was cut",
-                code="answer_cut",
-            ) from exc
-        failure = failure_of(exc)
-        _log.debug("request failed: %s (%s)", failure.code, type(exc).__name__, exc_info=exc)
-        await flow.answer(
-            failure.status,
-            flow.errors.body(failure.status, failure.code, failure.message),
-            failure.headers,
         )

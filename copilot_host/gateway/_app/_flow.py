@@ -45,8 +45,10 @@ class Outcome:
     done: bool = False
     # Called once, then: the access line is written before the client can see the end.
     on_done: Callable[[], None] | None = None
-    # AI credits the answer reported (copilot_usage), None when it reported none.
+    # AI credits the answer reported (copilot_usage), None when it reported none; or, with
+    # ``estimated``, what the gateway priced it at from its usage (embeddings).
     credits: float | None = None
+    estimated: bool = False
     # The quota headers the answer carried, as relayed (names in lower case).
     quota: tuple[tuple[str, str], ...] = ()
     # The tokens the answer reported: the whole prompt, the answer, the prompt's part read
@@ -55,9 +57,10 @@ class Outcome:
     output_tokens: int | None = None
     cached_tokens: int | None = None
 
-    def add_cost(self, credits: float | None) -> None:
+    def add_cost(self, credits: float | None, *, estimated: bool = False) -> None:
         if credits is not None:
             self.credits = credits if self.credits is None else self.credits + credits
+            self.estimated = self.estimated or estimated
 
     def set_tokens(self, tokens: tuple[int | None, int | None, int | None]) -> None:
         """What an answer (or a stream event, whose counts are running totals: the last
@@ -99,6 +102,7 @@ class Flow:
         "started",
         "task",
         "transport",
+        "via",
     )
 
     def __init__(
@@ -127,6 +131,8 @@ class Flow:
         # it, both made fit to show (the access line shows both when they differ).
         self.asked = ""
         self.model = "-"
+        # The route between them when Copilot Auto served the request (``auto``), else "".
+        self.via = ""
         # Who sent it (a closed vocabulary: ._agents), for the ledger.
         self.agent = "other"
         self.outcome = Outcome()

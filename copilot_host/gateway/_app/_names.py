@@ -17,10 +17,13 @@ first rule that matches wins:
    that are exactly ``claude-<family>-<version>`` take part (a ``-1m`` or ``-thought``
    variant does not); versions compare as tuples of numbers (``claude-opus-4.8`` is
    (4, 8), ``claude-opus-5`` is (5,)); among equals the inventory's order wins;
-5. ``default``: the ``--default-model``, when one was given.
+5. ``default``: the ``--default-model``, when one was given (``auto`` included); else, for
+   ``run`` (``ModelNames.auto_default``) on a plan that can use only Copilot Auto, ``auto``.
 
 Otherwise the answer is 404 ``model_not_found``, naming up to three of the account's
-models closest to the name (:mod:`difflib`), among those that list the endpoint called.
+models closest to the name (:mod:`difflib`), among those that list the endpoint called; on
+a plan that can use only Copilot Auto it is 400 ``model_not_supported`` (the service's
+answer to a named model there), saying to ask for ``auto``.
 Rules 3 and 4 apply only to names that start with ``claude-`` or are exactly a family
 word. A model found by rules 1, 2, 3 or 5 that does not list the endpoint called is a
 400, as for an exact id; an alias or default whose model the account no longer has is a
@@ -36,7 +39,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 import copilot_host as ch
-from copilot_host._internal import clean
+from copilot_host._internal import AutoPick, clean
 
 __all__ = [
     "FAMILY_WORDS",
@@ -71,10 +74,12 @@ _NAME = re.compile(r"[A-Za-z0-9._:/-]{1,128}")
 @dataclass(frozen=True, slots=True)
 class ModelNames:
     """The names a gateway was told about at start: ``aliases`` (name -> model or route
-    id) and the ``default`` model for names no rule finds."""
+    id) and the ``default`` model for names no rule finds; with ``auto_default`` (``run``),
+    on a plan that can use only Copilot Auto and with no ``default``, ``auto`` is it."""
 
     aliases: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     default: str | None = None
+    auto_default: bool = False
 
     def __post_init__(self) -> None:
         for name, target in self.aliases.items():
@@ -93,10 +98,15 @@ class ModelNames:
 
 @dataclass(frozen=True, slots=True)
 class Served:
-    """The model that serves the request, and the rule that found it."""
+    """The model that serves the request, and the rule that found it. On Copilot Auto's
+    route, the resolve stage (:mod:`._resolve`) makes it the concrete model's: ``route``
+    is then that model's, ``via`` the Auto route's model id (``auto``), and ``pick`` the
+    session and model :meth:`copilot_host.CopilotAuth.auto_pick` chose."""
 
     route: ch.ModelRoute
     rule: str
+    via: str = ""
+    pick: AutoPick | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,9 +118,12 @@ class WrongEndpoint:
 
 @dataclass(frozen=True, slots=True)
 class NotFound:
-    """No model for the name (404 ``model_not_found``), with the message to send."""
+    """No model for the name (404 ``model_not_found``; on a plan that can use only Auto,
+    400 ``model_not_supported``), with the message to send."""
 
     message: str
+    status: int = 404
+    code: str = "model_not_found"
 
 
 Resolution = Served | WrongEndpoint | NotFound
@@ -167,11 +180,15 @@ def _speaks(route: ch.ModelRoute, protocol: ch.ApiProtocol | None) -> bool:
 class NameTable:
     """The rules applied to one registration's routes (see the module docstring)."""
 
-    __slots__ = ("_by_name", "_names", "_routes")
+    __slots__ = ("_auto_only", "_by_name", "_names", "_routes")
 
     def __init__(self, routes: Sequence[ch.ModelRoute], names: ModelNames | None = None) -> None:
         self._routes = tuple(routes)  # the inventory's order
         self._names = names if names is not None else ModelNames()
+        # Copilot Auto's route on a plan that can use nothing else.
+        self._auto_only = next(
+            (r for r in self._routes if r.spec.auto is not None and r.spec.auto.only), None
+        )
         by_name: dict[str, ch.ModelRoute] = {}
         for route in self._routes:
             by_name.setdefault(route.model_id, route)
@@ -183,6 +200,11 @@ class NameTable:
     def routes(self) -> tuple[ch.ModelRoute, ...]:
         """The registration's routes, in the inventory's order."""
         return self._routes
+
+    @property
+    def auto_only(self) -> ch.ModelRoute | None:
+        """Copilot Auto's route when the plan can use only Auto (its only route), else None."""
+        return self._auto_only
 
     def find(self, name: str) -> ch.ModelRoute | None:
         """The route of an exact model id or route id (rule 1 only)."""
@@ -218,8 +240,19 @@ class NameTable:
             if newest is not None:
                 return Served(newest, "family")
         default = self._names.default
+        auto = self._auto_only
+        if default is None and auto is not None and self._names.auto_default:
+            default = auto.model_id
         if default is not None:
             return self._named(name, "default", default, protocol)
+        if auto is not None:
+            return NotFound(
+                f"copilot-host gateway: this plan can use only Copilot Auto model selection, "
+                f"so {clean(name, limit=100)!r} is refused; ask for the model "
+                f"{auto.model_id!r}, which picks one of the plan's models",
+                400,
+                "model_not_supported",
+            )
         return NotFound(self._unknown(name, protocol))
 
     def _checked(

@@ -32,7 +32,7 @@ from collections.abc import Callable
 import httpx2
 
 import copilot_host as ch
-from copilot_host._internal import clean
+from copilot_host._internal import AutoPick, clean
 
 from .._agents import agent_of
 from .._changes import AnswerPass, ApiChanges, Changes, LocalAnswer, RequestEdit
@@ -108,7 +108,7 @@ class Pipeline:
         if not isinstance(found, Served):
             flow.model = flow.asked
             await flow.refuse(
-                Refusal(404, "model_not_found", found.message)
+                Refusal(found.status, found.code, found.message)
                 if isinstance(found, NotFound)
                 else unknown_model(name)
             )
@@ -132,13 +132,14 @@ class Pipeline:
         if isinstance(parsed, Refusal):
             await flow.refuse(parsed)
             return
-        found = await resolve(flow, self.registry, parsed.name, api)
+        found = await resolve(flow, self.registry, parsed, api)
         if isinstance(found, Refusal):
             await flow.refuse(found)
             return
-        route, identity = found
+        served, identity = found
+        route = served.route
         flow.agent = agent_of(flow.headers.values, self.agent)
-        changes = self.changes.of(api)
+        changes = self.changes.of(api, flow.transport)
         edit = RequestEdit(
             api, parsed.value, route, flow.headers.repeated.get(b"anthropic-beta", ())
         )
@@ -186,7 +187,14 @@ class Pipeline:
         del parsed
         edit.release()
         await self._relay(
-            flow, edit, upstream_body, facts=facts, identity=identity, held=held, answers=answers
+            flow,
+            edit,
+            upstream_body,
+            facts=facts,
+            identity=identity,
+            held=held,
+            answers=answers,
+            pick=served.pick,
         )
 
     async def _answer_locally(self, flow: Flow, route: ch.ModelRoute, answer: LocalAnswer) -> None:
@@ -207,6 +215,7 @@ class Pipeline:
         identity: ch.LoginIdentity,
         held: Reservation,
         answers: AnswerPass | None,
+        pick: AutoPick | None,
     ) -> None:
         task = flow.task
         outcome = flow.outcome
@@ -216,10 +225,11 @@ class Pipeline:
         hangup = HangUp(flow, task, drain=self.spend.max_credits is not None)
         auth = route.auth
         if isinstance(auth, ch.CopilotAuth):
-            # What the gateway read already, so route.auth reads neither body nor login.
-            auth = auth.for_request(facts, identity)
+            # What the gateway read already, so route.auth reads neither body nor login
+            # (nor, for Copilot Auto, picks again: the body names its pick already).
+            auth = auth.for_request(facts, identity, pick)
         hooks = self.hooks
-        changes = self.changes.of(edit.api)
+        changes = self.changes.of(edit.api, flow.transport)
         watcher = task.get_loop().create_task(hangup.watch())
         try:
             await relay(
@@ -233,7 +243,7 @@ class Pipeline:
                 auth=auth,
                 header_filter=hooks.request_headers,
                 observer=both(
-                    CostReader(outcome, edit.api.tokens),
+                    CostReader(outcome, edit.api.tokens, _usage_prices(edit.api, route)),
                     hooks.observe(route) if hooks.observe else None,
                 ),
                 extra_headers=(*_served_by(route), *((CLOSE,) if flow.close else ())),
@@ -276,6 +286,12 @@ class Pipeline:
                 outcome.status,
                 clean(outcome.upstream_id, limit=80),
             )
+
+
+def _usage_prices(api: Api, route: ch.ModelRoute) -> ch.TokenPrices | None:
+    """The prices an answer reporting no cost is priced at (its API's ``prices_usage``)."""
+    billing = route.spec.billing
+    return billing.prices if api.prices_usage and billing is not None else None
 
 
 def _change(changes: ApiChanges, edit: RequestEdit, body: bytes) -> bytes | None:

@@ -114,7 +114,17 @@ class Registry:
     def add_aliases(self, aliases: Mapping[str, str]) -> None:
         """Serve more names (``run``'s agent profiles): aliases given at start win, and
         the routes in hand take the new names at once."""
-        names = ModelNames({**aliases, **self._names.aliases}, self._names.default)
+        names = replace(self._names, aliases={**aliases, **self._names.aliases})
+        self._names = names
+        snapshot = self._snapshot
+        if snapshot is not None:
+            self._snapshot = replace(snapshot, names=NameTable(snapshot.names.routes, names))
+
+    def serve_auto_by_default(self) -> None:
+        """On a plan that can use only Copilot Auto, serve the names no rule finds with
+        ``auto`` (``run``: its command's usual model names); a default model given at start
+        wins."""
+        names = replace(self._names, auto_default=True)
         self._names = names
         snapshot = self._snapshot
         if snapshot is not None:
@@ -139,7 +149,10 @@ class Registry:
 
     async def _register(self) -> ch.RegistrationResult:
         self.registrations += 1
-        return await ch.aregister_models(self._catalog, self._host, clock=self._clock)
+        # Embeddings models too: the gateway serves them on /v1/embeddings.
+        return await ch.aregister_models(
+            self._catalog, self._host, clock=self._clock, embeddings=True
+        )
 
     def _registered(
         self,

@@ -5,9 +5,18 @@ coding agents send, a default model) against the routes the gateway holds for th
 login (:mod:`._registry`): a name over :data:`._names.MAX_MODEL_NAME` characters is 400
 before any rule runs, a name no rule finds is 404 (with the closest models), and a model
 that does not list the endpoint called is 400.
+
+A name that finds Copilot Auto's route (``auto``, or a name an alias or the default model
+sends there) is served by a concrete model: the one of the account's Auto session that
+speaks the endpoint called (``route.auth.auto_pick``: the session is obtained first when
+none serves, one exchange however many requests wait for it). The request then goes on as
+that model's, its body naming it, with the session's ``Copilot-Session-Token``; the access
+line reads ``auto->MODEL``.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import copilot_host as ch
 from copilot_host._internal import clean
@@ -15,6 +24,7 @@ from copilot_host._internal import clean
 from .._protocols import Api, endpoints_of
 from ._access import Refusal
 from ._flow import Flow
+from ._intake import Parsed
 from ._names import MAX_MODEL_NAME, NotFound, Served
 from ._registry import Registry
 
@@ -59,22 +69,49 @@ def _wrong_endpoint(route: ch.ModelRoute, path: str) -> Refusal:
 
 
 async def resolve(
-    flow: Flow, registry: Registry, name: str, api: Api | None
-) -> tuple[ch.ModelRoute, ch.LoginIdentity] | Refusal:
-    """The route serving ``name`` on ``api``'s endpoint (None: any), and the login it was
-    registered for; the refusal otherwise. Fills the flow's ``asked`` and ``model``."""
+    flow: Flow, registry: Registry, parsed: Parsed, api: Api
+) -> tuple[Served, ch.LoginIdentity] | Refusal:
+    """What serves the request ``parsed`` on ``api``'s endpoint (Copilot Auto's pick made
+    concrete), and the login it was registered for; the refusal otherwise. Fills the
+    flow's ``asked``, ``via`` and ``model``."""
+    name = parsed.name
     if len(name) > MAX_MODEL_NAME:
         flow.asked = flow.model = shown(name[:65], 64)
         return name_too_long()
     snapshot = await registry.current()
-    found = snapshot.names.resolve(name, api.protocol if api is not None else None)
+    found = snapshot.names.resolve(name, api.protocol)
     flow.asked = shown(name, 64)
     if isinstance(found, NotFound):
         flow.model = flow.asked
-        return Refusal(404, "model_not_found", found.message)
+        return Refusal(found.status, found.code, found.message)
     route = found.route
     flow.model = route.model_id
     flow.route = route
     if not isinstance(found, Served):
         return _wrong_endpoint(route, flow.path)
-    return route, snapshot.identity
+    auth = route.auth
+    if isinstance(auth, ch.CopilotAuth) and auth.serves_auto:
+        flow.via = route.model_id
+        found = await _concrete(found, auth, parsed, api, snapshot.identity)
+        flow.route = found.route
+        flow.model = found.route.model_id
+    return found, snapshot.identity
+
+
+async def _concrete(
+    found: Served, auth: ch.CopilotAuth, parsed: Parsed, api: Api, identity: ch.LoginIdentity
+) -> Served:
+    """Auto's route as the concrete model it picked for this request: that model's id,
+    spec (its price less the session's discount), endpoint and path, and Auto's auth,
+    which sends the picked session's header (``route.auth.for_request(..., pick)``)."""
+    route = found.route
+    pick = await auth.auto_pick(api.protocol, parsed.value, facts=parsed.facts, identity=identity)
+    concrete = replace(
+        route,
+        route_id=f"{route.owner}/{pick.model_id}",
+        model_id=pick.model_id,
+        protocol=api.protocol,
+        url=route.origin + api.protocol.path,
+        spec=pick.model,
+    )
+    return Served(concrete, found.rule, via=route.model_id, pick=pick)

@@ -52,6 +52,7 @@ __all__ = [
     "estimate_cost",
     "events_cost",
     "format_credits",
+    "usage_cost",
 ]
 
 NANO_PER_CREDIT = 1_000_000_000
@@ -116,10 +117,22 @@ def events_cost(chunk: bytes) -> float | None:
     return total
 
 
+def usage_cost(input_tokens: int | None, prices: object) -> float | None:
+    """What ``input_tokens`` (an answer's prompt, from its usage) cost at the model's input
+    price (a ``TokenPrices``): for an answer that reports no cost of its own (embeddings).
+    None when either is missing."""
+    per_million = getattr(prices, "per_million", None)
+    price = per_million(getattr(prices, "input", None)) if callable(per_million) else None
+    if price is None or input_tokens is None or input_tokens >= 10**12:
+        return None
+    cost = input_tokens * float(price) / 1_000_000
+    return cost if math.isfinite(cost) else None
+
+
 class Tally(Protocol):
     """Where a :class:`CostReader` puts what it read (the gateway's per-request outcome)."""
 
-    def add_cost(self, credits: float | None) -> None: ...
+    def add_cost(self, credits: float | None, *, estimated: bool = False) -> None: ...
 
     def set_tokens(self, tokens: tuple[int | None, int | None, int | None]) -> None: ...
 
@@ -127,39 +140,48 @@ class Tally(Protocol):
 class CostReader:
     """The gateway's own answer observer (:class:`copilot_host.gateway.AnswerObserver`): the
     cost an answer reports and the tokens it counts (read by ``tokens``, the API's reader),
-    into ``tally``. Only a whole answer or an event that names ``usage`` or the cost is
-    parsed. (The quota headers an answer carries are taken by the relay from the headers
-    it relays, which hold them.)"""
+    into ``tally``. Given ``prices`` (an API whose answers report no cost:
+    :attr:`~copilot_host.gateway._protocols.Api.prices_usage`), a whole answer that reports
+    none is priced from its prompt's tokens, marked estimated. Only a whole answer or an
+    event that names ``usage`` or the cost is parsed. (The quota headers an answer carries
+    are taken by the relay from the headers it relays, which hold them.)"""
 
-    __slots__ = ("_tally", "_tokens")
+    __slots__ = ("_prices", "_tally", "_tokens")
 
-    def __init__(self, tally: Tally, tokens: Callable[[object], Tokens | None]) -> None:
+    def __init__(
+        self, tally: Tally, tokens: Callable[[object], Tokens | None], prices: object = None
+    ) -> None:
         self._tally = tally
         self._tokens = tokens
+        self._prices = prices
 
     def start(self, status: int, headers: httpx2.Headers) -> None:
         """Nothing to read here: the cost is in the body, the quota in relayed headers."""
 
-    def _read(self, data: bytes) -> None:
+    def _read(self, data: bytes, *, whole: bool) -> None:
         try:
             value = read_json_body(data)
         except (ValueError, RecursionError):
             return
-        self._tally.add_cost(_credits_in(value))
+        credits = _credits_in(value)
         tokens = self._tokens(value)
         if tokens is not None:
             self._tally.set_tokens(tokens)
+        if credits is None and whole and self._prices is not None and tokens is not None:
+            self._tally.add_cost(usage_cost(tokens[0], self._prices), estimated=True)
+            return
+        self._tally.add_cost(credits)
 
     def whole(self, body: bytes) -> None:
         if _FIELD in body or _USAGE in body:
-            self._read(body)
+            self._read(body, whole=True)
 
     def events(self, block: bytes) -> None:
         if _FIELD not in block and _USAGE not in block:
             return
         for data in _sse.data_lines(block):
             if _FIELD in data or _USAGE in data:
-                self._read(data)
+                self._read(data, whole=False)
 
     def end(self) -> None:
         pass
@@ -189,20 +211,21 @@ def estimate_cost(
 ) -> float | None:
     """A request's cost from its model's token prices (a ``TokenPrices``): input tokens as
     a quarter of the body's UTF-8 bytes, output tokens as the request's cap, else an eighth
-    of the model's output limit. None when the prices or the output count are unknown."""
+    of the model's output limit. None when the prices or the output count are unknown (an
+    output of 0 needs no output price: embeddings list an input price only)."""
     batch = getattr(prices, "batch_size", None)
     per_input = getattr(prices, "input", None)
     per_output = getattr(prices, "output", None)
-    if not isinstance(batch, int) or batch <= 0 or per_input is None or per_output is None:
+    if not isinstance(batch, int) or batch <= 0 or per_input is None:
         return None
     output = (
         output_cap
         if output_cap is not None
         else (output_limit // 8 if output_limit is not None else None)
     )
-    if output is None:
+    if output is None or (output and per_output is None):
         return None
-    cost = (input_bytes / 4 * float(per_input) + output * float(per_output)) / batch
+    cost = (input_bytes / 4 * float(per_input) + output * float(per_output or 0.0)) / batch
     return cost if math.isfinite(cost) and cost >= 0 else None
 
 
@@ -284,9 +307,12 @@ class Spend:
             self.reserved += own
         return Reservation(model, own)
 
-    def settle(self, held: Reservation, credits: float | None, *, unread: bool) -> None:
-        """The admitted request ended: ``credits`` reported (None: none); ``unread`` when
-        its answer's cost could not be read (then its reservation counts as spent)."""
+    def settle(
+        self, held: Reservation, credits: float | None, *, unread: bool, estimated: bool = False
+    ) -> None:
+        """The admitted request ended: ``credits`` reported (None: none), or, ``estimated``,
+        priced by the gateway; ``unread`` when its answer's cost could not be read (then its
+        reservation counts as spent)."""
         self.in_flight -= 1
         if held.credits is None:
             self._unknown.discard(held.model)
@@ -295,7 +321,7 @@ class Spend:
         if credits is None and unread and held.credits is not None:
             self.record(held.model, held.credits, estimated=True)
         else:
-            self.record(held.model, credits)
+            self.record(held.model, credits, estimated=estimated and credits is not None)
 
     def refusal_message(self) -> str:
         return (

@@ -28,16 +28,26 @@ from ._answers import AnswerPass
 from ._betas import FIELD_BETAS, SERVED_BETAS
 from ._caps import MaxCompletionTokens, MaxOutputTokens, MaxTokens
 from ._change import AnswerMapper, Change, LocalAnswer, RequestEdit, Reshaped, Side
+from ._embeddings import (
+    EmbeddingsDimensions,
+    EmbeddingsEnvelope,
+    EmbeddingsInput,
+    EmbeddingsInputs,
+    EmbeddingsTokens,
+    EncodingFormat,
+)
 from ._local import COUNT_TOKENS, CountTokens
 from ._messages import BetaFields, BillingHeader, ServerTools, SystemMessages, ThinkingBudget
 from ._policy import PolicyRefusal
 from ._rate_limit import RateLimitRefusal
+from ._socket import WarmUp
 from ._splices import Betas, BlockSystem, ModelId, Splice
 from ._tool_choice import ToolChoice
 from ._tools import AdditionalTools, CustomTools, Namespaces, WebSearch
 
 __all__ = [
     "COUNT_TOKENS",
+    "TRANSPORTS",
     "FIELD_BETAS",
     "REWRITES",
     "REWRITES_VARIABLE",
@@ -58,8 +68,11 @@ __all__ = [
 _log = logging.getLogger("copilot_host.gateway")
 
 REWRITES_VARIABLE = "COPILOT_HOST_REWRITES"
+# How a request reaches the gateway: an HTTP request, or a WebSocket message.
+TRANSPORTS = ("http", "ws")
 
 TABLE: tuple[Change, ...] = (
+    WarmUp(),
     Betas(),
     BillingHeader(),
     BetaFields(),
@@ -74,6 +87,13 @@ TABLE: tuple[Change, ...] = (
     WebSearch(),
     CustomTools(),
     ToolChoice(),
+    # Embeddings: the gateway's own refusals first (a request they answer goes no further).
+    EmbeddingsTokens(),
+    EmbeddingsInputs(),
+    EmbeddingsDimensions(),
+    EmbeddingsInput(),
+    EncodingFormat(),
+    EmbeddingsEnvelope(),
     CountTokens(),
     RateLimitRefusal(),
     PolicyRefusal(),
@@ -125,13 +145,14 @@ def rewrites_from_environment(environ: Mapping[str, str] | None = None) -> froze
 
 
 class ApiChanges:
-    """The enabled changes that act on one API, by side, in the table's order."""
+    """The enabled changes that act on one API's requests that came over one transport, by
+    side, in the table's order."""
 
     __slots__ = ("_answers", "_headers", "_local", "_request", "_reshapes", "_splices", "api")
 
-    def __init__(self, api: Api, changes: Sequence[Change]) -> None:
+    def __init__(self, api: Api, changes: Sequence[Change], transport: str = "http") -> None:
         self.api = api
-        mine = [change for change in changes if change.acts_on(api)]
+        mine = [change for change in changes if change.acts_on(api, transport)]
 
         def having(side: str) -> tuple[Change, ...]:
             return tuple(change for change in mine if side in change.sides)
@@ -212,14 +233,19 @@ class Changes:
     def __init__(self, enabled: frozenset[str] = _ALL) -> None:
         self.enabled = enabled
         chosen = [change for change in TABLE if not change.switchable or change.name in enabled]
-        self._by_api = {api: ApiChanges(api, chosen) for api in APIS}
+        self._by_api = {
+            (api, transport): ApiChanges(api, chosen, transport)
+            for api in APIS
+            for transport in TRANSPORTS
+        }
         self._paths = MappingProxyType({path: change for change in chosen for path in change.paths})
         self._path_apis = {
             path: api for path, change in self._paths.items() for api in APIS if change.acts_on(api)
         }
 
-    def of(self, api: Api) -> ApiChanges:
-        return self._by_api[api]
+    def of(self, api: Api, transport: str = "http") -> ApiChanges:
+        """The changes for ``api``'s requests that came over ``transport``."""
+        return self._by_api[(api, transport)]
 
     @property
     def paths(self) -> Mapping[str, Change]:

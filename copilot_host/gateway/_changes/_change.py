@@ -6,8 +6,9 @@ answer the gateway gives itself, is one :class:`Change` in one ordered table
 line's ``rewrote=`` and ``COPILOT_HOST_REWRITES`` say), the APIs it acts on, the
 ``evidence`` (its row in docs/WIRE.md), the emulator ``check`` that refuses the unchanged
 shape (a name of :data:`copilot_host.testing.CHECKS`, or ``"none: "`` and why), the
-``agents`` that send the shape, and whether it can be switched off. It implements the
-hooks of the sides it acts on, as a mitmproxy addon does:
+``agents`` that send the shape, whether it can be switched off, and the ``transports`` it
+acts on (``"http"``, ``"ws"``: a request that came as a WebSocket message, both by
+default). It implements the hooks of the sides it acts on, as a mitmproxy addon does:
 
 * ``request(edit)``: change the request (:class:`RequestEdit`: copy on write; nothing it
   does is seen unless it calls :meth:`RequestEdit.edit`);
@@ -176,6 +177,8 @@ class Change:
     switchable: ClassVar[bool] = True
     # Gateway paths the change answers itself (count_tokens), besides the APIs' own.
     paths: ClassVar[frozenset[str]] = frozenset()
+    # How the requests it acts on came: over HTTP, or as a WebSocket message.
+    transports: ClassVar[frozenset[str]] = frozenset({"http", "ws"})
 
     @property
     def sides(self) -> frozenset[str]:
@@ -193,8 +196,9 @@ class Change:
         }
         return frozenset(found)
 
-    def acts_on(self, api: Api) -> bool:
-        return api.name in self.apis
+    def acts_on(self, api: Api, transport: str | None = None) -> bool:
+        """Whether it acts on ``api``'s requests (that came over ``transport``, when given)."""
+        return api.name in self.apis and (transport is None or transport in self.transports)
 
     def request(self, edit: RequestEdit) -> None:
         """Change the request."""

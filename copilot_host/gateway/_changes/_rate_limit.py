@@ -81,7 +81,7 @@ def _reset_of(window: str, headers: Mapping[str, str], now: float) -> float | No
 
 class RateLimitRefusal(Change):
     name = "rate-limit"
-    apis = frozenset({"chat", "responses", "messages"})
+    apis = frozenset({"chat", "responses", "messages", "embeddings"})
     summary = (
         "an upstream 429 rate-limit refusal reaches the client in its API's shape, with "
         "Retry-After from the window's reset"

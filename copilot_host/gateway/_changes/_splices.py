@@ -25,7 +25,7 @@ from ._change import Change, RequestEdit
 
 __all__ = ["Betas", "BlockSystem", "ModelId", "Splice"]
 
-ALL_APIS = frozenset({"chat", "responses", "messages"})
+ALL_APIS = frozenset({"chat", "responses", "messages", "embeddings"})
 
 
 class Splice(Change):

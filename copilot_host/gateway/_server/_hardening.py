@@ -33,7 +33,10 @@ through the server adapter, the one module that names the server's classes:
     reads still reads its refusal), and at once past :data:`LINGER_BYTES`. A client
     that keeps uploading gigabytes is cut off instead of read to the end;
   - on httptools, the bound on a request head that h11 keeps by itself
-    (:data:`MAX_HEAD_BYTES`): llhttp has none.
+    (:data:`MAX_HEAD_BYTES`): llhttp has none;
+  - a WebSocket (:mod:`._socket`) stays under its guard: counted in the bound, and between
+    requests waiting like a kept-alive connection (first to go for room), for at most
+    :data:`SOCKET_IDLE_SECONDS`.
 
 * :func:`._process.quiet_accept_errors`: an ``accept()`` that fails for want of descriptors is one
   warning line per episode (until a connection is accepted again), never a traceback per
@@ -56,6 +59,7 @@ __all__ = [
     "LINGER_IDLE_SECONDS",
     "LINGER_SECONDS",
     "MAX_HEAD_BYTES",
+    "SOCKET_IDLE_SECONDS",
     "ConnectionBook",
     "Guard",
     "Hardening",
@@ -82,6 +86,8 @@ ANSWERED_SHARE = 4
 # The largest request head taken (request line and headers): h11's own default, which
 # httptools lacks. The clients' heads are a few KiB.
 MAX_HEAD_BYTES = 16 * 1024
+# Seconds a WebSocket may go without a request before it is closed.
+SOCKET_IDLE_SECONDS = 300.0
 # A timer may run this much before its time (the loop's clock resolution and rounding):
 # a head this close to its deadline is late.
 _TIMER_SLACK = 0.001
@@ -101,6 +107,7 @@ class Hardening:
     linger_bytes: int = LINGER_BYTES
     max_head_bytes: int = MAX_HEAD_BYTES
     linger_idle_seconds: float = LINGER_IDLE_SECONDS
+    socket_idle_seconds: float = SOCKET_IDLE_SECONDS
 
 
 class ConnectionBook:
@@ -173,7 +180,8 @@ class _Linger:
     still unread (everything else is the real transport's)."""
 
     def __init__(self, guard: Guard, transport: asyncio.Transport) -> None:
-        self._guard = guard
+        # Public: a WebSocket protocol the connection is handed to finds its guard here.
+        self.guard = guard
         self.real = transport
         self.lingering = False
         # What the protocol calls for every request, bound once rather than looked up
@@ -193,7 +201,7 @@ class _Linger:
         transport = self.real
         if self.lingering or transport.is_closing():
             return
-        if not self._guard.connection.body_unread() or not transport.can_write_eof():
+        if not self.guard.connection.body_unread() or not transport.can_write_eof():
             transport.close()
             return
         # The answer is written (or queued); the client is told nothing more comes,
@@ -207,7 +215,7 @@ class _Linger:
             return
         self.lingering = True
         transport.resume_reading()
-        self._guard.start_linger()
+        self.guard.start_linger()
 
 
 class Guard:
@@ -233,6 +241,10 @@ class Guard:
         # Whether the connection has had its turn to send a request head since it was
         # accepted (until then it is nobody's to close for room).
         self.settled = False
+        # How long it may wait for a request head (a WebSocket: for its next request).
+        self._wait_limit = limits.head_timeout
+        # How it goes when closed for room or lateness (None: aborted).
+        self._evict: Callable[[], None] | None = None
 
     def wrap(self, transport: asyncio.BaseTransport) -> asyncio.Transport:
         """The transport to give the protocol in place of ``transport``."""
@@ -245,7 +257,7 @@ class Guard:
         book.held.add(self)
         book.fresh.add(self)
         book.make_room()
-        self._sync()
+        self.sync()
         # Whether the connection may stay is settled once it has had its turn to send a
         # head: asyncio sets up a whole batch of accepted connections before it reads
         # from any, and one that is closed for room before its head was read might be a
@@ -274,8 +286,22 @@ class Guard:
 
     def _drop(self) -> None:
         self._forget()
-        if self._linger is not None:
+        if self._evict is not None:
+            self._evict()
+        elif self._linger is not None:
             self._linger.real.abort()
+
+    def switch(self, connection: Connection, evict: Callable[[], None]) -> None:
+        """The connection speaks another protocol now (a WebSocket, closed its own way by
+        ``evict``), held to the head deadline until its handshake is answered."""
+        self.connection = connection
+        self._evict = evict
+
+    def opened_socket(self, idle_seconds: float) -> None:
+        """The WebSocket's handshake was accepted: answered, waiting (first to go for
+        room) between its requests, and closed after ``idle_seconds`` of that."""
+        self._wait_limit = idle_seconds
+        self.answered()
 
     def lost(self) -> None:
         self._forget()
@@ -302,21 +328,22 @@ class Guard:
         connection.feed(data)
         if not self._body_seen and connection.body_unread() and connection.body_buffered():
             self._body_seen = True  # the head's chunk carried body bytes too
-        self._sync()
+        self.sync()
 
     def answered(self) -> None:
         if not self.closing():
             # Answered, and not by a refusal (that one lingers, or closed at once).
             self._book.fresh.discard(self)
-        self._sync()
+        self.sync()
 
     def closing(self) -> bool:
         """Whether the connection is being closed (or lingers)."""
         return self._linger is None or self._linger.is_closing()
 
-    def _sync(self) -> None:
-        """Waiting for a request head, or busy with a request: the book follows, and the
-        head timer is armed when none is.
+    def sync(self) -> None:
+        """Waiting for a request head, or busy with a request: the book follows (on each read,
+        and when a WebSocket's request begins or ends), and the head timer is armed when
+        none is.
 
         The timer is not moved as a kept-alive connection goes from request to request:
         when it fires it looks at when the connection began to wait, and arms itself again
@@ -332,7 +359,7 @@ class Guard:
                 self._waiting_since = self._loop.time()
             if self._head_timer is None:
                 self._head_timer = self._loop.call_at(
-                    self._waiting_since + self._limits.head_timeout, self._head_late
+                    self._waiting_since + self._wait_limit, self._head_late
                 )
         else:
             book.waiting.pop(self, None)
@@ -346,7 +373,7 @@ class Guard:
         self._head_timer = None
         if self not in self._book.waiting:
             return  # busy with a request: armed again when it waits for the next head
-        due = self._waiting_since + self._limits.head_timeout
+        due = self._waiting_since + self._wait_limit
         if self._loop.time() + _TIMER_SLACK >= due:
             self._drop()
         else:

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 import copilot_host as ch
 
+from .._app import MAX_BODY_BYTES, SOCKET_PATHS, body_deadline
 from ._hardening import (
     HEAD_TIMEOUT,
     LINGER_BYTES,
@@ -47,6 +48,7 @@ from ._process import (
     quiet_accept_errors,
     raise_open_file_limit,
 )
+from ._socket import SocketLimits, socket_protocol
 from ._stack import ServerStack, server_stack, upstream_transport
 
 if TYPE_CHECKING:
@@ -271,9 +273,18 @@ class GatewayServer:
             max_head_bytes=limits.max_head_bytes,
             linger_idle_seconds=limits.linger_idle_seconds,
         )
+        sockets = socket_protocol(
+            app,
+            SocketLimits(
+                max_message_bytes=MAX_BODY_BYTES,
+                message_seconds=lambda received: body_deadline(0, received),
+                idle_seconds=limits.socket_idle_seconds,
+            ),
+        )
         config = _uvicorn.config(
             app,
             http=http,
+            ws=sockets,
             lifespan=self._lifespan,
             grace=self._grace,
             max_head_bytes=limits.max_head_bytes,
@@ -332,7 +343,7 @@ def hardened_protocol(
     they answer two questions, "is a request body still unread?" and "is the connection
     waiting for a request head?", and httptools gets the bound on a request head that h11
     keeps by itself (``max_head_bytes``, given to h11 as its largest incomplete event)."""
-    from . import _uvicorn
+    from . import _http
 
     limits = Hardening(
         head_timeout=head_timeout,
@@ -346,4 +357,5 @@ def hardened_protocol(
     def guard(connection: Connection) -> Guard:
         return Guard(connection, book, limits)
 
-    return _uvicorn.protocol(http, guard, max_head_bytes=max_head_bytes)
+    socket_paths = frozenset(path.encode("ascii") for path in SOCKET_PATHS)
+    return _http.protocol(http, guard, max_head_bytes=max_head_bytes, socket_paths=socket_paths)

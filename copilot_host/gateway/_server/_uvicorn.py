@@ -6,8 +6,9 @@ each connection's bytes before the protocol parses them, to answer two questions
 connection ("is a request body still unread?", "is it waiting for a request head?"), to
 know when an answer is complete, and to take more signals than SIGINT and SIGTERM. The
 protocol classes below subclass uvicorn's h11 and httptools protocols and read their state
-(``conn``, ``cycle``, ``pipeline``) to answer; :class:`Server` subclasses uvicorn's server
-for its signals and start-up. Nothing else in the package imports uvicorn.
+(``conn``, ``cycle``, ``pipeline``) to answer, and decide which upgrades become WebSockets
+(:mod:`._http` has them); :class:`Server` subclasses uvicorn's server for its signals and
+start-up. Nothing else in the package imports uvicorn.
 
 pyproject.toml puts a floor under uvicorn and no ceiling, so :func:`check` (called by
 :func:`copilot_host.gateway.serve` before anything is bound) makes sure that every class,
@@ -24,7 +25,7 @@ import inspect
 import logging
 from collections.abc import Callable
 from contextlib import _GeneratorContextManager
-from typing import Any, Protocol, cast
+from typing import Any
 
 import uvicorn
 
@@ -37,8 +38,8 @@ __all__ = [
     "Server",
     "check",
     "config",
+    "http_protocol",
     "not_a_cut",
-    "protocol",
 ]
 
 # The oldest and the newest uvicorn releases (major, minor) the suite has passed on.
@@ -50,6 +51,10 @@ TESTED = ((0, 30), (0, 55))
 _H11 = "uvicorn.protocols.http.h11_impl"
 _HTTPTOOLS = "uvicorn.protocols.http.httptools_impl"
 _GUARDED = ("connection_made", "connection_lost", "data_received", "on_response_complete")
+# How a WebSocket upgrade is decided and handed over (both protocols): the decision, the
+# handover, and what the decision reads.
+_UPGRADE = ("_should_upgrade_to_ws", "handle_websocket_upgrade")
+_UPGRADE_STATE = ("scope", "ws_protocol_class", "server_state", "app_state")
 _RELIED_ON: dict[str, tuple[tuple[str, str, tuple[str, ...], tuple[str, ...]], ...]] = {
     "server": (
         (
@@ -58,17 +63,28 @@ _RELIED_ON: dict[str, tuple[tuple[str, str, tuple[str, ...], tuple[str, ...]], .
             ("capture_signals", "handle_exit", "startup", "serve", "main_loop", "on_tick"),
             ("started", "should_exit", "_captured_signals"),
         ),
+        # What a WebSocket protocol is handed (._socket): the connections a shutdown closes
+        # and the tasks it waits for.
+        ("uvicorn.server", "ServerState", (), ("connections", "tasks")),
     ),
     "h11": (
-        (_H11, "H11Protocol", _GUARDED, ("conn", "cycle")),
+        (_H11, "H11Protocol", (*_GUARDED, *_UPGRADE), ("conn", "cycle", *_UPGRADE_STATE)),
         (_H11, "RequestResponseCycle", (), ("response_complete", "body")),
     ),
     "httptools": (
         (
             _HTTPTOOLS,
             "HttpToolsProtocol",
-            (*_GUARDED, "on_headers_complete", "on_message_complete", "send_400_response"),
-            ("cycle", "pipeline", "logger", "parser"),
+            (
+                *_GUARDED,
+                *_UPGRADE,
+                "on_headers_complete",
+                "on_message_complete",
+                "send_400_response",
+                # What keeps the request target (url) the upgrade decision reads.
+                "on_url",
+            ),
+            ("cycle", "pipeline", "logger", "parser", *_UPGRADE_STATE),
         ),
         (_HTTPTOOLS, "RequestResponseCycle", (), ("response_complete", "body", "keep_alive")),
     ),
@@ -144,36 +160,36 @@ def check(http: str) -> None:
 # What the serving layer holds between configuring and serving.
 Config = uvicorn.Config
 
+
+def http_protocol(http: str) -> type[Any]:
+    """uvicorn's HTTP protocol class ``http`` (``"h11"`` or ``"httptools"``), which
+    :mod:`._http` guards."""
+    if http == "h11":
+        from uvicorn.protocols.http.h11_impl import H11Protocol
+
+        return H11Protocol
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    return HttpToolsProtocol
+
+
 # uvicorn's own log (start-up, shutdown, an exception in the application).
 SERVER_LOGGER = "uvicorn.error"
-
-
-class Guard(Protocol):
-    """What watches one connection (:class:`._hardening.Guard`), as the protocols call it."""
-
-    def wrap(self, transport: asyncio.BaseTransport) -> asyncio.Transport: ...
-    def opened(self) -> None: ...
-    def received(self, data: bytes) -> None: ...
-    def answered(self) -> None: ...
-    def lost(self) -> None: ...
-
-
-# Makes a connection's guard, given the protocol: its ``body_unread()``,
-# ``waiting_for_head()`` and ``feed(data)`` answer the guard's questions.
-Guards = Callable[[Any], Guard]
 
 
 def config(
     app: Any,
     *,
     http: type[asyncio.Protocol],
+    ws: type[asyncio.Protocol],
     lifespan: bool,
     grace: int,
     max_head_bytes: int,
     accept_batch: int,
 ) -> uvicorn.Config:
-    """uvicorn's configuration for the gateway on protocol ``http``, accepting at most
-    ``accept_batch`` connections at a time (:class:`Server` keeps the listen queue)."""
+    """uvicorn's configuration for the gateway on protocol ``http``, its WebSocket
+    connections handed to ``ws``, accepting at most ``accept_batch`` connections at a time
+    (:class:`Server` keeps the listen queue)."""
     return uvicorn.Config(
         app,
         # asyncio accepts as many connections in one go as the backlog it is given, and
@@ -186,7 +202,7 @@ def config(
         # lines are the app's.
         log_config=None,
         access_log=False,
-        ws="none",
+        ws=ws,
         http=http,
         loop="asyncio",
         h11_max_incomplete_event_size=max_head_bytes,
@@ -238,135 +254,6 @@ class Server(uvicorn.Server):
 
     async def on_tick(self, counter: int) -> bool:
         return self._exit_requested or await super().on_tick(counter)
-
-
-def protocol(http: str, guard: Guards, *, max_head_bytes: int) -> type[asyncio.Protocol]:
-    """uvicorn's protocol ``http`` (``"h11"`` or ``"httptools"``), each connection watched
-    by the guard ``guard`` makes for it."""
-    if http == "h11":
-        return _h11_protocol(guard)
-    if http == "httptools":
-        return _httptools_protocol(guard, max_head_bytes)
-    raise ValueError(f"unknown HTTP protocol {http!r}")
-
-
-def _guarded(base: type[Any], guard: Guards) -> type[Any]:
-    """``base`` (one of uvicorn's protocols) with its connection events passed through a
-    guard."""
-
-    class Guarded(base):  # type: ignore[misc]
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            self.guard = guard(self)
-
-        def feed(self, data: bytes) -> None:
-            super().data_received(data)
-
-        def body_buffered(self) -> bool:
-            # Both protocols gather the body the app has not taken yet in cycle.body.
-            cycle = self.cycle
-            return cycle is not None and bool(cycle.body)
-
-        def connection_made(self, transport: asyncio.BaseTransport) -> None:
-            super().connection_made(self.guard.wrap(transport))
-            self.guard.opened()
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            self.guard.lost()
-            super().connection_lost(exc)
-
-        def data_received(self, data: bytes) -> None:
-            self.guard.received(data)
-
-        def on_response_complete(self) -> None:
-            super().on_response_complete()
-            self.guard.answered()
-
-    return Guarded
-
-
-def _h11_protocol(guard: Guards) -> type[asyncio.Protocol]:
-    import h11
-    from uvicorn.protocols.http.h11_impl import H11Protocol
-
-    class HardenedH11Protocol(_guarded(H11Protocol, guard)):  # type: ignore[misc]
-        """h11 keeps the connection's state: a body is unread while the client may still
-        send one; a head is awaited while the client is idle and no answer is due. h11
-        bounds the head itself (the config's ``h11_max_incomplete_event_size``)."""
-
-        def body_unread(self) -> bool:
-            return bool(self.conn.their_state is h11.SEND_BODY)
-
-        def waiting_for_head(self) -> bool:
-            cycle = self.cycle
-            return bool(
-                self.conn.their_state is h11.IDLE and (cycle is None or cycle.response_complete)
-            )
-
-    return cast(type[asyncio.Protocol], HardenedH11Protocol)
-
-
-def _httptools_protocol(guard: Guards, max_head_bytes: int) -> type[asyncio.Protocol]:
-    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
-
-    class HardenedHttpToolsProtocol(_guarded(HttpToolsProtocol, guard)):  # type: ignore[misc]
-        """httptools (llhttp) keeps no state to ask, so the parser's callbacks tell: a
-        body is open from a head's end to its message's end. A head is awaited while no
-        request is being answered or queued behind one (pipelined): a head being dripped
-        in does not count as a request until it is complete, and neither does a body
-        still arriving for a request already answered. llhttp puts no bound on a head
-        (httptools buffers a header until it ends): the bytes received while a head is
-        incomplete are counted, and past ``max_head_bytes`` the request is refused as h11
-        refuses it (400, then the connection is closed)."""
-
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            self._body_open = False
-            self._head_bytes = 0
-
-        def body_unread(self) -> bool:
-            return self._body_open
-
-        def waiting_for_head(self) -> bool:
-            cycle = self.cycle
-            return bool((cycle is None or cycle.response_complete) and not self.pipeline)
-
-        def on_headers_complete(self) -> None:
-            self._body_open = True
-            self._head_bytes = 0
-            super().on_headers_complete()
-
-        def on_message_complete(self) -> None:
-            self._body_open = False
-            super().on_message_complete()
-
-        def feed(self, data: bytes) -> None:
-            # Bytes that arrive while no head is complete count toward the head; a head
-            # completed in this chunk starts the count again. What follows a completed
-            # message in the same chunk is not counted: at most one read (256 KiB) more.
-            if not self._body_open:
-                self._head_bytes += len(data)
-            super().feed(data)
-            if self.parser.should_upgrade():
-                self._no_upgrade()
-            if self._head_bytes > max_head_bytes and not self.transport.is_closing():
-                message = "Invalid HTTP request received."
-                self.logger.warning(message)
-                self.send_400_response(message)
-
-        def _no_upgrade(self) -> None:
-            # A request that asks to switch protocols: llhttp parses nothing after it (it
-            # waits for the switch, which the gateway never makes), so a request
-            # pipelined behind it would wait, unanswered, for the head deadline. The
-            # connection ends with this request's answer instead, as h11's would not
-            # need to: the client learns at once to send the next one elsewhere.
-            cycle = self.cycle
-            if cycle is not None and not cycle.response_complete:
-                cycle.keep_alive = False
-            elif not self.transport.is_closing():
-                self.transport.close()
-
-    return cast(type[asyncio.Protocol], HardenedHttpToolsProtocol)
 
 
 def not_a_cut(is_cut: Callable[[BaseException | None], bool]) -> Callable[[], None]:
