@@ -15,7 +15,7 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import click
 
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_SINCE",
     "REPORT_LOOKUP_SECONDS",
+    "Plan",
     "history_lines",
     "plan_now",
     "show_history",
@@ -178,23 +179,33 @@ def show_history(*, since: str | None, by: str | None, ledger: str | None, as_js
         out.result(line)
 
 
-def plan_now(seconds: float) -> CopilotUsage | str:
-    """The account's plan from a live ``usage`` lookup, or why there is none: not logged
-    in, the lookup failed (offline, say), or no answer within ``seconds`` (the lookup
-    runs on a thread that is not waited for past them)."""
+class Plan(NamedTuple):
+    """What the live lookup found: the plan (or why there is none) and what Copilot Auto
+    picks from (``auto_now``'s document; None without Auto, or not asked in time)."""
+
+    usage: CopilotUsage | str
+    auto: dict[str, Any] | None = None
+
+
+def plan_now(seconds: float) -> Plan:
+    """The account's plan from a live ``usage`` lookup, and Auto's pool, or why there is
+    none: not logged in, the lookup failed (offline, say), or no answer within ``seconds``
+    (the lookup runs on a thread that is not waited for past them)."""
     import copilot_host as ch
 
     from ._context import make_host, make_store
     from ._editor import editor_from_environment
+    from ._plan import auto_now
 
     editor = editor_from_environment()
     store = make_store()
     try:
         if store.availability() is None:
-            return "not logged in"
+            return Plan("not logged in")
     except ch.CopilotHostError as exc:
-        return exc.message
+        return Plan(exc.message)
     found: list[CopilotUsage | str] = []
+    auto: list[dict[str, Any] | None] = []
     with make_host(store, editor) as host:
 
         def ask() -> None:
@@ -202,13 +213,18 @@ def plan_now(seconds: float) -> CopilotUsage | str:
                 found.append(host.usage())
             except ch.CopilotHostError as exc:
                 found.append(exc.message)
+                return
             except Exception:  # best effort: the page says "not reported" for any failure
                 found.append("the lookup failed")
+                return
+            auto.append(auto_now(host))
 
         worker = threading.Thread(target=ask, name="copilot-host usage", daemon=True)
         worker.start()
         worker.join(seconds)
-    return found[0] if found else f"GitHub did not answer within {seconds:g} s"
+    if not found:
+        return Plan(f"GitHub did not answer within {seconds:g} s")
+    return Plan(found[0], auto[0] if auto else None)
 
 
 def write_report(*, report: str, since: str | None, ledger: str | None) -> None:
@@ -233,7 +249,8 @@ def write_report(*, report: str, since: str | None, ledger: str | None) -> None:
             _missing(path)
         seconds = seam().lookup_seconds
         plan = plan_now(REPORT_LOOKUP_SECONDS if seconds is None else seconds)
-        opened.replace_contents(report_html(summary, plan, now=_now()).encode())
+        page = report_html(summary, plan.usage, now=_now(), auto=plan.auto)
+        opened.replace_contents(page.encode())
     except BaseException:
         opened.discard()
         raise
@@ -242,8 +259,8 @@ def write_report(*, report: str, since: str | None, ledger: str | None) -> None:
     day = time.strftime("%Y-%m-%d", time.gmtime(start))
     quota = (
         "the plan's quota as GitHub reports it"
-        if not isinstance(plan, str)
-        else (f"the plan's quota not reported ({plan})")
+        if not isinstance(plan.usage, str)
+        else (f"the plan's quota not reported ({plan.usage})")
     )
     plural = "s" if totals.requests != 1 else ""
     out.result(

@@ -18,7 +18,7 @@ import time
 from collections.abc import Sequence
 from datetime import date, timedelta
 from html import escape
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ._chart import SERIES, Chart, chart, series_of
 
@@ -334,7 +334,14 @@ def _quota_row(quota: Quota, unit: str, *, window: bool = False) -> str:
     )
 
 
-def _plan(plan: CopilotUsage | str) -> str:
+def _auto_now(auto: dict[str, Any] | None) -> str:
+    from ._plan import auto_line
+
+    line = auto_line(auto)
+    return "" if line is None else f'<p id="auto-now">{_text(line, 2000)}.</p>'
+
+
+def _plan(plan: CopilotUsage | str, auto: dict[str, Any] | None) -> str:
     head = '<section aria-labelledby="plan-h"><h2 id="plan-h">The plan\'s quota</h2>'
     if isinstance(plan, str):
         return (
@@ -351,12 +358,20 @@ def _plan(plan: CopilotUsage | str) -> str:
         f'{head}<p id="plan-status">{line} (looked up live when this page was made).</p>'
         + (f"<p>{_text(auto_only, 300)}</p>" if auto_only else "")
         + _table("quota", "As GitHub reported it", header, rows)
+        + _auto_now(auto)
         + "</section>"
     )
 
 
-def report_html(summary: Summary, plan: CopilotUsage | str, *, now: float) -> str:
-    """The page for ``summary``; ``plan`` is the live lookup, or why there is none."""
+def report_html(
+    summary: Summary,
+    plan: CopilotUsage | str,
+    *,
+    now: float,
+    auto: dict[str, Any] | None = None,
+) -> str:
+    """The page for ``summary``; ``plan`` is the live lookup, or why there is none, and
+    ``auto`` what Copilot Auto picks from now (``usage --json``'s ``auto``)."""
     from copilot_host._internal import show_path
 
     since = _day(summary.since)
@@ -377,7 +392,7 @@ def report_html(summary: Summary, plan: CopilotUsage | str, *, now: float) -> st
             f"{where}.</p>"
         )
     parts.append("</section>")
-    parts.append(_plan(plan))
+    parts.append(_plan(plan, auto))
     if summary.totals.requests:
         days = _span_days(summary, now)
         models, by_model = _by(summary, "model", summary.day_model, days)

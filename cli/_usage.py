@@ -68,10 +68,11 @@ A missing ledger is an empty history (stderr says so).
 --report FILE writes one HTML page (inline CSS and SVG: it fetches nothing, and
 opens in any browser without a server): the totals, credits per UTC day by model
 and by agent, every day's figures, the costliest runs, the requests that asked
-for auto, and the plan's quota from a live lookup (at most 5 s; without a login,
-offline or late it says "not reported"). Its figures are --history --json's for
-the same --since. FILE is made 0600; a FIFO, a device, another user's file or a
-second name (hard link) of a file is refused, as --log is.
+for auto, and the plan's quota and Auto's pool from a live lookup (at most 5 s;
+without a login, offline or late it says "not reported"). Its figures are
+--history --json's for the same --since. FILE is made 0600; a FIFO, a device,
+another user's file or a second name (hard link) of a file is refused, as --log
+is.
 """
 
 

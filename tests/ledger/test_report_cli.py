@@ -233,6 +233,11 @@ def test_the_quota_comes_from_a_live_lookup_when_logged_in(
     assert quota["chat"][2] == "unlimited"
     # The bar says what it draws.
     assert any(a.get("aria-label") == "25% used" for t, a in page.tags if t == "svg")
+    # What Copilot Auto picks from now, and its discount: usage --json's "auto".
+    auto = json.loads(cli("usage", "--json", seam=env.seam).stdout)["auto"]
+    assert len(auto["pool"]) > 1
+    picks = [f"{m} ({auto['discounts'][m] * 100:g}% off)" for m in auto["pool"]]
+    assert page.words("auto-now") == f"Copilot Auto picks from: {', '.join(picks)}."
 
 
 @pytest.mark.parametrize(
@@ -262,8 +267,10 @@ def test_the_quota_is_not_reported_when_the_lookup_fails_or_is_late(
     assert result.exit_code == 0, result.stderr
     if seconds is not None:
         assert time.monotonic() - began < 2.5  # the 3 s answer was not waited for
-    status = parse(target.read_text(encoding="utf-8")).words("plan-status")
+    page = parse(target.read_text(encoding="utf-8"))
+    status = page.words("plan-status")
     assert status.startswith("Quota: " + why), status
+    assert "auto-now" not in page.ids
 
 
 def test_report_options_go_alone(cli: Cli, tmp_path: Path) -> None:
