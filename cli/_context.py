@@ -72,6 +72,8 @@ class CliSeam(NamedTuple):
     async_host_factory: AsyncHostFactory | None = None
     # Makes the transport serve sends model requests through (None: the network).
     upstream_transport: Callable[[], httpx2.AsyncBaseTransport] | None = None
+    # The longest wait for a best-effort live lookup (usage --report's quota).
+    lookup_seconds: float | None = None
 
 
 def seam(ctx: click.Context | None = None) -> CliSeam:

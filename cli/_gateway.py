@@ -8,9 +8,7 @@ The account and the gateway's loop are set up here once, so the two commands can
 
 from __future__ import annotations
 
-import errno
 import os
-import stat
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -23,7 +21,7 @@ from ._account import Account
 from ._budget import max_credits_option
 from ._context import seam
 from ._emulated import ScriptedCall, script_option
-from ._failure import CliFailure
+from ._ownfile import open_own_file
 from ._plan import PLAN_CHECK_SECONDS
 
 if TYPE_CHECKING:
@@ -169,34 +167,13 @@ def account(
 
 class LogFile:
     """``--log FILE``: opened for appending, 0600, never through a symbolic link, never
-    blocking; lines behind the redaction filter.
-
-    An existing file is used only when it is a regular file of this user's with exactly one
-    name (it is then made 0600); anything else is refused: a FIFO (which another user may
-    have left in a shared folder, and which would block the start until someone reads it,
-    or feed the log to whoever does), a device, another user's file, or a second name of
-    another file (which the log would append to and make 0600).
-    """
+    blocking, refused unless a regular file of this user's with one name
+    (:func:`._ownfile.open_own_file` says why); lines behind the redaction filter."""
 
     def __init__(self, path: Path) -> None:
-        flags = (
-            os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
-        )
-        try:
-            fd = os.open(path, flags, 0o600)
-        except OSError as exc:
-            if exc.errno == errno.ENXIO:  # a FIFO nobody reads (O_NONBLOCK says so at once)
-                raise CliFailure("log_file_io", _not_yours(path)) from None
-            why = "it is a symbolic link" if exc.errno == errno.ELOOP else exc.strerror
-            raise CliFailure("log_file_io", f"cannot write the log file {path}: {why}") from None
-        found = os.fstat(fd)
-        if not stat.S_ISREG(found.st_mode) or found.st_uid != os.geteuid() or found.st_nlink != 1:
-            os.close(fd)
-            raise CliFailure("log_file_io", _not_yours(path))
-        os.set_blocking(fd, True)
-        os.fchmod(fd, 0o600)
+        opened = open_own_file(path, noun="log file", code="log_file_io", append=True)
         self.path = path
-        self.stream: IO[str] = os.fdopen(fd, "a", encoding="utf-8", buffering=1)
+        self.stream: IO[str] = os.fdopen(opened.fd, "a", encoding="utf-8", buffering=1)
 
     def handler(self, fmt: str, datefmt: str | None = None) -> Any:
         import logging
@@ -221,13 +198,6 @@ class LogFile:
 
     def close(self) -> None:
         self.stream.close()
-
-
-def _not_yours(path: Path) -> str:
-    return (
-        f"the log file {path} is not a regular file of yours with one name (a FIFO, a "
-        "device, another user's file or a hard link); name a new file or one of yours"
-    )
 
 
 def stop_line(requests: int, *, emulator: bool, spend: str | None = None) -> str:

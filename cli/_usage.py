@@ -12,11 +12,12 @@ from ._format import table
 from ._nodump import no_core_dumps
 from ._output import CopilotHostCommand
 from ._plan import auto_line, auto_now
+from ._quotas import plan_head, quota_row, window_row
 
 if TYPE_CHECKING:
     from datetime import datetime
 
-    from copilot_host import CopilotUsage, Quota
+    from copilot_host import CopilotUsage
 
 __all__ = ["usage", "usage_document", "usage_lines"]
 
@@ -26,6 +27,7 @@ Examples:
   copilot-host usage --json | jq '.quotas[] | select(.id=="premium_interactions")'
   copilot-host usage --history --by day
   copilot-host usage --history --since 2026-01-01 --by model --json
+  copilot-host usage --report spend.html --since 90d
 
 \b
 --json prints one document (fields are only ever added):
@@ -61,9 +63,17 @@ and with --by: {"v":1,"groups":[{"key":"2026-12-01","requests":1,"credits":0.042
 Times and days are UTC. "credits_estimated" marks a request's reservation counted
 for want of a reported cost (an "interrupted" request's, or an answer cut short).
 A missing ledger is an empty history (stderr says so).
-"""
 
-_BAR = 20
+\b
+--report FILE writes one HTML page (inline CSS and SVG: it fetches nothing, and
+opens in any browser without a server): the totals, credits per UTC day by model
+and by agent, every day's figures, the costliest runs, the requests that asked
+for auto, and the plan's quota and Auto's pool from a live lookup (at most 5 s;
+without a login, offline or late it says "not reported"). Its figures are
+--history --json's for the same --since. FILE is made 0600; a FIFO, a device,
+another user's file or a second name (hard link) of a file is refused, as --log
+is.
+"""
 
 
 def _iso(when: datetime | None) -> str | None:
@@ -107,64 +117,12 @@ def usage_document(found: CopilotUsage, auto: dict[str, Any] | None = None) -> d
     }
 
 
-def _amount(value: float | None) -> str:
-    return "?" if value is None else f"{value:,.2f}".rstrip("0").rstrip(".")
-
-
-def _left_fraction(quota: Quota) -> float | None:
-    if quota.percent_remaining is not None:
-        return quota.percent_remaining / 100
-    if quota.entitlement and quota.remaining is not None:
-        return quota.remaining / quota.entitlement
-    return None
-
-
-def _bar(quota: Quota) -> str:
-    left = _left_fraction(quota)
-    if quota.unlimited or left is None:
-        return ""
-    used = round((1 - max(0.0, min(1.0, left))) * _BAR)
-    return "[" + "#" * used + "." * (_BAR - used) + "]"
-
-
-def _row(quota: Quota, unit: str) -> tuple[str, str, str, str]:
-    from copilot_host._internal import clean
-
-    name = clean(quota.id)
-    if quota.unlimited:
-        return (name, "", "unlimited", "")
-    left = _left_fraction(quota)
-    shown = f"{_amount(quota.used)} used, {_amount(quota.remaining)} left of "
-    shown += f"{_amount(quota.entitlement)} {unit}"
-    percent = "" if left is None else f"{max(0.0, left) * 100:.1f}% left"
-    if quota.overage_in_use:
-        over = "" if not quota.overage_count else f" {_amount(quota.overage_count)} {unit}"
-        percent += f" (overage in use{over})"
-    elif not quota.usable:
-        percent += " (used up; no overage on this plan)"
-    return (name, _bar(quota), shown, percent.strip())
-
-
-def _window_row(window: Quota) -> tuple[str, str, str, str]:
-    shown = "" if window.entitlement is None else f"entitlement {_amount(window.entitlement)}"
-    if window.reset_at is not None:
-        shown += f"{'; ' if shown else ''}resets {window.reset_at:%Y-%m-%d %H:%M} UTC"
-    left = window.percent_remaining
-    percent = "" if left is None else f"{left:.1f}% left"
-    return (f"{window.id} window", _bar(window), shown, percent)
-
-
 def usage_lines(found: CopilotUsage, auto: dict[str, Any] | None = None) -> list[str]:
     """What ``usage`` prints: a header line, then a table of the quotas, and what Copilot
     Auto picks from."""
-    from copilot_host._internal import clean
-
-    billing = "AI credits" if found.unit == "credits" else "premium requests"
-    head = f"{clean(found.login)}: plan {clean(found.plan or 'unknown')}, billed in {billing}"
-    if found.reset_at is not None:
-        head += f"; quotas reset on {found.reset_at:%Y-%m-%d} (UTC)"
-    rows = [_row(q, found.unit) for q in found.quotas]
-    rows += [_window_row(w) for w in found.rate_windows]
+    head = plan_head(found)
+    rows = [quota_row(q, found.unit) for q in found.quotas]
+    rows += [window_row(w) for w in found.rate_windows]
     lines = [head]
     auto_only = found.auto_only_line()
     if auto_only is not None:
@@ -190,10 +148,16 @@ def usage_lines(found: CopilotUsage, auto: dict[str, Any] | None = None) -> list
     help="Show what serve and run recorded in the local ledger instead (offline).",
 )
 @click.option(
+    "--report",
+    metavar="FILE",
+    help="Write what serve and run recorded as one HTML page to FILE instead: totals, "
+    "credits per day by model and by agent, the runs, and the plan's quota when logged in.",
+)
+@click.option(
     "--since",
     metavar="Nd|YYYY-MM-DD",
-    help="With --history: the last N UTC days (today included), or from that UTC day "
-    "(default: 30d).",
+    help="With --history or --report: the last N UTC days (today included), or from that "
+    "UTC day (default: 30d).",
 )
 @click.option(
     "--by",
@@ -203,29 +167,48 @@ def usage_lines(found: CopilotUsage, auto: dict[str, Any] | None = None) -> list
 @click.option(
     "--ledger",
     metavar="FILE",
-    help="With --history: the ledger to read (default: $COPILOT_HOST_LEDGER, else "
-    "ledger.sqlite3 in the store folder).",
+    help="With --history or --report: the ledger to read (default: $COPILOT_HOST_LEDGER, "
+    "else ledger.sqlite3 in the store folder).",
 )
 def usage(
-    as_json: bool, history: bool, since: str | None, by: str | None, ledger: str | None
+    *,
+    as_json: bool,
+    history: bool,
+    report: str | None,
+    since: str | None,
+    by: str | None,
+    ledger: str | None,
 ) -> None:
     """Show this account's Copilot plan, quotas and when they reset.
 
     Asks GitHub (api.github.com, with the stored login) what the account has used of
     each quota: AI credits on usage-billed plans, premium requests on the plans still
     billed by request, and the Copilot Free allowances. With --history, shows instead
-    what serve and run recorded in the local ledger, offline.
+    what serve and run recorded in the local ledger, offline; with --report FILE, writes
+    it as one HTML page that opens in any browser, without a server.
     """
     out = output()
     no_core_dumps()
     if as_json:
         use_json_errors()
+    if report is not None:
+        from ._history import write_report
+
+        given = [
+            name
+            for name, value in (("--history", history), ("--by", by), ("--json", as_json))
+            if value
+        ]
+        if given:
+            raise click.UsageError(f"{', '.join(given)}: not with --report")
+        write_report(report=report, since=since, ledger=ledger)
+        return
     if not history:
         given = [name for name, value in (("--since", since), ("--by", by)) if value]
         if ledger is not None:
             given.append("--ledger")
         if given:
-            raise click.UsageError(f"{', '.join(given)}: only with --history")
+            raise click.UsageError(f"{', '.join(given)}: only with --history or --report")
     else:
         from ._history import show_history
 

@@ -109,6 +109,11 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     started = config.stash.get(_STARTED, None)
     if started is None:
         return
+    # The report's screenshots (tests/ledger/test_report_chromium.py), where CI keeps them.
+    shots = os.environ.get("COPILOT_HOST_SCREENSHOTS")
+    if shots and Path(shots).is_dir():
+        for shot in sorted(Path(shots).glob("*.png")):
+            terminalreporter.write_line(f"report screenshot: {shot}")
     began, reference = started
     took = time.perf_counter() - began
     terminalreporter.write_line(

@@ -69,7 +69,11 @@ def _logged_in(cli: Cli, seam: Any) -> None:
 @pytest.mark.parametrize(
     "args", [a for a in _shell_commands() if a[0] not in ("serve", "run")], ids=" ".join
 )
-def test_readme_command_works(cli: Cli, emulate: Any, args: list[str]) -> None:
+def test_readme_command_works(
+    cli: Cli, emulate: Any, args: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A command that writes a file (usage --report spend.html) writes it here.
+    monkeypatch.chdir(tmp_path)
     env = emulate()
     if args[0] == "login":
         cli("logout")
@@ -77,6 +81,10 @@ def test_readme_command_works(cli: Cli, emulate: Any, args: list[str]) -> None:
         _logged_in(cli, env.seam)
     result = cli(*args, seam=env.seam)
     assert result.exit_code == 0, result.stderr
+    if "--report" in args:
+        page = (tmp_path / args[args.index("--report") + 1]).read_text(encoding="utf-8")
+        assert page.startswith("<!DOCTYPE html>")
+        assert "octocat: plan " in page  # logged in: the quota from the live lookup
     if "--json" in args:
         for line in result.stdout.splitlines():
             json.loads(line)

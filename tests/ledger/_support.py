@@ -78,3 +78,12 @@ def runs(path: Path) -> list[str]:
         return [row[0] for row in db.execute("SELECT run_id FROM runs ORDER BY run_id")]
     finally:
         db.close()
+
+
+def newer_ledger(path: Path) -> None:
+    """A file at ``path`` that a newer copilot-host wrote (a schema version from the future)."""
+    path.touch(mode=0o600)
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA user_version = 99")
+    db.commit()
+    db.close()

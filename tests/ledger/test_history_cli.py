@@ -14,7 +14,7 @@ from copilot_host_cli._context import CliSeam
 from copilot_host.gateway._ledger import LEDGER_NAME, End
 from tests.cli.conftest import Cli, Proc
 
-from ._support import DAY, NOON, begun, clock_at, ledger_at, start
+from ._support import DAY, NOON, begun, clock_at, ledger_at, newer_ledger, start
 
 # (days before NOON, agent, api, model asked, model, credits, how it ended)
 SEEDED = [
@@ -158,14 +158,7 @@ def test_a_missing_ledger_is_an_empty_history_and_says_so(cli: Cli, copilot_home
 
 
 def test_a_newer_ledger_is_a_typed_error(cli: Cli, copilot_home: Path) -> None:
-    import sqlite3
-
-    path = copilot_home / LEDGER_NAME
-    path.touch(mode=0o600)
-    db = sqlite3.connect(path)
-    db.execute("PRAGMA user_version = 99")
-    db.commit()
-    db.close()
+    newer_ledger(copilot_home / LEDGER_NAME)
     result = cli("usage", "--history", "--json", seam=_at_noon())
     assert result.exit_code == 1
     error = json.loads(result.stdout)["error"]

@@ -13,7 +13,8 @@ gateway applied. Never a prompt, an answer, a header value or a secret. docs/ARC
 * :mod:`._runs`: which processes are alive (a lock each), and settling what dead ones left.
 * :mod:`._writer`: the writer thread, its batches and the daily budget.
 * :mod:`._ledger`: :func:`open_ledger`, :class:`Ledger`, :class:`LedgerOff`.
-* :mod:`._history`: reading it back (``usage --history``); :mod:`._document` its JSON.
+* :mod:`._history`: reading it back (``usage --history``); :mod:`._document` its JSON;
+  :mod:`._summary` what ``usage --report`` shows, in one read.
 
 Importing this package needs no ``sqlite3``: a Python built without it gets a
 :class:`LedgerOff` with its reason.
@@ -39,10 +40,12 @@ from ._records import (
     new_run_id,
 )
 from ._schema import SCHEMA_VERSION
+from ._summary import AUTO, Cell, RunSpan, Summary, read_summary
 
 __all__ = [
     "AGENTS",
     "APIS",
+    "AUTO",
     "BY",
     "IN_FLIGHT",
     "INTERRUPTED",
@@ -52,6 +55,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "Admission",
     "Admitted",
+    "Cell",
     "End",
     "Group",
     "History",
@@ -60,7 +64,9 @@ __all__ = [
     "LedgerOff",
     "OverDailyBudget",
     "Recorder",
+    "RunSpan",
     "Start",
+    "Summary",
     "format_credits",
     "history_json",
     "history_path",
@@ -68,5 +74,6 @@ __all__ = [
     "new_run_id",
     "open_ledger",
     "read_history",
+    "read_summary",
     "since_time",
 ]

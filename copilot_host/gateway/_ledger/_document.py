@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._history import (
+    TOTAL,
     Group,
     History,
     HistoryRow,
@@ -62,7 +63,6 @@ _ROW_JSON = (
     "'\\', ''), '\"', ''), ',', '\",\"') || '\"]' END) "
     "FROM requests WHERE time >= ?2 ORDER BY time, id"
 )
-_TOTAL = "SELECT count(*), total(credits) FROM requests WHERE time >= ?"
 
 
 def _iso(moment: float) -> str:
@@ -132,7 +132,7 @@ def _sqlite_rows(db: sqlite3.Connection, since: float, alive: set[str]) -> str |
         if "no such function" in str(exc):
             return None
         raise
-    requests, credits = db.execute(_TOTAL, (since,)).fetchone()
+    requests, credits = db.execute(TOTAL, (since,)).fetchone()
     rows = ",".join(text for (text,) in texts)
     return f'{{"v":{JSON_VERSION},"rows":[{rows}],"total":{_total(requests, credits)}}}'
 

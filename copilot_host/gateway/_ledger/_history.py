@@ -28,12 +28,15 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BY",
+    "ESTIMATED",
     "KEYS",
+    "TOTAL",
     "Group",
     "History",
     "HistoryRow",
     "check_by",
     "empty_history",
+    "groups_of",
     "read_history",
     "reading",
     "since_time",
@@ -42,11 +45,16 @@ __all__ = [
 BY = ("day", "agent", "model", "run")
 # The SQL for each --by key (our own expressions, never the caller's text).
 KEYS = {
-    "day": "strftime('%Y-%m-%d', time, 'unixepoch')",
+    # date() is strftime('%Y-%m-%d') at half its cost.
+    "day": "date(time, 'unixepoch')",
     "agent": "agent",
     "model": "model",
     "run": "run_id",
 }
+# The totals of a range: ``--history --json``'s "total", ``usage --report``'s table, and
+# the part of the credits that is estimated.
+TOTAL = "SELECT count(*), total(credits) FROM requests WHERE time >= ?"
+ESTIMATED = "SELECT total(credits) FROM requests WHERE time >= ? AND credits_estimated"
 _DAYS = re.compile(r"([0-9]{1,5})d")
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 
@@ -168,7 +176,7 @@ def read_history(path: Path, *, since: float, by: str | None = None) -> History:
         db, alive = found
         if by is None:
             return _rows(db, path, since, alive)
-        return _groups(db, path, since, by)
+        return groups_of(db, path, since, by)
 
 
 def _rows(db: sqlite3.Connection, path: Path, since: float, alive: set[str]) -> History:
@@ -211,7 +219,11 @@ def _rows(db: sqlite3.Connection, path: Path, since: float, alive: set[str]) -> 
     return History(path, True, since, None, tuple(found), (), len(found), credits, estimated)
 
 
-def _groups(db: sqlite3.Connection, path: Path, since: float, by: str) -> History:
+def groups_of(
+    db: sqlite3.Connection, path: Path, since: float, by: str, estimated: float | None = None
+) -> History:
+    """The totals per ``by`` key (``estimated``: the range's estimated credits when the
+    caller has them already)."""
     key = KEYS[by]
     groups = [
         Group(str(row[0]), int(row[1]), float(row[2]), int(row[3]), int(row[4]))
@@ -225,10 +237,8 @@ def _groups(db: sqlite3.Connection, path: Path, since: float, by: str) -> Histor
         groups.sort(key=lambda group: group.key)
     else:
         groups.sort(key=lambda group: (-group.credits, group.key))
-    estimated = db.execute(
-        "SELECT total(credits) FROM requests WHERE time >= ? AND credits_estimated",
-        (since,),
-    ).fetchone()[0]
+    if estimated is None:
+        estimated = float(db.execute(ESTIMATED, (since,)).fetchone()[0])
     return History(
         path,
         True,
@@ -238,5 +248,5 @@ def _groups(db: sqlite3.Connection, path: Path, since: float, by: str) -> Histor
         tuple(groups),
         sum(group.requests for group in groups),
         sum(group.credits for group in groups),
-        float(estimated),
+        estimated,
     )
