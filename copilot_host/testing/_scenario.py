@@ -15,6 +15,7 @@ from ._groups import (
     RateWindow,
     Replies,
     Session,
+    Sockets,
     Usage,
 )
 from ._routes import ENDPOINTS
@@ -160,6 +161,10 @@ class Scenario:
     bytes of the body: each read is quick, the whole answer is not), ``answers`` (an exact
     :class:`RawAnswer`).
 
+    ``sockets=Sockets``, Copilot's WebSocket for the models that list ``ws:/responses``
+    (:meth:`GitHubEmulator.socket_connector`): its age limit, and handshakes refused,
+    connections dropped and conversations forgotten on purpose.
+
     ``lenient`` names checks of ``CHECKS`` to skip (``True``: all of them).
     """
 
@@ -169,6 +174,7 @@ class Scenario:
     replies: Replies = field(default_factory=Replies)
     usage: Usage = field(default_factory=Usage)
     faults: Faults = field(default_factory=Faults)
+    sockets: Sockets = field(default_factory=Sockets)
     lenient: frozenset[str] | bool = frozenset()
 
     def __new__(cls, *args: object, **keywords: object) -> Scenario:

@@ -15,7 +15,16 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol, TypeVar, cast
 
 from ._answers import Answer
-from ._groups import DeviceFlow, Faults, Inventory, RateWindow, Replies, Session, Usage
+from ._groups import (
+    DeviceFlow,
+    Faults,
+    Inventory,
+    RateWindow,
+    Replies,
+    Session,
+    Sockets,
+    Usage,
+)
 from ._record import RecordedRequest
 
 __all__ = ["EmulatorState", "Handler", "Script", "editor_version"]
@@ -48,6 +57,8 @@ class Script(Protocol):
     def usage(self) -> Usage: ...
     @property
     def faults(self) -> Faults: ...
+    @property
+    def sockets(self) -> Sockets: ...
     @property
     def auto_only_plan(self) -> bool: ...
     @property

@@ -21,6 +21,7 @@ from copilot_host.testing import (
     Replies,
     Scenario,
     Session,
+    Sockets,
     ToolCall,
     Usage,
     minimal_models,
@@ -87,7 +88,18 @@ def test_every_former_flat_keyword_is_refused() -> None:
 
 
 # Group fields that were never flat keywords: added in 0.5.0 (CHANGELOG's "Added").
-NEW_IN_0_5 = frozenset({"chat_enabled", "min_cli_version", "integrator_models"})
+NEW_IN_0_5 = frozenset(
+    {
+        "chat_enabled",
+        "min_cli_version",
+        "integrator_models",
+        # Sockets (Copilot's WebSocket) is a group of 0.5.0.
+        "max_age",
+        "refused",
+        "closes",
+        "forgets",
+    }
+)
 
 
 def test_the_changelog_says_where_each_flat_keyword_went() -> None:
@@ -141,6 +153,6 @@ def test_groups_are_checked() -> None:
         Scenario(replies=Replies(tool_script=("Read",)))  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="unknown emulated endpoint"):
         Scenario(usage=Usage(quota_exceeded_on=frozenset({"nowhere"})))
-    assert [DeviceFlow, Session, Inventory, Replies, Usage, Faults] == GROUP_TYPES
+    assert [DeviceFlow, Session, Inventory, Replies, Usage, Faults, Sockets] == GROUP_TYPES
     listed: Any = [ToolCall(name="x")]  # a list is kept as a tuple
     assert Scenario(replies=Replies(tool_script=listed)).replies.tool_script == tuple(listed)
