@@ -15,7 +15,9 @@ gateway applies it, the budget, the hooks, the upstream client) and runs one
 6. **admit** (:mod:`._admit`): the reservation against the budget;
 7. **relay** (:mod:`._relay`): upstream through ``route.auth``, the answer back through the
    table's answer changes, masked, while a watcher waits for the client to hang up
-   (:mod:`._hangup`);
+   (:mod:`._hangup`); a request that came on a socket goes through that socket's upstream
+   (``flow.upstream``: Copilot's own WebSocket for a model that lists it,
+   :mod:`._copilot_socket`), which answers the same way;
 8. **account** (:mod:`._account`): the spend settled (the access line is written as the
    answer ends, by :mod:`._app`).
 
@@ -47,7 +49,7 @@ from ._hooks import GatewayHooks, both
 from ._intake import OFF_LOOP_ABOVE, read_body, read_request
 from ._names import MAX_MODEL_NAME, NotFound, Served
 from ._registry import Registry
-from ._relay import AnswerTooLarge, relay
+from ._relay import AnswerTooLarge, Upstream, relay
 from ._resolve import name_too_long, resolve, shown, unknown_model
 from ._spend import CostReader, Reservation, Spend
 
@@ -221,8 +223,10 @@ class Pipeline:
         hooks = self.hooks
         changes = self.changes.of(edit.api, flow.transport)
         watcher = task.get_loop().create_task(hangup.watch())
+        # HTTP, unless the request came on a socket that has an upstream of its own.
+        upstream: Upstream = flow.upstream or relay
         try:
-            await relay(
+            await upstream(
                 self._upstream(),
                 body,
                 edit=edit,
@@ -238,6 +242,7 @@ class Pipeline:
                 ),
                 extra_headers=(*_served_by(route), *((CLOSE,) if flow.close else ())),
                 answers=answers,
+                facts=facts,
             )
         except asyncio.CancelledError:
             if hangup.gone and task.uncancel() == 0:

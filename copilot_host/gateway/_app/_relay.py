@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import MutableMapping
-from typing import Any
+from typing import Any, Protocol
 
 import httpx2
 
@@ -40,7 +40,9 @@ __all__ = [
     "UPSTREAM_LIMITS",
     "UPSTREAM_TIMEOUT",
     "AnswerTooLarge",
+    "Upstream",
     "relay",
+    "relay_answer",
     "session_refused",
 ]
 
@@ -144,6 +146,30 @@ def _is_event_stream(response: httpx2.Response) -> bool:
     return kind.split(";", 1)[0].strip().lower() == "text/event-stream"
 
 
+class Upstream(Protocol):
+    """Where the relay stage sends a request and how its answer comes back: :func:`relay`
+    (HTTP), or a socket's own (:mod:`._copilot_socket`, Copilot's WebSocket), which takes
+    the same arguments and answers through :func:`relay_answer`."""
+
+    async def __call__(
+        self,
+        client: httpx2.AsyncClient,
+        body: bytes,
+        *,
+        edit: RequestEdit,
+        changes: ApiChanges,
+        headers: RequestHeaders,
+        send: Send,
+        outcome: Outcome,
+        auth: httpx2.Auth | None = None,
+        header_filter: HeaderFilter | None = None,
+        observer: AnswerObserver | None = None,
+        extra_headers: tuple[tuple[bytes, bytes], ...] = (),
+        answers: AnswerPass | None = None,
+        facts: ch.RequestFacts | None = None,
+    ) -> None: ...
+
+
 async def relay(
     client: httpx2.AsyncClient,
     body: bytes,
@@ -158,6 +184,7 @@ async def relay(
     observer: AnswerObserver | None = None,
     extra_headers: tuple[tuple[bytes, bytes], ...] = (),
     answers: AnswerPass | None = None,
+    facts: ch.RequestFacts | None = None,
 ) -> None:
     """Send the request upstream and relay its answer (see the module docstring).
 
@@ -167,7 +194,8 @@ async def relay(
     client sees an answer that did not end rather than a shorter one that did.
     ``answers`` is what the request's answer changes do to the answer (whole, or event by
     event), before masking; ``changes`` gives the headers that go upstream and may reshape
-    an answer read whole (the rate-limit refusal).
+    an answer read whole (the rate-limit refusal). ``facts`` are for an upstream that
+    needs them apart (``auth`` carries them here).
     """
     route = edit.route
     forwarded = changes.headers(edit, _upstream_headers(headers))
@@ -177,21 +205,45 @@ async def relay(
         "POST", _target(route.origin, changes.api.protocol.path), content=body, headers=forwarded
     )
     response = await client.send(request, auth=auth or route.auth, stream=True)
+    if response.status_code < 200:
+        await response.aclose()
+        # Whatever the transport let through (an upstream 101 switches to a protocol
+        # nobody here speaks), an answer below 200 is never a final one: relayed, the
+        # client would read a 101 with a body.
+        raise httpx2.RemoteProtocolError(
+            f"the Copilot API answered with status {response.status_code}, not a final answer",
+            request=request,
+        )
+    if response.status_code == 401:
+        await response.aclose()
+        # route.auth retried once with a new session (or a session this young was not
+        # worth replacing): the refusal is of the session, not of the client's key.
+        # Relayed as a 401 it would read as a wrong gateway key, which SDKs do not
+        # retry; a 503 with Retry-After tells them to try again shortly.
+        raise session_refused(response)
+    await relay_answer(
+        response,
+        changes=changes,
+        send=send,
+        outcome=outcome,
+        observer=observer,
+        extra_headers=extra_headers,
+        answers=answers,
+    )
+
+
+async def relay_answer(
+    response: httpx2.Response,
+    *,
+    changes: ApiChanges,
+    send: Send,
+    outcome: Outcome,
+    observer: AnswerObserver | None = None,
+    extra_headers: tuple[tuple[bytes, bytes], ...] = (),
+    answers: AnswerPass | None = None,
+) -> None:
+    """An upstream answer to the client (see the module docstring), closed at the end."""
     try:
-        if response.status_code < 200:
-            # Whatever the transport let through (an upstream 101 switches to a protocol
-            # nobody here speaks), an answer below 200 is never a final one: relayed, the
-            # client would read a 101 with a body.
-            raise httpx2.RemoteProtocolError(
-                f"the Copilot API answered with status {response.status_code}, not a final answer",
-                request=request,
-            )
-        if response.status_code == 401:
-            # route.auth retried once with a new session (or a session this young was not
-            # worth replacing): the refusal is of the session, not of the client's key.
-            # Relayed as a 401 it would read as a wrong gateway key, which SDKs do not
-            # retry; a 503 with Retry-After tells them to try again shortly.
-            raise session_refused(response)
         outcome.upstream_id = response.headers.get("x-github-request-id", "")
         relayed = _relayed(response)
         outcome.quota = tuple(
