@@ -11,7 +11,7 @@ through the adapter's fixed URLs.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import click
 
@@ -72,6 +72,9 @@ class CliSeam(NamedTuple):
     async_host_factory: AsyncHostFactory | None = None
     # Makes the transport serve sends model requests through (None: the network).
     upstream_transport: Callable[[], httpx2.AsyncBaseTransport] | None = None
+    # Makes the connector of Copilot's WebSocket (create_app's ``sockets``): with a test's
+    # upstream_transport, sockets stay off unless this routes them too.
+    upstream_sockets: Callable[[], Any] | None = None
 
 
 def seam(ctx: click.Context | None = None) -> CliSeam:
