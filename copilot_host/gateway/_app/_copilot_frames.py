@@ -69,7 +69,7 @@ _REFUSALS = {
     "model_not_supported": 400,
 }
 _RECONNECTS = frozenset({"session_expired", "unauthorized", "websocket_connection_limit_reached"})
-_PREFIX = '{"type":"'
+_PREFIX = b'{"type":"'
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,29 +81,31 @@ class Refused:
     code: str
 
 
-def frame_kind(text: str) -> str | None:
+def frame_kind(data: bytes) -> str | None:
     """A frame's ``type``, read without parsing when it comes first (as Copilot writes
     it); None when the frame has none."""
-    if text.startswith(_PREFIX):
-        end = text.find('"', len(_PREFIX))
-        if end > 0 and "\\" not in text[len(_PREFIX) : end]:
-            return text[len(_PREFIX) : end]
-    value = parsed(text)
-    kind = value.get("type") if isinstance(value, dict) else None
-    return kind if isinstance(kind, str) else None
+    if data.startswith(_PREFIX):
+        end = data.find(b'"', len(_PREFIX))
+        found = data[len(_PREFIX) : end]
+        kind = found.decode("ascii") if end > 0 and found.isascii() else ""
+        if kind.isprintable() and kind and "\\" not in kind:
+            return kind
+    value = parsed(data)
+    found_kind = value.get("type") if isinstance(value, dict) else None
+    return found_kind if isinstance(found_kind, str) else None
 
 
-def parsed(text: str) -> Any:
+def parsed(data: bytes) -> Any:
     try:
-        return loads(text.encode("utf-8", "surrogatepass"))
+        return loads(data)
     except NotJson:
         return None
 
 
-def sse(kind: str | None, text: str) -> bytes:
-    """A frame as the Server-Sent Event the HTTP stream would have carried."""
-    data = text.encode("utf-8", "surrogatepass")
-    if kind is None or not kind.isascii() or "\n" in kind or "\r" in kind:
+def sse(kind: str | None, data: bytes) -> bytes:
+    """A frame (its text's bytes) as the Server-Sent Event the HTTP stream would have
+    carried; a frame can hold no line break outside its JSON strings, which escape it."""
+    if kind is None or not kind.isascii() or not kind.isprintable():
         return b"data: " + data + b"\n\n"
     return b"event: " + kind.encode("ascii") + b"\ndata: " + data + b"\n\n"
 

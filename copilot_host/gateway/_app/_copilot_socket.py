@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import httpx2
@@ -193,16 +193,20 @@ class SocketUpstream:
 
     def _messages(
         self, value: dict[str, Any], facts: ch.RequestFacts
-    ) -> tuple[bytes, bytes | None, int]:
-        """The request whole, the request chained on the socket's last response when the
-        client chained on it (else None), and the number of its input items."""
+    ) -> tuple[Callable[[], bytes], bytes | None, int]:
+        """The request whole (made when asked for: most go chained), the request chained
+        on the socket's last response when the client chained on it (else None), and the
+        number of its input items."""
         inputs = value.get("input")
         fields: dict[str, Any] = {"type": "response.create"}
         fields.update((k, v) for k, v in value.items() if k not in ("input", "stream", "type"))
         if facts.initiator in _INITIATORS:
             fields["initiator"] = facts.initiator
         count = len(inputs) if isinstance(inputs, list) else 0
-        whole = dumps({**fields, "input": inputs})
+
+        def whole() -> bytes:
+            return dumps({**fields, "input": inputs})
+
         chained = None
         if (
             self._last is not None
@@ -210,8 +214,9 @@ class SocketUpstream:
             and isinstance(inputs, list)
             and count >= self._held
         ):
-            fields["previous_response_id"] = self._last
-            chained = dumps({**fields, "input": inputs[self._held :]})
+            chained = dumps(
+                {**fields, "previous_response_id": self._last, "input": inputs[self._held :]}
+            )
         return whole, chained, count
 
     async def _exchange(
@@ -226,26 +231,27 @@ class SocketUpstream:
         value = loads(body)
         if not isinstance(value, dict):
             raise _Rescue("not a JSON object")
-        whole, chained, count = self._messages(value, facts)
-        message = chained or whole
+        make_whole, chained, count = self._messages(value, facts)
+        whole = b""
+        message = chained
         rejected = False
         for _ in range(_SENDS):
             socket = await self._open(auth, route, facts, rejected)
             rejected = False
-            if self._last is None:
-                message = whole  # a new socket holds no chain
+            if message is None or self._last is None:
+                # A new socket holds no chain.
+                message = whole = whole or make_whole()
             try:
-                await socket.send(message.decode("utf-8", "surrogatepass"))
-                text = await socket.recv()
+                # The bytes as a text frame; the answer's frames as bytes (each is read
+                # for its type alone, and goes on as bytes).
+                await socket.send(message, text=True)
+                text = await socket.recv(decode=False)
             except Exception as exc:
                 if not _closed(exc):
                     raise
                 await self.aclose()
-                message = whole
+                message = None
                 continue
-            if not isinstance(text, str):
-                await self.aclose()
-                raise _Rescue("a binary frame")
             kind = frame_kind(text)
             if kind != "error":
                 return self._stream(
@@ -264,14 +270,14 @@ class SocketUpstream:
                 )
             self._last = None
             if meaning == FORGOTTEN and message is not whole:
-                message = whole
+                message = None
                 continue
             if meaning == RECONNECT:
                 error = frame.get("error")
                 code = error.get("code") if isinstance(error, dict) else None
                 rejected = code in _SESSION_CODES
                 await self.aclose()
-                message = whole
+                message = None
                 continue
             raise _Rescue(f"an error frame ({meaning})")
         raise _Rescue(f"{_SENDS} sends without an answer")
@@ -305,7 +311,7 @@ class SocketUpstream:
     def _stream(
         self,
         socket: Any,
-        first: tuple[str | None, str],
+        first: tuple[str | None, bytes],
         *,
         outcome: Outcome,
         count: int,
@@ -333,7 +339,7 @@ class _Frames(httpx2.AsyncByteStream):
         self,
         upstream: SocketUpstream,
         socket: Any,
-        first: tuple[str | None, str],
+        first: tuple[str | None, bytes],
         *,
         outcome: Outcome,
         count: int,
@@ -356,7 +362,7 @@ class _Frames(httpx2.AsyncByteStream):
             elif kind == "error":
                 # Mid-answer: the stream's own error event, as HTTP streams carry one.
                 upstream._last = None
-                yield sse("error", dumps(_flat_error(parsed(text))).decode())
+                yield sse("error", dumps(_flat_error(parsed(text))))
                 return
             elif kind in TERMINAL:
                 value = parsed(text)
@@ -371,7 +377,7 @@ class _Frames(httpx2.AsyncByteStream):
                 return
             yield sse(kind, text)
             try:
-                received = await self._socket.recv()
+                text = await self._socket.recv(decode=False)
             except Exception as exc:
                 if not _closed(exc):
                     raise
@@ -380,10 +386,6 @@ class _Frames(httpx2.AsyncByteStream):
                 raise httpx2.RemoteProtocolError(
                     "Copilot's socket closed before the answer ended"
                 ) from None
-            if not isinstance(received, str):
-                await upstream.aclose()
-                raise httpx2.RemoteProtocolError("Copilot's socket sent a binary frame")
-            text = received
             kind = frame_kind(text)
 
 
