@@ -40,9 +40,7 @@ import httpx2
 
 import copilot_host as ch
 
-from .._changes import AnswerPass, ApiChanges, RequestEdit
 from .._json import dumps, loads
-from ._access import RequestHeaders
 from ._copilot_frames import (
     FORGOTTEN,
     RECONNECT,
@@ -53,10 +51,9 @@ from ._copilot_frames import (
     quota_headers,
     sse,
 )
-from ._flow import Outcome, Send
+from ._flow import Outcome
 from ._frames import TERMINAL
-from ._hooks import AnswerObserver, HeaderFilter
-from ._relay import MAX_ANSWER_BYTES, relay, relay_answer
+from ._relay import MAX_ANSWER_BYTES, Relayed, relay, relay_answer
 from ._socket_health import CopilotSockets
 
 __all__ = ["MAX_AGE_SECONDS", "SocketUpstream", "socket_url"]
@@ -118,26 +115,11 @@ class SocketUpstream:
         # The client message's previous_response_id (its socket session sets it).
         self.previous: object = None
 
-    async def __call__(
-        self,
-        client: httpx2.AsyncClient,
-        body: bytes,
-        *,
-        edit: RequestEdit,
-        changes: ApiChanges,
-        headers: RequestHeaders,
-        send: Send,
-        outcome: Outcome,
-        auth: httpx2.Auth | None = None,
-        header_filter: HeaderFilter | None = None,
-        observer: AnswerObserver | None = None,
-        extra_headers: tuple[tuple[bytes, bytes], ...] = (),
-        answers: AnswerPass | None = None,
-        facts: ch.RequestFacts | None = None,
-    ) -> None:
-        route = edit.route
+    async def __call__(self, client: httpx2.AsyncClient, body: bytes, call: Relayed) -> None:
+        route = call.edit.route
         copilot = route.auth
         model = route.model_id
+        facts = call.facts
         if (
             not self._http
             and route.spec.websocket
@@ -146,40 +128,19 @@ class SocketUpstream:
             and self._sockets.usable(model)
         ):
             try:
-                response = await self._exchange(copilot, route, body, facts, outcome)
+                response = await self._exchange(copilot, route, body, facts, call.outcome)
             except _Rescue as rescue:
                 self._sockets.failed(model, rescue.why)
                 self._http = self._http or rescue.refused
             else:
                 try:
-                    await relay_answer(
-                        response,
-                        changes=changes,
-                        send=send,
-                        outcome=outcome,
-                        observer=observer,
-                        extra_headers=extra_headers,
-                        answers=answers,
-                    )
+                    await relay_answer(response, call)
                 except BaseException:
                     # An answer that did not end leaves the socket's state unknown.
                     await self.aclose()
                     raise
                 return
-        await relay(
-            client,
-            body,
-            edit=edit,
-            changes=changes,
-            headers=headers,
-            send=send,
-            outcome=outcome,
-            auth=auth,
-            header_filter=header_filter,
-            observer=observer,
-            extra_headers=extra_headers,
-            answers=answers,
-        )
+        await relay(client, body, call)
 
     async def aclose(self) -> None:
         """Close the socket (the client's went, or its state is unknown)."""

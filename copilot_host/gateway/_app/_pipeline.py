@@ -49,7 +49,7 @@ from ._hooks import GatewayHooks, both
 from ._intake import OFF_LOOP_ABOVE, read_body, read_request
 from ._names import MAX_MODEL_NAME, NotFound, Served
 from ._registry import Registry
-from ._relay import AnswerTooLarge, Upstream, relay
+from ._relay import AnswerTooLarge, Relayed, Upstream, relay
 from ._resolve import name_too_long, resolve, shown, unknown_model
 from ._spend import CostReader, Reservation, Spend
 
@@ -222,28 +222,27 @@ class Pipeline:
             auth = auth.for_request(facts, identity)
         hooks = self.hooks
         changes = self.changes.of(edit.api, flow.transport)
-        watcher = task.get_loop().create_task(hangup.watch())
         # HTTP, unless the request came on a socket that has an upstream of its own.
         upstream: Upstream = flow.upstream or relay
+        call = Relayed(
+            edit,
+            changes,
+            flow.headers,
+            hangup.send,
+            outcome,
+            auth=auth,
+            header_filter=hooks.request_headers,
+            observer=both(
+                CostReader(outcome, edit.api.tokens, _usage_prices(edit.api, route)),
+                hooks.observe(route) if hooks.observe else None,
+            ),
+            extra_headers=(*_served_by(route), *((CLOSE,) if flow.close else ())),
+            answers=answers,
+            facts=facts,
+        )
+        watcher = task.get_loop().create_task(hangup.watch())
         try:
-            await upstream(
-                self._upstream(),
-                body,
-                edit=edit,
-                changes=changes,
-                headers=flow.headers,
-                send=hangup.send,
-                outcome=outcome,
-                auth=auth,
-                header_filter=hooks.request_headers,
-                observer=both(
-                    CostReader(outcome, edit.api.tokens, _usage_prices(edit.api, route)),
-                    hooks.observe(route) if hooks.observe else None,
-                ),
-                extra_headers=(*_served_by(route), *((CLOSE,) if flow.close else ())),
-                answers=answers,
-                facts=facts,
-            )
+            await upstream(self._upstream(), body, call)
         except asyncio.CancelledError:
             if hangup.gone and task.uncancel() == 0:
                 _log.debug(
