@@ -132,6 +132,10 @@ class SocketUpstream:
             except _Rescue as rescue:
                 self._sockets.failed(model, rescue.why)
                 self._http = self._http or rescue.refused
+            except BaseException:
+                # Cancelled (the client went) or failed with a request in flight.
+                await self.aclose()
+                raise
             else:
                 try:
                     await relay_answer(response, call)
