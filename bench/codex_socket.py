@@ -10,13 +10,22 @@ without ``supports_websockets``; on the socket it sends what Codex 0.171.0 sends
 warm-up, then each request chained with ``previous_response_id`` and only its new items,
 compressed (``permessage-deflate``, as Codex offers it) and plain.
 
+The model lists ``ws:/responses``, and a second gateway (the same, with the CLI's seam
+routing Copilot's WebSocket to the emulator's socket port, behind its own counting relay)
+sends the socket's requests up over Copilot's socket, chained with only the new items
+(``ws>ws``), against the first, whose upstream is HTTP (``ws``: each request the whole
+conversation).
+
 Printed, per transport (medians of the rounds): the bytes the client sends per turn (first
-and last turn, to show whether they grow), the bytes sent upstream per turn, the gateway's
-CPU per turn and the time to the first event; then the socket's figures as ratios to
-HTTP's. Targets: the client's bytes per turn flat on the socket; the gateway's CPU per turn
-at most 1.2x HTTP's. Nothing is asserted.
+and last turn, to show whether they grow), the bytes sent upstream per turn (first and last
+turn too), the gateway's CPU per turn and the time to the first event; then each socket's
+figures as ratios to HTTP's. Targets: the client's bytes per turn flat on the socket; the
+bytes sent upstream per turn flat with Copilot's socket upstream; the gateway's CPU per
+turn at most 1.2x HTTP's. Nothing is asserted.
 
     python bench/codex_socket.py [--rounds 3] [--turns 10]
+
+(``ws>ws``: the client on the gateway's socket, the gateway on Copilot's.)
 """
 
 from __future__ import annotations
@@ -155,13 +164,18 @@ class _Socket:
         self._client.close()
 
 
-def session(gw: Gateway, relay: Any, kind: str, turns: int) -> dict[str, Any]:
-    """One session; what it cost per turn."""
+def _sent(relays: tuple[Any, ...]) -> float:
+    return float(sum(int(relay.ask("sent")) for relay in relays))
+
+
+def session(gw: Gateway, relays: tuple[Any, ...], kind: str, turns: int) -> dict[str, Any]:
+    """One session; what it cost per turn (``relays``: the counting relays in front of
+    the emulator's HTTP and socket ports)."""
     body = _opening()
     client: Any = _Http(gw) if kind == "http" else _Socket(gw, deflate=kind == "ws+deflate")
     if isinstance(client, _Socket):
         client.warm_up(body)
-    relay.ask("sent")
+    _sent(relays)
     pid = gw.child.process.pid
     sent_before, cpu_before = client.sent, cpu_seconds(pid)
     per_turn: list[dict[str, float]] = []
@@ -183,7 +197,7 @@ def session(gw: Gateway, relay: Any, kind: str, turns: int) -> dict[str, Any]:
         per_turn.append(
             {
                 "client": client.sent - turn_sent,
-                "upstream": float(relay.ask("sent")),
+                "upstream": _sent(relays),
                 "cpu_ms": (cpu_seconds(pid) - turn_cpu) * 1000,
                 "ttfe_ms": statistics.median(ttfes) * 1000,
             }
@@ -202,22 +216,34 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--turns", type=int, default=10)
     args = parser.parse_args()
-    kinds = ("http", "ws+deflate", "ws")
+    kinds = ("http", "ws+deflate", "ws", "ws>ws")
     found: dict[str, list[dict[str, Any]]] = {kind: [] for kind in kinds}
     with (
         tempfile.TemporaryDirectory() as folder,
-        emulator() as emu,
+        emulator(websocket=True) as emu,
         tap(emu.port) as (relay, relay_port),
+        tap(int(emu.child.ask("socket"))) as (socket_relay, socket_port),
     ):
+        relays = (relay, socket_relay)
         home = Path(folder) / "home"
         login(home, emu.port)
-        with gateway(home, emu.port, upstream=relay_port) as gw:
-            session(gw, relay, "http", 2)  # registration, connections, first parses
-            session(gw, relay, "ws", 2)
+        with (
+            gateway(home, emu.port, upstream=relay_port) as gw,
+            gateway(home, emu.port, upstream=relay_port, sockets=socket_port) as gw_ws,
+        ):
+
+            def one(kind: str, turns: int) -> dict[str, Any]:
+                if kind == "ws>ws":
+                    return session(gw_ws, relays, "ws", turns)
+                return session(gw, relays, kind, turns)
+
+            one("http", 2)  # registration, connections, first parses
+            one("ws", 2)
+            one("ws>ws", 2)
             for round_ in range(args.rounds):
                 order = kinds if round_ % 2 == 0 else tuple(reversed(kinds))
                 for kind in order:
-                    found[kind].append(session(gw, relay, kind, args.turns))
+                    found[kind].append(one(kind, args.turns))
     size = found["http"][-1]["size"]
     print(f"Codex-shaped session: {args.turns} turns, 2 requests each, to {size / 1000:.0f} KB")
     print(f"medians of {args.rounds} rounds, the gateway in its own process ([fast] if installed)")
@@ -237,13 +263,15 @@ def main() -> None:
 
     print(
         f"{'':12} {'client/turn':>12} {'1st':>9} {'last':>9} {'upstream/turn':>14} "
-        f"{'cpu/turn':>10} {'first event':>12}"
+        f"{'1st':>9} {'last':>9} {'cpu/turn':>10} {'first event':>12}"
     )
     for kind in kinds:
         print(
             f"{kind:12} {per_turn(kind, 'client') / 1000:10.1f}KB "
             f"{median(kind, 'client', 0) / 1000:7.1f}KB {median(kind, 'client', -1) / 1000:7.1f}KB "
-            f"{per_turn(kind, 'upstream') / 1000:12.1f}KB {per_turn(kind, 'cpu_ms'):8.2f}ms "
+            f"{per_turn(kind, 'upstream') / 1000:12.1f}KB "
+            f"{median(kind, 'upstream', 0) / 1000:7.1f}KB "
+            f"{median(kind, 'upstream', -1) / 1000:7.1f}KB {per_turn(kind, 'cpu_ms'):8.2f}ms "
             f"{per_turn(kind, 'ttfe_ms'):10.2f}ms"
         )
 
@@ -252,13 +280,19 @@ def main() -> None:
 
     for kind in kinds[1:]:
         growth = median(kind, "client", -1) / median(kind, "client", 0)
+        upstream_growth = median(kind, "upstream", -1) / median(kind, "upstream", 0)
         print(
             f"{kind} / http: client bytes {ratio(kind, 'client'):.3f}x, "
             f"upstream bytes {ratio(kind, 'upstream'):.2f}x, "
             f"CPU per turn {ratio(kind, 'cpu_ms'):.2f}x (target <= 1.2x), "
-            f"first event {ratio(kind, 'ttfe_ms'):.2f}x; "
-            f"client bytes last turn / first {growth:.2f}x"
+            f"first event {ratio(kind, 'ttfe_ms'):.2f}x; last turn / first: "
+            f"client bytes {growth:.2f}x, upstream bytes {upstream_growth:.2f}x"
         )
+    print(
+        f"ws>ws / ws (Copilot's socket upstream against HTTP, the client on the socket): "
+        f"upstream bytes {per_turn('ws>ws', 'upstream') / per_turn('ws', 'upstream'):.3f}x, "
+        f"CPU per turn {per_turn('ws>ws', 'cpu_ms') / per_turn('ws', 'cpu_ms'):.2f}x"
+    )
 
 
 if __name__ == "__main__":

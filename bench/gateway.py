@@ -53,7 +53,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,10 +69,12 @@ STREAM = {**CHAT, "stream": True}
 # -- the roles of the child processes -----------------------------------------------------------
 
 
-def role_emulator(groups: dict[str, dict[str, Any]]) -> None:
+def role_emulator(groups: dict[str, Any]) -> None:
     """An emulator (``groups``: the ``replies`` and ``session`` groups' fields, as JSON
-    carries them); prints its port, then answers commands on stdin until it closes:
-    ``count ENDPOINT`` prints how many requests reached it, ``clear`` forgets them."""
+    carries them; ``"websocket": true`` lists ``ws:/responses`` for gpt-5-mini); prints its
+    port, then answers commands on stdin until it closes: ``count ENDPOINT`` prints how
+    many requests reached it, ``clear`` forgets them, ``socket`` prints the port of its
+    Copilot WebSocket."""
     from copilot_host.testing import (
         GitHubEmulator,
         Inventory,
@@ -82,8 +84,13 @@ def role_emulator(groups: dict[str, dict[str, Any]]) -> None:
         minimal_models,
     )
 
+    models = minimal_models()
+    if groups.get("websocket"):
+        models = tuple(
+            _with_socket(item) if item.get("id") == "gpt-5-mini" else item for item in models
+        )
     scenario = Scenario(
-        inventory=Inventory(models=minimal_models()),
+        inventory=Inventory(models=models),
         replies=Replies(**groups.get("replies", {})),
         session=Session(**groups.get("session", {})),
     )
@@ -96,6 +103,14 @@ def role_emulator(groups: dict[str, dict[str, Any]]) -> None:
             elif command == "clear":
                 emulator.clear_requests()
                 print("ok", flush=True)
+            elif command == "socket":
+                print(emulator.socket_port, flush=True)
+
+
+def _with_socket(item: Mapping[str, object]) -> dict[str, object]:
+    """An inventory entry that lists ``ws:/responses`` too."""
+    listed = item.get("supported_endpoints")
+    return {**item, "supported_endpoints": [*(listed or []), "ws:/responses"]}  # type: ignore[misc]
 
 
 def role_tap(target: int) -> None:
@@ -143,16 +158,17 @@ def role_tap(target: int) -> None:
     asyncio.run(main())
 
 
-def role_gateway(upstream: int, emulator: int) -> None:
+def role_gateway(upstream: int, emulator: int, sockets: int | None = None) -> None:
     """``copilot-host serve --port 0 --json`` with the emulator behind the CLI's test seam
-    (the host's requests to ``emulator``, model requests to ``upstream``)."""
+    (the host's requests to ``emulator``, model requests to ``upstream``, and with
+    ``sockets`` Copilot's WebSocket to that port)."""
     from copilot_host_cli import main as cli
     from copilot_host_cli._context import CliSeam
 
     from copilot_host.gateway import upstream_transport
     from copilot_host.gateway._app import UPSTREAM_LIMITS
     from copilot_host.github import AsyncGitHubCopilotHost
-    from copilot_host.testing import async_loopback_transport
+    from copilot_host.testing import async_loopback_transport, loopback_socket_connector
 
     def host(*, store: Any, clock: Any) -> AsyncGitHubCopilotHost:
         return AsyncGitHubCopilotHost(store=store, transport=async_loopback_transport(emulator))
@@ -165,7 +181,11 @@ def role_gateway(upstream: int, emulator: int) -> None:
             return async_loopback_transport(upstream, limits=UPSTREAM_LIMITS)
         return async_loopback_transport(upstream, inner=inner)
 
-    seam = CliSeam(async_host_factory=host, upstream_transport=model_transport)
+    seam = CliSeam(
+        async_host_factory=host,
+        upstream_transport=model_transport,
+        upstream_sockets=(lambda: loopback_socket_connector(sockets)) if sockets else None,
+    )
     cli(["serve", "--port", "0", "--json"], obj=seam, prog_name="copilot-host")
 
 
@@ -330,7 +350,7 @@ def _me(*args: str) -> list[str]:
 
 
 @contextmanager
-def emulator(**groups: dict[str, Any]) -> Iterator[Emulator]:
+def emulator(**groups: Any) -> Iterator[Emulator]:
     """An emulator in a child process; ``groups`` are ``Scenario`` groups' fields by group
     (``replies={"stream_events": 20}``), the groups ``role_emulator`` takes."""
     child = Child(_me("--role", "emulator", json.dumps(groups)))
@@ -425,6 +445,7 @@ def gateway(
     upstream: int | None = None,
     profile: Path | None = None,
     stack: str = "default",
+    sockets: int | None = None,
 ) -> Iterator[Gateway]:
     env = {
         **_stack_env(stack),
@@ -433,6 +454,8 @@ def gateway(
         "PYTHONPATH": str(ROOT),
     }
     argv = _me("--role", "gateway", str(upstream or emulator_port), str(emulator_port))
+    if sockets is not None:
+        argv.append(str(sockets))
     if profile is not None:
         argv = [sys.executable, "-m", "cProfile", "-o", str(profile), *argv[1:]]
     child = Child(argv, env)
@@ -836,7 +859,8 @@ def main() -> None:
         return role_tap(int(args.role_args[0]))
     _forced_stack()
     if args.role == "gateway":
-        return role_gateway(int(args.role_args[0]), int(args.role_args[1]))
+        sockets = int(args.role_args[2]) if len(args.role_args) > 2 else None
+        return role_gateway(int(args.role_args[0]), int(args.role_args[1]), sockets)
     if args.role == "bare":
         return role_bare(int(args.role_args[0]), int(args.role_args[1]))
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import httpx2
@@ -21,10 +21,13 @@ __all__ = ["Account"]
 @dataclass(frozen=True)
 class Account:
     """Whose models the gateway serves: the store to read the login from, a maker of the
-    asynchronous host (called on the gateway's loop) and of the upstream transport."""
+    asynchronous host (called on the gateway's loop), of the upstream transport and of
+    the connector of Copilot's WebSocket (``create_app``'s ``sockets``; None: its
+    default)."""
 
     store: CredentialStore
     make_host: Callable[[], AsyncGitHubCopilotHost]
     make_transport: Callable[[], httpx2.AsyncBaseTransport] | None
     emulator: bool = False
     clock: Clock | None = None
+    make_sockets: Callable[[], Any] | None = None

@@ -11,7 +11,7 @@ through the adapter's fixed URLs.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import click
 
@@ -74,6 +74,9 @@ class CliSeam(NamedTuple):
     upstream_transport: Callable[[], httpx2.AsyncBaseTransport] | None = None
     # The longest wait for a best-effort live lookup (usage --report's quota).
     lookup_seconds: float | None = None
+    # Makes the connector of Copilot's WebSocket (create_app's ``sockets``): with a test's
+    # upstream_transport, sockets stay off unless this routes them too.
+    upstream_sockets: Callable[[], Any] | None = None
 
 
 def seam(ctx: click.Context | None = None) -> CliSeam:

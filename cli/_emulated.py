@@ -155,4 +155,7 @@ def emulated_account(
 
             return emulator.async_transport(inner=upstream_transport())
 
-        yield Account(store, make_host, make_transport, emulator=True)
+        # Copilot's WebSocket too, for the models that list it: the emulator's own.
+        yield Account(
+            store, make_host, make_transport, emulator=True, make_sockets=emulator.socket_connector
+        )

@@ -159,7 +159,9 @@ def account(
             extra["clock"] = clock
         return AsyncGitHubCopilotHost(store=store, **extra)
 
-    yield Account(store, make_host, s.upstream_transport, clock=clock)
+    yield Account(
+        store, make_host, s.upstream_transport, clock=clock, make_sockets=s.upstream_sockets
+    )
 
 
 # -- the log file ------------------------------------------------------------------------------
@@ -242,6 +244,8 @@ async def serve_gateway(
         extra: dict[str, Any] = {}
         if gateway.make_transport is not None:
             extra["transport"] = gateway.make_transport()
+        if gateway.make_sockets is not None:
+            extra["sockets"] = gateway.make_sockets()
         if gateway.clock is not None:
             extra["clock"] = gateway.clock
         app = create_app(

@@ -171,6 +171,11 @@ class ModelSpec:
     carries ``max_inputs``, the most inputs one request may embed (the inventory's
     ``capabilities.limits.max_inputs``, None when not listed), and ``dimensions``, whether
     it takes a ``dimensions`` field (``capabilities.supports.dimensions``).
+
+    ``websocket`` says the inventory also lists ``ws:/responses``: the model serves
+    Responses over Copilot's own WebSocket (``wss://{api}/responses``) besides HTTP. It
+    never changes ``protocol`` (a model listing only ``ws:/responses`` is skipped: every
+    client of a route speaks HTTP).
     """
 
     model_id: str
@@ -189,6 +194,7 @@ class ModelSpec:
     chat_default: bool = False
     max_inputs: int | None = None
     dimensions: bool = False
+    websocket: bool = False
     auto: AutoPool | None = None
 
     def discounted(self, fraction: float) -> ModelSpec:

@@ -173,6 +173,7 @@ def _check(entry: object, secrets: _KnownSecrets) -> ModelSpec | SkippedModel:
         or type(spec.picker_enabled) is not bool
         or type(spec.chat_default) is not bool
         or type(spec.dimensions) is not bool
+        or type(spec.websocket) is not bool
     ):
         return _skip(model_id, "malformed", "the entry's capability flags are malformed", name)
     notes = _warnings(spec.warnings, spec.warning_codes, secrets)

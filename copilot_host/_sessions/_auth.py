@@ -44,6 +44,9 @@ from ._resolver import ASK_HOST, AsyncSessionResolver, SessionResolver
 
 __all__ = ["INITIATOR", "VISION", "CopilotAuth"]
 
+# A socket's scheme -> the scheme of the origin it belongs to (RFC 6455 §3).
+_SOCKET_SCHEMES = {"wss": "https", "ws": "http"}
+
 
 class CopilotAuth(httpx2.Auth):
     """Adds ``Authorization: Bearer <session>`` and the host's editor headers per request.
@@ -156,6 +159,74 @@ class CopilotAuth(httpx2.Auth):
 
     def __deepcopy__(self, memo: object) -> CopilotAuth:
         return self
+
+    # -- a WebSocket's handshake -------------------------------------------------------------
+
+    def handshake_headers(
+        self, url: str, *, vision: bool = False, rejected: bool = False
+    ) -> list[tuple[str, str]]:
+        """The headers of a WebSocket handshake to ``url``: the session bearer and the
+        host's editor headers, as a request of this route carries them (VS Code opens
+        Copilot's ``wss://{api}/responses`` so), and ``Copilot-Vision-Request: true`` when
+        ``vision`` (the socket will carry image input). ``X-Initiator`` is not among them:
+        on a socket each message says who started its turn (``"initiator"`` in its body).
+
+        ``url`` must be this auth's origin as a socket names it (``wss://`` for
+        ``https://``, ``ws://`` for a loopback ``http://`` one), any path: anything else is
+        refused with ``OriginError`` (``origin_mismatch``), as :meth:`origin_guard` refuses
+        a request, and so is a session that names another endpoint. With ``rejected`` (the
+        headers given last were answered 401), a new session is exchanged first when one is
+        worth it, under the same rule as a request refused over HTTP. Blocking hosts only
+        (as ``httpx2.Client``); :meth:`ahandshake_headers` is the asynchronous twin. The
+        caller passes the headers to its socket client and keeps them no longer than the
+        socket: calling again before each use tells whether the session moved on (the
+        headers then differ), which a socket opened with the old ones does not follow.
+        """
+        resolver = self._resolver
+        if not isinstance(resolver, SessionResolver):
+            raise TypeError(
+                f"this route belongs to an asynchronous host ({type(resolver.host).__name__}): "
+                "use ahandshake_headers"
+            )
+        self._check_socket_target(url)
+        asked = resolver.installs
+        session = resolver.get()
+        if rejected and resolver.rejected(session, asked, forbidden=False):
+            session = resolver.get()
+        return self._handshake(session, vision)
+
+    async def ahandshake_headers(
+        self, url: str, *, vision: bool = False, rejected: bool = False
+    ) -> list[tuple[str, str]]:
+        """:meth:`handshake_headers` for either kind of host, waiting as the asynchronous
+        flow waits (a blocking host's exchange in a worker thread)."""
+        self._check_socket_target(url)
+        resolver = self._resolver
+        asked = resolver.installs
+        session = await self._session(ASK_HOST)
+        if rejected and resolver.rejected(session, asked, forbidden=False):
+            session = await self._session(ASK_HOST)
+        return self._handshake(session, vision)
+
+    def _handshake(self, session: CopilotSession, vision: bool) -> list[tuple[str, str]]:
+        facts = RequestFacts(vision=vision) if vision else NOT_A_TURN
+        headers, _ = self._pipeline.first(facts, (), session)
+        return [(name.decode("ascii"), value.decode("ascii")) for name, value in headers]
+
+    def _check_socket_target(self, url: str) -> None:
+        try:
+            parsed = httpx2.URL(url)
+        except (httpx2.InvalidURL, TypeError):
+            parsed = None
+        scheme = _SOCKET_SCHEMES.get(parsed.scheme) if parsed is not None else None
+        if parsed is None or scheme is None:
+            shown = clean(str(url).partition("?")[0], limit=120)
+            raise OriginError(
+                f"refusing to send the Copilot session to {shown}: a socket's handshake goes "
+                f"to this auth's origin ({self._endpoint.origin}) as wss://",
+                code="origin_mismatch",
+            )
+        self._check_target(parsed.copy_with(scheme=scheme))
 
     def for_request(
         self, facts: RequestFacts, identity: LoginIdentity | None, auto: AutoPick | None = None

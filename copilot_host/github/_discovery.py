@@ -41,8 +41,10 @@ WHAT = "Copilot model discovery"
 # includes is enabled; organizations' administrators still set model policies.
 SETTINGS_URL = "https://github.com/settings/copilot"
 # The endpoints copilot-host speaks, by the names the inventory uses. Anything else listed
-# (e.g. "ws:/responses", a WebSocket transport) is another client's, and ignored.
+# is another client's, and ignored, but for Copilot's own WebSocket transport of Responses
+# ("ws:/responses"), which a route records beside its HTTP protocols (ModelSpec.websocket).
 _MAX_ENDPOINTS = 32
+_WEBSOCKET = "ws:/responses"
 _MAX_WARNINGS = 8
 # An embeddings entry's one protocol (``capabilities.type == "embeddings"``).
 _EMBEDDINGS = frozenset({ApiProtocol.OPENAI_EMBEDDINGS})
@@ -104,6 +106,16 @@ def _protocols(item: Mapping[str, object]) -> frozenset[ApiProtocol] | None:
         return None
     found = (ApiProtocol.of_path(path) for path in listed[:_MAX_ENDPOINTS] if isinstance(path, str))
     return frozenset(protocol for protocol in found if protocol is not None and protocol.chat)
+
+
+def _websocket(item: Mapping[str, object], protocols: frozenset[ApiProtocol]) -> bool:
+    """Whether a served Responses model also lists Copilot's WebSocket transport."""
+    listed = item.get("supported_endpoints")
+    return (
+        ApiProtocol.OPENAI_RESPONSES in protocols
+        and isinstance(listed, list)
+        and _WEBSOCKET in listed[:_MAX_ENDPOINTS]
+    )
 
 
 def _reasoning(supports: Mapping[str, object]) -> bool:
@@ -329,6 +341,7 @@ def _entry(item: object) -> ModelSpec | SkippedModel:
         chat_default=item.get("is_chat_default") is True,
         max_inputs=_limit(limits, "max_inputs"),
         dimensions=supports.get("dimensions") is True,
+        websocket=_websocket(item, protocols),
     )
 
 

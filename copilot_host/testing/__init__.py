@@ -2,7 +2,8 @@
 
 ``GitHubEmulator`` serves the device flow, the Copilot token exchange, ``/user``,
 ``/models``, the three model protocols (``/chat/completions``, ``/responses`` and
-``/v1/messages``, whole or streamed) and ``/embeddings`` on 127.0.0.1, refusing what the
+``/v1/messages``, whole or streamed), ``/embeddings`` and Copilot's Responses WebSocket
+(``wss://{api}/responses``, on a port of its own) on 127.0.0.1, refusing what the
 real service refuses with its real status, body and content type; its transports route
 GitHub's real hostnames there, so the adapter under test keeps its fixed URLs and the
 inference-origin allowlist stays strict. ``Scenario`` scripts it. Nothing in the library
@@ -26,6 +27,7 @@ from ._groups import (
     RawAnswer,
     Replies,
     Session,
+    Sockets,
     Usage,
 )
 from ._inventory import (
@@ -40,7 +42,7 @@ from ._protocols import ToolCall
 from ._record import RecordedRequest
 from ._routes import ENDPOINTS
 from ._scenario import CHECKS, Scenario
-from ._transport import async_loopback_transport, loopback_transport
+from ._transport import async_loopback_transport, loopback_socket_connector, loopback_transport
 
 __all__ = [
     "AUTO_CALLS",
@@ -61,12 +63,14 @@ __all__ = [
     "Replies",
     "Scenario",
     "Session",
+    "Sockets",
     "ToolCall",
     "Usage",
     "async_loopback_transport",
     "chat_model",
     "embeddings_model",
     "inventory_of",
+    "loopback_socket_connector",
     "loopback_transport",
     "minimal_models",
     "realistic_models",

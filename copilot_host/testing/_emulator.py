@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from types import TracebackType
+from typing import TYPE_CHECKING, Any
 
 import httpx2
 
@@ -16,6 +18,9 @@ from ._scenario import Scenario
 from ._server import make_server
 from ._state import EmulatorState
 from ._transport import AsyncLoopbackTransport, LoopbackTransport
+
+if TYPE_CHECKING:
+    from ._sockets import SocketServer
 
 __all__ = ["GitHubEmulator"]
 
@@ -33,6 +38,9 @@ class GitHubEmulator:
         self._state = EmulatorState(self._scenario)
         self._server = make_server(self._state)
         self._thread: threading.Thread | None = None
+        # Copilot's WebSocket, on a port of its own, started when first asked for.
+        self._sockets: SocketServer | None = None
+        self._sockets_lock = threading.Lock()
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -55,6 +63,10 @@ class GitHubEmulator:
             self._thread.join(timeout=5)
             self._thread = None
         self._server.server_close()
+        with self._sockets_lock:
+            sockets, self._sockets = self._sockets, None
+        if sockets is not None:
+            sockets.stop()
 
     def __enter__(self) -> GitHubEmulator:
         return self.start()
@@ -87,6 +99,27 @@ class GitHubEmulator:
         """The asyncio twin of :meth:`transport`: over httpx2's own transport, or over
         ``inner`` when given (closing this transport closes ``inner``)."""
         return AsyncLoopbackTransport(self.port, ROUTED_HOSTS, self._refused, inner=inner)
+
+    @property
+    def socket_port(self) -> int:
+        """The port of Copilot's WebSocket (``wss://{api}/responses``), served from the
+        first time it is asked for (the ``websockets`` package is imported then)."""
+        with self._sockets_lock:
+            if self._sockets is None:
+                from ._sockets import SocketServer
+
+                self._sockets = SocketServer(self._state)
+            return self._sockets.port
+
+    def socket_connector(self) -> Callable[..., Any]:
+        """The connect seam for Copilot's WebSocket: an async ``connect(url, headers,
+        **options)`` that opens a ``websockets`` client connection to this emulator for a
+        ``wss://`` URL on a Copilot API host, as :meth:`async_transport` routes HTTPS
+        (what ``copilot_host.gateway.create_app(sockets=...)`` takes)."""
+        from ._routes import COPILOT_HOSTS
+        from ._sockets import socket_connector
+
+        return socket_connector(self.socket_port, COPILOT_HOSTS, self._refused)
 
     def _refused(self, url: str) -> None:
         with self._state.lock:

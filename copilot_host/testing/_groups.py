@@ -33,6 +33,7 @@ __all__ = [
     "RawAnswer",
     "Replies",
     "Session",
+    "Sockets",
     "Usage",
 ]
 
@@ -311,6 +312,31 @@ class Auto:
         )
 
 
+@dataclass(frozen=True)
+class Sockets:
+    """Copilot's Responses over WebSocket (``wss://{api}/responses``; ``Scenario(sockets=...)``):
+    the socket's age limit and its scripted failures, each counted from the emulator's
+    start. ``max_age`` is the seconds a socket serves (then an error frame
+    ``websocket_connection_limit_reached`` and a close); ``refused`` the statuses the first
+    handshakes are answered with, in order (``(403,)``: the first refused, later ones
+    served); ``closes`` the number of socket requests answered by dropping the connection
+    (no close frame) before any frame; ``forgets`` the number of chained requests answered
+    ``previous_response_not_found`` as if the service had lost the conversation."""
+
+    max_age: float = 3600.0
+    refused: tuple[int, ...] = ()
+    closes: int = 0
+    forgets: int = 0
+
+    def __post_init__(self) -> None:
+        if self.max_age <= 0 or self.closes < 0 or self.forgets < 0:
+            raise ValueError("a socket's age is positive seconds; counts are 0 or more")
+        refused = tuple(self.refused)
+        if not all(isinstance(status, int) and 400 <= status <= 599 for status in refused):
+            raise ValueError("refused holds HTTP error statuses (400-599)")
+        _keep(self, refused=refused)
+
+
 # Scenario's keyword for each group, in the order its docstring tells them.
 GROUPS: tuple[tuple[str, type], ...] = (
     ("login", DeviceFlow),
@@ -320,4 +346,5 @@ GROUPS: tuple[tuple[str, type], ...] = (
     ("usage", Usage),
     ("faults", Faults),
     ("auto", Auto),
+    ("sockets", Sockets),
 )

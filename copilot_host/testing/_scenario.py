@@ -16,6 +16,7 @@ from ._groups import (
     RateWindow,
     Replies,
     Session,
+    Sockets,
     Usage,
 )
 from ._routes import ENDPOINTS
@@ -190,6 +191,9 @@ class Scenario:
     ``gated`` names the calls answered 404 (``"pool"``, ``"route"``). A model request with
     ``Copilot-Session-Token`` is served only for a model of that session while it lasts, at
     its discount, whatever the plan.
+    ``sockets=Sockets``, Copilot's WebSocket for the models that list ``ws:/responses``
+    (:meth:`GitHubEmulator.socket_connector`): its age limit, and handshakes refused,
+    connections dropped and conversations forgotten on purpose.
 
     ``lenient`` names checks of ``CHECKS`` to skip (``True``: all of them).
     """
@@ -201,6 +205,7 @@ class Scenario:
     usage: Usage = field(default_factory=Usage)
     faults: Faults = field(default_factory=Faults)
     auto: Auto = field(default_factory=Auto)
+    sockets: Sockets = field(default_factory=Sockets)
     lenient: frozenset[str] | bool = frozenset()
 
     def __new__(cls, *args: object, **keywords: object) -> Scenario:

@@ -15,7 +15,17 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol, TypeVar, cast
 
 from ._answers import Answer
-from ._groups import Auto, DeviceFlow, Faults, Inventory, RateWindow, Replies, Session, Usage
+from ._groups import (
+    Auto,
+    DeviceFlow,
+    Faults,
+    Inventory,
+    RateWindow,
+    Replies,
+    Session,
+    Sockets,
+    Usage,
+)
 from ._record import RecordedRequest
 
 __all__ = ["EmulatorState", "Handler", "Script", "editor_version"]
@@ -50,6 +60,8 @@ class Script(Protocol):
     def faults(self) -> Faults: ...
     @property
     def auto(self) -> Auto: ...
+    @property
+    def sockets(self) -> Sockets: ...
     @property
     def auto_only_plan(self) -> bool: ...
     @property

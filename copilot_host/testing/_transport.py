@@ -13,6 +13,7 @@ purpose, so that the ``[fast]`` path stays exercised).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import httpx2
 
@@ -20,6 +21,7 @@ __all__ = [
     "AsyncLoopbackTransport",
     "LoopbackTransport",
     "async_loopback_transport",
+    "loopback_socket_connector",
     "loopback_transport",
 ]
 
@@ -116,3 +118,13 @@ def async_loopback_transport(
     from ._routes import ROUTED_HOSTS
 
     return AsyncLoopbackTransport(port, ROUTED_HOSTS, _not_noted, limits, inner)
+
+
+def loopback_socket_connector(port: int) -> Callable[..., Any]:
+    """:meth:`GitHubEmulator.socket_connector` for an emulator in another process whose
+    socket port (:attr:`GitHubEmulator.socket_port`) is ``port``; URLs it refuses are not
+    noted anywhere."""
+    from ._routes import COPILOT_HOSTS
+    from ._sockets import socket_connector
+
+    return socket_connector(port, COPILOT_HOSTS, _not_noted)

@@ -39,8 +39,10 @@ def main() -> None:
             person.login(sleep=lambda _seconds: None)
         emulator.clear_requests()
         child = Path(__file__).resolve().parent / "run_child.py"
+        # Copilot's WebSocket too: Codex's socket requests go up over the emulator's.
+        ports = f"{emulator.port}:{emulator.socket_port}"
         done = subprocess.run(
-            [sys.executable, str(child), str(emulator.port), "--log", str(log), "--", *command],
+            [sys.executable, str(child), ports, "--log", str(log), "--", *command],
             capture_output=not tty,
             text=True,
             stdin=None if tty else subprocess.DEVNULL,

@@ -71,22 +71,35 @@ OUTPUT_LIMITS = {
 }
 
 
+# The endpoint name of a message on Copilot's WebSocket (its handshake is a GET there).
+SOCKET = "responses_socket"
+
+
+def _api_of(record: RecordedRequest) -> str | None:
+    """The API a forwarded model request speaks: a message on Copilot's socket is a
+    Responses request (chained or whole)."""
+    if record.endpoint == SOCKET:
+        return "responses" if record.method == "WS" else None
+    return record.endpoint if record.endpoint in ("messages", "responses") else None
+
+
 def _refusable(record: RecordedRequest) -> list[str]:
     """What in one forwarded request the service is reported to refuse."""
     found: list[str] = []
     if record.path.endswith("/count_tokens"):
         return ["count_tokens went upstream"]
-    if record.endpoint not in ("messages", "responses"):
+    api = _api_of(record)
+    if api is None:
         return found
     body: Mapping[str, Any] = json.loads(record.body)
     model = body.get("model")
     limit = OUTPUT_LIMITS.get(model) if isinstance(model, str) else None
-    for cap in OUTPUT_CAPS[record.endpoint]:
+    for cap in OUTPUT_CAPS[api]:
         asked = body.get(cap)
         if isinstance(asked, int) and limit is not None and asked > limit:
             found.append(f"{cap}={asked} above {model}'s {limit}")
     tools = [t for t in body.get("tools") or () if isinstance(t, Mapping)]
-    if record.endpoint == "messages":
+    if api == "messages":
         system = body.get("system")
         blocks = system if isinstance(system, list) else [{"type": "text", "text": system}]
         for block in blocks:
@@ -131,10 +144,27 @@ class Session:
     log: str
 
     def model_requests(self, endpoint: str) -> list[RecordedRequest]:
-        return [r for r in self.requests if r.endpoint == endpoint]
+        """The model requests of one API: ``responses`` holds those that went up as
+        messages on Copilot's socket too."""
+        return [r for r in self.requests if _api_of(r) == endpoint]
 
     def bodies(self, endpoint: str) -> list[dict[str, Any]]:
         return [json.loads(r.body) for r in self.model_requests(endpoint)]
+
+    def check_chained(self) -> list[dict[str, Any]]:
+        """Every Responses request went up on Copilot's socket (none over HTTP), and
+        those after the first were chained with only their new items (no developer
+        message again); returns the chained ones."""
+        sent = [r for r in self.requests if r.endpoint in ("responses", SOCKET)]
+        assert sent and not [r for r in sent if r.endpoint == "responses"], sent
+        assert [r.status for r in sent if r.method == "GET"] == [101], sent
+        bodies = self.bodies("responses")
+        chained = [body for body in bodies if body.get("previous_response_id")]
+        assert chained and len(chained) == len(bodies) - 1, bodies
+        for body in chained:
+            roles = {item.get("role") for item in body["input"]}
+            assert "developer" not in roles, body["input"]
+        return chained
 
     def check_upstream(self) -> None:
         """Nothing refusable went upstream, and the emulator refused nothing."""
@@ -144,9 +174,7 @@ class Session:
             (r.path, r.model, r.refusal, r.refusal_detail, r.status) for r in self.refusals
         ]
         # Every model request the gateway forwarded was answered 200.
-        assert all(
-            r.status == 200 for r in self.requests if r.endpoint in ("messages", "responses")
-        )
+        assert all(r.status == 200 for r in self.requests if _api_of(r) is not None)
 
     def check_socket(self) -> None:
         """Codex spoke Responses over the gateway's WebSocket alone: every model request
@@ -324,6 +352,9 @@ def test_codex_runs_exec_command_with_the_profiles_model(home: Path) -> None:
     models = {body["model"] for body in bodies}
     assert models == {"gpt-5.6-luna"}, models
     assert len(bodies) >= 2 and list(_call_outputs(bodies[1:])), bodies[-1]["input"]
+    # The model lists ws:/responses: after the turn, only the tool's output went up.
+    chained = session.check_chained()
+    assert [item["type"] for item in chained[0]["input"]] == ["function_call_output"]
     assert "echo:" in session.done.stdout
     session.check_upstream()
 
@@ -345,12 +376,12 @@ def test_codex_edits_a_file_with_apply_patch_through_the_custom_tool_path(home: 
     assert {body["model"] for body in bodies} == {"gpt-5.5"}
     tools = [tool for tool in bodies[0]["tools"] if tool.get("name") == "apply_patch"]
     assert [tool["type"] for tool in tools] == ["function"], tools
-    # The agent's next request carried the tool's result, as a plain function call output.
+    # The agent's next request carried the tool's result, as a plain function call output
+    # chained on the answer that held the call (which Copilot's socket keeps).
     later = [item for body in bodies[1:] for item in body["input"]]
-    assert any(
-        item.get("type") == "function_call" and item.get("name") == "apply_patch" for item in later
-    )
+    assert not {"custom_tool_call", "custom_tool_call_output"} & {i.get("type") for i in later}
     assert list(_call_outputs(bodies[1:])), later
+    session.check_chained()
     assert "echo:" in session.done.stdout
     session.check_upstream()
 
@@ -363,6 +394,7 @@ def test_codex_runs_exec_command_with_gpt_5_5(home: Path) -> None:
     session.check_socket()
     assert "listing.txt" in made.read_text().split()
     assert {body["model"] for body in session.bodies("responses")} == {"gpt-5.5"}
+    session.check_chained()
     session.check_upstream()
 
 
@@ -412,10 +444,13 @@ def test_codex_full_screen_runs_a_tool_and_a_second_turn_over_the_socket(home: P
     # Two warm-ups (the user's thread, the title thread) and at least the three turns.
     assert len(SOCKET_REQUEST.findall(text)) >= 5, text
     found = json.loads(out.read_text())
-    bodies = [json.loads(r["body"]) for r in found["requests"] if r["endpoint"] == "responses"]
-    last = max(bodies, key=lambda body: len(body["input"]))
-    kinds = [item.get("type") for item in last["input"]]
-    assert "function_call" in kinds and "function_call_output" in kinds, kinds
+    messages = [r for r in found["requests"] if r["endpoint"] == SOCKET and r["method"] == "WS"]
+    assert messages and not [r for r in found["requests"] if r["endpoint"] == "responses"]
+    bodies = [json.loads(r["body"]) for r in messages]
+    # Up on Copilot's socket, chained: the tool's output and the second turn went alone.
+    chained = [body for body in bodies if body.get("previous_response_id")]
+    kinds = [[item.get("type", item.get("role")) for item in body["input"]] for body in chained]
+    assert ["function_call_output"] in kinds, kinds
     assert not [r for r in found["requests"] if r["refusal"]], found["requests"]
 
 

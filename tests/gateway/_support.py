@@ -231,9 +231,13 @@ def running_gateway(
     stack: ServerStack | None = None,
     rewrites: frozenset[str] | None = None,
     access_line: Callable[[str], None] | None = None,
+    sockets: Any = False,
 ) -> Iterator[Gateway]:
     """Serve a gateway for the account in ``home`` until the block ends, on the server
-    stack serve would use (or ``stack``)."""
+    stack serve would use (or ``stack``); ``sockets`` is ``create_app``'s (by default
+    none: every request upstream over HTTP; ``emulator.socket_connector()`` serves a
+    client socket's requests for a model that lists ``ws:/responses`` over the emulator's
+    own socket)."""
     home.mkdir(mode=0o700, exist_ok=True)
     person = GitHubCopilotHost(
         store=CredentialStore(home, key_file=True), transport=emulator.transport()
@@ -276,6 +280,7 @@ def running_gateway(
                 default_model=default_model,
                 rewrites=rewrites,
                 access_line=access_line,
+                sockets=sockets,
                 **extra,
             )
             # serve's server (as ``cli/_serve.py`` runs it), saying when it accepts

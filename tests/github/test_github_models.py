@@ -92,6 +92,27 @@ def test_protocols_hold_every_listed_protocol_we_speak() -> None:
     )
     assert spec.protocol is ch.ApiProtocol.OPENAI_CHAT
     assert spec.protocols == {ch.ApiProtocol.OPENAI_CHAT, ch.ApiProtocol.ANTHROPIC_MESSAGES}
+    # Copilot's socket carries Responses: a model that does not serve them has no use for it.
+    assert spec.websocket is False
+
+
+@pytest.mark.parametrize(
+    ("endpoints", "websocket"),
+    [
+        (["/responses", "ws:/responses"], True),
+        (["/chat/completions", "ws:/responses", "/responses"], True),
+        (["/responses"], False),
+        (None, False),
+    ],
+)
+def test_the_websocket_transport_is_recorded_beside_the_http_protocol(
+    endpoints: list[str] | None, websocket: bool
+) -> None:
+    """``ws:/responses`` never changes the route's protocol; it says the model also serves
+    Responses over Copilot's own socket."""
+    (spec,) = _parse(chat_model("m1", endpoints=endpoints))
+    assert spec.websocket is websocket
+    assert spec.protocol is not None
 
 
 @pytest.mark.parametrize(

@@ -22,6 +22,7 @@ from copilot_host.testing import (
     Replies,
     Scenario,
     Session,
+    Sockets,
     ToolCall,
     Usage,
     minimal_models,
@@ -87,10 +88,16 @@ def test_every_former_flat_keyword_is_refused() -> None:
             assert not hasattr(Scenario(), member.name), f"{name}.{member.name}"
 
 
-# The groups 0.4.0's flat keywords went to (the Auto group came after them), and group
+# The groups 0.4.0's flat keywords went to (Auto and Sockets came after them), and group
 # fields that were never flat keywords: added in 0.5.0 (CHANGELOG's "Added").
-FLAT_GROUPS = [(name, kind) for name, kind in GROUPS if kind is not Auto]
-NEW_IN_0_5 = frozenset({"chat_enabled", "min_cli_version", "integrator_models"})
+FLAT_GROUPS = [(name, kind) for name, kind in GROUPS if kind not in (Auto, Sockets)]
+NEW_IN_0_5 = frozenset(
+    {
+        "chat_enabled",
+        "min_cli_version",
+        "integrator_models",
+    }
+)
 
 
 def test_the_changelog_says_where_each_flat_keyword_went() -> None:
@@ -144,7 +151,7 @@ def test_groups_are_checked() -> None:
         Scenario(replies=Replies(tool_script=("Read",)))  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="unknown emulated endpoint"):
         Scenario(usage=Usage(quota_exceeded_on=frozenset({"nowhere"})))
-    assert [DeviceFlow, Session, Inventory, Replies, Usage, Faults, Auto] == GROUP_TYPES
+    assert [DeviceFlow, Session, Inventory, Replies, Usage, Faults, Auto, Sockets] == GROUP_TYPES
     with pytest.raises(ValueError, match="gated"):
         Auto(gated=frozenset({"everything"}))
     with pytest.raises(ValueError, match="fraction"):

@@ -24,6 +24,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Collection, Mapping
+from typing import Literal
 
 import httpx2
 
@@ -34,6 +35,7 @@ from .._changes import Changes, check_rewrites
 from .._protocols import BY_ENDPOINT, api_of_path, errors_of
 from ._access import Refusal, allowed_hosts, check_access, read_headers
 from ._account import ACCESS_LOGGER, writer
+from ._connect import Connector, connect
 from ._failures import answer_failure
 from ._flow import Flow, Message, Receive, Send
 from ._hooks import GatewayHooks
@@ -44,6 +46,7 @@ from ._registry import Registry
 from ._relay import UPSTREAM_LIMITS, UPSTREAM_TIMEOUT
 from ._resolve import shown
 from ._socket import serve_socket
+from ._socket_health import CopilotSockets
 from ._spend import Spend
 
 __all__ = ["ACCESS_LOGGER", "MAX_BODY_BYTES", "MODEL_HEADER", "GatewayApp", "create_app"]
@@ -69,6 +72,7 @@ def create_app(
     default_model: str | None = None,
     rewrites: Collection[str] | None = None,
     access_line: Callable[[str], None] | None = None,
+    sockets: Connector | Literal[False] | None = None,
 ) -> GatewayApp:
     """The gateway for ``host``'s account, as an ASGI 3 application with lifespan support.
 
@@ -92,7 +96,12 @@ def create_app(
     program that writes the lines itself, as ``copilot-host serve`` does (a logging record
     per request cost a tenth of a relayed request's CPU, bench/gateway.py); it is called on
     the server's loop and must neither block nor raise. The line is the same either way;
-    the app's warnings stay on the logger.
+    the app's warnings stay on the logger. ``sockets`` opens Copilot's own WebSocket for
+    a client socket's requests to a model that lists ``ws:/responses``: an async
+    ``connect(url, headers, **options)`` (tests pass ``GitHubEmulator.socket_connector()``;
+    :mod:`._connect` says what it returns); None: the ``websockets`` client when the app
+    makes its own transport (``transport`` None), else none (a caller that routes HTTPS
+    somewhere routes sockets too, or they stay off); False: never (HTTP only).
     """
     names = ModelNames(dict(model_aliases or {}), default_model)
     enabled = check_rewrites(rewrites)
@@ -106,6 +115,7 @@ def create_app(
         names=names,
         rewrites=enabled,
         access_line=access_line,
+        sockets=sockets,
     )
 
 
@@ -124,6 +134,7 @@ class GatewayApp:
         names: ModelNames | None = None,
         rewrites: frozenset[str] | None = None,
         access_line: Callable[[str], None] | None = None,
+        sockets: Connector | Literal[False] | None = None,
     ) -> None:
         # First: a bad budget fails before anything is registered.
         self.spend = Spend(max_credits, warn=_access.warning)
@@ -153,6 +164,9 @@ class GatewayApp:
             self._registry, self._changes, self.spend, self._hooks, self._upstream
         )
         self._access_line = access_line
+        if sockets is None and transport is None:
+            sockets = connect
+        self._sockets = CopilotSockets(sockets, clock) if sockets else None
 
     def __repr__(self) -> str:
         return f"GatewayApp({len(self._registry.catalog)} routes)"
@@ -180,6 +194,7 @@ class GatewayApp:
                 hosts=self._allowed(scope),
                 clock=self._clock,
                 access_line=self._access_line,
+                sockets=self._sockets,
             )
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:

@@ -102,6 +102,7 @@ class Flow:
         "started",
         "task",
         "transport",
+        "upstream",
         "via",
     )
 
@@ -145,6 +146,9 @@ class Flow:
         self.rewrote: list[str] = []
         # The task serving the request.
         self.task: asyncio.Task[Any]
+        # Where the relay stage sends it, when not over HTTP (a socket's own upstream:
+        # ._relay.Upstream).
+        self.upstream: Any = None
 
     async def answer(
         self,

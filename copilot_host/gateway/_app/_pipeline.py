@@ -15,7 +15,9 @@ gateway applies it, the budget, the hooks, the upstream client) and runs one
    stops on); then the request's reservation against the budget;
 6. **relay** (:mod:`._relay`): upstream through ``route.auth``, the answer back through the
    table's answer changes, masked, while a watcher waits for the client to hang up
-   (:mod:`._hangup`);
+   (:mod:`._hangup`); a request that came on a socket goes through that socket's upstream
+   (``flow.upstream``: Copilot's own WebSocket for a model that lists it,
+   :mod:`._copilot_socket`), which answers the same way;
 7. **account** (:mod:`._account`): the spend settled (the access line is written as the
    answer ends, by :mod:`._app`).
 
@@ -47,7 +49,7 @@ from ._hooks import GatewayHooks, both
 from ._intake import OFF_LOOP_ABOVE, read_body, read_request
 from ._names import MAX_MODEL_NAME, NotFound, Served
 from ._registry import Registry
-from ._relay import AnswerTooLarge, relay
+from ._relay import AnswerTooLarge, Relayed, Upstream, relay
 from ._resolve import name_too_long, resolve, shown, unknown_model
 from ._spend import CostReader, Reservation, Spend
 
@@ -232,25 +234,27 @@ class Pipeline:
             auth = auth.for_request(facts, identity, pick)
         hooks = self.hooks
         changes = self.changes.of(edit.api, flow.transport)
+        # HTTP, unless the request came on a socket that has an upstream of its own.
+        upstream: Upstream = flow.upstream or relay
+        call = Relayed(
+            edit,
+            changes,
+            flow.headers,
+            hangup.send,
+            outcome,
+            auth=auth,
+            header_filter=hooks.request_headers,
+            observer=both(
+                CostReader(outcome, edit.api.tokens, _usage_prices(edit.api, route)),
+                hooks.observe(route) if hooks.observe else None,
+            ),
+            extra_headers=(*_served_by(route), *((CLOSE,) if flow.close else ())),
+            answers=answers,
+            facts=facts,
+        )
         watcher = task.get_loop().create_task(hangup.watch())
         try:
-            await relay(
-                self._upstream(),
-                body,
-                edit=edit,
-                changes=changes,
-                headers=flow.headers,
-                send=hangup.send,
-                outcome=outcome,
-                auth=auth,
-                header_filter=hooks.request_headers,
-                observer=both(
-                    CostReader(outcome, edit.api.tokens, _usage_prices(edit.api, route)),
-                    hooks.observe(route) if hooks.observe else None,
-                ),
-                extra_headers=(*_served_by(route), *((CLOSE,) if flow.close else ())),
-                answers=answers,
-            )
+            await upstream(self._upstream(), body, call)
         except asyncio.CancelledError:
             if hangup.gone and task.uncancel() == 0:
                 _log.debug(

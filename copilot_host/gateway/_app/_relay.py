@@ -21,7 +21,8 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import MutableMapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import httpx2
 
@@ -40,7 +41,10 @@ __all__ = [
     "UPSTREAM_LIMITS",
     "UPSTREAM_TIMEOUT",
     "AnswerTooLarge",
+    "Relayed",
+    "Upstream",
     "relay",
+    "relay_answer",
     "session_refused",
 ]
 
@@ -144,54 +148,78 @@ def _is_event_stream(response: httpx2.Response) -> bool:
     return kind.split(";", 1)[0].strip().lower() == "text/event-stream"
 
 
-async def relay(
-    client: httpx2.AsyncClient,
-    body: bytes,
-    *,
-    edit: RequestEdit,
-    changes: ApiChanges,
-    headers: RequestHeaders,
-    send: Send,
-    outcome: Outcome,
-    auth: httpx2.Auth | None = None,
-    header_filter: HeaderFilter | None = None,
-    observer: AnswerObserver | None = None,
-    extra_headers: tuple[tuple[bytes, bytes], ...] = (),
-    answers: AnswerPass | None = None,
-) -> None:
+@dataclass(slots=True)
+class Relayed:
+    """What the relay stage hands an upstream with the request's body: the request's edit
+    and changes, the client's headers, where the answer goes (``send``) and what is noted
+    of it (``outcome``), the auth for this request (``route.auth`` bound to its facts),
+    the hooks, the headers added to the answer, its answer changes (``answers``: what they
+    do to the answer, whole or event by event, before masking), and the facts read from
+    the body (for an upstream that needs them apart from ``auth``)."""
+
+    edit: RequestEdit
+    changes: ApiChanges
+    headers: RequestHeaders
+    send: Send
+    outcome: Outcome
+    auth: httpx2.Auth | None = None
+    header_filter: HeaderFilter | None = None
+    observer: AnswerObserver | None = None
+    extra_headers: tuple[tuple[bytes, bytes], ...] = ()
+    answers: AnswerPass | None = None
+    facts: ch.RequestFacts | None = None
+
+
+class Upstream(Protocol):
+    """Where the relay stage sends a request and how its answer comes back: :func:`relay`
+    (HTTP), or a socket's own (:mod:`._copilot_socket`, Copilot's WebSocket), which answers
+    through :func:`relay_answer`."""
+
+    async def __call__(self, client: httpx2.AsyncClient, body: bytes, call: Relayed) -> None: ...
+
+
+async def relay(client: httpx2.AsyncClient, body: bytes, call: Relayed) -> None:
     """Send the request upstream and relay its answer (see the module docstring).
 
     Raises before the answer starts (a failed session exchange, the network,
     :class:`AnswerTooLarge`): the caller then answers with an error of its own. A failure
     after the answer started propagates too; the server then cuts the connection, so the
     client sees an answer that did not end rather than a shorter one that did.
-    ``answers`` is what the request's answer changes do to the answer (whole, or event by
-    event), before masking; ``changes`` gives the headers that go upstream and may reshape
-    an answer read whole (the rate-limit refusal).
+    ``call.changes`` gives the headers that go upstream and may reshape an answer read
+    whole (the rate-limit refusal).
     """
+    edit, changes = call.edit, call.changes
     route = edit.route
-    forwarded = changes.headers(edit, _upstream_headers(headers))
-    if header_filter is not None:
-        forwarded = header_filter(route, forwarded)
+    forwarded = changes.headers(edit, _upstream_headers(call.headers))
+    if call.header_filter is not None:
+        forwarded = call.header_filter(route, forwarded)
     request = client.build_request(
         "POST", _target(route.origin, changes.api.protocol.path), content=body, headers=forwarded
     )
-    response = await client.send(request, auth=auth or route.auth, stream=True)
+    response = await client.send(request, auth=call.auth or route.auth, stream=True)
+    if response.status_code < 200:
+        await response.aclose()
+        # Whatever the transport let through (an upstream 101 switches to a protocol
+        # nobody here speaks), an answer below 200 is never a final one: relayed, the
+        # client would read a 101 with a body.
+        raise httpx2.RemoteProtocolError(
+            f"the Copilot API answered with status {response.status_code}, not a final answer",
+            request=request,
+        )
+    if response.status_code == 401:
+        await response.aclose()
+        # route.auth retried once with a new session (or a session this young was not
+        # worth replacing): the refusal is of the session, not of the client's key.
+        # Relayed as a 401 it would read as a wrong gateway key, which SDKs do not
+        # retry; a 503 with Retry-After tells them to try again shortly.
+        raise session_refused(response)
+    await relay_answer(response, call)
+
+
+async def relay_answer(response: httpx2.Response, call: Relayed) -> None:
+    """An upstream answer to the client (see the module docstring), closed at the end."""
+    outcome, observer, send, answers = call.outcome, call.observer, call.send, call.answers
     try:
-        if response.status_code < 200:
-            # Whatever the transport let through (an upstream 101 switches to a protocol
-            # nobody here speaks), an answer below 200 is never a final one: relayed, the
-            # client would read a 101 with a body.
-            raise httpx2.RemoteProtocolError(
-                f"the Copilot API answered with status {response.status_code}, not a final answer",
-                request=request,
-            )
-        if response.status_code == 401:
-            # route.auth retried once with a new session (or a session this young was not
-            # worth replacing): the refusal is of the session, not of the client's key.
-            # Relayed as a 401 it would read as a wrong gateway key, which SDKs do not
-            # retry; a 503 with Retry-After tells them to try again shortly.
-            raise session_refused(response)
         outcome.upstream_id = response.headers.get("x-github-request-id", "")
         relayed = _relayed(response)
         outcome.quota = tuple(
@@ -204,7 +232,7 @@ async def relay(
         start: MutableMapping[str, Any] = {
             "type": "http.response.start",
             "status": response.status_code,
-            "headers": [*relayed, *extra_headers],
+            "headers": [*relayed, *call.extra_headers],
         }
         if _is_event_stream(response):
             await _relay_events(response, start, send, outcome, observer, answers=answers)
@@ -216,8 +244,8 @@ async def relay(
                 outcome,
                 observer,
                 answers=answers,
-                changes=changes,
-                edit=edit,
+                changes=call.changes,
+                edit=call.edit,
             )
     finally:
         await response.aclose()

@@ -14,6 +14,9 @@ Each text message is then one of:
 * ``response.processed``: an acknowledgement some clients send; nothing to do;
 * anything else: refused (an error frame).
 
+For a model that lists ``ws:/responses`` the request goes up over Copilot's own socket,
+one per client socket (:mod:`._copilot_socket`), else over HTTP.
+
 A binary message is refused and the socket closed (1003). A socket serves for
 :data:`MAX_AGE_SECONDS` at most: a request after that, or the end of one running then, is
 answered with the error frame Codex reconnects on (429
@@ -37,11 +40,13 @@ from .._protocols import RESPONSES
 from ._access import Refusal, RequestHeaders, check_access, read_headers
 from ._account import writer
 from ._chain import Conversation
+from ._copilot_socket import SocketUpstream
 from ._failures import answer_failure
 from ._flow import Flow, Message, Receive, Send
 from ._frames import Frames, error_frame
 from ._intake import OFF_LOOP_ABOVE
 from ._pipeline import Pipeline
+from ._socket_health import CopilotSockets
 
 __all__ = ["BUSY", "MAX_AGE_SECONDS", "SOCKET_PATHS", "serve_socket"]
 
@@ -80,8 +85,10 @@ async def serve_socket(
     hosts: frozenset[bytes] | None,
     clock: ch.Clock,
     access_line: Callable[[str], None] | None,
+    sockets: CopilotSockets | None = None,
 ) -> None:
-    """One socket, from its handshake to its end (see the module docstring)."""
+    """One socket, from its handshake to its end (see the module docstring); ``sockets``
+    gives it an upstream of its own on Copilot's socket, for the models that list one."""
     if (await receive())["type"] != "websocket.connect":
         return
     headers = read_headers(scope["headers"])
@@ -123,6 +130,7 @@ async def serve_socket(
         clock=clock,
         access_line=access_line,
         busy=BUSY in extensions,
+        upstream=SocketUpstream(sockets) if sockets is not None else None,
     )
     await session.run()
 
@@ -141,6 +149,7 @@ class _Session:
         clock: ch.Clock,
         access_line: Callable[[str], None] | None,
         busy: bool,
+        upstream: SocketUpstream | None = None,
     ) -> None:
         self._path: str = scope["path"]
         self._receive = receive
@@ -155,6 +164,7 @@ class _Session:
         self._turn: asyncio.Task[None] | None = None
         self._gone = asyncio.Event()
         self._closed = False
+        self._upstream = upstream
 
     async def run(self) -> None:
         try:
@@ -170,6 +180,8 @@ class _Session:
             if turn is not None and not turn.done():
                 # The request's own watcher sees the socket go (as a client hanging up).
                 await asyncio.wait([turn])
+            if self._upstream is not None:
+                await self._upstream.aclose()
 
     def _flow(self) -> Flow:
         flow = Flow(
@@ -185,6 +197,7 @@ class _Session:
         task = asyncio.current_task()
         assert task is not None
         flow.task = task
+        flow.upstream = self._upstream
         return flow
 
     async def _refuse(self, refusal: Refusal) -> None:
@@ -241,6 +254,10 @@ class _Session:
                 await flow.refuse(body)
                 return
             flow.receive = self._body_then_gone(body)
+            if self._upstream is not None:
+                # What the client chained on: Copilot's socket sends only the new items
+                # when it is the response that socket holds.
+                self._upstream.previous = value.get("previous_response_id")
             try:
                 await self._pipeline.inference(flow, RESPONSES)
             except Exception as exc:
