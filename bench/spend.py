@@ -13,7 +13,7 @@ from __future__ import annotations
 import timeit
 from collections.abc import Callable
 
-from copilot_host.gateway._app._spend import answer_cost, events_cost
+from copilot_host.gateway._app._costs import answer_cost, events_cost
 
 DELTA = (
     b'data: {"id":"chatcmpl-x","object":"chat.completion.chunk","created":0,"model":"m",'

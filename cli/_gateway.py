@@ -23,9 +23,11 @@ from ._context import seam
 from ._emulated import ScriptedCall, script_option
 from ._ownfile import open_own_file
 from ._plan import PLAN_CHECK_SECONDS
+from ._recording import LedgerChoice, ledger_options, open_recorder
 
 if TYPE_CHECKING:
     from copilot_host.gateway import GatewayApp, GatewayServer
+    from copilot_host.gateway._ledger import Recorder
     from copilot_host.github import AsyncGitHubCopilotHost, EditorIdentity
 
 __all__ = [
@@ -90,7 +92,7 @@ def gateway_options(command: F) -> F:
     ]
     for decorator in reversed(decorators):
         command = decorator(command)
-    return max_credits_option(script_option(command))
+    return ledger_options(max_credits_option(script_option(command)))
 
 
 @dataclass(frozen=True)
@@ -223,6 +225,8 @@ async def serve_gateway(
     max_credits: float | None = None,
     on_plan: Callable[[str], None] | None = None,
     access_line: Callable[[str], None] | None = None,
+    ledger: LedgerChoice | None = None,
+    warn: Callable[[str], None] | None = None,
 ) -> None:
     """Build the gateway for ``gateway``'s account and serve it with ``server`` until the
     server is told to stop; ``on_app`` is given the app once it is built (its ``spend``
@@ -232,14 +236,55 @@ async def serve_gateway(
     server's ``on_started`` raises (a :class:`ReaderGone` from the listening line) stops
     it the orderly way and is raised once it has stopped. ``on_plan`` is given the one
     line that says the account's plan can use only Auto model selection, when it can
-    (:func:`plan_line`), before the gateway listens."""
-    from copilot_host.gateway import create_app, rewrites_from_environment
+    (:func:`plan_line`), before the gateway listens. ``ledger`` is where each model request
+    is recorded (opened here, closed once the server has stopped), ``warn`` where a line
+    saying the ledger is off (or stopped recording) goes."""
+    from copilot_host import SYSTEM_CLOCK
+    from copilot_host.gateway import rewrites_from_environment
 
     try:
         # COPILOT_HOST_REWRITES=-name,-name turns rewrites off (docs/WIRE.md).
         rewrites = rewrites_from_environment()
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
+
+    clock = gateway.clock if gateway.clock is not None else SYSTEM_CLOCK
+    recorder = open_recorder(ledger, clock, warn or (lambda _line: None)) if ledger else None
+    try:
+        await _serve_with(
+            server,
+            gateway,
+            key,
+            names,
+            rewrites=rewrites,
+            recorder=recorder,
+            on_app=on_app,
+            max_credits=max_credits,
+            on_plan=on_plan,
+            access_line=access_line,
+        )
+    finally:
+        if recorder is not None:
+            # After the grace period: what is still in flight is recorded interrupted.
+            recorder.close()
+
+
+async def _serve_with(
+    server: GatewayServer,
+    gateway: Account,
+    key: str,
+    names: GatewayNames,
+    *,
+    rewrites: frozenset[str],
+    recorder: Recorder | None,
+    on_app: Callable[[GatewayApp], None] | None,
+    max_credits: float | None,
+    on_plan: Callable[[str], None] | None,
+    access_line: Callable[[str], None] | None,
+) -> None:
+    from copilot_host.gateway import create_app
+    from copilot_host.gateway._plumbing import record_with
+
     async with gateway.make_host() as host:
         extra: dict[str, Any] = {}
         if gateway.make_transport is not None:
@@ -258,6 +303,8 @@ async def serve_gateway(
             access_line=access_line,
             **extra,
         )
+        if recorder is not None:
+            record_with(app, recorder)
         if on_app is not None:
             on_app(app)
         # The serving layer's upstream transport (aiohttp on [fast]) before the client opens.

@@ -50,6 +50,7 @@ from ._gateway import (
 from ._nodump import no_core_dumps
 from ._output import CopilotHostCommand
 from ._profiles import Facts, Request, Setup, agent_for, converses, home_of
+from ._recording import LedgerChoice, ledger_choice, ledger_warning
 from ._serve import LOOPBACK, RequestCount, access_log, host_option, listen, new_key
 
 if TYPE_CHECKING:
@@ -127,6 +128,9 @@ def run(
     log_path: Path | None,
     max_credits: float | None,
     emulator_script: tuple[ScriptedCall, ...] | None,
+    ledger_file: Path | None,
+    no_ledger: bool,
+    max_credits_per_day: float | None,
     command: tuple[str, ...],
 ) -> None:
     """Run a coding agent (or any command) on this login's Copilot models.
@@ -141,6 +145,12 @@ def run(
     names = GatewayNames(aliases, default_model)
     names.check()
     check_script(emulator, emulator_script)
+    ledger = ledger_choice(
+        ledger_file=ledger_file,
+        no_ledger=no_ledger,
+        max_credits_per_day=max_credits_per_day,
+        emulator=emulator,
+    )
     editor = editor_from_environment()
     # Printing runs nothing: the agent need not be installed here.
     program = _look_up(command[0]) if not print_profile else shutil.which(command[0]) or command[0]
@@ -166,6 +176,8 @@ def run(
                     signals=signals,
                     max_credits=max_credits,
                     print_profile=print_profile,
+                    # Printing sends no request: nothing to record.
+                    ledger=None if print_profile else ledger,
                 )
             finally:
                 listener.close()
@@ -386,6 +398,7 @@ class _Gateway:
         max_credits: float | None = None,
         on_app: Callable[[GatewayApp], None] | None = None,
         access_line: Callable[[str], None] | None = None,
+        ledger: LedgerChoice | None = None,
     ) -> None:
         from copilot_host.gateway import GatewayServer
 
@@ -416,6 +429,9 @@ class _Gateway:
                 max_credits=max_credits,
                 on_plan=self.plan.append,
                 access_line=access_line,
+                ledger=ledger,
+                # Under run, the log file alone (its terminal is the command's).
+                warn=ledger_warning,
             )
 
         def target() -> None:
@@ -463,6 +479,7 @@ def _run(
     signals: _MainThreadSignals,
     max_credits: float | None = None,
     print_profile: bool = False,
+    ledger: LedgerChoice | None = None,
 ) -> int:
     port = listener.getsockname()[1]
     base_url = f"http://{shown}:{port}/v1"
@@ -477,6 +494,7 @@ def _run(
         max_credits=max_credits,
         on_app=_serving(counted),
         access_line=counted.line,
+        ledger=ledger,
     )
     try:
         server.start(signals)

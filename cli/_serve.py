@@ -42,6 +42,7 @@ from ._gateway import (
 from ._logging import SecondStamp
 from ._nodump import no_core_dumps
 from ._output import CopilotHostCommand, Output, write_stdout
+from ._recording import LedgerChoice, ledger_choice, ledger_warning
 
 if TYPE_CHECKING:
     from copilot_host.gateway import GatewayApp
@@ -160,6 +161,9 @@ def serve(
     log_path: Path | None,
     max_credits: float | None,
     emulator_script: tuple[ScriptedCall, ...] | None,
+    ledger_file: Path | None,
+    no_ledger: bool,
+    max_credits_per_day: float | None,
 ) -> None:
     """Serve this login's Copilot models to programs in any language.
 
@@ -181,6 +185,12 @@ def serve(
     names = GatewayNames(aliases, default_model)
     names.check()
     check_script(emulator, emulator_script)
+    ledger = ledger_choice(
+        ledger_file=ledger_file,
+        no_ledger=no_ledger,
+        max_credits_per_day=max_credits_per_day,
+        emulator=emulator,
+    )
     editor = editor_from_environment()
     log = LogFile(log_path) if log_path is not None else None
     try:
@@ -215,6 +225,7 @@ def serve(
                             max_credits=max_credits,
                             on_app=counted.serving,
                             access_line=counted.line,
+                            ledger=ledger,
                         )
                     finally:
                         if counted.started:
@@ -382,6 +393,7 @@ def _run(
     max_credits: float | None = None,
     on_app: Callable[[GatewayApp], None] | None = None,
     access_line: Callable[[str], None] | None = None,
+    ledger: LedgerChoice | None = None,
 ) -> None:
     import asyncio
 
@@ -402,6 +414,10 @@ def _run(
     def on_plan(line: str) -> None:
         write_stderr_line(f"copilot-host serve: {line}\n")
 
+    def warn(line: str) -> None:
+        # As the gateway's warnings go: stderr, and the log file when there is one.
+        ledger_warning(line)
+
     asyncio.run(
         serve_gateway(
             server,
@@ -412,6 +428,8 @@ def _run(
             max_credits=max_credits,
             on_plan=on_plan,
             access_line=access_line,
+            ledger=ledger,
+            warn=warn,
         )
     )
 

@@ -5,9 +5,22 @@ Nothing here is public API: it may change in any release.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ._agents import AGENTS, NAMES, agent_for, agent_of, home_of
 from ._agents._profile import Agent, Facts, Profile, Request, Setup
 from ._protocols import Api, converses
+
+if TYPE_CHECKING:
+    from ._app import GatewayApp
+    from ._ledger import Recorder
+
+
+def record_with(app: GatewayApp, recorder: Recorder) -> None:
+    """Have ``app`` record each model request in ``recorder`` (the ledger ``serve`` and
+    ``run`` open), before it serves."""
+    app._record_with(recorder)
+
 
 __all__ = [
     # the coding agents: their profiles for `run`, and who sent a request
@@ -23,4 +36,6 @@ __all__ = [
     "agent_of",
     "converses",
     "home_of",
+    # the ledger, as serve and run record into it
+    "record_with",
 ]

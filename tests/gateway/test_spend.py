@@ -13,7 +13,8 @@ import pytest
 
 from copilot_host.gateway._app._admit import SAFE_BUDGET_MESSAGE
 from copilot_host.gateway._app._admit import spent as spent_refusal
-from copilot_host.gateway._app._spend import Spend, answer_cost, events_cost, format_credits
+from copilot_host.gateway._app._costs import answer_cost, events_cost
+from copilot_host.gateway._app._spend import Spend, format_credits
 from copilot_host.testing import GitHubEmulator, Scenario, Usage
 from tests.gateway._support import Gateway, running_gateway
 from tests.gateway.conftest import assert_no_leaks

@@ -1,4 +1,5 @@
-"""Stage: account. What one request is recorded as: its access line, and its spend settled.
+"""Stage: account. What one request is recorded as: its access line, its spend settled, and
+its ledger row when a ledger records the gateway's requests.
 
 Each request ends with one access line: method, path, model (``ASKED->SERVED`` when a rule
 of :mod:`._names` found another model; ``auto->SERVED`` when Copilot Auto picked it, and
@@ -8,6 +9,13 @@ nothing from bodies, keys or tokens. It is written just before the last piece of
 answer goes out (so a client that has its answer can find the line), or at the end when
 there was no answer: to the app's ``access_line`` sink when it has one, else to the
 ``copilot_host.gateway.access`` logger at INFO.
+
+With a ledger (``serve`` and ``run`` open one: :mod:`copilot_host.gateway._ledger`), a
+model request's row is begun before it goes upstream (:func:`begin`: the ledger may refuse
+it for ``--max-credits-per-day``) and ended when its access line is written, with what the
+client got: the status, the tokens and credits the answer reported (its reservation,
+estimated, when the answer ended before its cost could be read), the duration and the
+changes applied. An answer the gateway gives itself is one row, 0 credits (:func:`answered`).
 """
 
 from __future__ import annotations
@@ -15,12 +23,16 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
+import copilot_host as ch
+
+from .._ledger import Admission, End, OverDailyBudget, Recorder, Start
 from ._flow import Flow
 from ._resolve import shown
 from ._spend import Reservation, Spend, format_credits
 
-__all__ = ["ACCESS_LOGGER", "access_line", "settle", "writer"]
+__all__ = ["ACCESS_LOGGER", "Recorded", "access_line", "answered", "begin", "settle", "writer"]
 
 ACCESS_LOGGER = "copilot_host.gateway.access"
 _access = logging.getLogger(ACCESS_LOGGER)
@@ -57,9 +69,13 @@ def writer(flow: Flow, sink: Callable[[str], None] | None) -> Callable[[], None]
 
     def log() -> None:
         nonlocal logged
-        if logged or (sink is None and not _access.isEnabledFor(logging.INFO)):
+        if logged:
             return
         logged = True
+        if flow.recorded is not None:
+            _end(flow, flow.recorded)
+        if sink is None and not _access.isEnabledFor(logging.INFO):
+            return
         line = access_line(flow)
         if sink is not None:
             sink(line)
@@ -79,3 +95,97 @@ def settle(spend: Spend, flow: Flow, held: Reservation, *, unread: bool) -> None
     outcome = flow.outcome
     spend.settle(held, outcome.credits, unread=unread, estimated=outcome.estimated)
     spend.quota(outcome.quota)
+    recorded = flow.recorded
+    if recorded is not None and unread and outcome.credits is None:
+        recorded.reservation_spent = True
+
+
+@dataclass(slots=True)
+class Recorded:
+    """A request's ledger row while it is in flight: the row, the recorder, and what was
+    reserved (counted, estimated, when the answer's cost could not be read)."""
+
+    recorder: Recorder
+    row: int
+    reserved: float | None
+    reservation_spent: bool = False
+
+
+def _start(
+    flow: Flow,
+    identity: ch.LoginIdentity,
+    route: ch.ModelRoute,
+    wall: float,
+    reserved: float | None,
+) -> Start:
+    api = flow.api
+    assert api is not None
+    return Start(
+        time=wall,
+        login=identity.account,
+        agent=flow.agent,
+        api=api.name,
+        model_asked=flow.asked,
+        model=route.model_id,
+        reserved=reserved,
+        rewrote=tuple(flow.rewrote),
+    )
+
+
+async def begin(
+    recorder: Recorder,
+    flow: Flow,
+    identity: ch.LoginIdentity,
+    route: ch.ModelRoute,
+    *,
+    held: Reservation,
+    wall: float,
+) -> OverDailyBudget | None:
+    """Record ``flow`` as in flight before it goes upstream: its row committed, or the
+    daily budget's refusal (nothing recorded then)."""
+    start = _start(flow, identity, route, wall=wall, reserved=held.credits)
+    admission: Admission = await recorder.begin(start)
+    if isinstance(admission, OverDailyBudget):
+        return admission
+    if admission.row is not None:
+        flow.recorded = Recorded(recorder, admission.row, held.credits)
+    return None
+
+
+def _duration_ms(flow: Flow) -> int:
+    return int((time.perf_counter() - flow.started) * 1000.0)
+
+
+def _end(flow: Flow, recorded: Recorded) -> None:
+    outcome = flow.outcome
+    credits, estimated = outcome.credits, outcome.estimated
+    if recorded.reservation_spent:
+        credits, estimated = recorded.reserved, True
+    recorded.recorder.end(
+        End(
+            row=recorded.row,
+            status=outcome.status or 499,
+            input_tokens=outcome.input_tokens,
+            output_tokens=outcome.output_tokens,
+            cached_tokens=outcome.cached_tokens,
+            credits=credits,
+            credits_estimated=estimated and credits is not None,
+            duration_ms=_duration_ms(flow),
+            rewrote=tuple(flow.rewrote),
+        )
+    )
+
+
+def answered(
+    recorder: Recorder, flow: Flow, identity: ch.LoginIdentity, route: ch.ModelRoute, wall: float
+) -> None:
+    """Record an answer the gateway gave itself (count_tokens, server tools, a socket's
+    warm-up): one row, 0 credits. A refusal it gave is not a request it served: the access
+    line has it, the ledger does not."""
+    status = flow.outcome.status
+    if not 200 <= status < 300:
+        return
+    recorder.answered(
+        _start(flow, identity, route, wall=wall, reserved=None),
+        End(row=0, status=status, credits=0.0, duration_ms=_duration_ms(flow)),
+    )

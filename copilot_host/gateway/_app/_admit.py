@@ -25,7 +25,7 @@ from .._protocols import Api
 from ._access import Refusal
 from ._spend import Reservation, Spend, estimate_cost
 
-__all__ = ["admit", "estimate", "spent"]
+__all__ = ["admit", "estimate", "over_daily", "spent"]
 
 _RETRY_SOON = ((b"retry-after", b"1"),)
 _FINAL = ((b"x-should-retry", b"false"),)
@@ -51,6 +51,20 @@ def budget_message(spend: Spend) -> str:
     read it as passing (:data:`_RETRIED`)."""
     message = spend.refusal_message()
     return SAFE_BUDGET_MESSAGE if _RETRIED.search(message) else message
+
+
+SAFE_DAILY_MESSAGE = (
+    "copilot-host gateway: the daily budget set with --max-credits-per-day is used up for "
+    "today (UTC); it renews at midnight UTC"
+)
+
+
+def over_daily(message: str, status: int = 402) -> Refusal:
+    """The refusal of a model request that would pass ``--max-credits-per-day`` (the
+    ledger's :class:`~copilot_host.gateway._ledger.OverDailyBudget` says ``message``): final,
+    as the run's budget's is, in the status the sending agent stops on."""
+    shown = SAFE_DAILY_MESSAGE if _RETRIED.search(message) else message
+    return Refusal(status, "budget_exhausted", shown, _FINAL)
 
 
 def spent(spend: Spend, status: int = 402) -> Refusal | None:

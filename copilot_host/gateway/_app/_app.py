@@ -32,8 +32,9 @@ import copilot_host as ch
 
 from .._agents import NAMES
 from .._changes import Changes, check_rewrites
-from .._protocols import BY_ENDPOINT, api_of_path, errors_of
-from ._access import Refusal, allowed_hosts, check_access, read_headers
+from .._ledger import Recorder
+from .._protocols import api_of_path, errors_of
+from ._access import allowed_hosts, check_access, read_headers
 from ._account import ACCESS_LOGGER, writer
 from ._connect import Connector, connect
 from ._failures import answer_failure
@@ -44,7 +45,7 @@ from ._names import ModelNames, Served
 from ._pipeline import MODEL_HEADER, MODEL_PREFIX, MODELS, Pipeline
 from ._registry import Registry
 from ._relay import UPSTREAM_LIMITS, UPSTREAM_TIMEOUT
-from ._resolve import shown
+from ._routes import framing_refusal, route_refusal
 from ._socket import serve_socket
 from ._socket_health import CopilotSockets
 from ._spend import Spend
@@ -163,6 +164,7 @@ class GatewayApp:
         self._pipeline = Pipeline(
             self._registry, self._changes, self.spend, self._hooks, self._upstream
         )
+        self._pipeline.clock = clock
         self._access_line = access_line
         if sockets is None and transport is None:
             sockets = connect
@@ -258,6 +260,11 @@ class GatewayApp:
         ``run`` does, so that its command's usual model names are served by Auto."""
         self._registry.serve_auto_by_default()
 
+    def _record_with(self, recorder: Recorder) -> None:
+        """Record each model request in ``recorder`` (``serve``'s and ``run``'s ledger,
+        :mod:`copilot_host.gateway._ledger`; through ``_plumbing``). Before serving."""
+        self._pipeline.recorder = recorder
+
     def agent_started(self, name: str) -> None:
         """The agent ``run`` started (of NAMES): requests no rule names are its."""
         if name not in NAMES:
@@ -344,29 +351,10 @@ class GatewayApp:
         finally:
             log()
 
-    def _expected_method(self, path: str) -> str | None:
-        if path == MODELS or path.startswith(MODEL_PREFIX):
-            return "GET"
-        if api_of_path(path) is not None or path in self._changes.paths:
-            return "POST"
-        return None
-
     async def _serve(self, flow: Flow, scope: Scope) -> None:
-        headers = flow.headers
-        if headers.get(b"transfer-encoding") is not None:
-            # Whatever the parser made of it, the connection ends with this answer.
-            flow.close = True
-            if headers.get(b"content-length") is not None:
-                await flow.refuse(
-                    Refusal(
-                        400,
-                        "invalid_request",
-                        "copilot-host gateway: a request may not carry both Content-Length "
-                        "and Transfer-Encoding",
-                    )
-                )
-                return
-        refusal = check_access(headers, self._allowed(scope), self._key)
+        refusal = framing_refusal(flow) or check_access(
+            flow.headers, self._allowed(scope), self._key
+        )
         if refusal is not None:
             await flow.refuse(refusal)
             return
@@ -374,19 +362,9 @@ class GatewayApp:
         if path in _PROBES and method in ("GET", "HEAD"):
             await flow.answer(200, b"" if method == "HEAD" else b"{}")
             return
-        expected = self._expected_method(path)
-        if expected is None:
-            await flow.refuse(self._no_such_endpoint())
-            return
-        if method != expected:
-            await flow.refuse(
-                Refusal(
-                    405,
-                    "method_not_allowed",
-                    f"copilot-host gateway: {shown(path, 80)} takes {expected} only",
-                    ((b"allow", expected.encode("ascii")),),
-                )
-            )
+        refusal = route_refusal(path, method, self._changes)
+        if refusal is not None:
+            await flow.refuse(refusal)
             return
         try:
             if method == "GET":
@@ -397,16 +375,3 @@ class GatewayApp:
                 await self._pipeline.inference(flow, api)
         except Exception as exc:
             await answer_failure(flow, exc)
-
-    def _no_such_endpoint(self) -> Refusal:
-        served = ["GET /v1/models"]
-        served += [f"POST {path}" for api in BY_ENDPOINT for path in api.paths]
-        served += [f"POST {path}" for path in self._changes.paths]
-        return Refusal(
-            404,
-            "not_found",
-            "copilot-host gateway: no such endpoint; it serves "
-            + ", ".join(served[:-1])
-            + " and "
-            + served[-1],
-        )

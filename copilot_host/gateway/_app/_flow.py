@@ -96,6 +96,7 @@ class Flow:
         "outcome",
         "path",
         "receive",
+        "recorded",
         "rewrote",
         "route",
         "send",
@@ -144,6 +145,8 @@ class Flow:
         self.close = False
         # The changes applied, for the access line.
         self.rewrote: list[str] = []
+        # Its ledger row, while it is recorded (._account.Recorded).
+        self.recorded: Any = None
         # The task serving the request.
         self.task: asyncio.Task[Any]
         # Where the relay stage sends it, when not over HTTP (a socket's own upstream:

@@ -30,6 +30,7 @@ import asyncio
 import itertools
 import logging
 from collections.abc import Callable
+from typing import Any
 
 import httpx2
 
@@ -39,10 +40,12 @@ from copilot_host._internal import AutoPick, clean
 from .._agents import agent_of, budget_status
 from .._changes import AnswerPass, ApiChanges, Changes, LocalAnswer, RequestEdit
 from .._json import dumps
+from .._ledger import Recorder
 from .._protocols import Api, models_api
 from ._access import Refusal
-from ._account import settle
-from ._admit import admit, spent
+from ._account import answered, begin, settle
+from ._admit import admit, over_daily, spent
+from ._costs import CostReader
 from ._flow import CLOSE, Flow
 from ._hangup import HangUp
 from ._hooks import GatewayHooks, both
@@ -51,7 +54,7 @@ from ._names import MAX_MODEL_NAME, NotFound, Served
 from ._registry import Registry
 from ._relay import AnswerTooLarge, Relayed, Upstream, relay
 from ._resolve import name_too_long, resolve, shown, unknown_model
-from ._spend import CostReader, Reservation, Spend
+from ._spend import Reservation, Spend
 
 __all__ = ["MODEL_HEADER", "MODEL_PREFIX", "MODELS", "Pipeline"]
 
@@ -90,6 +93,10 @@ class Pipeline:
         self._serials = itertools.count(1)
         # Who sends the requests a rule of ._agents does not name (``run``: its agent).
         self.agent = "other"
+        # Where each model request is recorded (serve's and run's ledger), and the wall
+        # clock its rows are timed by.
+        self.recorder: Recorder | None = None
+        self.clock: ch.Clock = ch.SYSTEM_CLOCK
 
     # -- GET /v1/models ------------------------------------------------------------------
 
@@ -156,7 +163,7 @@ class Pipeline:
                 else own.local(edit)
             )
             if answer is not None:
-                await self._answer_locally(flow, route, answer)
+                await self._answer_locally(flow, route, answer, identity)
                 return
         edit.serial = next(self._serials)
         if len(body) > OFF_LOOP_ABOVE:
@@ -167,7 +174,7 @@ class Pipeline:
         if edit.local is not None:
             # The gateway's own answer (server tools, a socket's warm-up, a refusal of a
             # shape it cannot send): never upstream, never billed, whatever the budget.
-            await self._answer_locally(flow, route, edit.local)
+            await self._answer_locally(flow, route, edit.local, identity)
             return
         refused = spent(self.spend, budget_status(flow.agent))
         if refused is not None:
@@ -180,11 +187,10 @@ class Pipeline:
         facts = ch.RequestFacts(
             vision=known.vision, initiator=known.initiator, model=route.model_id
         )
-        # Admitted last, with no await before the relay settles it: every way out of this
-        # request after here releases the reservation.
-        held = admit(self.spend, api, route, upstream_body, edit.value)
-        if isinstance(held, Refusal):
-            await flow.refuse(held)
+        # Admitted last: every way out of this request after here releases the
+        # reservation (the relay settles it).
+        held = await self._admitted(flow, route, identity, upstream_body, edit.value)
+        if held is None:
             return
         answers = changes.answers(edit)
         # The parsed tree goes before the request does: only the bytes travel on.
@@ -201,13 +207,47 @@ class Pipeline:
             pick=served.pick,
         )
 
-    async def _answer_locally(self, flow: Flow, route: ch.ModelRoute, answer: LocalAnswer) -> None:
+    async def _admitted(
+        self,
+        flow: Flow,
+        route: ch.ModelRoute,
+        identity: ch.LoginIdentity,
+        body: bytes,
+        value: dict[str, Any],
+    ) -> Reservation | None:
+        """Stage: admit. The request's reservation against the run's budget, and its
+        ledger row begun (which the daily budget may refuse); None once it was refused."""
+        api = flow.api
+        assert api is not None
+        held = admit(self.spend, api, route, body, value)
+        if isinstance(held, Refusal):
+            await flow.refuse(held)
+            return None
+        recorder = self.recorder
+        if recorder is None:
+            return held
+        try:
+            over = await begin(recorder, flow, identity, route, held=held, wall=self.clock.time())
+        except BaseException:
+            self.spend.release(held)  # its client left before it went upstream
+            raise
+        if over is not None:
+            self.spend.release(held)
+            await flow.refuse(over_daily(over.message(), budget_status(flow.agent)))
+            return None
+        return held
+
+    async def _answer_locally(
+        self, flow: Flow, route: ch.ModelRoute, answer: LocalAnswer, identity: ch.LoginIdentity
+    ) -> None:
         await flow.answer(
             answer.status,
             answer.body,
             _served_by(route),
             content_type=_EVENT_STREAM if answer.stream else _JSON,
         )
+        if self.recorder is not None:
+            answered(self.recorder, flow, identity, route, self.clock.time())
 
     async def _relay(
         self,
