@@ -189,6 +189,20 @@ def test_cost_is_read_where_the_service_puts_it() -> None:
     assert events_cost(b'data: {"choices": []}\n\n') is None
 
 
+def test_a_cost_past_what_a_float_holds_is_no_cost() -> None:
+    """A JSON integer has no bound: one no float holds was an OverflowError in the cost
+    reader, a 500 for a whole answer and a cut stream."""
+    huge = b"1" + b"0" * 400
+    assert answer_cost(b'{"copilot_usage": {"total_nano_aiu": ' + huge + b"}}") is None
+    assert answer_cost(b'{"copilot_usage": {"total_nano_aiu": -' + huge + b"}}") is None
+    assert answer_cost(b'{"copilot_usage": {"total_nano_aiu": 1e400}}') is None
+    assert (
+        events_cost(b'data: {"usage": {"copilot_usage": {"total_nano_aiu": ' + huge + b"}}}\n\n")
+        is None
+    )
+    assert answer_cost(b'{"copilot_usage": {"total_nano_aiu": 42500000}}') == 0.0425
+
+
 def test_credits_show_up_to_four_decimals() -> None:
     assert [format_credits(c) for c in (0.0425, 12.0, 0.00004, 1.23456)] == [
         "0.0425",
