@@ -197,7 +197,9 @@ _reset = st.sampled_from(
 
 @st.composite
 def _refusal(draw: st.DrawFn) -> tuple[Any, tuple[tuple[str, str], ...]]:
-    code = st.sampled_from([*RATE_LIMIT_CODES, "rate_limited"]) | any_json
+    # Mostly the service's codes (the refusal the gateway reshapes), else anything.
+    codes = st.sampled_from([*RATE_LIMIT_CODES, "rate_limited"])
+    code = st.one_of(codes, codes, codes, any_json)
     document = draw(
         mutated(
             st.fixed_dictionaries(
@@ -224,7 +226,7 @@ def answers(draw: st.DrawFn, api: str) -> Answer:
     cuts = tuple(draw(st.lists(st.integers(0, 10**6), max_size=5)))
     ending = draw(st.sampled_from([b"\n", b"\r\n"]))
     if draw(st.integers(0, 5)) == 0 or (api != "responses" and draw(st.booleans())):
-        status = draw(st.sampled_from([429, 429, 400, 500, 529]))
+        status = draw(st.sampled_from([429, 429, 429, 400, 500, 529]))
         document, headers = draw(_refusal())
         return Answer(api, status, False, document, headers=headers, cuts=cuts)
     if api != "responses":

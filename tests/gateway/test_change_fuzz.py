@@ -527,6 +527,14 @@ def _review_whole(name: str | Ref, arguments: str) -> Answer:
 # looked it up in a set), and a cost no float holds (the cost reader converted it).
 _ODD_TYPE = {"type": [], "item": {"type": {}, "name": "x"}, "response": {"output": [{"type": []}]}}
 _HUGE_COST = {"id": "x", "usage": {"copilot_usage": {"total_nano_aiu": 10**400}}}
+# The service's rate-limit refusal with a reset past any window, reshaped for Messages.
+_RATE_LIMITED = Answer(
+    "messages",
+    429,
+    False,
+    {"error": {"message": "slow down", "code": "user_weekly_rate_limited"}},
+    headers=(*_JSON, ("Retry-After", "Fri, 31 Dec 9999 23:59:59 GMT")),
+)
 
 
 @st.composite
@@ -552,6 +560,7 @@ def _answers(draw: st.DrawFn) -> tuple[str, bool, Answer]:
 )
 @example(case=("responses", False, Answer("responses", 200, False, _ODD_TYPE, headers=_JSON)))
 @example(case=("chat", False, Answer("chat", 200, False, _HUGE_COST, headers=_JSON)))
+@example(case=("messages", False, _RATE_LIMITED))
 @example(
     case=("messages", True, Answer("messages", 200, True, events=(_HUGE_COST,), headers=_EVENTS))
 )
