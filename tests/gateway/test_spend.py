@@ -287,3 +287,29 @@ def test_the_budgets_message_never_reads_as_a_retryable_error(
         assert refused.message == SAFE_BUDGET_MESSAGE
     for word in ("429", "500", "502", "503", "504", "524", "rate limit", "try again"):
         assert word not in refused.message
+
+
+def test_a_token_count_past_64_bits_is_no_count() -> None:
+    """What an answer says it counted goes to the ledger's 64-bit integers: a JSON integer
+    past them (an answer's ``usage`` is the upstream's to write) is no count, as a string
+    is, and the sum of three counts stays within them."""
+    from copilot_host.gateway._protocols import CHAT, MESSAGES, RESPONSES
+
+    huge, most = 2**64, 2**53
+    assert RESPONSES.tokens({"usage": {"input_tokens": huge, "output_tokens": 7}}) == (
+        None,
+        7,
+        None,
+    )
+    assert CHAT.tokens({"usage": {"prompt_tokens": 10**400, "completion_tokens": "9"}}) == (
+        None,
+        None,
+        None,
+    )
+    usage = {
+        "input_tokens": most,
+        "cache_read_input_tokens": most,
+        "cache_creation_input_tokens": most + 1,
+        "output_tokens": -1,
+    }
+    assert MESSAGES.tokens({"message": {"usage": usage}}) == (2 * most, None, most)
