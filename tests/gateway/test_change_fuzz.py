@@ -31,7 +31,7 @@ import json
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import httpx2
 import pytest
@@ -165,27 +165,31 @@ def stack(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
+@contextmanager
+def serving(
+    stack: str, factory: pytest.TempPathFactory, scenario: Scenario | None = None, **options: Any
+) -> Iterator[Gateway]:
+    """A gateway on ``stack`` over an emulator of ``scenario``, made with ``options``."""
+    home = factory.mktemp("fuzz") / "home"
+    with (
+        on_stack(stack) as chosen,
+        GitHubEmulator(scenario) as emulator,
+        running_gateway(emulator, home, stack=chosen, **options) as gateway,
+    ):
+        yield gateway
+
+
 @pytest.fixture(scope="module")
 def lenient(stack: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
     """A gateway on ``stack`` over the emulator with every check lenient."""
-    home = tmp_path_factory.mktemp("fuzz") / "home"
-    with (
-        on_stack(stack) as chosen,
-        GitHubEmulator(Scenario(lenient=True)) as emulator,
-        running_gateway(emulator, home, stack=chosen) as gateway,
-    ):
+    with serving(stack, tmp_path_factory, Scenario(lenient=True)) as gateway:
         yield gateway
 
 
 @pytest.fixture(scope="module")
 def bare(stack: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
     """``lenient`` with every switchable change off (``COPILOT_HOST_REWRITES=-…``)."""
-    home = tmp_path_factory.mktemp("fuzz-bare") / "home"
-    with (
-        on_stack(stack) as chosen,
-        GitHubEmulator(Scenario(lenient=True)) as emulator,
-        running_gateway(emulator, home, stack=chosen, rewrites=frozenset()) as gateway,
-    ):
+    with serving(stack, tmp_path_factory, Scenario(lenient=True), rewrites=frozenset()) as gateway:
         yield gateway
 
 
@@ -305,28 +309,30 @@ REVIEW_RESPONSES = [
 # -- request targets -----------------------------------------------------------------------
 
 
-def _examples(bodies: list[dict[str, Any]]) -> Callable[[_F], _F]:
+def target(aim: str, bodies: list[dict[str, Any]], requests: Any) -> Callable[[_F], _F]:
+    """A fuzz target aiming at ``aim``: ``request`` drawn from ``requests``, and ``bodies``
+    sent first, as examples."""
+
     def wrap(test: _F) -> _F:
         for body in reversed(bodies):
             test = example(request=Request(body))(test)
-        return test
+        return reaching(aim)(cast(_F, FUZZ(given(request=requests)(test))))
 
     return wrap
 
 
-@reaching("messages")
-@FUZZ
-@given(request=messages_requests)
-@_examples(REVIEW_MESSAGES)
+def changed(gateway: Gateway, api: str, request: Request) -> None:
+    """``request`` to ``api``'s path, and the entries seen acting on it reached."""
+    send(gateway, PATHS[api], request)
+    reach(rewrote(gateway.access.lines[0]) | always_on(gateway, request))
+
+
+@target("messages", REVIEW_MESSAGES, messages_requests)
 def test_messages_bodies_never_crash_a_change(lenient: Gateway, request: Request) -> None:
-    send(lenient, PATHS["messages"], request)
-    reach(rewrote(lenient.access.lines[0]) | always_on(lenient, request))
+    changed(lenient, "messages", request)
 
 
-@reaching("count_tokens")
-@FUZZ
-@given(request=messages_requests)
-@_examples(REVIEW_COUNT_TOKENS)
+@target("count_tokens", REVIEW_COUNT_TOKENS, messages_requests)
 def test_count_tokens_bodies_never_crash_the_estimate(lenient: Gateway, request: Request) -> None:
     status, data, _line = send(lenient, COUNT_TOKENS, request)
     assert not lenient.emulator.requests
@@ -337,21 +343,14 @@ def test_count_tokens_bodies_never_crash_the_estimate(lenient: Gateway, request:
         reach({label("count-tokens", Side.LOCAL)})
 
 
-@reaching("responses")
-@FUZZ
-@given(request=responses_requests)
-@_examples(REVIEW_RESPONSES)
+@target("responses", REVIEW_RESPONSES, responses_requests)
 def test_responses_bodies_never_crash_a_change(lenient: Gateway, request: Request) -> None:
-    send(lenient, PATHS["responses"], request)
-    reach(rewrote(lenient.access.lines[0]) | always_on(lenient, request))
+    changed(lenient, "responses", request)
 
 
-@reaching("chat")
-@FUZZ
-@given(request=chat_requests)
+@target("chat", [], chat_requests)
 def test_chat_bodies_never_crash_a_change(lenient: Gateway, request: Request) -> None:
-    send(lenient, PATHS["chat"], request)
-    reach(rewrote(lenient.access.lines[0]) | always_on(lenient, request))
+    changed(lenient, "chat", request)
 
 
 @st.composite
@@ -420,13 +419,8 @@ def scripted(
     stack: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[Gateway, ScriptedUpstream]]:
     """A gateway on ``stack`` whose model requests the scripted upstream answers."""
-    home = tmp_path_factory.mktemp("fuzz-answers") / "home"
     upstream = ScriptedUpstream()
-    with (
-        on_stack(stack) as chosen,
-        GitHubEmulator() as emulator,
-        running_gateway(emulator, home, stack=chosen, transport=upstream) as gateway,
-    ):
+    with serving(stack, tmp_path_factory, transport=upstream) as gateway:
         yield gateway, upstream
 
 
