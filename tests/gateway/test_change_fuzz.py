@@ -353,6 +353,35 @@ def test_chat_bodies_never_crash_a_change(lenient: Gateway, request: Request) ->
     changed(lenient, "chat", request)
 
 
+@pytest.mark.parametrize("path", [*PATHS.values(), COUNT_TOKENS])
+def test_nesting_past_256_levels_is_a_400_in_the_apis_shape_on_both_stacks(
+    lenient: Gateway, path: str
+) -> None:
+    """One limit, checked once after parsing, the same whichever parser read the body: 256
+    levels are read (the top-level object is the first), 257 and the review's 1,000 are
+    400 in the client's API's error shape."""
+    model = "claude-opus-5" if path.startswith("/v1/messages") else "gpt-5.5"
+    if path == PATHS["chat"]:
+        model = "gpt-4.1"
+    for levels, refused in ((255, False), (256, True), (1000, True)):
+        body = encode({"model": model, "max_tokens": 8, "messages": Deep(levels)})
+        status, _headers, data = lenient.raw(
+            "POST", path, body=body, headers={"Content-Type": "application/json"}
+        )
+        deep = b"more than 256 levels deep" in data
+        assert (status == 400 and deep) is refused, (levels, status, data[:200])
+        if refused:
+            document = json.loads(data)
+            error = document["error"]
+            if path.startswith("/v1/messages"):
+                assert (document["type"], error["type"]) == ("error", "invalid_request_error")
+            else:
+                assert (error["type"], error["code"]) == (
+                    "invalid_request_error",
+                    "invalid_request",
+                )
+
+
 @st.composite
 def _any_api(draw: st.DrawFn) -> tuple[str, Request]:
     api = draw(st.sampled_from(sorted(PATHS)))
