@@ -8,7 +8,7 @@ arguments hold lone surrogates, broken escapes, nesting past the limit, or anyth
 and a stream splits them into deltas at any point (inside an escape or a surrogate pair
 too). Then, as for requests, any field may be replaced by any JSON value. A 429 carries the
 service's rate-limit refusal (or something like it) with hostile ``Retry-After`` and
-window headers, for every API.
+window headers, and a 403 or 400 its refusals by policy, for every API.
 """
 
 from __future__ import annotations
@@ -51,6 +51,8 @@ class Answer:
     ending: bytes = b"\n"
 
     def body(self, refs: list[str]) -> bytes:
+        if isinstance(self.document, bytes):
+            return self.document  # not JSON: the service's plain-text refusal, or anything
         if not self.stream:
             return encode(self.document, refs=refs)
         out = []
@@ -217,6 +219,31 @@ def _refusal(draw: st.DrawFn) -> tuple[Any, tuple[tuple[str, str], ...]]:
     return document, tuple(headers)
 
 
+_POLICY = "unauthorized: not authorized to use this Copilot feature"
+_INTEGRATOR = (
+    'The requested model is not available for integrator "vscode-chat". '
+    "Available models: [gpt-4.1 claude-sonnet-4.6 \u00e9 a/b]"
+)
+
+
+@st.composite
+def _policy(draw: st.DrawFn) -> tuple[int, Any, tuple[tuple[str, str], ...]]:
+    """The service's refusals by policy (or something like them): 403 in plain text, 400
+    model_not_available_for_integrator, each with hostile text around it."""
+    if draw(st.booleans()):
+        text = draw(st.sampled_from([_POLICY, "forbidden", ""]))
+        around = draw(st.sampled_from([b"", b"\xff\xfe", b"\n" * 3]))
+        raw = around + text.encode() + draw(hostile_text).encode("utf-8", "surrogatepass")
+        return 403, raw, (("Content-Type", "text/plain; charset=utf-8"),)
+    message = st.sampled_from([_INTEGRATOR, 'not available for integrator \\"x']) | hostile_text
+    codes = st.sampled_from(["model_not_available_for_integrator", "model_not_supported"])
+    fields = {"message": message, "code": codes | any_json}
+    document = draw(
+        mutated(st.fixed_dictionaries({"error": st.fixed_dictionaries(fields)}), most=1)
+    )
+    return 400, document, (("Content-Type", "application/json"),)
+
+
 _nano = st.sampled_from([1000, 0, -1, 1e21, 10**400, 2**64, float("nan"), "1"]) | any_json
 
 
@@ -226,6 +253,9 @@ def answers(draw: st.DrawFn, api: str) -> Answer:
     cuts = tuple(draw(st.lists(st.integers(0, 10**6), max_size=5)))
     ending = draw(st.sampled_from([b"\n", b"\r\n"]))
     if draw(st.integers(0, 5)) == 0 or (api != "responses" and draw(st.booleans())):
+        if draw(st.booleans()):
+            status, found, headers = draw(_policy())
+            return Answer(api, status, False, found, headers=headers, cuts=cuts)
         status = draw(st.sampled_from([429, 429, 429, 400, 500, 529]))
         document, headers = draw(_refusal())
         return Answer(api, status, False, document, headers=headers, cuts=cuts)

@@ -110,6 +110,7 @@ AIMS = {
         label("custom-tools", Side.ANSWER),
         label("namespaces", Side.ANSWER),
         label("rate-limit", Side.RESHAPE),
+        label("policy-refusal", Side.RESHAPE),
     },
 }
 
@@ -484,6 +485,8 @@ def _events_of(data: bytes) -> list[bytes]:
 def _answered(api: str, answer: Answer, status: int, data: bytes, sent: bytes) -> set[str]:
     """What the answer changes did, checked as far as the client can tell."""
     assert status == answer.status, f"{status} for an upstream {answer.status}: {data[:300]!r}"
+    if answer.status in (400, 403, 429) and data != sent:
+        json.loads(data)  # a reshaped refusal is a JSON error document
     if answer.stream:
         # Every event went on (rewritten or as it came), none was lost or cut.
         assert len(_events_of(data)) == len(_events_of(sent))
@@ -505,6 +508,9 @@ def _answered(api: str, answer: Answer, status: int, data: bytes, sent: bytes) -
     if status == 429 and data != sent:
         found.add(label("rate-limit", Side.RESHAPE))
         event(f"rate-limit ({Side.RESHAPE}, {api})")
+    if status in (400, 403) and data != sent:
+        found.add(label("policy-refusal", Side.RESHAPE))
+        event(f"policy-refusal ({Side.RESHAPE}, {api})")
     return found
 
 
@@ -550,6 +556,14 @@ def _review_whole(name: str | Ref, arguments: str) -> Answer:
 # looked it up in a set), and a cost no float holds (the cost reader converted it).
 _ODD_TYPE = {"type": [], "item": {"type": {}, "name": "x"}, "response": {"output": [{"type": []}]}}
 _HUGE_COST = {"id": "x", "usage": {"copilot_usage": {"total_nano_aiu": 10**400}}}
+# The service's refusal by policy, in its plain text.
+_POLICY_REFUSED = Answer(
+    "chat",
+    403,
+    False,
+    b"unauthorized: not authorized to use this Copilot feature",
+    headers=(("Content-Type", "text/plain; charset=utf-8"),),
+)
 # The service's rate-limit refusal with a reset past any window, reshaped for Messages.
 _RATE_LIMITED = Answer(
     "messages",
@@ -584,6 +598,7 @@ def _answers(draw: st.DrawFn) -> tuple[str, bool, Answer]:
 @example(case=("responses", False, Answer("responses", 200, False, _ODD_TYPE, headers=_JSON)))
 @example(case=("chat", False, Answer("chat", 200, False, _HUGE_COST, headers=_JSON)))
 @example(case=("messages", False, _RATE_LIMITED))
+@example(case=("chat", False, _POLICY_REFUSED))
 @example(
     case=("messages", True, Answer("messages", 200, True, events=(_HUGE_COST,), headers=_EVENTS))
 )

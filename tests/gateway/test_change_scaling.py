@@ -238,6 +238,21 @@ def _rate_limit(n: int) -> bytes:
     return json.dumps(document).encode()
 
 
+def _policy(n: int) -> bytes:
+    """The service's refusal of a model to the login's app, listing ``n`` models."""
+    listed = " ".join(f"model-{index}" for index in range(n))
+    message = (
+        f'The model is not available for integrator "vscode-chat". Available models: [{listed}]'
+    )
+    return json.dumps(
+        {"error": {"message": message, "code": "model_not_available_for_integrator"}}
+    ).encode()
+
+
+def _policy_reshape(body: bytes) -> object:
+    return _BY_NAME["policy-refusal"].reshape(MESSAGES, 400, body, {})
+
+
 def _reshape(body: bytes) -> object:
     headers = {"x-usage-ratelimit-weekly": "ent=50&rem=0&rst=2030-01-01T00:00:00Z"}
     return _BY_NAME["rate-limit"].reshape(MESSAGES, 429, body, headers)
@@ -390,6 +405,10 @@ CASES: dict[str, Case] = {
     # Both sizes past MAX_DEPTH openers: both are walked for their depth.
     "rate-limit (reshape)": Case(
         _rate_limit, _reshape, 2000, lambda _made, reshaped: reshaped is not None
+    ),
+    # Read to a bounded prefix: the same time whatever the answer's length.
+    "policy-refusal (reshape)": Case(
+        _policy, _policy_reshape, 2000, lambda _made, reshaped: reshaped is not None
     ),
     "model (request)": Case(
         _spliced,

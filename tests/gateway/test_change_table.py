@@ -112,8 +112,9 @@ def wire_rows() -> dict[str, str]:
     for line in lines[start + 2 :]:
         if not line.startswith("|"):
             break
+        # The names come before any words in brackets after them.
         first = line.split("|")[1]
-        for name in re.findall(r"`([^`]+)`", first):
+        for name in re.findall(r"`([^`]+)`", first.split("(")[0]):
             assert name not in rows, f"{name} has two rows"
             rows[name] = first
     return rows
