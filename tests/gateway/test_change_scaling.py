@@ -46,8 +46,10 @@ GROWTH = 8
 BOUND = 12.0
 # Seconds the smaller body's run takes at least (the hook repeated as often as needed).
 FLOOR = 0.01
-# Runs of each size; the least time of each counts.
+# Runs of each size, in turns; the least time of each counts. Up to MOST_RUNS while the
+# ratio is over the bound.
 RUNS = 3
+MOST_RUNS = 10
 _BY_NAME = {change.name: change for change in TABLE}
 CONTEXT_BETA = b"context-management-2025-06-27"
 
@@ -307,7 +309,7 @@ CASES: dict[str, Case] = {
     "billing-header (request)": Case(
         lambda n: {"system": [_BILLING, *([{"type": "text", "text": "s"}] * n)]},
         request("billing-header", MESSAGES),
-        2000,
+        256,
         applied("billing-header"),
     ),
     "beta-fields (request)": Case(
@@ -353,13 +355,13 @@ CASES: dict[str, Case] = {
             "tool_choice": {"type": "tool", "name": "web_search"},
         },
         request("server-tools", MESSAGES),
-        1000,
+        128,
         applied("server-tools"),
     ),
     "server-tools (request, answered)": Case(
         lambda n: {"tools": [{"type": "web_fetch_20250910", "name": f"f{i}"} for i in range(n)]},
         request("server-tools", MESSAGES),
-        1000,
+        128,
         lambda _made, edit: edit.local is not None,
     ),
     "additional-tools (request)": Case(
@@ -372,7 +374,7 @@ CASES: dict[str, Case] = {
             * n,
         },
         request("additional-tools", RESPONSES),
-        1000,
+        128,
         applied("additional-tools"),
     ),
     "namespaces (request)": Case(
@@ -381,7 +383,7 @@ CASES: dict[str, Case] = {
     "web-search (request)": Case(
         lambda n: {"tools": [{"type": "web_search"}, {"type": "function", "name": "f"}] * n},
         request("web-search", RESPONSES),
-        1000,
+        128,
         applied("web-search"),
     ),
     "custom-tools (request)": Case(
@@ -402,9 +404,9 @@ CASES: dict[str, Case] = {
     "count-tokens (local)": Case(
         _count_tokens, _local, 64, lambda _made, answer: answer is not None
     ),
-    # Both sizes past MAX_DEPTH openers: both are walked for their depth.
+    # Both sizes past MAX_DEPTH openers (n + 2): both are walked for their depth.
     "rate-limit (reshape)": Case(
-        _rate_limit, _reshape, 2000, lambda _made, reshaped: reshaped is not None
+        _rate_limit, _reshape, 300, lambda _made, reshaped: reshaped is not None
     ),
     # Read to a bounded prefix: the same time whatever the answer's length.
     "policy-refusal (reshape)": Case(
@@ -413,7 +415,7 @@ CASES: dict[str, Case] = {
     "model (request)": Case(
         _spliced,
         _splice("model", MESSAGES),
-        512,
+        256,
         lambda made, body: b'"claude-opus-5"' in body and body != made[1],
     ),
     "system (request)": Case(
@@ -423,13 +425,13 @@ CASES: dict[str, Case] = {
         lambda _made, body: b'"system": [{"type": "text", "text": ' in body,
     ),
     "namespaces (answer)": Case(
-        _namespace_answers, lambda made: made[0].document(made[1]), 500, changed
+        _namespace_answers, lambda made: made[0].document(made[1]), 64, changed
     ),
     "custom-tools (answer)": Case(
-        _custom_answers, lambda made: made[0].document(made[1]), 500, changed
+        _custom_answers, lambda made: made[0].document(made[1]), 64, changed
     ),
     # N6: a custom tool's input in 8n deltas takes at most 12x the time of n.
-    "custom-tools (answer, streamed)": Case(_stream, _events, 1000, changed),
+    "custom-tools (answer, streamed)": Case(_stream, _events, 256, changed),
 }
 
 
@@ -478,11 +480,15 @@ def test_eight_times_the_body_takes_at_most_twelve_times_as_long(name: str) -> N
     assert case.done(small, case.work(small))
     assert case.done(large, case.work(large))
     loops = _loops(case.work, small)
-    # The two sizes in turn, so that what else the machine does weighs on both alike.
+    # The two sizes in turn, so that what else the machine does weighs on both alike; more
+    # turns while the ratio is over the bound (a quiet moment lowers both least times; a
+    # walk that is not linear stays over it however often it is timed).
     small_time = large_time = math.inf
-    for _ in range(RUNS):
+    for turn in range(MOST_RUNS):
         small_time = min(small_time, _seconds(case.work, small, loops, 1))
         large_time = min(large_time, _seconds(case.work, large, loops, 1))
+        if turn + 1 >= RUNS and large_time / small_time <= BOUND:
+            break
     ratio = large_time / small_time
     assert ratio <= BOUND, (
         f"{name}: {small_time * 1000:.1f} ms for n={case.n}, {large_time * 1000:.1f} ms for "
