@@ -73,6 +73,10 @@ def label(name: str, side: str) -> str:
     return f"{name} ({side})"
 
 
+def labels(side: str, *names: str) -> set[str]:
+    return {label(name, side) for name in names}
+
+
 # What each target aims at: the entries (and sides) its bodies make act.
 AIMS = {
     "messages": {
@@ -94,24 +98,12 @@ AIMS = {
         ),
         label("betas", Side.HEADERS),
     },
-    "chat": {
-        label("max_tokens", Side.REQUEST),
-        label("max_completion_tokens", Side.REQUEST),
-        label("model", Side.REQUEST),
-        label("betas", Side.HEADERS),
-    },
+    "chat": {*labels(Side.REQUEST, "max_tokens", "max_completion_tokens", "model")}
+    | {label("betas", Side.HEADERS)},
     # With every switchable change off, the always-on ones splice the bytes as sent.
-    "bare": {
-        label("model", Side.REQUEST),
-        label("system", Side.REQUEST),
-        label("betas", Side.HEADERS),
-    },
-    "answers": {
-        label("custom-tools", Side.ANSWER),
-        label("namespaces", Side.ANSWER),
-        label("rate-limit", Side.RESHAPE),
-        label("policy-refusal", Side.RESHAPE),
-    },
+    "bare": {*labels(Side.REQUEST, "model", "system"), label("betas", Side.HEADERS)},
+    "answers": {*labels(Side.ANSWER, "custom-tools", "namespaces")}
+    | {*labels(Side.RESHAPE, "rate-limit", "policy-refusal")},
 }
 
 REACHED: Counter[str] = Counter()
