@@ -63,7 +63,7 @@ LOW_QUOTA_PERCENT = 10.0
 _FIELD = b"total_nano_aiu"
 _USAGE = b'"usage"'
 _HOLDERS = ("response", "message", "usage")
-# More output tokens than any model writes in one answer; a cap above it is priced as none.
+# More output tokens than any answer has (a JSON integer has no bound, a float has).
 _MOST_TOKENS = 10**12
 
 
@@ -76,8 +76,7 @@ def _nano(value: object) -> float | None:
     nano = usage.get("total_nano_aiu")
     if isinstance(nano, bool) or not isinstance(nano, int | float):
         return None
-    # Compared before any conversion: an integer past a float's range (JSON has no bound)
-    # would raise in math.isfinite or float().
+    # Compared before any conversion: float() of a JSON integer past a float's range raises.
     return float(nano) if 0 <= nano < 1e21 else None
 
 
@@ -228,9 +227,7 @@ def estimate_cost(
         else (output_limit // 8 if output_limit is not None else None)
     )
     if output is None or output > _MOST_TOKENS or (output and per_output is None):
-        # A cap past any model's output (a JSON integer has no bound, a float does): no
-        # count to price, as for an unknown one.
-        return None
+        return None  # past _MOST_TOKENS: no count to price, as for an unknown one
     cost = (input_bytes / 4 * float(per_input) + output * float(per_output or 0.0)) / batch
     return cost if math.isfinite(cost) and cost >= 0 else None
 
