@@ -12,6 +12,7 @@ import pytest
 
 import copilot_host as ch
 from copilot_host.gateway._changes import REWRITES, TABLE
+from copilot_host.gateway._protocols import APIS
 from copilot_host.testing import CHECKS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -92,7 +93,7 @@ def test_names_are_unique_and_each_names_an_emulator_check_or_why_none() -> None
         assert change.check in CHECKS or (
             change.check.startswith("none: ") and len(change.check) > len("none: ")
         ), change
-        assert change.apis and change.apis <= {"chat", "responses", "messages"}, change
+        assert change.apis and change.apis <= {api.name for api in APIS}, change
         assert change.sides, f"{change} overrides no hook"
         assert change.summary and change.evidence, change
 
