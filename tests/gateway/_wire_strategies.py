@@ -5,7 +5,8 @@ the answers' strategies (tests/gateway/_answer_strategies.py) share.
 Structure first: a body is drawn as an agent would send it (Messages with its system,
 messages, tools, server tools, tool_choice, thinking and context_management; Responses with
 its input items, additional_tools, namespaced and custom calls, custom, namespace and
-web_search tools; Chat with its caps), so that every change of the table finds the shape it
+web_search tools; Chat with its caps; Embeddings with its inputs, dimensions and
+encoding), so that every change of the table finds the shape it
 acts on; then up to three of its fields, at any depth, are replaced by any JSON value (lone
 surrogates, containers where names go, numbers where lists go, nesting past the limit) or
 removed. A field nested deeper than Python's encoder goes is a :class:`Deep` placeholder
@@ -32,6 +33,7 @@ __all__ = [
     "any_json",
     "betas",
     "chat_requests",
+    "embeddings_requests",
     "encode",
     "hostile_text",
     "lone_surrogates",
@@ -422,6 +424,47 @@ _aimed_chat = st.fixed_dictionaries(
     optional=_chat_optional,
 )
 chat_requests = requests(_any_chat, _aimed_chat)
+
+# -- Embeddings --------------------------------------------------------------------------
+
+# text-embedding-3-small takes dimensions and 512 inputs; ada-002 takes no dimensions.
+_embeddings_models = ["text-embedding-3-small", "text-embedding-ada-002"]
+_embeddings_models.append("github-copilot/text-embedding-3-small")
+_token_ids = st.integers(0, 100_000)
+_inputs = st.one_of(
+    words,
+    st.lists(words, min_size=1, max_size=4),
+    st.lists(_token_ids, min_size=1, max_size=4),
+    st.lists(st.lists(_token_ids, max_size=3), min_size=1, max_size=3),
+    # More inputs than a model takes (answered by the gateway: nothing goes upstream).
+    st.sampled_from([513, 600]).map(lambda count: ["x"] * count),
+)
+_embeddings_optional = {
+    "dimensions": st.sampled_from([256, 1536, 0, -1]) | st.none(),
+    "encoding_format": st.sampled_from(["float", "base64"]),
+    "user": words,
+}
+_any_embeddings = st.fixed_dictionaries(
+    {"model": st.sampled_from(_embeddings_models), "input": _inputs},
+    optional=_embeddings_optional,
+)
+# A model alias, one text (sent as a list of one), floats asked for as base64; or
+# dimensions for the model that takes none (answered by the gateway).
+_aimed_embeddings = st.fixed_dictionaries(
+    {
+        "model": st.just("github-copilot/text-embedding-3-small"),
+        "input": words,
+        "encoding_format": st.just("base64"),
+    },
+    optional={"user": words},
+) | st.fixed_dictionaries(
+    {
+        "model": st.just("text-embedding-ada-002"),
+        "input": st.lists(words, min_size=1, max_size=2),
+        "dimensions": st.sampled_from([256, 1536]),
+    }
+)
+embeddings_requests = requests(_any_embeddings, _aimed_embeddings)
 
 # -- any field replaced ------------------------------------------------------------------
 

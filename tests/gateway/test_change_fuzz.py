@@ -40,10 +40,11 @@ from hypothesis import strategies as st
 
 from copilot_host import _accel
 from copilot_host.gateway import ServerStack
-from copilot_host.gateway._changes import COUNT_TOKENS, TABLE, Side
+from copilot_host.gateway._changes import COUNT_TOKENS, TABLE, Change, Side
 from copilot_host.gateway._server._stack import PURE_PYTHON
 from copilot_host.testing import GitHubEmulator, RecordedRequest, Scenario
 from tests._extras import require
+from tests._wsclient import TERMINAL, SocketClient
 from tests.gateway._answer_strategies import Answer, answers
 from tests.gateway._support import Gateway, running_gateway
 from tests.gateway._wire_strategies import (
@@ -51,6 +52,7 @@ from tests.gateway._wire_strategies import (
     Ref,
     Request,
     chat_requests,
+    embeddings_requests,
     encode,
     messages_requests,
     responses_requests,
@@ -67,6 +69,7 @@ FUZZ = settings(
 )
 STACKS = {"fast": ServerStack(http="httptools", transport="aiohttp"), "pure": PURE_PYTHON}
 PATHS = {"messages": "/v1/messages", "responses": "/v1/responses", "chat": "/v1/chat/completions"}
+PATHS["embeddings"] = "/v1/embeddings"
 
 
 def label(name: str, side: str) -> str:
@@ -77,13 +80,18 @@ def labels(side: str, *names: str) -> set[str]:
     return {label(name, side) for name in names}
 
 
+def over_http(change: Change) -> bool:
+    """Whether ``change`` acts on requests over HTTP (warm-up is the socket's alone)."""
+    return "http" in change.transports
+
+
 # What each target aims at: the entries (and sides) its bodies make act.
 AIMS = {
     "messages": {
         *(
             label(change.name, Side.REQUEST)
             for change in TABLE
-            if "messages" in change.apis and Side.REQUEST in change.sides
+            if "messages" in change.apis and Side.REQUEST in change.sides and over_http(change)
         ),
         label("betas", Side.HEADERS),
     },
@@ -95,6 +103,7 @@ AIMS = {
             if "responses" in change.apis
             and Side.REQUEST in change.sides
             and change.name != "betas"
+            and over_http(change)
         ),
         label("betas", Side.HEADERS),
     },
@@ -102,6 +111,14 @@ AIMS = {
     | {label("betas", Side.HEADERS)},
     # With every switchable change off, the always-on ones splice the bytes as sent.
     "bare": {*labels(Side.REQUEST, "model", "system"), label("betas", Side.HEADERS)},
+    "embeddings": {
+        *labels(Side.REQUEST, "embeddings-tokens", "embeddings-inputs", "embeddings-dimensions"),
+        *labels(Side.REQUEST, "embeddings-input", "encoding-format", "model"),
+        *labels(Side.ANSWER, "encoding-format", "embeddings-envelope"),
+        label("betas", Side.HEADERS),
+    },
+    # Responses over the WebSocket: Codex's warm-up, answered by the gateway.
+    "socket": {*labels(Side.REQUEST, "warm-up", "model")},
     "answers": {*labels(Side.ANSWER, "custom-tools", "namespaces")}
     | {*labels(Side.RESHAPE, "rate-limit", "policy-refusal")},
 }
@@ -373,6 +390,64 @@ def test_nesting_past_256_levels_is_a_400_in_the_apis_shape_on_both_stacks(
                     "invalid_request_error",
                     "invalid_request",
                 )
+
+
+# The gateway's own refusals, and a lone surrogate in a text to embed.
+REVIEW_EMBEDDINGS: list[dict[str, Any]] = [
+    {"model": "text-embedding-ada-002", "input": ["x"], "dimensions": 256},
+    {"model": "text-embedding-3-small", "input": [[1, 2], [3]]},
+    {"model": "text-embedding-3-small", "input": ["x"] * 600},
+    {"model": "text-embedding-3-small", "input": _SURROGATE, "encoding_format": "base64"},
+]
+
+
+@target("embeddings", REVIEW_EMBEDDINGS, embeddings_requests)
+def test_embeddings_bodies_never_crash_a_change(lenient: Gateway, request: Request) -> None:
+    status, data, _line = send(lenient, PATHS["embeddings"], request)
+    found = rewrote(lenient.access.lines[0]) | always_on(lenient, request)
+    answer = json.loads(data) if status == 200 else None
+    if isinstance(answer, dict) and isinstance(answer.get("data"), list):
+        # The emulator answers as the service does: floats, without object and model.
+        if answer.get("object") == "list" and "model" in answer:
+            found.add(label("embeddings-envelope", Side.ANSWER))
+        vectors = [item.get("embedding") for item in answer["data"] if isinstance(item, dict)]
+        if vectors and all(isinstance(vector, str) for vector in vectors):
+            found.add(label("encoding-format", Side.ANSWER))
+    reach(found)
+
+
+def socket_request(draw: st.DrawFn) -> Request:
+    """A Responses request as a socket sends it (no headers of its own), now and then
+    Codex's warm-up."""
+    body = draw(responses_requests).body
+    return Request({**body, "generate": False} if draw(st.booleans()) else body)
+
+
+@target("socket", [{**_RESPONSES, "generate": False}], st.composite(socket_request)())
+def test_socket_requests_never_crash_a_change(lenient: Gateway, request: Request) -> None:
+    """Over Codex's WebSocket: every request ends in its last frame (an error frame for a
+    refusal, never one of the gateway's own 5xx), and the socket serves on."""
+    lenient.emulator.clear_requests()
+    lenient.access.lines.clear()
+    with SocketClient(lenient.port, lenient.key, timeout=30).open() as client:
+        client.send_text(encode({"type": "response.create", **request.body}).decode("ascii"))
+        frames = client.answer(timeout=30)
+        last = frames[-1]
+        assert last["type"] in TERMINAL
+        if last["type"] == "error":
+            assert isinstance(last.get("status"), int) and last["status"] < 500, last
+        # The socket serves on: a warm-up after whatever this was.
+        warm = client.request({**_RESPONSES, "generate": False}, timeout=30)
+        assert [frame["type"] for frame in warm] == ["response.created", "response.completed"]
+    (line, _warm) = lenient.access.lines
+    found = rewrote(line) | always_on(lenient, request)
+    kinds = [frame.get("type") for frame in frames]
+    if request.body.get("generate") is False and kinds == [
+        "response.created",
+        "response.completed",
+    ]:
+        found.add(label("warm-up", Side.REQUEST))
+    reach(found)
 
 
 @st.composite

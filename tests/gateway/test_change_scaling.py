@@ -38,7 +38,7 @@ import pytest
 from copilot_host.gateway._changes import TABLE, AnswerPass, RequestEdit
 from copilot_host.gateway._changes._tool_answers import CustomAnswers, NamespaceAnswers
 from copilot_host.gateway._changes._tools import FlatTool
-from copilot_host.gateway._protocols import CHAT, MESSAGES, RESPONSES, Api
+from copilot_host.gateway._protocols import CHAT, EMBEDDINGS, MESSAGES, RESPONSES, Api
 from tests.core._routes import make_route
 
 # Bigger is slower, never more linear: time may grow by this much for 8x the body.
@@ -61,6 +61,11 @@ def route(model: str, limit: int) -> Any:
 
 ROUTES = {"messages": route("claude-opus-5", 64000), "responses": route("gpt-5.5", 128000)}
 ROUTES["chat"] = route("gpt-4.1", 16384)
+# An embeddings model that takes 4 inputs a request and no dimensions.
+_ada = route("text-embedding-ada-002", 0)
+ROUTES["embeddings"] = dataclasses.replace(
+    _ada, spec=dataclasses.replace(_ada.spec, max_inputs=4, dimensions=False)
+)
 
 
 @dataclass(frozen=True)
@@ -293,6 +298,23 @@ def _custom_answers(n: int) -> tuple[CustomAnswers, dict[str, Any]]:
     return CustomAnswers(frozenset({"patch"})), {"output": _answer_items(n, "patch")}
 
 
+def _vectors(n: int) -> list[dict[str, Any]]:
+    return [{"object": "embedding", "index": i, "embedding": [0.5, -1.25] * 8} for i in range(n)]
+
+
+def _embeddings_answer(name: str) -> Callable[[dict[str, Any]], Any]:
+    """The entry ``name``'s answer mapper (for a request asking base64) on ``answer``."""
+
+    def work(answer: dict[str, Any]) -> Any:
+        edit = edit_of(EMBEDDINGS, {"model": "m", "input": ["x"], "encoding_format": "base64"})
+        _BY_NAME["encoding-format"].request(edit)
+        mapper = _BY_NAME[name].answer(edit)
+        assert mapper is not None
+        return mapper.document(answer)
+
+    return work
+
+
 def _events(blocks: list[bytes]) -> object:
     answers = AnswerPass([CustomAnswers(frozenset({"patch"}))])
     return [answers.events(block) for block in blocks]
@@ -400,6 +422,48 @@ CASES: dict[str, Case] = {
         _tool_choice,
         2000,
         applied("tool_choice"),
+    ),
+    "warm-up (request)": Case(
+        lambda n: bulky(n, generate=False),
+        request("warm-up", RESPONSES),
+        2000,
+        lambda _made, edit: edit.local is not None,
+    ),
+    "embeddings-tokens (request)": Case(
+        lambda n: {"input": list(range(n))},
+        request("embeddings-tokens", EMBEDDINGS),
+        2000,
+        applied("embeddings-tokens"),
+    ),
+    "embeddings-inputs (request)": Case(
+        lambda n: {"input": ["text"] * n},
+        request("embeddings-inputs", EMBEDDINGS),
+        2000,
+        applied("embeddings-inputs"),
+    ),
+    "embeddings-dimensions (request)": Case(
+        lambda n: {"input": ["text"] * n, "dimensions": 256},
+        request("embeddings-dimensions", EMBEDDINGS),
+        2000,
+        applied("embeddings-dimensions"),
+    ),
+    "embeddings-input (request)": Case(
+        lambda n: {"input": "text " * n},
+        request("embeddings-input", EMBEDDINGS),
+        2000,
+        applied("embeddings-input"),
+    ),
+    "encoding-format (request)": Case(
+        lambda n: {"input": ["text"] * n, "encoding_format": "base64"},
+        request("encoding-format", EMBEDDINGS),
+        2000,
+        applied("encoding-format"),
+    ),
+    "encoding-format (answer)": Case(
+        lambda n: {"data": _vectors(n)}, _embeddings_answer("encoding-format"), 64, changed
+    ),
+    "embeddings-envelope (answer)": Case(
+        lambda n: {"data": _vectors(n)}, _embeddings_answer("embeddings-envelope"), 64, changed
     ),
     "count-tokens (local)": Case(
         _count_tokens, _local, 64, lambda _made, answer: answer is not None
