@@ -464,6 +464,8 @@ def _any_api(draw: st.DrawFn) -> tuple[str, Request]:
 @example(case=("chat", Request({"model": "gpt-4.1", "messages": _USER, "max_tokens": 10**400})))
 @example(case=("responses", Request({**_RESPONSES, "max_output_tokens": 10**400})))
 @example(case=("messages", Request({**_MESSAGES, "max_tokens": 10**400})))
+# A model alias and a string system, spliced into the bytes as sent.
+@example(case=("messages", Request({**_MESSAGES, "model": "claude-opus-4-6", "system": "s"})))
 def test_any_body_with_the_switchable_changes_off(bare: Gateway, case: tuple[str, Request]) -> None:
     api, request = case
     send(bare, PATHS[api], request)
