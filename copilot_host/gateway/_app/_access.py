@@ -13,7 +13,8 @@
 
 One pass over the headers collects what these checks and the relay need
 (:func:`read_headers`); a header the checks rely on that appears twice is refused rather
-than guessed at.
+than guessed at. A request that passes them for a path the gateway does not serve is
+refused 404 naming those it does (:func:`no_such_endpoint`).
 """
 
 from __future__ import annotations
@@ -23,11 +24,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from .._protocols import BY_ENDPOINT
+
 __all__ = [
     "FORWARDED_REQUEST_HEADERS",
     "Refusal",
     "RequestHeaders",
     "check_access",
+    "no_such_endpoint",
     "read_headers",
 ]
 
@@ -185,4 +189,20 @@ def _origin_refusal() -> Refusal:
         "origin_not_allowed",
         "copilot-host gateway: requests from web pages (any Origin header) are refused; "
         "call the gateway from a program",
+    )
+
+
+def no_such_endpoint(own: Iterable[str]) -> Refusal:
+    """The 404 of a path the gateway does not serve, naming those it does (``own``: the
+    paths the changes answer themselves, such as count_tokens)."""
+    served = ["GET /v1/models"]
+    served += [f"POST {path}" for api in BY_ENDPOINT for path in api.paths]
+    served += [f"POST {path}" for path in own]
+    return Refusal(
+        404,
+        "not_found",
+        "copilot-host gateway: no such endpoint; it serves "
+        + ", ".join(served[:-1])
+        + " and "
+        + served[-1],
     )

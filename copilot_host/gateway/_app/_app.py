@@ -32,8 +32,8 @@ import copilot_host as ch
 
 from .._agents import NAMES
 from .._changes import Changes, check_rewrites
-from .._protocols import BY_ENDPOINT, api_of_path, errors_of
-from ._access import Refusal, allowed_hosts, check_access, read_headers
+from .._protocols import api_of_path, errors_of
+from ._access import Refusal, allowed_hosts, check_access, no_such_endpoint, read_headers
 from ._account import ACCESS_LOGGER, writer
 from ._connect import Connector, connect
 from ._failures import answer_failure
@@ -376,7 +376,7 @@ class GatewayApp:
             return
         expected = self._expected_method(path)
         if expected is None:
-            await flow.refuse(self._no_such_endpoint())
+            await flow.refuse(no_such_endpoint(self._changes.paths))
             return
         if method != expected:
             await flow.refuse(
@@ -397,16 +397,3 @@ class GatewayApp:
                 await self._pipeline.inference(flow, api)
         except Exception as exc:
             await answer_failure(flow, exc)
-
-    def _no_such_endpoint(self) -> Refusal:
-        served = ["GET /v1/models"]
-        served += [f"POST {path}" for api in BY_ENDPOINT for path in api.paths]
-        served += [f"POST {path}" for path in self._changes.paths]
-        return Refusal(
-            404,
-            "not_found",
-            "copilot-host gateway: no such endpoint; it serves "
-            + ", ".join(served[:-1])
-            + " and "
-            + served[-1],
-        )
