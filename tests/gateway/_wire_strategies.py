@@ -23,6 +23,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from copilot_host.gateway import SERVED_BETAS
+from copilot_host.gateway._changes._hosted import HOSTED_TOOLS
 from tests._json_strategies import json_scalars, json_values
 
 __all__ = [
@@ -175,17 +176,30 @@ CONTEXT_BETA = "context-management-2025-06-27"
 BETAS = [*SERVED_BETAS, "claude-code-20250219", "thinking-display-updates-2026-08-18"]
 BETAS += ["per-turn-control-2026-07-01", " ", "x"]
 
-_text_block = st.fixed_dictionaries({"type": st.just("text"), "text": words})
+_cache_control = st.fixed_dictionaries(
+    {"type": st.just("ephemeral")},
+    optional={"ttl": st.sampled_from(["5m", "1h"]), "scope": st.sampled_from(["global", "org"])},
+)
+_text_block = st.fixed_dictionaries(
+    {"type": st.just("text"), "text": words}, optional={"cache_control": _cache_control}
+)
 _billing_block = st.builds(
     lambda rest: {"type": "text", "text": BILLING + rest}, st.sampled_from(["", "\nmore"])
 )
+_reference = st.fixed_dictionaries({"type": st.just("tool_reference"), "tool_name": names})
 _image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AA"}}
 _blocks = st.one_of(
     _text_block,
     st.fixed_dictionaries(
         {"type": st.just("tool_use"), "id": words, "name": names, "input": st.just({})}
     ),
-    st.fixed_dictionaries({"type": st.just("tool_result"), "tool_use_id": words, "content": words}),
+    st.fixed_dictionaries(
+        {
+            "type": st.just("tool_result"),
+            "tool_use_id": words,
+            "content": words | st.lists(_text_block | _reference, max_size=2),
+        }
+    ),
     st.just(_image),
 )
 _anthropic_message = st.fixed_dictionaries(
@@ -195,7 +209,16 @@ _anthropic_message = st.fixed_dictionaries(
     }
 )
 _server_names = st.sampled_from(["web_search", "web_fetch", "code_execution"])
-_client_tool = st.fixed_dictionaries({"name": names, "description": words, "input_schema": schemas})
+_client_tool = st.fixed_dictionaries(
+    {"name": names, "description": words, "input_schema": schemas},
+    optional={"defer_loading": st.booleans(), "cache_control": _cache_control},
+)
+_search_tool = st.fixed_dictionaries(
+    {
+        "type": st.sampled_from(["tool_search_tool_regex_20251119", "tool_search_tool_bm25"]),
+        "name": st.sampled_from(["tool_search_tool_regex", "tool_search"]) | names,
+    }
+)
 _server_tool = st.fixed_dictionaries(
     {"type": st.sampled_from(SERVER_TOOLS), "name": _server_names | names},
     optional={"max_uses": st.integers(0, 5)},
@@ -219,13 +242,21 @@ _messages_fields = {
 }
 _messages_optional = {
     "system": _system,
-    "tools": st.lists(st.one_of(_client_tool, _client_tool, _server_tool), max_size=4),
+    "tools": st.lists(
+        st.one_of(_client_tool, _client_tool, _server_tool, _search_tool), max_size=4
+    ),
     "tool_choice": st.fixed_dictionaries(
         {"type": st.sampled_from(["auto", "any", "tool", "none"])},
         optional={"name": _server_names | names},
     ),
     "thinking": _thinking,
     "context_management": st.just({"edits": [{"type": "clear_tool_uses_20250919"}]}),
+    "output_config": st.fixed_dictionaries(
+        {"effort": st.sampled_from(["max", "xhigh", "high", "low"]) | any_json}
+    ),
+    "cache_control": _cache_control,
+    # Anthropic's MCP connector: answered by the gateway (nothing else acts on the body).
+    "mcp_servers": st.just([{"type": "url", "url": "https://mcp.example/sse", "name": "x"}]),
     "stream": st.booleans(),
     "metadata": st.fixed_dictionaries({"user_id": words}),
 }
@@ -240,7 +271,9 @@ def _aimed_messages(draw: st.DrawFn) -> dict[str, Any]:
     thinking.display and context_management (beta-fields, betas: sent with the latter's
     served beta); max_tokens over the model's limit and a thinking budget not below it
     (max_tokens, thinking-budget); a server tool beside the client's own, named by
-    tool_choice (server-tools, tool_choice)."""
+    tool_choice (server-tools, tool_choice); a tool search tool, a deferred tool and a
+    tool_reference (tool-search); a cache_control with a scope (cache-control); an effort
+    above high (effort)."""
     body: dict[str, Any] = draw(_any_messages)
     body["model"] = draw(
         st.sampled_from(["claude-opus-4-6", "sonnet", "github-copilot/claude-opus-5"])
@@ -255,8 +288,16 @@ def _aimed_messages(draw: st.DrawFn) -> dict[str, Any]:
     body["max_tokens"] = draw(st.sampled_from([64001, 128000]))
     server = draw(_server_names)
     kind = draw(st.sampled_from(SERVER_TOOLS))
-    body["tools"] = [{"type": kind, "name": server}, *draw(st.lists(_client_tool, min_size=1))]
+    client = draw(st.lists(_client_tool, min_size=1))
+    search = {"type": "tool_search_tool_regex_20251119", "name": "tool_search_tool_regex"}
+    deferred = {"name": "later", "input_schema": {}, "defer_loading": True}
+    body["tools"] = [{"type": kind, "name": server}, search, deferred, *client]
     body["tool_choice"] = {"type": "tool", "name": server}
+    result = {"type": "tool_result", "tool_use_id": "t", "content": [draw(_reference)]}
+    marked = {"type": "text", "text": "x", "cache_control": {"type": "ephemeral", "scope": "g"}}
+    body["messages"] = [*body["messages"], {"role": "user", "content": [result, marked]}]
+    body["output_config"] = {"effort": draw(st.sampled_from(["max", "xhigh"]))}
+    body.pop("mcp_servers", None)
     return body
 
 
@@ -309,7 +350,13 @@ _web_search = st.fixed_dictionaries(
     {"type": st.sampled_from(["web_search", "web_search_preview", "web_search_2025_08_26"])},
     optional={"external_web_access": st.booleans()},
 )
-_responses_tool = st.one_of(_function, _custom, _namespace, _web_search)
+_hosted = st.fixed_dictionaries(
+    {"type": st.sampled_from(sorted(HOSTED_TOOLS))},
+    optional={"name": names},
+)
+_responses_tool = st.one_of(_function, _custom, _namespace, _web_search, _hosted)
+# Sampling settings a GPT-5 model refuses but for 1 (the Copilot CLI sends temperature 0).
+_sampling = st.sampled_from([0, 0.7, 1, 1.0, 2]) | any_json
 _call_fields = {"call_id": words, "name": names}
 _additional = st.fixed_dictionaries(
     {"type": st.just("additional_tools"), "tools": st.lists(_responses_tool, max_size=3)}
@@ -358,7 +405,11 @@ _any_responses = st.fixed_dictionaries(
         "max_output_tokens": tokens,
         "instructions": words,
         "stream": st.booleans(),
-        "reasoning": st.fixed_dictionaries({"effort": st.sampled_from(["low", "high"])}),
+        "reasoning": st.fixed_dictionaries(
+            {"effort": st.sampled_from(["low", "high"])}, optional={"context": any_json}
+        ),
+        "temperature": _sampling,
+        "top_p": _sampling,
     },
 )
 
@@ -366,17 +417,21 @@ _any_responses = st.fixed_dictionaries(
 @st.composite
 def _aimed_responses(draw: st.DrawFn) -> dict[str, Any]:
     """A body that every Responses entry acts on: a model alias; every tool shape Codex
-    sends (namespace, custom, web_search, an additional_tools item) and a tool_choice
-    naming the web_search tool that goes; max_output_tokens over the model's limit."""
+    sends (namespace, custom, web_search, a hosted tool, an additional_tools item) and a
+    tool_choice naming the web_search tool that goes; max_output_tokens over the model's
+    limit; reasoning.context; a temperature a GPT-5 model refuses."""
     body: dict[str, Any] = draw(_any_responses)
     body["model"] = draw(st.sampled_from(["github-copilot/gpt-5.5", "github-copilot/gpt-5.4-mini"]))
     member = draw(_function | _custom)
     tools = [{**draw(_namespace), "tools": [member]}, draw(_custom), draw(_web_search)]
+    tools.append(draw(_hosted))
     body["tools"] = draw(st.permutations([*tools, *draw(st.lists(_responses_tool, max_size=2))]))
     items = body["input"] if isinstance(body["input"], list) else []
     body["input"] = [draw(_additional), *items]
     body["tool_choice"] = {"type": "web_search"}
     body["max_output_tokens"] = draw(st.sampled_from([128001, 10**6]))
+    body["reasoning"] = {"effort": "high", "context": draw(any_json)}
+    body["temperature"] = draw(st.sampled_from([0, 0.2]))
     return body
 
 
@@ -401,7 +456,7 @@ _chat_tool = st.fixed_dictionaries(
 )
 _over = st.sampled_from([16385, 10**6])
 _chat_fields = {
-    "model": st.sampled_from(["gpt-4.1", "github-copilot/gpt-4.1", "gpt-4o"]),
+    "model": st.sampled_from(["gpt-4.1", "github-copilot/gpt-4.1", "gpt-4o", "gpt-5-mini"]),
     "messages": st.lists(_chat_message, min_size=1, max_size=4),
 }
 _chat_optional = {
@@ -409,11 +464,14 @@ _chat_optional = {
     "tool_choice": st.sampled_from(["auto", "none", "required"]),
     "stream": st.booleans(),
     "stream_options": st.fixed_dictionaries({"include_usage": st.booleans()}),
+    "temperature": _sampling,
+    "top_p": _sampling,
 }
 _any_chat = st.fixed_dictionaries(
     _chat_fields, optional={**_chat_optional, "max_tokens": tokens, "max_completion_tokens": tokens}
 )
-# A model alias and both caps over its limit.
+# A model alias and both caps over its limit; or a GPT-5 model with what the Copilot CLI
+# sends it (temperature 0, max_tokens).
 _aimed_chat = st.fixed_dictionaries(
     {
         **_chat_fields,
@@ -422,6 +480,13 @@ _aimed_chat = st.fixed_dictionaries(
         "max_completion_tokens": _over,
     },
     optional=_chat_optional,
+) | st.fixed_dictionaries(
+    {
+        **_chat_fields,
+        "model": st.just("gpt-5-mini"),
+        "temperature": st.just(0),
+        "max_tokens": st.sampled_from([1000, 64001]),
+    }
 )
 chat_requests = requests(_any_chat, _aimed_chat)
 

@@ -107,7 +107,7 @@ AIMS = {
         ),
         label("betas", Side.HEADERS),
     },
-    "chat": {*labels(Side.REQUEST, "max_tokens", "max_completion_tokens", "model")}
+    "chat": {*labels(Side.REQUEST, "max_tokens", "max_completion_tokens", "model", "sampling")}
     | {label("betas", Side.HEADERS)},
     # With every switchable change off, the always-on ones splice the bytes as sent.
     "bare": {*labels(Side.REQUEST, "model", "system"), label("betas", Side.HEADERS)},
@@ -120,7 +120,7 @@ AIMS = {
     # Responses over the WebSocket: Codex's warm-up, answered by the gateway.
     "socket": {*labels(Side.REQUEST, "warm-up", "model")},
     "answers": {*labels(Side.ANSWER, "custom-tools", "namespaces")}
-    | {*labels(Side.RESHAPE, "rate-limit", "policy-refusal")},
+    | {*labels(Side.RESHAPE, "rate-limit", "policy-refusal", "auto-only")},
 }
 
 REACHED: Counter[str] = Counter()
@@ -577,7 +577,10 @@ def _answered(api: str, answer: Answer, status: int, data: bytes, sent: bytes) -
     if status == 429 and data != sent:
         found.add(label("rate-limit", Side.RESHAPE))
         event(f"rate-limit ({Side.RESHAPE}, {api})")
-    if status in (400, 403) and data != sent:
+    if status == 400 and b"only Auto model selection" in data:
+        found.add(label("auto-only", Side.RESHAPE))
+        event(f"auto-only ({Side.RESHAPE}, {api})")
+    elif status in (400, 403) and data != sent:
         found.add(label("policy-refusal", Side.RESHAPE))
         event(f"policy-refusal ({Side.RESHAPE}, {api})")
     return found
@@ -633,6 +636,15 @@ _POLICY_REFUSED = Answer(
     b"unauthorized: not authorized to use this Copilot feature",
     headers=(("Content-Type", "text/plain; charset=utf-8"),),
 )
+# The service's refusal of a named model on a plan that can use only Auto (gpt-4.1 is
+# listed outside the picker, as such a plan lists every model).
+_AUTO_ONLY = Answer(
+    "chat",
+    400,
+    False,
+    {"error": {"message": "The requested model is not supported.", "code": "model_not_supported"}},
+    headers=_JSON,
+)
 # The service's rate-limit refusal with a reset past any window, reshaped for Messages.
 _RATE_LIMITED = Answer(
     "messages",
@@ -668,6 +680,7 @@ def _answers(draw: st.DrawFn) -> tuple[str, bool, Answer]:
 @example(case=("chat", False, Answer("chat", 200, False, _HUGE_COST, headers=_JSON)))
 @example(case=("messages", False, _RATE_LIMITED))
 @example(case=("chat", False, _POLICY_REFUSED))
+@example(case=("chat", False, _AUTO_ONLY))
 @example(
     case=("messages", True, Answer("messages", 200, True, events=(_HUGE_COST,), headers=_EVENTS))
 )

@@ -260,6 +260,51 @@ def _policy_reshape(body: bytes) -> object:
     return _BY_NAME["policy-refusal"].reshape(MESSAGES, 400, body, {})
 
 
+def _auto_only(body: bytes) -> object:
+    """The auto-only reshape of ``body`` for a model the account lists outside the picker."""
+    found = ROUTES["chat"]
+    edit = RequestEdit(
+        CHAT,
+        {},
+        dataclasses.replace(found, spec=dataclasses.replace(found.spec, picker_enabled=False)),
+    )
+    return _BY_NAME["auto-only"].reshape(CHAT, 400, body, {}, edit)
+
+
+def _unsupported(n: int) -> bytes:
+    details = [{"at": index} for index in range(n)]
+    error = {"message": "The requested model is not supported.", "code": "model_not_supported"}
+    return json.dumps({"error": error, "details": details}).encode()
+
+
+def _search(n: int) -> dict[str, Any]:
+    """Tool search without its beta: search tools, deferred tools and references, n each."""
+    tools: list[Any] = []
+    messages: list[Any] = []
+    for index in range(n):
+        tools += [
+            {"type": "tool_search_tool_regex_20251119", "name": f"search_{index}"},
+            {"name": f"t{index}", "input_schema": {}, "defer_loading": True},
+        ]
+        reference = {"type": "tool_reference", "tool_name": f"t{index}"}
+        result = {"type": "tool_result", "tool_use_id": str(index), "content": [reference]}
+        messages.append({"role": "user", "content": [result]})
+    return {"tools": tools, "messages": messages}
+
+
+def _cached(n: int) -> dict[str, Any]:
+    """Every place a cache_control may be, n times, each with a scope and a ttl."""
+    mark = {"type": "ephemeral", "ttl": "1h", "scope": "global"}
+    block = {"type": "text", "text": "x", "cache_control": mark}
+    result = {"type": "tool_result", "tool_use_id": "t", "content": [block]}
+    return {
+        "cache_control": mark,
+        "system": [block] * n,
+        "tools": [{"name": "t", "input_schema": {}, "cache_control": mark}] * n,
+        "messages": [{"role": "user", "content": [block, result]}] * n,
+    }
+
+
 def _reshape(body: bytes) -> object:
     headers = {"x-usage-ratelimit-weekly": "ent=50&rem=0&rst=2030-01-01T00:00:00Z"}
     return _BY_NAME["rate-limit"].reshape(MESSAGES, 429, body, headers)
@@ -464,6 +509,46 @@ CASES: dict[str, Case] = {
     ),
     "embeddings-envelope (answer)": Case(
         lambda n: {"data": _vectors(n)}, _embeddings_answer("embeddings-envelope"), 64, changed
+    ),
+    "mcp-servers (request)": Case(
+        lambda n: bulky(n, mcp_servers=[{"type": "url", "url": "https://x", "name": "x"}]),
+        request("mcp-servers", MESSAGES),
+        2000,
+        lambda _made, edit: edit.local is not None,
+    ),
+    "tool-search (request)": Case(
+        _search, request("tool-search", MESSAGES), 64, applied("tool-search")
+    ),
+    "cache-control (request)": Case(
+        _cached, request("cache-control", MESSAGES), 64, applied("cache-control")
+    ),
+    "effort (request)": Case(
+        lambda n: bulky(n, output_config={"effort": "max"}),
+        request("effort", MESSAGES),
+        2000,
+        applied("effort"),
+    ),
+    "sampling (request)": Case(
+        lambda n: bulky(n, temperature=0, top_p=0.5),
+        request("sampling", RESPONSES),
+        2000,
+        applied("sampling"),
+    ),
+    "hosted-tools (request)": Case(
+        lambda n: {"tools": [{"type": "image_generation"}, {"type": "function", "name": "f"}] * n},
+        request("hosted-tools", RESPONSES),
+        128,
+        applied("hosted-tools"),
+    ),
+    "reasoning-context (request)": Case(
+        lambda n: bulky(n, reasoning={"effort": "high", "context": "x" * n}),
+        request("reasoning-context", RESPONSES),
+        2000,
+        applied("reasoning-context"),
+    ),
+    # Read whole (its code): both sizes past MAX_DEPTH openers.
+    "auto-only (reshape)": Case(
+        _unsupported, _auto_only, 300, lambda _made, reshaped: reshaped is not None
     ),
     "count-tokens (local)": Case(
         _count_tokens, _local, 64, lambda _made, answer: answer is not None

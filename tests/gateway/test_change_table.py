@@ -23,7 +23,7 @@ ERROR_SHAPES = {"OPENAI_ERRORS", "ANTHROPIC_ERRORS"}
 MEMBERS = set(ch.ApiProtocol.__members__)
 MAX_LINES = 400
 WIRE = ROOT / "docs" / "WIRE.md"
-SECTION = "### What the gateway changes, and why"
+SECTIONS = ("### What the gateway changes, and why", "### Shapes no tested agent sends yet")
 
 
 def modules() -> list[Path]:
@@ -104,20 +104,24 @@ def test_rewrites_are_exactly_the_switchable_entries() -> None:
 
 
 def wire_rows() -> dict[str, str]:
-    """docs/WIRE.md's table of changes: each name in a row's first cell, with that cell."""
+    """docs/WIRE.md's tables of changes ("What the gateway changes, and why", and "Shapes
+    no tested agent sends yet"): each name in a row's first cell, with that cell. A row
+    of a documented pass (``pass: ...``) names no change."""
     text = WIRE.read_text(encoding="utf-8")
-    section = text[text.index(SECTION) :]
-    lines = section.splitlines()
-    start = next(at for at, line in enumerate(lines) if line.startswith("| "))
     rows: dict[str, str] = {}
-    for line in lines[start + 2 :]:
-        if not line.startswith("|"):
-            break
-        # The names come before any words in brackets after them.
-        first = line.split("|")[1]
-        for name in re.findall(r"`([^`]+)`", first.split("(")[0]):
-            assert name not in rows, f"{name} has two rows"
-            rows[name] = first
+    for section in SECTIONS:
+        lines = text[text.index(section) :].splitlines()
+        start = next(at for at, line in enumerate(lines) if line.startswith("| "))
+        for line in lines[start + 2 :]:
+            if not line.startswith("|"):
+                break
+            # The names come before any words in brackets after them.
+            first = line.split("|")[1]
+            if first.strip().startswith("pass:"):
+                continue
+            for name in re.findall(r"`([^`]+)`", first.split("(")[0]):
+                assert name not in rows, f"{name} has two rows"
+                rows[name] = first
     return rows
 
 
