@@ -179,8 +179,15 @@ def responses_text(frame: Framer, model: str, text: str, ident: str, stream: boo
     return _events(frame, ({**event, "sequence_number": n} for n, event in enumerate(events)))
 
 
+# The largest token count read: far past any answer's, and exact in a float and in a
+# 64-bit integer (SQLite's), as a JSON integer need not be; a larger one is no count.
+_MOST_TOKENS = 2**53
+
+
 def _count(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= _MOST_TOKENS:
+        return value
+    return None
 
 
 def _usage_of(value: object, holders: tuple[str, ...]) -> dict[str, Any] | None:

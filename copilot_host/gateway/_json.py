@@ -62,7 +62,12 @@ def loads(body: bytes) -> Any:
         value = read_json_body(body)
     except RecursionError:
         raise NotJson("nested too deep") from None
-    except ValueError:
+    except ValueError as exc:
+        # Past its parser's own depth (orjson's 1,024 levels, then ``json``'s stack, which
+        # gives out near 1,000) the reader raises ValueError for a RecursionError it met:
+        # nested too deep, as the limit below would say, not "not JSON".
+        if isinstance(exc.__context__, RecursionError):
+            raise NotJson("nested too deep") from None
         raise NotJson("not JSON") from None
     if too_deep(value, body):
         raise NotJson("nested too deep")

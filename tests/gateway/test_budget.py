@@ -178,3 +178,6 @@ def test_an_estimate_from_prices() -> None:
     assert cost == pytest.approx(2000 * 800 / 1e6)
     assert estimate_cost(prices, input_bytes=0, output_cap=None, output_limit=None) is None
     assert estimate_cost(None, input_bytes=0, output_cap=1, output_limit=1) is None
+    # A cap no float holds (a request's max_tokens with the caps switched off) is priced
+    # as none: it was an OverflowError, a 500.
+    assert estimate_cost(prices, input_bytes=0, output_cap=10**400, output_limit=None) is None

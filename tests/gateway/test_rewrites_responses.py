@@ -334,3 +334,27 @@ def test_a_tool_choice_for_a_custom_or_namespaced_tool_names_the_flat_function(
     gw.access.lines.clear()
     gw.post("/v1/responses", responses_body(tool_choice={"type": "custom", "name": "apply_patch"}))
     assert sent(gw)["tool_choice"] == {"type": "function", "name": "apply_patch"}
+
+
+@pytest.mark.parametrize("kind", [[], {}, ["response.output_item.added"], 7, None])
+def test_an_answer_whose_type_is_not_text_goes_on_as_it_came(kind: object) -> None:
+    """An upstream event or output item whose ``type`` is a list or an object (no type the
+    answer changes know, and nothing a set can hold) goes on as it came, beside the items
+    they map: such an event made them raise, which cut a stream after it had started."""
+    from copilot_host.gateway._changes import AnswerPass
+    from copilot_host.gateway._changes._tool_answers import CustomAnswers, NamespaceAnswers
+    from copilot_host.gateway._changes._tools import FlatTool
+
+    answers = AnswerPass(
+        [
+            NamespaceAnswers({"ns__f": FlatTool("f", "ns", custom=False)}),
+            CustomAnswers(frozenset({"patch"})),
+        ]
+    )
+    odd = {"type": kind, "name": "ns__f", "item_id": "fc_1", "note": "function_call"}
+    event = {**odd, "item": odd, "response": {"output": [odd]}}
+    block = b"event: x\ndata: " + json.dumps(event).encode() + b"\n\n"
+    assert answers.events(block) == block
+    call = {"type": "function_call", "name": "patch", "arguments": '{"input": "x"}'}
+    whole = json.loads(answers.whole(json.dumps({"output": [odd, call]}).encode()))
+    assert whole["output"] == [odd, {"type": "custom_tool_call", "name": "patch", "input": "x"}]

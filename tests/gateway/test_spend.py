@@ -190,6 +190,20 @@ def test_cost_is_read_where_the_service_puts_it() -> None:
     assert events_cost(b'data: {"choices": []}\n\n') is None
 
 
+def test_a_cost_past_what_a_float_holds_is_no_cost() -> None:
+    """A JSON integer has no bound: one no float holds was an OverflowError in the cost
+    reader, a 500 for a whole answer and a cut stream."""
+    huge = b"1" + b"0" * 400
+    assert answer_cost(b'{"copilot_usage": {"total_nano_aiu": ' + huge + b"}}") is None
+    assert answer_cost(b'{"copilot_usage": {"total_nano_aiu": -' + huge + b"}}") is None
+    assert answer_cost(b'{"copilot_usage": {"total_nano_aiu": 1e400}}') is None
+    assert (
+        events_cost(b'data: {"usage": {"copilot_usage": {"total_nano_aiu": ' + huge + b"}}}\n\n")
+        is None
+    )
+    assert answer_cost(b'{"copilot_usage": {"total_nano_aiu": 42500000}}') == 0.0425
+
+
 def test_credits_show_up_to_four_decimals() -> None:
     assert [format_credits(c) for c in (0.0425, 12.0, 0.00004, 1.23456)] == [
         "0.0425",
@@ -274,3 +288,29 @@ def test_the_budgets_message_never_reads_as_a_retryable_error(
         assert refused.message == SAFE_BUDGET_MESSAGE
     for word in ("429", "500", "502", "503", "504", "524", "rate limit", "try again"):
         assert word not in refused.message
+
+
+def test_a_token_count_past_64_bits_is_no_count() -> None:
+    """What an answer says it counted goes to the ledger's 64-bit integers: a JSON integer
+    past them (an answer's ``usage`` is the upstream's to write) is no count, as a string
+    is, and the sum of three counts stays within them."""
+    from copilot_host.gateway._protocols import CHAT, MESSAGES, RESPONSES
+
+    huge, most = 2**64, 2**53
+    assert RESPONSES.tokens({"usage": {"input_tokens": huge, "output_tokens": 7}}) == (
+        None,
+        7,
+        None,
+    )
+    assert CHAT.tokens({"usage": {"prompt_tokens": 10**400, "completion_tokens": "9"}}) == (
+        None,
+        None,
+        None,
+    )
+    usage = {
+        "input_tokens": most,
+        "cache_read_input_tokens": most,
+        "cache_creation_input_tokens": most + 1,
+        "output_tokens": -1,
+    }
+    assert MESSAGES.tokens({"message": {"usage": usage}}) == (2 * most, None, most)

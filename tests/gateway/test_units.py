@@ -175,3 +175,12 @@ def test_the_gateway_copies_every_field_of_a_requests_facts() -> None:
         "initiator",
         "model",
     ]
+
+
+def test_served_betas_go_once_each_in_the_order_first_sent() -> None:
+    from copilot_host.gateway._changes._betas import filter_betas
+
+    sent = [b"claude-code-20250219, effort-2025-11-24", b" x,interleaved-thinking-2025-05-14,"]
+    sent.append(b"effort-2025-11-24,interleaved-thinking-2025-05-14 ,,")
+    assert filter_betas(sent) == b"effort-2025-11-24,interleaved-thinking-2025-05-14"
+    assert filter_betas([b"claude-code-20250219", b" , "]) is None

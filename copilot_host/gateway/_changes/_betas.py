@@ -76,16 +76,15 @@ FIELD_BETAS: Mapping[str, tuple[frozenset[str], str]] = MappingProxyType(
 def filter_betas(values: Iterable[bytes]) -> bytes | None:
     """One ``anthropic-beta`` value holding the served betas of every value the client
     sent (each a comma-separated list), in their order; None when none is left."""
-    kept: list[bytes] = []
-    dropped: list[bytes] = []
+    # Dicts as ordered sets: each value kept once, in the order first sent, in time linear
+    # in the header (a list's membership test made it quadratic: 36 ms for a 12 KB value).
+    kept: dict[bytes, None] = {}
+    dropped: dict[bytes, None] = {}
     for value in values:
         for item in value.split(b","):
             beta = item.strip()
-            if not beta:
-                continue
-            target = kept if beta in _SERVED else dropped
-            if beta not in target:
-                target.append(beta)
+            if beta:
+                (kept if beta in _SERVED else dropped)[beta] = None
     if dropped and _log.isEnabledFor(logging.DEBUG):
         shown = ", ".join(clean(beta.decode("latin-1"), limit=80) for beta in dropped)
         _log.debug("anthropic-beta not served by the Copilot API, dropped: %s", shown)

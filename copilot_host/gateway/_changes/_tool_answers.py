@@ -43,9 +43,16 @@ def _output_mapped(value: dict[str, Any], item: Any) -> dict[str, Any]:
     return {**value, "output": mapped}
 
 
+def _kind(value: dict[str, Any]) -> str | None:
+    """A document's ``type`` when it is a string: any other value (a list, an object) is
+    no type the gateway knows, and cannot be looked up in a set."""
+    kind = value.get("type")
+    return kind if isinstance(kind, str) else None
+
+
 def _in_events(data: dict[str, Any], item: Any) -> dict[str, Any]:
     """An event with ``item`` applied where events carry output items."""
-    if data.get("type") in _ITEM_EVENTS:
+    if _kind(data) in _ITEM_EVENTS:
         found = data.get("item")
         mapped = item(found)
         return data if mapped is found else {**data, "item": mapped}
@@ -66,7 +73,7 @@ class NamespaceAnswers:
         self._by_flat = by_flat
 
     def item(self, item: object) -> object:
-        if not isinstance(item, dict) or item.get("type") not in _CALLS:
+        if not isinstance(item, dict) or _kind(item) not in _CALLS:
             return item
         name = item.get("name")
         tool = self._by_flat.get(name) if isinstance(name, str) else None
@@ -121,7 +128,7 @@ class CustomAnswers:
         return _output_mapped(value, self.item)
 
     def event(self, data: dict[str, Any]) -> dict[str, Any]:
-        kind = data.get("type")
+        kind = _kind(data)
         if kind in _ARGUMENT_EVENTS:
             ident = data.get("item_id")
             decoder = self._decoders.get(ident) if isinstance(ident, str) else None
