@@ -446,6 +446,7 @@ def gateway(
     profile: Path | None = None,
     stack: str = "default",
     sockets: int | None = None,
+    ledger: bool = True,
 ) -> Iterator[Gateway]:
     env = {
         **_stack_env(stack),
@@ -453,6 +454,8 @@ def gateway(
         "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring",
         "PYTHONPATH": str(ROOT),
     }
+    if not ledger:
+        env["COPILOT_HOST_LEDGER"] = "off"
     argv = _me("--role", "gateway", str(upstream or emulator_port), str(emulator_port))
     if sockets is not None:
         argv.append(str(sockets))

@@ -120,14 +120,15 @@ def _recorder(folder: Path, requests: int, callers: int, limit: float | None) ->
     return float(found["with"] - (found["without"] + found["without2"]) / 2)
 
 
-def gateway_cpu_per_request(requests: int) -> float:
-    """``serve``'s CPU (us) per relayed non-streaming Chat request, one client."""
+def gateway_cpu_per_request(requests: int, *, ledger: bool = True) -> float:
+    """``serve``'s CPU (us) per relayed non-streaming Chat request, one client, recording
+    into the home folder's ledger or (``ledger=False``) with ``COPILOT_HOST_LEDGER=off``."""
     body = json.dumps(relay_bench.CHAT).encode()
     with tempfile.TemporaryDirectory() as folder, relay_bench.emulator() as emu:
         home = Path(folder) / "home"
         relay_bench.login(home, emu.port)
         with (
-            relay_bench.gateway(home, emu.port) as gw,
+            relay_bench.gateway(home, emu.port, ledger=ledger) as gw,
             httpx2.Client(headers={"Authorization": f"Bearer {gw.key}"}) as client,
         ):
             url = f"{gw.base_url}/chat/completions"
@@ -143,15 +144,22 @@ def gateway_cpu_per_request(requests: int) -> float:
 def recording(requests: int, rounds: int) -> None:
     print(f"1. recording ({requests} requests a measurement, medians of {rounds} rounds)")
     gateway: list[float] = []
+    unrecorded: list[float] = []
     cases = {"1 caller": (1, None), "16 callers": (16, None), "1 caller, daily budget": (1, 1e9)}
     ledger: dict[str, list[float]] = {case: [] for case in cases}
     for _ in range(rounds):
         gateway.append(gateway_cpu_per_request(requests))
+        unrecorded.append(gateway_cpu_per_request(requests, ledger=False))
         for case, (callers, limit) in cases.items():
             with tempfile.TemporaryDirectory() as folder:
                 ledger[case].append(_recorder(Path(folder), requests, callers, limit))
     relay = sorted(gateway)[len(gateway) // 2]
+    bare = sorted(unrecorded)[len(unrecorded) // 2]
     print(f"   the gateway, per relayed request:        {relay:7.0f} us of CPU")
+    print(
+        f"   the same with COPILOT_HOST_LEDGER=off:   {bare:7.0f} us: recording is "
+        f"{(relay / bare - 1) * 100:+.1f}% of the gateway's CPU (target <= 5%)"
+    )
     for case, values in ledger.items():
         cost = sorted(values)[len(values) // 2]
         print(

@@ -40,7 +40,8 @@ def _nano(value: object) -> float | None:
     nano = usage.get("total_nano_aiu")
     if isinstance(nano, bool) or not isinstance(nano, int | float):
         return None
-    return float(nano) if math.isfinite(nano) and 0 <= nano < 1e21 else None
+    # Compared before any conversion: float() of a JSON integer past a float's range raises.
+    return float(nano) if 0 <= nano < 1e21 else None
 
 
 def _credits_in(value: object) -> float | None:

@@ -40,6 +40,8 @@ __all__ = [
 QUOTA_HEADER_PREFIXES = ("x-quota-snapshot-", "x-usage-ratelimit-")
 # Warn when a relayed quota shows less than this share left (percent).
 LOW_QUOTA_PERCENT = 10.0
+# More output tokens than any answer has (a JSON integer has no bound, a float has).
+_MOST_TOKENS = 10**12
 
 
 def format_credits(credits: float) -> str:
@@ -78,8 +80,8 @@ def estimate_cost(
         if output_cap is not None
         else (output_limit // 8 if output_limit is not None else None)
     )
-    if output is None or (output and per_output is None):
-        return None
+    if output is None or output > _MOST_TOKENS or (output and per_output is None):
+        return None  # past _MOST_TOKENS: no count to price, as for an unknown one
     cost = (input_bytes / 4 * float(per_input) + output * float(per_output or 0.0)) / batch
     return cost if math.isfinite(cost) and cost >= 0 else None
 
