@@ -62,7 +62,7 @@ def line_formatter(fmt: str, datefmt: str | None = None) -> logging.Formatter:
 def stderr_handler(level: int, fmt: str, datefmt: str | None = None) -> logging.Handler:
     """A handler writing to whatever ``sys.stderr`` is now (test runners swap it per run;
     a closed one takes nothing), or to the gateway's writer thread while serve's server
-    queues stderr (:func:`copilot_host.gateway.write_stderr_line`), behind the redaction
+    queues stderr (:func:`copilot_host.gateway._plumbing.write_stderr_line`), behind the redaction
     filter."""
     import logging  # not at import time: --help and --version never log
     import sys
@@ -77,7 +77,7 @@ def stderr_handler(level: int, fmt: str, datefmt: str | None = None) -> logging.
                 # it). There is none unless the gateway was imported, and a command that
                 # never serves does not import it for a log line.
                 if "copilot_host.gateway" in sys.modules:
-                    from copilot_host.gateway import write_stderr_line
+                    from copilot_host.gateway._plumbing import write_stderr_line
 
                     write_stderr_line(line)
                 elif sys.stderr is not None:

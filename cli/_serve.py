@@ -8,7 +8,7 @@ listening line printed: a program that reads it can connect at once.
 
 Stopping: SIGINT or SIGTERM, and SIGHUP (its terminal closed) or SIGQUIT (Ctrl-\\) alike.
 The server takes them while it serves: it stops accepting, lets requests in flight finish
-for up to :data:`copilot_host.gateway.GRACE` seconds, cancels what is left, and raises the
+for up to :data:`copilot_host.gateway._plumbing.GRACE` seconds, cancels what is left, and raises the
 signal again once it has stopped; the CLI's own handling then ends the command the usual
 way (exit 128 + the signal: 130, 143, 129, 131). A signal ignored at start (``nohup``)
 stays ignored. The key file is removed on every way out but SIGKILL; the next start
@@ -245,7 +245,7 @@ def listen(address: str, port: int) -> socket.socket:
     """A socket listening on ``address`` (a value of :data:`LOOPBACK`) and ``port``; a
     usage failure that says what to do instead when it cannot be had."""
     from copilot_host import CopilotHostError
-    from copilot_host.gateway import bind
+    from copilot_host.gateway._plumbing import bind
 
     try:
         return bind(address, port)
@@ -343,7 +343,8 @@ def access_log(
     the undo."""
     import logging
 
-    from copilot_host.gateway import ACCESS_LOGGER, write_stderr_line
+    from copilot_host.gateway import ACCESS_LOGGER
+    from copilot_host.gateway._plumbing import write_stderr_line
 
     from ._logging import stderr_handler
 
@@ -409,7 +410,7 @@ def _run(
         tune_malloc=True,
         on_started=on_listening,
     )
-    from copilot_host.gateway import write_stderr_line
+    from copilot_host.gateway._plumbing import write_stderr_line
 
     def on_plan(line: str) -> None:
         write_stderr_line(f"copilot-host serve: {line}\n")
@@ -436,7 +437,7 @@ def _run(
 
 def _take_stop_signals() -> None:
     """From the start, SIGHUP and SIGQUIT end serve as SIGTERM does (exit 129, 131)."""
-    from copilot_host.gateway import STOP_SIGNALS
+    from copilot_host.gateway._plumbing import STOP_SIGNALS
 
     from ._signals import current_signals
 

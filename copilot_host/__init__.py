@@ -192,44 +192,16 @@ __all__ = [
 ]
 
 
-# Names the root no longer exports: still resolved, with a DeprecationWarning, for one
-# minor version. (name: (module, the release that deprecated it, what to use))
-# SystemClock and redact, deprecated in 0.3.0, went in 0.4.0 as announced.
-_DEPRECATED: dict[str, tuple[str, str, str]] = {
-    # Plumbing of the gateway and the CLI, which reach it through copilot_host._internal.
-    **{
-        name: (module, "0.4.0", "it is the library's own plumbing, not an API")
-        for name, module in (
-            ("Flight", "_flight"),
-            ("SingleFlight", "_flight"),
-            ("read_json_body", "_sessions._inspect"),
-            ("request_facts", "_sessions._inspect"),
-            ("clean", "_safety._text"),
-            ("show_path", "_safety._text"),
-        )
-    },
-}
-# The release after the one that deprecated a name removes it.
-_REMOVED_IN = {"0.4.0": "0.5.0"}
+# Names the root no longer exports go one minor version after their deprecation: SystemClock
+# and redact (deprecated in 0.3.0) in 0.4.0; Flight, SingleFlight, read_json_body,
+# request_facts, clean and show_path (deprecated in 0.4.0) in 0.5.0, as announced. The
+# gateway and the CLI reach that plumbing through copilot_host._internal.
 
 
 def __getattr__(name: str) -> Any:
     module_name = _EXPORTS.get(name)
     if module_name is None:
-        deprecated = _DEPRECATED.get(name)
-        if deprecated is None:
-            raise AttributeError(f"module 'copilot_host' has no attribute {name!r}")
-        import warnings
-
-        module_name, since, instead = deprecated
-        warnings.warn(
-            f"copilot_host.{name} is deprecated ({since}) and goes in {_REMOVED_IN[since]}: "
-            f"{instead}",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        # Not cached in the module: each use warns.
-        return getattr(importlib.import_module(f"{__name__}.{module_name}"), name)
+        raise AttributeError(f"module 'copilot_host' has no attribute {name!r}")
     value = getattr(importlib.import_module(f"{__name__}.{module_name}"), name)
     globals()[name] = value
     return value

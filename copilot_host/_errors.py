@@ -6,11 +6,14 @@ one actionable line and never contain a secret: they are built from our own word
 server text that went through :func:`copilot_host._safety._text.clean`.
 
 * CopilotHostError                  (every one: .code, .retryable, .request_id)
+                                    itself: ledger_off (serve, run: --max-credits-per-day
+                                    with the ledger off)
   x OriginError                     invalid_origin, origin_not_allowed, origin_mismatch
   x ModelValidationError            invalid_model
     + NoEligibleModelsError         no_models                     (.skipped)
   x RouteCollisionError             route_collision
-  x LoginError                      expiring_user_token (an app whose user tokens expire)
+  x LoginError                      login_failed, expiring_user_token (an app whose user
+                                    tokens expire)
     + NotLoggedInError              not_logged_in
     + LoginChangedError             login_changed
     + AccessDeniedError             access_denied
@@ -36,13 +39,28 @@ server text that went through :func:`copilot_host._safety._text.clean`.
                                     (the gateway: upstream refused a session, retryable)
   x StoreError                      store_error, store_io, invalid_store_path,
                                     invalid_account, invalid_credential, key_file_missing,
-                                    invalid_client_id, ledger_io (the ledger: retryable)
+                                    invalid_client_id, ledger_io (the ledger: retryable),
+                                    key_file_io (a gateway's key file)
     + StoreCorruptError             store_corrupt, ledger_corrupt
     + StoreInsecureError            store_insecure, ledger_insecure
     + StoreVersionError             store_version, ledger_version
-    + StoreLockedError              store_locked                  (retryable)
+    + StoreLockedError              store_locked (retryable), gateway_running (another
+                                    gateway holds the port's key file)
     + KeyringUnavailableError       keyring_unavailable, keyring_locked, keyring_timeout,
                                     keyring_entry_missing, keyring_entries_left
+  x copilot_host.gateway.ServingError
+                                    port_in_use, address_unavailable, listen_failed,
+                                    server_unsupported (a uvicorn lacking what the
+                                    gateway's server relies on)
+
+The CLI's own codes, in its ``--json`` error documents beside the codes above (README, "Check
+the login, list the models, log out"): already_logged_in, command_not_found, command_not_executable,
+gateway_start (run: its gateway did not start), demo_failed, doctor_failed, no_answer (a
+question the CLI asked went unanswered), ledger_unavailable, log_file_io, report_file_io,
+output_failed (stdout or stderr could not be written), interrupted and terminated (a
+signal: SIGINT, else SIGTERM or SIGHUP), interrupted_after_login (a signal just after a
+login was stored), port_in_use (serve: another gateway has the port), internal_error (a
+bug: the type only, the details under --debug).
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from ._agents import AGENTS, NAMES, agent_for, agent_of, home_of
 from ._agents._profile import Agent, Facts, Profile, Request, Setup
 from ._protocols import Api, converses
+from ._server import GRACE, STOP_SIGNALS, Hardening, ServerStack, bind, write_stderr_line
 
 if TYPE_CHECKING:
     from ._app import GatewayApp
@@ -38,4 +39,11 @@ __all__ = [
     "home_of",
     # the ledger, as serve and run record into it
     "record_with",
+    # the server's plumbing: the CLI's listening socket, its stderr, its signals
+    "GRACE",
+    "STOP_SIGNALS",
+    "Hardening",
+    "ServerStack",
+    "bind",
+    "write_stderr_line",
 ]

@@ -111,31 +111,20 @@ PUBLIC = {
     ],
     "copilot_host.gateway": [
         "ACCESS_LOGGER",
-        "FORWARDED_REQUEST_HEADERS",
-        "GRACE",
-        "MAX_ANSWER_BYTES",
         "MAX_BODY_BYTES",
         "MODEL_HEADER",
-        "RELAYED_RESPONSE_HEADERS",
-        "REREGISTER_AFTER",
         "REWRITES",
-        "REWRITES_VARIABLE",
-        "SERVED_BETAS",
-        "STOP_SIGNALS",
         "AnswerObserver",
         "GatewayApp",
         "GatewayHooks",
         "GatewayServer",
-        "Hardening",
         "ModelNames",
         "ServeOptions",
-        "ServerStack",
-        "bind",
+        "ServingError",
         "create_app",
         "rewrites_from_environment",
         "serve",
         "upstream_transport",
-        "write_stderr_line",
     ],
     "copilot_host.testing": [
         "AUTO_CALLS",
@@ -230,27 +219,57 @@ def test_the_internal_module_costs_nothing_until_a_name_is_used() -> None:
 
 
 @pytest.mark.parametrize(
-    ("name", "module", "since", "goes"),
-    [
-        ("Flight", "_flight", "0.4.0", "0.5.0"),
-        ("SingleFlight", "_flight", "0.4.0", "0.5.0"),
-        ("read_json_body", "_sessions._inspect", "0.4.0", "0.5.0"),
-        ("request_facts", "_sessions._inspect", "0.4.0", "0.5.0"),
-        ("clean", "_safety._text", "0.4.0", "0.5.0"),
-        ("show_path", "_safety._text", "0.4.0", "0.5.0"),
-    ],
+    "name", ["Flight", "SingleFlight", "read_json_body", "request_facts", "clean", "show_path"]
 )
-def test_names_trimmed_from_the_root_still_resolve_with_a_warning(
-    name: str, module: str, since: str, goes: str
-) -> None:
+def test_names_deprecated_in_0_4_0_are_gone_from_the_root_as_announced(name: str) -> None:
     assert name not in ch.__all__
-    expected = rf"copilot_host\.{name} is deprecated \({since}\) and goes in {goes}"
-    with pytest.warns(DeprecationWarning, match=expected):
-        value = getattr(ch, name)
-    assert value is getattr(importlib.import_module(f"copilot_host.{module}"), name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(AttributeError, match=name):
+            getattr(ch, name)
+    # The plumbing itself stays, for the gateway and the CLI.
+    from copilot_host import _internal
+
+    assert callable(getattr(_internal, name))
+
+
+# 0.4.0's gateway names that left its __all__ in 0.5.0: still there, with a warning.
+GATEWAY_MOVED = {
+    "FORWARDED_REQUEST_HEADERS": "copilot_host.gateway._app",
+    "MAX_ANSWER_BYTES": "copilot_host.gateway._app",
+    "RELAYED_RESPONSE_HEADERS": "copilot_host.gateway._app",
+    "REREGISTER_AFTER": "copilot_host.gateway._app",
+    "REWRITES_VARIABLE": "copilot_host.gateway._changes",
+    "SERVED_BETAS": "copilot_host.gateway._changes",
+    "GRACE": "copilot_host.gateway._server",
+    "STOP_SIGNALS": "copilot_host.gateway._server",
+    "Hardening": "copilot_host.gateway._server",
+    "ServerStack": "copilot_host.gateway._server",
+    "bind": "copilot_host.gateway._server",
+    "write_stderr_line": "copilot_host.gateway._server",
+}
+
+
+def test_the_gateway_exports_at_most_15_names_and_0_4_0_has_them_all() -> None:
+    from copilot_host import gateway
+
+    assert len(gateway.__all__) <= 15
+    v040 = PUBLIC["copilot_host.gateway"] + list(GATEWAY_MOVED)
+    assert len(set(v040)) == 27  # 0.4.0's 26 and ServingError
+    assert set(dir(gateway)) >= set(v040)
+
+
+@pytest.mark.parametrize("name", sorted(GATEWAY_MOVED))
+def test_a_0_4_0_import_of_a_moved_gateway_name_works_with_a_warning(name: str) -> None:
+    namespace: dict[str, object] = {}
+    with pytest.warns(DeprecationWarning, match=rf"copilot_host\.gateway\.{name} is no longer"):
+        exec(f"from copilot_host.gateway import {name}", namespace)
+    assert namespace[name] is getattr(importlib.import_module(GATEWAY_MOVED[name]), name)
+    from copilot_host import gateway
+
     with warnings.catch_warnings(), pytest.raises(AttributeError):
         warnings.simplefilter("ignore")
-        ch.no_such_name  # noqa: B018
+        gateway.no_such_name  # noqa: B018
 
 
 # -- why each root name is public ------------------------------------------------------------
@@ -390,9 +409,9 @@ def test_the_cli_and_the_gateway_use_only_public_names(folder: str) -> None:
 @pytest.mark.parametrize(
     ("module", "name"),
     [
-        ("copilot_host.gateway", "SERVED_BETAS"),
-        ("copilot_host.gateway", "FORWARDED_REQUEST_HEADERS"),
-        ("copilot_host.gateway", "RELAYED_RESPONSE_HEADERS"),
+        ("copilot_host.gateway._changes", "SERVED_BETAS"),
+        ("copilot_host.gateway._app", "FORWARDED_REQUEST_HEADERS"),
+        ("copilot_host.gateway._app", "RELAYED_RESPONSE_HEADERS"),
         ("copilot_host.github", "KNOWN_NOTIFICATIONS"),
     ],
 )

@@ -30,10 +30,10 @@ from copilot_host.gateway import (
     GatewayApp,
     GatewayHooks,
     GatewayServer,
-    ServerStack,
     create_app,
     upstream_transport,
 )
+from copilot_host.gateway._server import ServerStack
 from copilot_host.github import AsyncGitHubCopilotHost, GitHubCopilotHost
 from copilot_host.store import CredentialStore
 from copilot_host.testing import GitHubEmulator

@@ -22,7 +22,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from copilot_host.gateway import SERVED_BETAS
+from copilot_host.gateway._changes import SERVED_BETAS
 from copilot_host.gateway._changes._hosted import HOSTED_TOOLS
 from tests._json_strategies import json_scalars, json_values
 

@@ -24,7 +24,8 @@ async def _app(scope: Any, receive: Any, send: Any) -> None:
 
 
 def main() -> None:
-    from copilot_host.gateway import GatewayServer, Hardening
+    from copilot_host.gateway import GatewayServer
+    from copilot_host.gateway._server import Hardening
     from copilot_host.gateway._server._stack import PURE_PYTHON
 
     open_files = int(sys.argv[1])

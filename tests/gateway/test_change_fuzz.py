@@ -39,8 +39,8 @@ from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 from copilot_host import _accel
-from copilot_host.gateway import ServerStack
 from copilot_host.gateway._changes import COUNT_TOKENS, TABLE, Change, Side
+from copilot_host.gateway._server import ServerStack
 from copilot_host.gateway._server._stack import PURE_PYTHON
 from copilot_host.testing import GitHubEmulator, RecordedRequest, Scenario
 from tests._extras import require

@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from copilot_host.gateway import GatewayServer, Hardening
+from copilot_host.gateway import GatewayServer
+from copilot_host.gateway._server import Hardening
 from copilot_host.gateway._server._hardening import MAX_HEAD_BYTES
 from copilot_host.gateway._server._process import connection_bound, quiet_accept_errors
 from copilot_host.gateway._server._stack import PURE_PYTHON, ServerStack

@@ -110,7 +110,7 @@ def test_another_account_and_the_model_list_follows(tmp_path: Path) -> None:
 def test_routes_are_registered_again_every_30_minutes(
     emulator: GitHubEmulator, tmp_path: Path
 ) -> None:
-    from copilot_host.gateway import REREGISTER_AFTER
+    from copilot_host.gateway._app import REREGISTER_AFTER
 
     assert REREGISTER_AFTER == 30 * 60
     clock = FakeClock()

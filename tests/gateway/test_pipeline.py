@@ -18,9 +18,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import copilot_host as ch
-from copilot_host.gateway import SERVED_BETAS, GatewayHooks
+from copilot_host.gateway import GatewayHooks
 from copilot_host.gateway._app._intake import OFF_LOOP_ABOVE, Parsed, parse_request
-from copilot_host.gateway._changes import Changes, RequestEdit
+from copilot_host.gateway._changes import SERVED_BETAS, Changes, RequestEdit
 from copilot_host.gateway._protocols import CHAT as CHAT_API
 from copilot_host.gateway._protocols import MESSAGES
 from copilot_host.testing import GitHubEmulator

@@ -12,7 +12,8 @@ from typing import Any
 
 import httpx2
 
-from copilot_host.gateway import bind, upstream_transport
+from copilot_host.gateway import upstream_transport
+from copilot_host.gateway._server import bind
 from copilot_host.github import GitHubCopilotHost
 from copilot_host.store import CredentialStore
 from copilot_host.testing import GitHubEmulator

@@ -119,7 +119,7 @@ def test_a_repeated_single_valued_header_goes_upstream_once_as_first_sent(
 
 
 def test_only_allowlisted_request_headers_are_forwarded(gateway: Gateway) -> None:
-    from copilot_host.gateway import FORWARDED_REQUEST_HEADERS
+    from copilot_host.gateway._app import FORWARDED_REQUEST_HEADERS
 
     assert set(FORWARDED_REQUEST_HEADERS) == {
         "content-type",

@@ -555,7 +555,7 @@ def test_the_listening_socket_says_it_is_tcp(family: socket.AddressFamily, addre
     """asyncio turns Nagle's algorithm off only on sockets whose protocol is IPPROTO_TCP;
     a socket made with protocol 0 left it on, and every answer waited ~40 ms for the
     client's delayed ACK."""
-    from copilot_host.gateway import bind
+    from copilot_host.gateway._server import bind
 
     listener = bind(address, 0)
     try:

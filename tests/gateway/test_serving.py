@@ -18,7 +18,8 @@ import httpx2
 import pytest
 
 import copilot_host as ch
-from copilot_host.gateway import GatewayServer, bind, serve
+from copilot_host.gateway import GatewayServer, serve
+from copilot_host.gateway._server import bind
 
 BOUND = 10.0
 

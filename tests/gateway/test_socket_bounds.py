@@ -24,8 +24,9 @@ from typing import Any
 
 import pytest
 
-from copilot_host.gateway import GatewayServer, Hardening
+from copilot_host.gateway import GatewayServer
 from copilot_host.gateway._app import _intake
+from copilot_host.gateway._server import Hardening
 from copilot_host.gateway._server._stack import PURE_PYTHON, ServerStack
 from tests._extras import require
 from tests._wsclient import Closed, Refused, SocketClient, handshake_bytes

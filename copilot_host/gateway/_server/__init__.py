@@ -5,6 +5,7 @@ stderr. Above the application (:mod:`copilot_host.gateway._app`), which it runs.
 
 from __future__ import annotations
 
+from ._errors import ServingError
 from ._hardening import Hardening
 from ._lines import write_stderr_line
 from ._process import STOP_SIGNALS
@@ -18,6 +19,7 @@ __all__ = [
     "Hardening",
     "ServeOptions",
     "ServerStack",
+    "ServingError",
     "bind",
     "serve",
     "upstream_transport",

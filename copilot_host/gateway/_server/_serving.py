@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 import copilot_host as ch
 
 from .._app import MAX_BODY_BYTES, SOCKET_PATHS, body_deadline
+from ._errors import ServingError
 from ._hardening import (
     HEAD_TIMEOUT,
     LINGER_BYTES,
@@ -68,8 +69,8 @@ _log = logging.getLogger("copilot_host.gateway")
 
 def bind(host: str, port: int) -> socket.socket:
     """A listening TCP socket on ``host`` (an IP address: ``127.0.0.1``, ``::1``) and
-    ``port`` (0: a free one). A :class:`~copilot_host.CopilotHostError` when it cannot
-    be had: ``port_in_use``, ``address_unavailable`` or ``listen_failed``."""
+    ``port`` (0: a free one). A :class:`ServingError` when it cannot be had:
+    ``port_in_use``, ``address_unavailable`` or ``listen_failed``."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     where = f"[{host}]:{port}" if family == socket.AF_INET6 else f"{host}:{port}"
     # IPPROTO_TCP named, not left 0: asyncio turns Nagle's algorithm off only on sockets
@@ -86,13 +87,13 @@ def bind(host: str, port: int) -> socket.socket:
     except OSError as exc:
         listener.close()
         if exc.errno == errno.EADDRINUSE:
-            raise ch.CopilotHostError(f"{where} is already in use", code="port_in_use") from None
+            raise ServingError(f"{where} is already in use", code="port_in_use") from None
         if exc.errno == errno.EADDRNOTAVAIL:
-            raise ch.CopilotHostError(
+            raise ServingError(
                 f"cannot listen on {where}: this machine has no such address",
                 code="address_unavailable",
             ) from None
-        raise ch.CopilotHostError(
+        raise ServingError(
             f"cannot listen on {where}: {exc.strerror or type(exc).__name__}",
             code="listen_failed",
         ) from None

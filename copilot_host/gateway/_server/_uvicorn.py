@@ -29,7 +29,7 @@ from typing import Any
 
 import uvicorn
 
-import copilot_host as ch
+from ._errors import ServingError
 
 __all__ = [
     "SERVER_LOGGER",
@@ -136,14 +136,14 @@ def _missing(http: str) -> list[str]:
 
 
 def check(http: str) -> None:
-    """Refuse (``CopilotHostError`` ``server_unsupported``) a uvicorn that lacks anything
+    """Refuse (:class:`ServingError` ``server_unsupported``) a uvicorn that lacks anything
     this module relies on for protocol ``http``; warn once for one newer than tested."""
     version = getattr(uvicorn, "__version__", "unknown")
     missing = _missing(http)
     oldest, newest = TESTED
     tested = f"{oldest[0]}.{oldest[1]} to {newest[0]}.{newest[1]}"
     if missing:
-        raise ch.CopilotHostError(
+        raise ServingError(
             f"uvicorn {version} lacks what the gateway's server relies on "
             f"({', '.join(missing)}); copilot-host is tested with uvicorn {tested}",
             code="server_unsupported",
