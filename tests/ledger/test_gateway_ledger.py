@@ -6,7 +6,6 @@ counted across processes, and the ways to keep a gateway's requests out of the l
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
 import sqlite3
@@ -14,7 +13,7 @@ import subprocess
 import sys
 import threading
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,9 +36,11 @@ CREDITS = re.compile(r" credits=([\d.]+)(?: \(estimated\))?$")
 class Gateway:
     """One ``serve`` (or ``run``) child process of serve_child.py on the shared emulator."""
 
-    def __init__(self, port: int, home: Path, *args: str) -> None:
+    def __init__(self, port: int, home: Path, *args: str, ledger: str | None = None) -> None:
         env = _env(home)
         env["PYTHONPATH"] = str(REPO)
+        if ledger is not None:
+            env["COPILOT_HOST_LEDGER"] = ledger
         self.child = subprocess.Popen(
             [sys.executable, str(CHILD), str(port), *args],
             stdin=subprocess.DEVNULL,
@@ -89,6 +90,26 @@ def gateways() -> Iterator[list[Gateway]]:
             gateway.finish()
 
 
+@pytest.fixture
+def account(tmp_path: Path) -> Iterator[Callable[..., tuple[GitHubEmulator, Path]]]:
+    """``account(scenario=None)``: an emulator of its own and a home folder logged in to it
+    (with a key file); the emulator stopped after the test."""
+    emulators: list[GitHubEmulator] = []
+
+    def start(scenario: Scenario | None = None) -> tuple[GitHubEmulator, Path]:
+        emulator = GitHubEmulator(scenario).start()
+        emulators.append(emulator)
+        home = tmp_path / "home"
+        _login(emulator, home)
+        return emulator, home
+
+    try:
+        yield start
+    finally:
+        for emulator in emulators:
+            emulator.stop()
+
+
 def _credits_of(lines: str) -> list[float]:
     """The credits of every model request's access line."""
     found = []
@@ -124,68 +145,63 @@ def _rows(path: Path) -> list[sqlite3.Row]:
 
 
 def test_two_serves_and_a_run_record_one_row_per_request_and_a_kill_interrupted(
-    tmp_path: Path, gateways: list[Gateway]
+    tmp_path: Path, account: Any, gateways: list[Gateway]
 ) -> None:
     # Responses answers drip a byte at a time: the one the test kills mid-stream.
     scenario = Scenario(faults=Faults(drip={"responses": 0.05}))
-    emulator = GitHubEmulator(scenario).start()
-    try:
-        home = tmp_path / "home"
-        _login(emulator, home)
-        log = tmp_path / "run.log"
-        first = Gateway(emulator.port, home, "--port", "0", "--json").listening()
-        second = Gateway(emulator.port, home, "--port", "0", "--json").listening()
-        runner = Gateway(
-            emulator.port,
-            home,
-            "run",
-            "--log",
-            str(log),
-            "--",
-            sys.executable,
-            str(LOAD),
-            "200",
-        )
-        gateways.extend([first, second, runner])
-        statuses: dict[str, list[int]] = {}
+    emulator, home = account(scenario)
+    log = tmp_path / "run.log"
+    first = Gateway(emulator.port, home, "--port", "0", "--json").listening()
+    second = Gateway(emulator.port, home, "--port", "0", "--json").listening()
+    runner = Gateway(
+        emulator.port,
+        home,
+        "run",
+        "--log",
+        str(log),
+        "--",
+        sys.executable,
+        str(LOAD),
+        "200",
+    )
+    gateways.extend([first, second, runner])
+    statuses: dict[str, list[int]] = {}
 
-        def load(name: str, gateway: Gateway, count: int, offset: int) -> None:
-            statuses[name] = load_child.send(gateway.base_url, gateway.key, count, offset)
+    def load(name: str, gateway: Gateway, count: int, offset: int) -> None:
+        statuses[name] = load_child.send(gateway.base_url, gateway.key, count, offset)
 
-        threads = [
-            threading.Thread(target=load, args=("first", first, 400, 0)),
-            threading.Thread(target=load, args=("second", second, 399, 1)),
-        ]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(4 * 60)
-        assert runner.child.wait(4 * 60) == 0, runner.err.text()
-        ran = json.loads(runner.out.text().strip().splitlines()[-1])
-        assert Counter(ran) == Counter({200: 200})
-        assert Counter(statuses["first"]) == Counter({200: 400})
-        assert Counter(statuses["second"]) == Counter({200: 399})
+    threads = [
+        threading.Thread(target=load, args=("first", first, 400, 0)),
+        threading.Thread(target=load, args=("second", second, 399, 1)),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(4 * 60)
+    assert runner.child.wait(4 * 60) == 0, runner.err.text()
+    ran = json.loads(runner.out.text().strip().splitlines()[-1])
+    assert Counter(ran) == Counter({200: 200})
+    assert Counter(statuses["first"]) == Counter({200: 400})
+    assert Counter(statuses["second"]) == Counter({200: 399})
 
-        # The 1,000th request: a stream the second gateway is killed in the middle of.
-        with httpx2.Client(timeout=BOUND) as client:
-            body = {"model": "gpt-5.4", "input": "hi", "stream": True}
-            headers = {"Authorization": f"Bearer {second.key}"}
-            with client.stream(
-                "POST", f"{second.base_url}/responses", json=body, headers=headers
-            ) as answer:
-                assert answer.status_code == 200
-                raw = answer.iter_raw()
-                next(raw)  # its first bytes are here: it is mid-stream
-                second.child.send_signal(signal.SIGKILL)
-                second.child.wait(BOUND)
-                with pytest.raises(httpx2.TransportError):
-                    for _ in raw:
-                        pass
-        first_err = first.stop()
-        second_err = second.finish()
-        run_err = log.read_text()
-    finally:
-        emulator.stop()
+    # The 1,000th request: a stream the second gateway is killed in the middle of.
+    with httpx2.Client(timeout=BOUND) as client:
+        body = {"model": "gpt-5.4", "input": "hi", "stream": True}
+        headers = {"Authorization": f"Bearer {second.key}"}
+        with client.stream(
+            "POST", f"{second.base_url}/responses", json=body, headers=headers
+        ) as answer:
+            assert answer.status_code == 200
+            raw = answer.iter_raw()
+            next(raw)  # its first bytes are here: it is mid-stream
+            second.child.send_signal(signal.SIGKILL)
+            second.child.wait(BOUND)
+            with pytest.raises(httpx2.TransportError):
+                for _ in raw:
+                    pass
+    first_err = first.stop()
+    second_err = second.finish()
+    run_err = log.read_text()
 
     ledger = home / "ledger.sqlite3"
     assert (ledger.stat().st_mode & 0o777) == 0o600
@@ -230,31 +246,26 @@ def _refused(gateway: Gateway) -> httpx2.Response:
 
 
 def test_the_daily_budget_is_counted_across_two_serve_processes(
-    tmp_path: Path, gateways: list[Gateway]
+    account: Any, gateways: list[Gateway]
 ) -> None:
-    emulator = GitHubEmulator().start()
-    try:
-        home = tmp_path / "home"
-        _login(emulator, home)
-        budget = ("--port", "0", "--json", "--max-credits-per-day", "0.5")
-        first = Gateway(emulator.port, home, *budget).listening()
-        second = Gateway(emulator.port, home, *budget).listening()
-        gateways.extend([first, second])
-        assert load_child.send(second.base_url, second.key, 1) == [200]
-        # The first spends what is left of the day (0.0425 credits an answer), then is refused.
-        spent = []
-        while (answer := _refused(first)).status_code == 200:
-            spent.append(answer)
-            assert len(spent) < 20, "the daily budget never refused"
-        assert spent, answer.text
-        assert answer.status_code == 402, answer.text
-        message = answer.json()["error"]["message"]
-        assert "--max-credits-per-day" in message and "00:00 UTC" in message
-        # The second, which spent one answer's worth itself, is refused on what the first spent.
-        assert _refused(second).status_code == 402
-        first.stop(), second.stop()
-    finally:
-        emulator.stop()
+    emulator, home = account()
+    budget = ("--port", "0", "--json", "--max-credits-per-day", "0.5")
+    first = Gateway(emulator.port, home, *budget).listening()
+    second = Gateway(emulator.port, home, *budget).listening()
+    gateways.extend([first, second])
+    assert load_child.send(second.base_url, second.key, 1) == [200]
+    # The first spends what is left of the day (0.0425 credits an answer), then is refused.
+    spent = []
+    while (answer := _refused(first)).status_code == 200:
+        spent.append(answer)
+        assert len(spent) < 20, "the daily budget never refused"
+    assert spent, answer.text
+    assert answer.status_code == 402, answer.text
+    message = answer.json()["error"]["message"]
+    assert "--max-credits-per-day" in message and "00:00 UTC" in message
+    # The second, which spent one answer's worth itself, is refused on what the first spent.
+    assert _refused(second).status_code == 402
+    first.stop(), second.stop()
     rows = _rows(home / "ledger.sqlite3")
     # Refused before going upstream: never recorded, never billed. As with --max-credits,
     # spent is spent: the last request admitted came while the day was under its budget.
@@ -264,32 +275,23 @@ def test_the_daily_budget_is_counted_across_two_serve_processes(
 
 
 def test_off_by_option_or_variable_records_nothing_and_a_file_named_records_there(
-    tmp_path: Path, gateways: list[Gateway]
+    tmp_path: Path, account: Any, gateways: list[Gateway]
 ) -> None:
-    emulator = GitHubEmulator().start()
-    try:
-        home = tmp_path / "home"
-        _login(emulator, home)
-        elsewhere = tmp_path / "spend" / "work.sqlite3"
-        elsewhere.parent.mkdir(mode=0o700)
-        off = Gateway(emulator.port, home, "--port", "0", "--json", "--no-ledger").listening()
-        named = Gateway(
-            emulator.port, home, "--port", "0", "--json", "--ledger", str(elsewhere)
-        ).listening()
-        gateways.extend([off, named])
-        assert load_child.send(off.base_url, off.key, 2) == [200, 200]
-        assert load_child.send(named.base_url, named.key, 2) == [200, 200]
-        off.stop(), named.stop()
-        os.environ["COPILOT_HOST_LEDGER"] = "off"
-        try:
-            variable = Gateway(emulator.port, home, "--port", "0", "--json").listening()
-        finally:
-            del os.environ["COPILOT_HOST_LEDGER"]
-        gateways.append(variable)
-        assert load_child.send(variable.base_url, variable.key, 1) == [200]
-        variable.stop()
-    finally:
-        emulator.stop()
+    emulator, home = account()
+    elsewhere = tmp_path / "spend" / "work.sqlite3"
+    elsewhere.parent.mkdir(mode=0o700)
+    off = Gateway(emulator.port, home, "--port", "0", "--json", "--no-ledger").listening()
+    named = Gateway(
+        emulator.port, home, "--port", "0", "--json", "--ledger", str(elsewhere)
+    ).listening()
+    gateways.extend([off, named])
+    assert load_child.send(off.base_url, off.key, 2) == [200, 200]
+    assert load_child.send(named.base_url, named.key, 2) == [200, 200]
+    off.stop(), named.stop()
+    variable = Gateway(emulator.port, home, "--port", "0", "--json", ledger="off").listening()
+    gateways.append(variable)
+    assert load_child.send(variable.base_url, variable.key, 1) == [200]
+    variable.stop()
     assert not (home / "ledger.sqlite3").exists()
     assert len(_rows(elsewhere)) == 2
     assert _history(home, "--ledger", str(elsewhere))["total"]["requests"] == 2
