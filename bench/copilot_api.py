@@ -1,6 +1,7 @@
 """The gateway beside the npm ``copilot-api`` 0.7.0 gateway, in one run, both over TLS.
 
-    python bench/copilot_api.py [--requests 1500] [--rounds 3] [--copilot-api DIR]
+    python bench/copilot_api.py [--workload chat|claude|codex] [--requests N] [--rounds 3]
+                                [--copilot-api DIR]
 
 ``copilot-api`` sends to fixed ``https://`` hosts (``api.github.com``,
 ``api.githubcopilot.com``) with certificate checks on, so the comparison runs inside a
@@ -20,7 +21,17 @@ requests sent sequentially over one kept-alive connection, the three servers tak
 turn ``--rounds`` times (medians); printed as ratios to the baseline (a bare uvicorn app
 that relays with one httpx2 request, on the same stack) measured in the same run.
 ``copilot-api`` counts each request's tokens (gpt-tokenizer) and logs a line per request:
-that is its own work, left in. ``--copilot-api DIR`` names a folder where
+that is its own work, left in.
+
+``--workload`` picks the requests: ``chat`` (default, 1,500 of them) a small Chat
+Completions request; ``claude`` a Claude Code turn on ``/v1/messages`` and ``codex`` a Codex
+turn on ``/v1/responses`` as the agents send them (``bench/bodies.py``: 200 KB and 150 KB,
+every change of the table with work to do; 300 requests). For those the emulator takes any
+shape (``lenient``): the baseline and ``copilot-api`` send what they get unchanged or
+translated, and only the gateway makes the shapes Copilot takes. ``copilot-api`` 0.7.0
+serves no ``/v1/responses``, so ``codex`` compares the gateway with the baseline alone.
+
+``--copilot-api DIR`` names a folder where
 ``npm install copilot-api@0.7.0`` was run; without it the bench installs it in a
 temporary one (npm needs the network before the namespace is entered).
 """
@@ -30,6 +41,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import os
 import shutil
 import socket
@@ -47,6 +59,7 @@ import httpx2
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
+import bodies
 import gateway as bench
 
 from tests._tls import ca_and_server
@@ -55,21 +68,35 @@ ROOT = Path(__file__).resolve().parents[1]
 NAMES = ("github.com", "api.github.com", "api.githubcopilot.com")
 COPILOT = "https://api.githubcopilot.com"
 VERSION = "0.7.0"
-BODY = json.dumps(bench.CHAT).encode()
+# workload: (path, body, extra headers, default requests)
+WORKLOADS: dict[str, tuple[str, bytes, dict[str, str], int]] = {
+    "chat": ("/chat/completions", json.dumps(bench.CHAT).encode(), {}, 1500),
+    "claude": (
+        "/messages",
+        bodies.encoded(bodies.claude_turn(200_000)),
+        {"anthropic-beta": bodies.BETAS, "anthropic-version": "2023-06-01"},
+        300,
+    ),
+    "codex": ("/responses", bodies.encoded(bodies.codex_turn(150_000)), {}, 300),
+}
 
 
 # -- the children -------------------------------------------------------------------------
 
 
-def role_emulator() -> None:
+def role_emulator(workload: str) -> None:
     """An emulator whose sessions name api.githubcopilot.com (the host copilot-api sends
-    to for an individual account); prints its port, then waits for stdin to close."""
+    to for an individual account); prints its port, then waits for stdin to close. For an
+    agent's workload: the whole inventory (its models), and any shape taken."""
     from copilot_host.testing import GitHubEmulator, Scenario, Session, minimal_models
     from copilot_host.testing import Inventory as Models
 
-    scenario = Scenario(
-        session=Session(api_endpoint=COPILOT), inventory=Models(models=minimal_models())
-    )
+    if workload == "chat":
+        scenario = Scenario(
+            session=Session(api_endpoint=COPILOT), inventory=Models(models=minimal_models())
+        )
+    else:
+        scenario = Scenario(session=Session(api_endpoint=COPILOT), lenient=True)
     with GitHubEmulator(scenario) as emulator:
         print(emulator.port, flush=True)
         sys.stdin.read()
@@ -194,19 +221,24 @@ def _server(
         child.stop()
 
 
-def _cpu_per_request(child: bench.Child, url: str, headers: dict[str, str], count: int) -> float:
+def _cpu_per_request(
+    child: bench.Child, root: str, headers: dict[str, str], count: int, workload: str
+) -> float:
+    """The CPU (us) ``child`` spends per request of ``workload`` sent to ``root`` (a
+    ``.../v1`` URL)."""
+    path, body, extra, _count = WORKLOADS[workload]
     with httpx2.Client(
-        headers={"Content-Type": "application/json", **headers}, timeout=60
+        headers={"Content-Type": "application/json", **extra, **headers}, timeout=60
     ) as client:
         for _ in range(20):  # warm: the connection, the registration, the JIT
-            client.post(url, content=BODY).raise_for_status()
+            client.post(root + path, content=body).raise_for_status()
         before = child.cpu_seconds()
         for _ in range(count):
-            client.post(url, content=BODY).raise_for_status()
+            client.post(root + path, content=body).raise_for_status()
         return (child.cpu_seconds() - before) / count * 1e6
 
 
-def inside(copilot_api: Path, requests: int, rounds: int) -> None:
+def inside(copilot_api: Path, requests: int, rounds: int, workload: str) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         _enter_namespace(folder)
@@ -221,7 +253,10 @@ def inside(copilot_api: Path, requests: int, rounds: int) -> None:
         }
         (folder / "home").mkdir()
         with (
-            _server(_me("--role", "emulator"), env, port_line=True) as (_emu, emulator_port),
+            _server(_me("--role", "emulator", workload), env, port_line=True) as (
+                _emu,
+                emulator_port,
+            ),
             _server(
                 _me("--role", "terminator", emulator_port, str(cert), str(key)), env, port_line=True
             ),
@@ -260,9 +295,10 @@ def inside(copilot_api: Path, requests: int, rounds: int) -> None:
                             listening = json.loads(line)
                             found = _cpu_per_request(
                                 gw,
-                                listening["base_url"] + "/chat/completions",
+                                listening["base_url"],
                                 {"Authorization": f"Bearer {listening['api_key']}"},
                                 requests,
+                                workload,
                             )
                         results.setdefault(f"gateway {stack}", []).append(found)
                         with _server(_me("--role", "bare"), stack_env, port_line=True) as (
@@ -270,30 +306,33 @@ def inside(copilot_api: Path, requests: int, rounds: int) -> None:
                             port,
                         ):
                             found = _cpu_per_request(
-                                bare, f"http://127.0.0.1:{port}/v1/chat/completions", {}, requests
+                                bare, f"http://127.0.0.1:{port}/v1", {}, requests, workload
                             )
                         results.setdefault(f"baseline {stack}", []).append(found)
-                    found = _cpu_per_request(
-                        copilot_api_child,
-                        f"http://127.0.0.1:{node_port}/v1/chat/completions",
-                        {},
-                        requests,
-                    )
+                    if workload == "codex":
+                        continue  # copilot-api 0.7.0 serves no /v1/responses
+                    node_root = f"http://127.0.0.1:{node_port}/v1"
+                    found = _cpu_per_request(copilot_api_child, node_root, {}, requests, workload)
                     results.setdefault("copilot-api", []).append(found)
             finally:
                 copilot_api_child.stop()
     median = {name: statistics.median(values) for name, values in results.items()}
-    node = median["copilot-api"]
+    node = median.get("copilot-api", float("nan"))
+    what = {
+        "chat": "non-streaming chat request",
+        "claude": "Claude Code turn (200 KB on /v1/messages)",
+        "codex": "Codex turn (150 KB on /v1/responses; copilot-api serves none)",
+    }[workload]
     print(
-        f"CPU per non-streaming chat request over TLS, medians of {rounds} rounds of "
-        f"{requests}, as ratios to the baseline on each stack (a bare uvicorn app relaying "
-        "with one httpx2 request):"
+        f"CPU per {what} over TLS, medians of {rounds} rounds of {requests}, as ratios to "
+        "the baseline on each stack (a bare uvicorn app relaying with one httpx2 request):"
     )
     print(f"  {'stack':12} {'copilot-host serve':>19} {f'copilot-api {VERSION}':>19}")
     for stack in bench.STACKS:
         base = median[f"baseline {stack}"]
         ratio = median[f"gateway {stack}"] / base
-        print(f"  {stack:12} {ratio:18.2f}x {node / base:18.2f}x")
+        theirs = "not served" if math.isnan(node) else f"{node / base:.2f}x"
+        print(f"  {stack:12} {ratio:18.2f}x {theirs:>19}")
     print(
         "  (CPU per request of each run, us: "
         + "; ".join(
@@ -303,6 +342,8 @@ def inside(copilot_api: Path, requests: int, rounds: int) -> None:
         + ")"
     )
     fast = median[f"gateway {bench.STACKS[0]}"]
+    if math.isnan(node):
+        return
     print(
         f"  copilot-host serve ({bench.STACKS[0]}) uses {fast / node:.2f}x the CPU of "
         f"copilot-api (Node {_node_version()})"
@@ -317,7 +358,8 @@ def _node_version() -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--requests", type=int, default=1500)
+    parser.add_argument("--workload", choices=sorted(WORKLOADS), default="chat")
+    parser.add_argument("--requests", type=int, help="default: 1500 chat, 300 agent turns")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--copilot-api", type=Path)
     parser.add_argument("--inside", action="store_true", help=argparse.SUPPRESS)
@@ -325,13 +367,14 @@ def main() -> None:
     parser.add_argument("role_args", nargs="*", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.role == "emulator":
-        return role_emulator()
+        return role_emulator(args.role_args[0])
     if args.role == "terminator":
         return role_terminator(int(args.role_args[0]), args.role_args[1], args.role_args[2])
     if args.role == "bare":
         return role_bare()
+    requests = args.requests or WORKLOADS[args.workload][3]
     if args.inside:
-        return inside(args.copilot_api, args.requests, args.rounds)
+        return inside(args.copilot_api, requests, args.rounds, args.workload)
     missing = [tool for tool in ("unshare", "mount", "ip", "node", "npm") if not shutil.which(tool)]
     if missing or os.geteuid() != 0:
         sys.exit(f"needs root and {', '.join(missing) or 'Linux namespaces'}: skipped")
@@ -356,8 +399,10 @@ def main() -> None:
             "--inside",
             "--copilot-api",
             str(where.resolve()),
+            "--workload",
+            args.workload,
             "--requests",
-            str(args.requests),
+            str(requests),
             "--rounds",
             str(args.rounds),
         )

@@ -236,8 +236,12 @@ def serve_bare_relay(
         first = httpx2.Request("POST", route.url, content=b"{}")
         headers = list(next(route.auth.sync_auth_flow(first)).headers.raw)
     headers = [(k, v) for k, v in headers if k.lower() not in (b"host", b"content-length")]
-    url = httpx2.URL(route.url)
+    origin = httpx2.URL(route.url).copy_with(path="/")
     upstream: httpx2.AsyncClient | None = None
+
+    def url_of(path: str) -> httpx2.URL:
+        # Copilot's paths: /chat/completions and /responses without /v1, /v1/messages with.
+        return origin.copy_with(path=path if path == "/v1/messages" else path.removeprefix("/v1"))
 
     async def app(scope: Any, receive: Any, send: Any) -> None:
         nonlocal upstream
@@ -249,7 +253,7 @@ def serve_bare_relay(
             message = await receive()
             body += message.get("body", b"")
             more = message.get("more_body", False)
-        answer = await upstream.post(url, content=body, headers=headers)
+        answer = await upstream.post(url_of(scope["path"]), content=body, headers=headers)
         await send(
             {
                 "type": "http.response.start",
