@@ -231,9 +231,9 @@ def test_two_serves_and_a_run_record_one_row_per_request_and_a_kill_interrupted(
     )
     assert history["total"]["requests"] == 1000
     assert history["total"]["credits"] == pytest.approx(sum(answered) + (killed["credits"] or 0.0))
-    # count_tokens is answered by the gateway itself: a row of 0 credits each.
-    counted = [row for row in history["rows"] if row["api"] == "messages" and not row["credits"]]
-    assert len(counted) == 250
+    # count_tokens is answered by the gateway itself: a row of 0 credits each, naming it.
+    counted = [row for row in history["rows"] if row["rewrote"] == ["count-tokens"]]
+    assert len(counted) == 250 and not any(row["credits"] for row in counted)
 
 
 def _refused(gateway: Gateway) -> httpx2.Response:
@@ -336,3 +336,34 @@ def test_an_emulator_gateway_records_only_into_a_file_named(tmp_path: Path) -> N
     # The home folder is never made; only the named file holds the emulated requests.
     assert not (tmp_path / "never").exists()
     assert len(_rows(named)) == 3
+
+
+def test_each_socket_request_is_a_row_and_the_warm_up_costs_nothing(
+    tmp_path: Path, account: Any, gateways: list[Gateway]
+) -> None:
+    """Codex's transport: each ``response.create`` on a socket is a request of its own in
+    the ledger, as over HTTP; the warm-up the gateway answers itself is one at 0 credits."""
+    from tests._wsclient import SocketClient
+
+    emulator, home = account()
+    gateway = Gateway(emulator.port, home, "--port", "0", "--json").listening()
+    gateways.append(gateway)
+    port = int(gateway.base_url.rsplit(":", 1)[1].split("/")[0])
+    turn = {"model": "gpt-5.5", "store": False, "stream": True}
+    text = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}
+    with SocketClient(port, gateway.key).open() as client:
+        client.request({**turn, "input": [text], "generate": False})
+        for _ in range(2):
+            frames = client.request({**turn, "input": [text]})
+            assert frames[-1]["type"] == "response.completed", frames[-1]
+    stderr = gateway.stop()
+    rows = _rows(home / "ledger.sqlite3")
+    assert [(row["api"], row["status"]) for row in rows] == [("responses", 200)] * 3
+    warm, *turns = rows
+    assert warm["credits"] == 0 and warm["rewrote"] == "warm-up"
+    assert all(row["credits"] > 0 and row["output_tokens"] for row in turns)
+    # The access lines say the same: three socket requests, two of them costed.
+    lines = [line for line in stderr.splitlines() if " WS /v1/responses " in line]
+    assert len(lines) == 3 and lines[0].endswith(" rewrote=warm-up")
+    credits = [float(match.group(1)) for line in lines if (match := CREDITS.search(line))]
+    assert credits == [row["credits"] for row in turns]

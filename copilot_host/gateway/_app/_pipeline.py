@@ -163,6 +163,7 @@ class Pipeline:
                 else own.local(edit)
             )
             if answer is not None:
+                flow.rewrote = [own.name]  # the change that answered, as the line says
                 await self._answer_locally(flow, route, answer, identity)
                 return
         edit.serial = next(self._serials)

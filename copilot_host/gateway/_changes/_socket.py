@@ -41,3 +41,4 @@ class WarmUp(Change):
         ident = f"resp_copilot_host_{edit.serial}"
         body = edit.api.text_answer(edit.route.model_id, "", ident=ident, stream=True)
         edit.local = LocalAnswer(body, stream=True)
+        edit.did(self.name)
