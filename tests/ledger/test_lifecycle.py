@@ -24,14 +24,9 @@ from copilot_host.gateway._ledger import _ledger as ledger_module
 from copilot_host.gateway._ledger._writer import MAX_BATCH
 
 from ._support import DAY, NOON, begun, clock_at, end, ledger_at, opened, rows, runs, start
+from .test_writer import _hold_write_lock
 
 NOT_RECORDED = Admitted(None)
-
-
-def _hold_write_lock(path: Path) -> sqlite3.Connection:
-    other = sqlite3.connect(path, isolation_level=None, timeout=0)
-    other.execute("BEGIN IMMEDIATE")
-    return other
 
 
 def test_recording_off_answers_every_call_as_not_recorded_and_makes_nothing(
@@ -85,11 +80,10 @@ def test_ended_rows_older_than_the_kept_days_go_at_start_whatever_their_number(
         with ledger_at(path, clock=clock_at()):
             pass
         kept = rows(path)
-        assert [r["id"] for r in kept][0] == in_flight
-        assert [(r["time"], r["status"]) for r in kept] == [
-            (old, None),
-            (NOON - (KEEP_DAYS - 1) * DAY, 200),
-            (NOON, 200),
+        assert [(r["id"], r["time"], r["status"]) for r in kept] == [
+            (in_flight, old, None),
+            (in_flight + 12_002, NOON - (KEEP_DAYS - 1) * DAY, 200),
+            (in_flight + 12_003, NOON, 200),
         ]
     assert rows(path)[0]["status"] == INTERRUPTED
 
@@ -158,10 +152,8 @@ def test_a_close_that_cannot_finish_says_so_once_and_lets_the_run_go(tmp_path: P
     warnings: list[str] = []
     with ledger_at(path, warn=warnings.append) as ledger:
         ledger.end(end(begun(ledger, start())))
-        assert ledger.flush()
-        vandal = sqlite3.connect(path)
-        vandal.execute("DROP TABLE runs")
-        vandal.commit()
+        with sqlite3.connect(path) as vandal:  # the table a close forgets the run in
+            vandal.execute("DROP TABLE runs")
         vandal.close()
         ledger.end(end(begun(ledger, start())))
     assert len(warnings) == 1

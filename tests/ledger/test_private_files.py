@@ -16,21 +16,13 @@ import pytest
 from copilot_host import StoreError, StoreInsecureError
 from copilot_host.gateway._ledger import LEDGER_NAME, ledger_path, read_history
 from copilot_host.store import _private, private_folder
+from tests.cli.conftest import Cli
 
 from . import _races
 from ._support import begun, end, ledger_at, opened, rows, start
+from .test_file_safety import _refused
 
 RUNS = f"{LEDGER_NAME}-runs"
-
-
-def _both_refused(path: Path) -> StoreInsecureError:
-    """Refused alike by a start and by a reader; the start's error."""
-    with pytest.raises(StoreInsecureError) as raised:
-        opened(path)
-    assert raised.value.code == "ledger_insecure"
-    with pytest.raises(StoreInsecureError):
-        read_history(path, since=0)
-    return raised.value
 
 
 def _recorded(path: Path) -> Path:
@@ -50,7 +42,7 @@ def test_a_runs_folder_that_is_a_link_or_a_file_is_refused(tmp_path: Path, kind:
         runs.symlink_to(elsewhere)
     else:
         runs.write_text("")
-    assert "is not a folder" in _both_refused(path).message
+    assert "is not a folder" in _refused(path).message
     assert list(elsewhere.iterdir()) == []  # no lock file made through the link
     assert len(rows(path)) == 1
 
@@ -58,7 +50,7 @@ def test_a_runs_folder_that_is_a_link_or_a_file_is_refused(tmp_path: Path, kind:
 def test_a_runs_folder_others_can_enter_is_refused(tmp_path: Path) -> None:
     path = _recorded(tmp_path / LEDGER_NAME)
     (tmp_path / RUNS).chmod(0o755)
-    assert "is not a private folder of yours" in _both_refused(path).message
+    assert "is not a private folder of yours" in _refused(path).message
 
 
 @pytest.mark.parametrize("named", [False, True], ids=["home", "named"])
@@ -75,7 +67,9 @@ def test_reading_where_nothing_was_recorded_finds_nothing_and_makes_nothing(
     assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
-def test_a_ledger_named_under_a_file_or_with_a_nul_is_a_typed_error(tmp_path: Path) -> None:
+def test_a_ledger_named_under_a_file_or_with_a_nul_is_a_typed_error(
+    tmp_path: Path, cli: Cli
+) -> None:
     plain = tmp_path / "notes.txt"
     plain.write_text("keep")
     with pytest.raises(StoreInsecureError) as raised:
@@ -83,6 +77,10 @@ def test_a_ledger_named_under_a_file_or_with_a_nul_is_a_typed_error(tmp_path: Pa
     assert "is not a folder; name a file in a folder" in raised.value.message
     with pytest.raises(StoreInsecureError):
         read_history(plain / LEDGER_NAME, since=0)
+    # As a person sees it: one line, no traceback.
+    result = cli("usage", "--history", "--ledger", str(plain / LEDGER_NAME))
+    assert result.exit_code == 1
+    assert result.stderr == f"error: {raised.value.message}\n"
     assert plain.read_text() == "keep"
     with pytest.raises(StoreError) as nul:
         opened(tmp_path / "a\0b" / LEDGER_NAME)
@@ -191,8 +189,8 @@ def _around_sqlite_open(
     monkeypatch: pytest.MonkeyPatch,
     path: Path,
     *,
-    before: Callable[[], None] = lambda: None,
-    after: Callable[[], None] = lambda: None,
+    before: Callable[[], object] = lambda: None,
+    after: Callable[[], object] = lambda: None,
 ) -> None:
     real = sqlite3.connect
     quoted = str(path)
@@ -201,7 +199,7 @@ def _around_sqlite_open(
         ours = isinstance(database, str) and database.startswith("file:") and quoted in database
         if ours:
             before()
-        db = real(database, *args, **kwargs)
+        db: sqlite3.Connection = real(database, *args, **kwargs)
         if ours:
             after()
         return db

@@ -11,7 +11,7 @@ import socket
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -111,6 +111,7 @@ def test_a_run_id_another_ledger_holds_is_refused_and_that_run_goes_on(tmp_path:
     assert list((tmp_path / RUNS).iterdir()) == []
 
 
+@pytest.mark.slow
 def test_lock_files_of_no_run_go_once_free_and_stay_while_held(
     tmp_path: Path, holder: list[subprocess.Popen[str]]
 ) -> None:
@@ -286,19 +287,25 @@ def sweep(tmp_path: Path) -> Iterator[_Sweep]:
         found.folder.close()
 
 
+def _on_first_lock(monkeypatch: pytest.MonkeyPatch, act: Callable[[], None]) -> list[object]:
+    """``act`` just before the start's first ``flock``; every ``flock`` call is counted."""
+    calls: list[object] = []
+
+    def first(*args: object) -> None:
+        calls.append(args)
+        if len(calls) == 1:
+            act()
+
+    _races.before(monkeypatch, runs_module, "fcntl", "flock", first)
+    return calls
+
+
 def test_a_lock_file_a_sweep_holds_is_waited_for_then_made_anew(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sweep: _Sweep
 ) -> None:
     # The sweep holds the new file when the start locks it, and removes it while the
     # start, which found its name still taken, waits.
-    calls: list[object] = []
-
-    def first_lock(*args: object) -> None:
-        calls.append(args)
-        if len(calls) == 1:
-            sweep.take()
-
-    _races.before(monkeypatch, runs_module, "fcntl", "flock", first_lock)
+    calls = _on_first_lock(monkeypatch, sweep.take)
     _races.before(monkeypatch, runs_module, "time", "sleep", sweep.remove)
     path = tmp_path / "ledger.sqlite3"
     with ledger_at(path, run_id="racing-1") as ledger:
@@ -312,14 +319,7 @@ def test_a_lock_file_a_sweep_holds_is_waited_for_then_made_anew(
 def test_a_lock_file_a_sweep_removed_before_it_was_locked_is_made_anew(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sweep: _Sweep
 ) -> None:
-    calls: list[object] = []
-
-    def first_lock(*args: object) -> None:
-        calls.append(args)
-        if len(calls) == 1:
-            sweep.take_and_remove()
-
-    _races.before(monkeypatch, runs_module, "fcntl", "flock", first_lock)
+    calls = _on_first_lock(monkeypatch, sweep.take_and_remove)
     path = tmp_path / "ledger.sqlite3"
     with ledger_at(path, run_id="racing-1") as ledger:
         # The start locked a file that no longer had a name, saw it, and made another.
@@ -346,4 +346,3 @@ def test_lock_files_removed_as_fast_as_they_are_made_end_the_start_with_a_retry(
     with ledger_at(path, run_id="racing-1") as ledger:
         ledger.end(end(begun(ledger, start())))
     assert [r["status"] for r in rows(path)] == [200]
-
