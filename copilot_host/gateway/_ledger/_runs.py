@@ -122,8 +122,9 @@ def _take_if_dead(folder: PrivateFolder | None, run_id: str) -> _Taken | None:
     except FileNotFoundError:
         return _Taken(run_id, None)
     except OSError as exc:
-        if exc.errno in (errno.ELOOP, errno.EMLINK, errno.ENXIO):
-            return _Taken(run_id, None)  # not a lock file of ours: no one holds it
+        if exc.errno in (errno.ELOOP, errno.EMLINK, errno.ENXIO, errno.EISDIR):
+            # A link, a socket, a folder: not a lock file of ours, so no one holds it.
+            return _Taken(run_id, None)
         raise
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
