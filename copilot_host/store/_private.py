@@ -110,6 +110,11 @@ class PrivateFolder:
             except OSError as exc:
                 if exc.errno in _LINK_ERRNOS:
                     raise self._insecure(f"{show_path(path)} is a symbolic link") from None
+                if exc.errno in (errno.ENOENT, errno.ENXIO):
+                    # Removed, or made a socket, between the check and the open.
+                    raise self._insecure(
+                        f"{show_path(path)} was replaced while it was checked"
+                    ) from None
                 raise
             try:
                 opened = os.fstat(fd)

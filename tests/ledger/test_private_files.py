@@ -6,6 +6,7 @@ between its check and its use (each swap done for real, at that instant)."""
 from __future__ import annotations
 
 import os
+import socket
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -126,7 +127,7 @@ def _when_opening(
     _races.before(monkeypatch, _private, "os", "open", maybe)
 
 
-@pytest.mark.parametrize("swap", ["link", "other-file"])
+@pytest.mark.parametrize("swap", ["link", "other-file", "removed", "socket"])
 def test_a_ledger_swapped_between_its_check_and_its_open_is_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, swap: str
 ) -> None:
@@ -140,12 +141,14 @@ def test_a_ledger_swapped_between_its_check_and_its_open_is_refused(
         path.rename(aside)
         if swap == "link":
             path.symlink_to(victim)
-        else:
+        elif swap == "other-file":
             os.link(victim, path)
             victim.unlink()  # one name again, private, ours: only its identity differs
+        elif swap == "socket":
+            listener.bind(str(path))
 
     _when_opening(monkeypatch, creating=False, act=swap_it)
-    with pytest.raises(StoreInsecureError) as raised:
+    with socket.socket(socket.AF_UNIX) as listener, pytest.raises(StoreInsecureError) as raised:
         opened(path)
     why = "is a symbolic link" if swap == "link" else "was replaced while it was checked"
     assert why in raised.value.message
