@@ -238,9 +238,10 @@ def test_a_refusal_written_in_parts_arrives_whole_and_bytes_meanwhile_are_ignore
 def test_a_pong_is_left_out_while_the_client_leaves_the_writes_unread(
     edge_server: Callable[..., _Running],
 ) -> None:
-    """RFC 6455 §5.5.3 lets a pong wait; one is never queued behind writes the client has
-    not read. A write that outgrows the buffer makes the app's next one wait (flow
-    control): an answer never overtakes the one before it."""
+    """A pong is never queued behind megabytes the client has not read (the module's
+    rule, against ping floods); once they are read, a ping is answered. A write that
+    outgrows the buffer makes the app's next one wait (flow control): an answer never
+    overtakes the one before it."""
     server = edge_server()
     with server.socket().open() as client:
         client.send_text(f"flood 1 {UNREAD}")
@@ -354,7 +355,7 @@ def test_a_stop_ends_a_socket_whose_close_is_unanswered_at_once(
 
 def test_the_protocol_serves_under_uvicorns_own_http_protocol() -> None:
     """No guard watches a socket handed over by uvicorn's own h11 protocol: the socket
-    still serves, tells busy from idle, and closes."""
+    still serves, takes the app's word that it is busy with nothing to tell, and closes."""
     app = _EdgeApp()
     limits = SocketLimits(max_message_bytes=1000, message_seconds=lambda _received: BOUND)
     config = uvicorn.Config(
