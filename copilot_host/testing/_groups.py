@@ -321,15 +321,18 @@ class Sockets:
     handshakes are answered with, in order (``(403,)``: the first refused, later ones
     served); ``closes`` the number of socket requests answered by dropping the connection
     (no close frame) before any frame; ``forgets`` the number of chained requests answered
-    ``previous_response_not_found`` as if the service had lost the conversation."""
+    ``previous_response_not_found`` as if the service had lost the conversation;
+    ``breaks`` the number of socket requests whose answer breaks off after its first frame
+    with an error frame ``internal_error`` (the socket goes on)."""
 
     max_age: float = 3600.0
     refused: tuple[int, ...] = ()
     closes: int = 0
     forgets: int = 0
+    breaks: int = 0
 
     def __post_init__(self) -> None:
-        if self.max_age <= 0 or self.closes < 0 or self.forgets < 0:
+        if self.max_age <= 0 or min(self.closes, self.forgets, self.breaks) < 0:
             raise ValueError("a socket's age is positive seconds; counts are 0 or more")
         refused = tuple(self.refused)
         if not all(isinstance(status, int) and 400 <= status <= 599 for status in refused):

@@ -67,6 +67,7 @@ class _Counters:
         self.handshakes = 0
         self.closes = 0
         self.forgets = 0
+        self.breaks = 0
 
     def take(self, state: EmulatorState, name: str, limit: int) -> int | None:
         """The number (from 0) of the scripted failure named ``name`` now due, counted;
@@ -263,12 +264,18 @@ class _Socket:
     def _stream(self, events: Sequence[bytes], given: list[Any], where: tuple[int, int]) -> bool:
         state = self._state
         replies = state.scenario.replies
+        breaks = state.part(_Counters).take(state, "breaks", state.scenario.sockets.breaks)
         outputs: list[Any] = []
         for index, event in enumerate(events):
             if index == replies.stream_cut:
                 state.update(where, disconnected=True)
                 self._connection.close_socket()
                 return False
+            if index and breaks is not None:
+                # A server error after the answer began (VS Code's chatWebSocketManager.ts
+                # takes an error event at any point); nothing is kept to chain on.
+                self._send(_error(state, "internal_error", "the answer broke off"))
+                return True
             if index and replies.stream_pause:
                 time.sleep(replies.stream_pause)
             for line in event.split(b"\n"):

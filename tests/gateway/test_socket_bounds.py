@@ -89,8 +89,13 @@ class _App:
 
 
 class _Running:
-    def __init__(self, stack: ServerStack, hardening: Hardening, grace: int) -> None:
-        self.app = _App()
+    """A GatewayServer serving ``app`` (by default an :class:`_App`) on a loopback port, in a
+    thread of its own."""
+
+    def __init__(
+        self, stack: ServerStack, hardening: Hardening, grace: int, app: Any = None
+    ) -> None:
+        self.app = app if app is not None else _App()
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
         self.server = GatewayServer(

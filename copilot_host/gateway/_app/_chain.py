@@ -133,11 +133,6 @@ class Conversation:
         """Nothing to chain on (a refused or broken-off request leaves the last one)."""
         self._last, self._items, self._pending, self._outputs = None, b"", b"", []
 
-    @property
-    def last(self) -> str | None:
-        """The id a next request may chain on."""
-        return self._last
-
 
 def item_of(data: bytes) -> tuple[object, bytes] | None:
     """The output index and item JSON of a ``response.output_item.done`` event's data."""

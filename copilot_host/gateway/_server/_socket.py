@@ -163,11 +163,14 @@ class SocketProtocol(asyncio.Protocol):
         try:
             self._conn.receive_data(data)
             events = list(self._conn.events())
-        except RemoteProtocolError as exc:
-            self._write(self._conn.send(exc.event_hint) if exc.event_hint else b"")
+        except (RemoteProtocolError, UnicodeError) as exc:
+            # Only the handshake raises these (a bad frame is a close event): an HTTP
+            # answer, wsproto's (400, 426), or 400 (a Host that is not IDNA).
+            hint = getattr(exc, "event_hint", None) or RejectConnection(status_code=400)
+            self._write(self._conn.send(hint))
             self._end(1002)
             return
-        except (LocalProtocolError, UnicodeError):
+        except LocalProtocolError:
             self._end(1002)
             return
         pong: Ping | None = None
@@ -348,11 +351,7 @@ class SocketProtocol(asyncio.Protocol):
                 reason = "frames came before the handshake's answer"
                 self._write(self._conn.send(CloseConnection(code=1002, reason=reason)))
                 self._end(1002)
-                return
-            if self._paused and self._queue.empty():
-                self._paused = False
-                assert self._transport is not None
-                self._transport.resume_reading()
+            # (Reading is paused in the handshake only by early bytes: nothing to resume.)
             return
         if kind == "websocket.http.response.start":
             headers = list(message.get("headers") or ())
