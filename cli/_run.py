@@ -440,12 +440,17 @@ class _Gateway:
             except BaseException as exc:
                 self.error = exc
             finally:
-                started = self._ready.is_set()
-                self._ready.set()
-                if started and not self.stopping and self.on_failure is not None:
-                    self.on_failure(self.error)
+                self._ended()
 
         self._thread = threading.Thread(target=target, name="copilot-host gateway", daemon=True)
+
+    def _ended(self) -> None:
+        # A frame of its own: after asyncio.run in this thread, coverage's tracer no longer
+        # sees the lines of the frame that called it, and these must be measured.
+        started = self._ready.is_set()
+        self._ready.set()
+        if started and not self.stopping and self.on_failure is not None:
+            self.on_failure(self.error)
 
     def start(self, signals: _MainThreadSignals) -> None:
         self._thread.start()
@@ -594,7 +599,9 @@ def _foreground(argv: list[str], env: dict[str, str], server: _Gateway) -> int:
     def gateway_failed(error: BaseException | None) -> None:
         why = f" ({type(error).__name__})" if error is not None else ""
         os.write(2, f"copilot-host run: the gateway stopped{why}; ending the command\n".encode())
-        if child is not None and child.returncode is None:
+        if child is None:
+            pending.append(signal.SIGTERM)  # not started yet: it gets it once it has
+        elif child.returncode is None:
             child.send_signal(signal.SIGTERM)
 
     # Python handlers, not SIG_IGN: a handler is reset to the default in the command when
