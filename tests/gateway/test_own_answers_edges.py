@@ -7,11 +7,18 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import anthropic
 import httpx2
 import openai
 import pytest
+from anthropic.types import Message, TextBlock
+from openai.types.responses import (
+    ResponseCompletedEvent,
+    ResponseCreatedEvent,
+    ResponseTextDeltaEvent,
+)
 
 from copilot_host.gateway._protocols import CHAT, MESSAGES, RESPONSES, Api
 from copilot_host.testing import Auto, Faults, GitHubEmulator, RawAnswer, Scenario, Usage
@@ -35,44 +42,48 @@ def _serving(api: Api, stream: bool) -> httpx2.Client:
     return httpx2.Client(transport=httpx2.MockTransport(answer))
 
 
-def _openai(api: Api, stream: bool) -> openai.OpenAI:
+def _openai(api: Api, *, stream: bool) -> openai.OpenAI:
     return openai.OpenAI(
         base_url="http://127.0.0.1:9/v1", api_key="x", http_client=_serving(api, stream)
     )
 
 
-@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
-def test_a_chat_answer_of_the_gateways_own_is_read_by_the_openai_sdk(stream: bool) -> None:
-    with _openai(CHAT, stream) as client:
-        asked = {"model": MODEL, "messages": [{"role": "user", "content": "hi"}]}
-        if stream:
-            chunks = list(client.chat.completions.create(**asked, stream=True))  # type: ignore[call-overload]
-            text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
-            ended = chunks[-1].choices[0].finish_reason
-            assert {c.id for c in chunks} == {IDENT}
-        else:
-            answer = client.chat.completions.create(**asked)  # type: ignore[call-overload]
-            text, ended = answer.choices[0].message.content, answer.choices[0].finish_reason
-            assert (answer.id, answer.model, answer.usage.total_tokens) == (IDENT, MODEL, 0)
-    assert (text, ended) == (TEXT, "stop")
+HI: list[Any] = [{"role": "user", "content": "hi"}]
 
 
-@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
-def test_a_responses_answer_of_the_gateways_own_is_read_by_the_openai_sdk(stream: bool) -> None:
-    with _openai(RESPONSES, stream) as client:
-        if stream:
-            events = list(client.responses.create(model=MODEL, input="hi", stream=True))
-            kinds = [e.type for e in events]
-            assert [e.sequence_number for e in events] == list(range(len(events)))
-            assert kinds[0] == "response.created" and kinds[-1] == "response.completed"
-            text = "".join(e.delta for e in events if e.type == "response.output_text.delta")
-            done = events[-1].response  # type: ignore[union-attr]
-            assert done.output_text == TEXT
-        else:
-            reply = client.responses.create(model=MODEL, input="hi")
-            text = reply.output_text
-            assert (reply.id, reply.status, reply.usage.total_tokens) == (IDENT, "completed", 0)  # type: ignore[union-attr]
-    assert text == TEXT
+def test_a_chat_answer_of_the_gateways_own_is_read_by_the_openai_sdk() -> None:
+    with _openai(CHAT, stream=False) as client:
+        answer = client.chat.completions.create(model=MODEL, messages=HI)
+    (choice,) = answer.choices
+    assert (choice.message.content, choice.finish_reason) == (TEXT, "stop")
+    assert answer.usage is not None
+    assert (answer.id, answer.model, answer.usage.total_tokens) == (IDENT, MODEL, 0)
+
+
+def test_a_streamed_chat_answer_of_the_gateways_own_is_read_by_the_openai_sdk() -> None:
+    with _openai(CHAT, stream=True) as client:
+        chunks = list(client.chat.completions.create(model=MODEL, messages=HI, stream=True))
+    assert {chunk.id for chunk in chunks} == {IDENT}
+    assert "".join(c.choices[0].delta.content or "" for c in chunks) == TEXT
+    assert chunks[-1].choices[0].finish_reason == "stop"
+
+
+def test_a_responses_answer_of_the_gateways_own_is_read_by_the_openai_sdk() -> None:
+    with _openai(RESPONSES, stream=False) as client:
+        reply = client.responses.create(model=MODEL, input="hi")
+    assert (reply.id, reply.status, reply.output_text) == (IDENT, "completed", TEXT)
+    assert reply.usage is not None and reply.usage.total_tokens == 0
+
+
+def test_a_streamed_responses_answer_of_the_gateways_own_is_read_by_the_openai_sdk() -> None:
+    with _openai(RESPONSES, stream=True) as client:
+        events = list(client.responses.create(model=MODEL, input="hi", stream=True))
+    assert [event.sequence_number for event in events] == list(range(len(events)))
+    deltas = [e.delta for e in events if isinstance(e, ResponseTextDeltaEvent)]
+    assert "".join(deltas) == TEXT
+    first, last = events[0], events[-1]
+    assert isinstance(first, ResponseCreatedEvent) and first.response.output == []
+    assert isinstance(last, ResponseCompletedEvent) and last.response.output_text == TEXT
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
@@ -80,14 +91,15 @@ def test_a_messages_answer_of_the_gateways_own_is_read_by_the_anthropic_sdk(stre
     claude = anthropic.Anthropic(
         base_url="http://127.0.0.1:9", api_key="x", http_client=_serving(MESSAGES, stream)
     )
+    message: Message
     with claude:
-        asked = {"model": MODEL, "max_tokens": 8, "messages": [{"role": "user", "content": "hi"}]}
         if stream:
-            with claude.messages.stream(**asked) as events:  # type: ignore[arg-type]
+            with claude.messages.stream(model=MODEL, max_tokens=8, messages=HI) as events:
                 message = events.get_final_message()
         else:
-            message = claude.messages.create(**asked)  # type: ignore[arg-type]
-    assert [block.text for block in message.content] == [TEXT]  # type: ignore[union-attr]
+            message = claude.messages.create(model=MODEL, max_tokens=8, messages=HI)
+    (block,) = message.content
+    assert isinstance(block, TextBlock) and block.text == TEXT
     assert (message.stop_reason, message.usage.output_tokens) == ("end_turn", 0)
 
 
