@@ -43,6 +43,13 @@ def _not_checked(checks: dict[str, Any], codes: list[str]) -> list[str]:
     return [code for code in codes if checks[code]["ok"] is not None]
 
 
+def _set_byte(record: Path, at: int, change: Callable[[int], int]) -> None:
+    """The login record with one byte changed, as damage or another version would."""
+    data = bytearray(record.read_bytes())
+    data[at] = change(data[at])
+    record.write_bytes(bytes(data))
+
+
 # -- the store cannot be read ------------------------------------------------------------
 
 
@@ -50,10 +57,7 @@ def test_a_record_written_by_a_newer_copilot_host_says_to_upgrade(
     cli: Cli, emulate: Any, copilot_home: Path
 ) -> None:
     env = _logged_in(cli, emulate)
-    record = copilot_home / "credential"
-    data = bytearray(record.read_bytes())
-    data[len(MAGIC)] = 9  # the record format version
-    record.write_bytes(bytes(data))
+    _set_byte(copilot_home / "credential", len(MAGIC), lambda _old: 9)  # its format version
     sent = len(env.emulator.requests)
     code, checks = _doctor(cli, env)
     assert (code, _failed(checks)) == (1, ["store"])
@@ -163,10 +167,8 @@ def test_a_record_that_fails_its_integrity_check_is_kept_aside_with_its_fix(
     cli: Cli, emulate: Any, copilot_home: Path
 ) -> None:
     env = _logged_in(cli, emulate)
-    record = copilot_home / "credential"
-    data = bytearray(record.read_bytes())
-    data[-1] ^= 0x01  # the last byte of the tag: the header still reads
-    record.write_bytes(bytes(data))
+    # The last byte of the tag: the header still reads.
+    _set_byte(copilot_home / "credential", -1, lambda old: old ^ 0x01)
     code, checks = _doctor(cli, env)
     assert (code, _failed(checks)) == (1, ["keyring"])
     assert checks["store"]["ok"] is True and checks["login"]["ok"] is True

@@ -67,41 +67,36 @@ def _hostile(make: Callable[[Path], None]) -> None:
         pytest.skip("/proc/self/mem is Linux's")
 
 
+# Each agent whose profile reads a file: the file, what its command line keeps, and what
+# run says of a skipped file (the notes name it).
+AGENTS = [
+    ("aider", ".aider.conf.yml", ("--message", "hi"), ("aider's --model", "aider's --weak-model")),
+    ("opencode", "opencode.json", ("run", "hi"), ("opencode's provider",)),
+]
+
+
+@pytest.mark.parametrize(("program", "name", "args", "unset"), AGENTS, ids=[a[0] for a in AGENTS])
 @pytest.mark.parametrize(
     ("make", "reason"), [(m, r) for _, m, r in HOSTILE], ids=[i for i, _, _ in HOSTILE]
 )
-def test_a_hostile_aider_config_is_skipped_and_aider_gets_no_model(
-    tmp_path: Path, make: Callable[[Path], None], reason: str
+def test_a_hostile_config_file_is_skipped_and_the_profile_adds_nothing(
+    tmp_path: Path,
+    make: Callable[[Path], None],
+    reason: str,
+    program: str,
+    name: str,
+    args: tuple[str, ...],
+    unset: tuple[str, ...],
 ) -> None:
     _hostile(make)
     work = tmp_path / "work"
     work.mkdir()
-    path = work / ".aider.conf.yml"
+    path = work / name
     make(path)
-    setup = _setup("aider", "--message", "hi", where=tmp_path)
-    # The file could have set aider's model: run sets neither model, and says why.
-    assert setup.args == ("--message", "hi")
-    note = f"{path} skipped ({reason})"
-    assert setup.notes == (
-        f"aider's --model not set: {note}",
-        f"aider's --weak-model not set: {note}",
-    )
-
-
-@pytest.mark.parametrize(
-    ("make", "reason"), [(m, r) for _, m, r in HOSTILE], ids=[i for i, _, _ in HOSTILE]
-)
-def test_a_hostile_opencode_config_is_skipped_and_opencode_gets_no_provider(
-    tmp_path: Path, make: Callable[[Path], None], reason: str
-) -> None:
-    _hostile(make)
-    work = tmp_path / "work"
-    work.mkdir()
-    path = work / "opencode.json"
-    make(path)
-    setup = _setup("opencode", "run", "hi", where=tmp_path)
-    assert setup.env == {} and setup.args == ("run", "hi")
-    assert setup.notes == (f"opencode's provider not set: {path} skipped ({reason})",)
+    setup = _setup(program, *args, where=tmp_path)
+    # The file could have set the model: run sets none, and says why.
+    assert (setup.args, setup.env) == (args, {})
+    assert setup.notes == tuple(f"{what} not set: {path} skipped ({reason})" for what in unset)
 
 
 def test_a_link_to_nothing_is_no_file_at_all(tmp_path: Path) -> None:
