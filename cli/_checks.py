@@ -229,6 +229,8 @@ class Checks:
             store = self._store = self._make_store()
             self._header = store.header()
         except ch.StoreError as exc:
+            # What needs the store is not checked, rather than reported "not logged in".
+            self._store = None
             return Check("store", False, exc.message, _store_fix(exc))
         if self._header is None:
             return Check("store", True, f"no login stored yet in {show_path(store.home)}")
@@ -239,7 +241,9 @@ class Checks:
 
         from ._status import describe_protection
 
-        if self._store is None or self._header is None:
+        if self._store is None:
+            return _skip("keyring", "the store cannot be read (see store)")
+        if self._header is None:
             return _skip("keyring", "no login is stored, so there is no data key to open")
         where = describe_protection(self._header.protection)
         try:
@@ -279,7 +283,9 @@ class Checks:
         try:
             checkup = self.checkup = self.host.checkup()
         except ch.CopilotHostError as exc:
-            return Check("availability", False, exc.message, _fix_for(exc))
+            # Loading the login again failed (the keyring locked since the keyring check).
+            fix = _key_fix(exc) if isinstance(exc, ch.StoreError) else _fix_for(exc)
+            return Check("availability", False, exc.message, fix)
         if checkup.error is not None:
             return Check("availability", False, checkup.error.message, _fix_for(checkup.error))
         where = f" on {checkup.endpoint.removeprefix('https://')}" if checkup.endpoint else ""

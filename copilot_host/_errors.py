@@ -153,10 +153,12 @@ class CopilotHostError(Exception):
 
     def __reduce__(self) -> tuple[object, ...]:
         # Keep code, retryable and request id across pickling (multiprocessing,
-        # concurrent.futures).
+        # concurrent.futures), and what a subclass sets (``reset_at``, ``minimum_version``):
+        # each waiter of a shared failure raises a copy made this way.
         return (
             _rebuild,
             (type(self), self.message, self.code, self.retryable, self.request_id),
+            dict(self.__dict__),
         )
 
 

@@ -22,7 +22,7 @@ from typing import NoReturn
 import httpx2
 
 from .._api import ApiProtocol, protocol_of_path
-from .._errors import EntitlementError, OriginError
+from .._errors import EntitlementError, OriginError, SessionError
 from .._hosts import CopilotSession, LoginIdentity
 from .._origin import CopilotEndpoint
 from .._safety._text import clean
@@ -75,6 +75,8 @@ class CopilotAuth(httpx2.Auth):
       API: the body's ``model`` is replaced by that model's id (and its length with it)
       and the request carries the session's ``Copilot-Session-Token``
       (:mod:`copilot_host._sessions._auto` says how the session and the model are chosen).
+      A Copilot session Auto's call refuses (401) is dropped as a refused request's is, so
+      the next request exchanges a new one.
 
     The session lives in the resolver; the auth keeps the header values of the last
     session it used (built once per session, not once per request), in memory only, as the
@@ -260,7 +262,27 @@ class CopilotAuth(httpx2.Auth):
         if auto is None:
             raise TypeError("this route is not Copilot Auto's: its auth picks no model")
         session = await self._session(identity)
-        return await auto.achoose(session, protocol, value, vision=facts.vision)
+        return await self._achoose(auto, session, protocol, value, facts)
+
+    async def _achoose(
+        self,
+        auto: AutoChooser,
+        session: CopilotSession,
+        protocol: ApiProtocol,
+        value: object,
+        facts: RequestFacts,
+    ) -> AutoPick:
+        try:
+            return await auto.achoose(session, protocol, value, vision=facts.vision)
+        except SessionError as exc:
+            self._dead(session, exc)
+            raise
+
+    def _dead(self, session: CopilotSession, error: SessionError) -> None:
+        # Auto's call answered 401: GitHub no longer takes this session (revoked, or
+        # expired by its clock). Kept, it would be sent again until it expires by ours.
+        if error.code == "session_expired":
+            self._resolver.invalidate(session)
 
     # -- the drivers: each step of the pipeline, done; they differ only in how they wait ----
 
@@ -287,7 +309,11 @@ class CopilotAuth(httpx2.Auth):
         auto = self._auto
         if auto is not None and protocol is not None:
             value = _value_of(request)
-            pick = auto.choose(session, protocol, value, vision=facts.vision)
+            try:
+                pick = auto.choose(session, protocol, value, vision=facts.vision)
+            except SessionError as exc:
+                self._dead(session, exc)
+                raise
             request, facts, extra = _to_pick(request, value, facts, pick)
         client = request.headers.raw
         headers, identity = pipeline.first(facts, client, session, extra)
@@ -352,7 +378,7 @@ class CopilotAuth(httpx2.Auth):
         auto = self._auto
         if pick is None and auto is not None and protocol is not None:
             value = _value_of(request)
-            chosen = await auto.achoose(session, protocol, value, vision=facts.vision)
+            chosen = await self._achoose(auto, session, protocol, value, facts)
             request, facts, extra = _to_pick(request, value, facts, chosen)
         client = request.headers.raw
         headers, presented = pipeline.first(facts, client, session, extra)

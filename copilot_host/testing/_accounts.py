@@ -275,6 +275,11 @@ def copilot_token(state: EmulatorState, request: RecordedRequest) -> Answer:
     }
     if session.refresh_in is not None:
         value["refresh_in"] = session.refresh_in
+    # The organisations and enterprises that give the seat (an individual's answer: none).
+    if session.organization_list:
+        value["organization_list"] = list(session.organization_list)
+    if session.enterprise_list:
+        value["enterprise_list"] = list(session.enterprise_list)
     return json_answer(200, value)
 
 

@@ -135,9 +135,16 @@ class Session:
     clock_skew: float = 0.0
     copilot_client_ids: frozenset[str] = frozenset({VSCODE_CLIENT_ID, COPILOT_CLI_CLIENT_ID})
     chat_enabled: bool = True
+    organization_list: tuple[str, ...] = ()
+    enterprise_list: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
-        _keep(self, copilot_client_ids=frozenset(self.copilot_client_ids))
+        _keep(
+            self,
+            copilot_client_ids=frozenset(self.copilot_client_ids),
+            organization_list=tuple(self.organization_list),
+            enterprise_list=tuple(self.enterprise_list),
+        )
 
 
 @dataclass(frozen=True)

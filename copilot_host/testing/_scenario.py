@@ -119,7 +119,8 @@ class Scenario:
     its login used; the emulator's initial token is VS Code's); a personal access token
     (``ghp_``/``github_pat_``) is refused with 403. ``clock_skew`` moves the emulator's
     clock (``Date``, ``expires_at``). ``chat_enabled`` is the answer's ``chat_enabled``
-    (false: a policy has turned Copilot Chat off for the account).
+    (false: a policy has turned Copilot Chat off for the account); ``organization_list``
+    (ids) and ``enterprise_list`` (numbers) name what gives the seat (sent when not empty).
 
     ``inventory=Inventory``, the models and who is served them: ``models`` is what
     ``/models`` lists; ``min_editor_version`` maps a model id to the lowest

@@ -94,6 +94,8 @@ FLAT_GROUPS = [(name, kind) for name, kind in GROUPS if kind not in (Auto, Socke
 NEW_IN_0_5 = frozenset(
     {
         "chat_enabled",
+        "organization_list",
+        "enterprise_list",
         "min_cli_version",
         "integrator_models",
     }

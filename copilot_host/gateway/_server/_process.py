@@ -85,8 +85,10 @@ def _per_process_files() -> list[int]:
     this is macOS and it can be read."""
     import platform
 
-    if platform.system() != "Darwin":
-        return []
+    return _kern_maxfilesperproc() if platform.system() == "Darwin" else []
+
+
+def _kern_maxfilesperproc() -> list[int]:  # pragma: no cover - macOS only; CI runs Linux
     try:
         import ctypes
         import ctypes.util
