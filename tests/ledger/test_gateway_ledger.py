@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import re
 import signal
-import sqlite3
 import subprocess
 import sys
 import threading
@@ -24,6 +23,7 @@ from copilot_host.testing import Faults, GitHubEmulator, Scenario
 from tests.gateway.test_serve import BOUND, CHILD, LISTENING, _env, _Lines, _login
 
 from . import load_child
+from ._support import rows as ledger_rows
 
 pytestmark = pytest.mark.slow
 
@@ -137,13 +137,6 @@ def _history(home: Path, *args: str) -> Any:
     return json.loads(done.stdout)
 
 
-def _rows(path: Path) -> list[sqlite3.Row]:
-    """The ledger's rows read with plain SQLite, not the code under test."""
-    with sqlite3.connect(path) as db:
-        db.row_factory = sqlite3.Row
-        return list(db.execute("SELECT * FROM requests ORDER BY id"))
-
-
 def test_two_serves_and_a_run_record_one_row_per_request_and_a_kill_interrupted(
     tmp_path: Path, account: Any, gateways: list[Gateway]
 ) -> None:
@@ -205,7 +198,7 @@ def test_two_serves_and_a_run_record_one_row_per_request_and_a_kill_interrupted(
 
     ledger = home / "ledger.sqlite3"
     assert (ledger.stat().st_mode & 0o777) == 0o600
-    rows = _rows(ledger)
+    rows = ledger_rows(ledger)
     # Exactly one row per request: 1,000, three runs, the killed stream among them once.
     assert len(rows) == 1000
     assert (
@@ -266,7 +259,7 @@ def test_the_daily_budget_is_counted_across_two_serve_processes(
     # The second, which spent one answer's worth itself, is refused on what the first spent.
     assert _refused(second).status_code == 402
     first.stop(), second.stop()
-    rows = _rows(home / "ledger.sqlite3")
+    rows = ledger_rows(home / "ledger.sqlite3")
     # Refused before going upstream: never recorded, never billed. As with --max-credits,
     # spent is spent: the last request admitted came while the day was under its budget.
     assert len(rows) == 1 + len(spent)
@@ -293,7 +286,7 @@ def test_off_by_option_or_variable_records_nothing_and_a_file_named_records_ther
     assert load_child.send(variable.base_url, variable.key, 1) == [200]
     variable.stop()
     assert not (home / "ledger.sqlite3").exists()
-    assert len(_rows(elsewhere)) == 2
+    assert len(ledger_rows(elsewhere)) == 2
     assert _history(home, "--ledger", str(elsewhere))["total"]["requests"] == 2
 
 
@@ -335,7 +328,7 @@ def test_an_emulator_gateway_records_only_into_a_file_named(tmp_path: Path) -> N
             child.stdout.close(), child.stderr.close()
     # The home folder is never made; only the named file holds the emulated requests.
     assert not (tmp_path / "never").exists()
-    assert len(_rows(named)) == 3
+    assert len(ledger_rows(named)) == 3
 
 
 def test_each_socket_request_is_a_row_and_the_warm_up_costs_nothing(
@@ -357,7 +350,7 @@ def test_each_socket_request_is_a_row_and_the_warm_up_costs_nothing(
             frames = client.request({**turn, "input": [text]})
             assert frames[-1]["type"] == "response.completed", frames[-1]
     stderr = gateway.stop()
-    rows = _rows(home / "ledger.sqlite3")
+    rows = ledger_rows(home / "ledger.sqlite3")
     assert [(row["api"], row["status"]) for row in rows] == [("responses", 200)] * 3
     warm, *turns = rows
     assert warm["credits"] == 0 and warm["rewrote"] == "warm-up"
