@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import dataclasses
 import json
 import os
 import resource
@@ -76,7 +75,7 @@ def role_recorder(folder: str, requests: int, callers: int, limit: float | None)
                 # The request is upstream: the loop serves others meanwhile.
                 await asyncio.sleep(0)
                 if record:
-                    ledger.end(dataclasses.replace(end, row=row))
+                    ledger.end(end._replace(row=row))
 
         await asyncio.gather(*(caller(requests // callers) for _ in range(callers)))
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ._accel import Accelerations, accelerations
     from ._flight import Flight, SingleFlight
-    from ._safety._redact import redact_line
+    from ._safety._redact import redact_line, secrets_generation
     from ._safety._text import clean, show_path
     from ._sessions._auto import AutoPick
     from ._sessions._inspect import (
@@ -32,6 +32,7 @@ _EXPORTS: dict[str, str] = {
     "SingleFlight": "_flight",
     "clean": "_safety._text",
     "show_path": "_safety._text",
+    "secrets_generation": "_safety._redact",
     "redact_line": "_safety._redact",
     "last_user_text": "_sessions._inspect",
     "read_json_body": "_sessions._inspect",
@@ -53,6 +54,7 @@ __all__ = [
     "clean",
     "show_path",
     "redact_line",
+    "secrets_generation",
     # the gateway's one reading of a request body, and its one writing
     "last_user_text",
     "read_json_body",

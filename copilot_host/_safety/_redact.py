@@ -28,6 +28,7 @@ __all__ = [
     "redact",
     "redact_line",
     "register_secret",
+    "secrets_generation",
     "scrub",
 ]
 
@@ -127,6 +128,12 @@ def mask_secrets(data: _Text) -> _Text:
         if forms.clue_bytes.search(data):
             data = forms.bytes.sub(_REDACTED_BYTES, data)
     return data
+
+
+def secrets_generation() -> int:
+    """A number that moves whenever the registered secrets change: what a cache of
+    masked text is good for (it holds only while the number stays)."""
+    return _generation
 
 
 class _EscapedForms:

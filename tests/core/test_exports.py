@@ -182,6 +182,7 @@ INTERNAL = [
     "clean",
     "show_path",
     "redact_line",
+    "secrets_generation",
     "last_user_text",
     "read_json_body",
     "request_facts",

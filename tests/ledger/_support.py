@@ -67,7 +67,7 @@ def rows(path: Path) -> list[dict[str, Any]]:
     db = sqlite3.connect(path)
     db.row_factory = sqlite3.Row
     try:
-        return [dict(row) for row in db.execute("SELECT * FROM requests ORDER BY id")]
+        return [dict(row) for row in db.execute("SELECT * FROM requests ORDER BY time, id")]
     finally:
         db.close()
 

@@ -57,6 +57,26 @@ def test_no_secret_reaches_the_file_whatever_a_caller_passes(tmp_path: Path) -> 
     del held
 
 
+def test_a_secret_registered_after_a_name_was_stored_is_masked_in_the_next_row(
+    tmp_path: Path,
+) -> None:
+    """A start's names are cleaned once and remembered; a registration forgets them, so a
+    name stored before a secret was known is masked in every row after."""
+    token = "gho_" + secrets.token_hex(18)
+    path = tmp_path / "ledger.sqlite3"
+    with ledger_at(path) as ledger:
+        before = begun(ledger, Start(NOON, "octocat", "codex", "chat", token, "gpt-5"))
+        held = ch.Secret(token)
+        ch.register_secret(held)
+        after = begun(ledger, Start(NOON + 1, "octocat", "codex", "chat", token, "gpt-5"))
+        ledger.end(end(before)), ledger.end(end(after))
+        ledger.flush()
+    first, second = rows(path)
+    assert first["model_asked"] == token  # not a secret when it was written
+    assert second["model_asked"] == "[REDACTED]"
+    del held
+
+
 def test_rows_older_than_400_days_are_pruned_when_a_gateway_starts(tmp_path: Path) -> None:
     path = tmp_path / "ledger.sqlite3"
     ages = [KEEP_DAYS + 30, KEEP_DAYS + 1, KEEP_DAYS - 1, 10, 0]

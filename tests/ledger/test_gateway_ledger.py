@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -177,6 +178,9 @@ def test_two_serves_and_a_run_record_one_row_per_request_and_a_kill_interrupted(
     assert Counter(statuses["first"]) == Counter({200: 400})
     assert Counter(statuses["second"]) == Counter({200: 399})
 
+    # Every answer so far has ended in the file (each gateway's writer thread commits ends
+    # within 50 ms), so the kill below can leave only its own request in flight.
+    _ended(home / "ledger.sqlite3")
     # The 1,000th request: a stream the second gateway is killed in the middle of.
     with httpx2.Client(timeout=BOUND) as client:
         body = {"model": "gpt-5.4", "input": "hi", "stream": True}
@@ -229,6 +233,16 @@ def test_two_serves_and_a_run_record_one_row_per_request_and_a_kill_interrupted(
     assert len(counted) == 250 and not any(row["credits"] for row in counted)
 
 
+def _ended(ledger: Path) -> None:
+    """Wait (bounded) until every row of ``ledger`` has ended: an answer's end is written
+    by its gateway's writer thread within 50 ms of the answer, and until then the row is
+    in flight, its reservation held against the daily budget."""
+    deadline = time.monotonic() + BOUND
+    while any(row["status"] is None for row in ledger_rows(ledger)):
+        assert time.monotonic() < deadline, "a row stayed in flight"
+        time.sleep(0.01)
+
+
 def _refused(gateway: Gateway) -> httpx2.Response:
     with httpx2.Client(timeout=BOUND) as client:
         return client.post(
@@ -247,6 +261,7 @@ def test_the_daily_budget_is_counted_across_two_serve_processes(
     second = Gateway(emulator.port, home, *budget).listening()
     gateways.extend([first, second])
     assert load_child.send(second.base_url, second.key, 1) == [200]
+    _ended(home / "ledger.sqlite3")  # spent, no longer held
     # The first spends what is left of the day (0.0425 credits an answer), then is refused.
     spent = []
     while (answer := _refused(first)).status_code == 200:

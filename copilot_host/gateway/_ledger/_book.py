@@ -1,24 +1,31 @@
 """The open ledger's connection and what this run knows of the file, one user at a time.
 
-Every write is one ``BEGIN IMMEDIATE`` transaction under :attr:`Book.lock`. The connection
-never waits inside SQLite (``busy_timeout`` 0): a caller that must not wait (the gateway's
-event loop, writing its own start row) gives up at once when the lock or the file is busy
-(:meth:`Book.try_now` returns None and the start is queued to the writer thread), and the
-writer thread waits by retrying (:meth:`Book.transaction` with ``wait``). So the common
-case costs one small transaction in the caller's thread and no thread switch; the rare one
-costs a queue and a wake-up.
+Every write happens under :attr:`Book.lock`. The connection never waits inside SQLite
+(``busy_timeout`` 0): a caller that must not wait (the gateway's event loop, writing its
+own start row) gives up at once when the lock or the file is busy (:meth:`Book.try_now`
+returns None and the start is queued to the writer thread), and the writer thread waits
+by retrying (:meth:`Book.transaction` with ``wait``). So the common case costs one
+statement in the caller's thread and no thread switch; the rare one costs a queue and a
+wake-up.
 
-Ends and local answers wait in :attr:`Book.pending` (no wake-up) and go into the next
-transaction, whoever makes it: one commit per request when the gateway is idle, fewer when
-it is busy. With a daily budget, a start is admitted inside the transaction that writes it
-(SQLite's write lock makes the check and the insert one step for every process); the day's
-figures are kept per (login, UTC day) from this connection's own writes and read again when
-``PRAGMA data_version`` says another connection committed (by the writer thread: a read of
-a day's rows is not for the event loop).
+Without a daily budget a start row is one ``INSERT`` that SQLite commits by itself: there
+is nothing to read first. Ends and local answers wait in :attr:`Book.pending` (no
+wake-up) for the writer thread's next batch, one ``BEGIN IMMEDIATE`` transaction every
+50 ms for as many as came (``_writer.LINGER``). With a daily budget, a start is admitted
+inside a ``BEGIN IMMEDIATE`` transaction that writes it and what is pending (SQLite's
+write lock makes the check and the insert one step for every process); the day's figures
+are kept per (login, UTC day) from this connection's own writes and read again when
+``PRAGMA data_version`` says another connection committed (by the writer thread: a read
+of a day's rows is not for the event loop).
+
+What this costs per request is measured in instructions by ``bench/instructions.py``
+(docs/ARCHITECTURE.md, "The ledger").
 """
 
 from __future__ import annotations
 
+import functools
+import operator
 import threading
 import time
 from collections import deque
@@ -26,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from copilot_host import StoreError, mask_secrets
+from copilot_host import StoreError
 from copilot_host._internal import show_path
 
 from ._ops import Abandon, Answered, Begin, Op, Query
@@ -37,10 +44,8 @@ from ._records import (
     End,
     OverDailyBudget,
     Start,
-    agent_word,
-    api_word,
     rewrote_text,
-    stored_text,
+    stored_names,
 )
 
 if TYPE_CHECKING:
@@ -52,15 +57,30 @@ DAY = 86_400
 # SQLite's result codes for a lock another connection holds.
 _BUSY = frozenset({5, 6})  # SQLITE_BUSY, SQLITE_LOCKED
 
-_INSERT = (
-    "INSERT INTO requests (time, run_id, login, agent, api, model_asked, model, status, "
-    "input_tokens, output_tokens, cached_tokens, credits, credits_estimated, duration_ms, "
-    "rewrote) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+# Statements bind no None and no bool: the sqlite3 module of Python before 3.12 binds those
+# only after a failed adapter lookup that raises and clears an exception per value (a
+# start row had eight). What is NULL or a flag is written into the statement instead.
+_COLUMNS = (
+    "time, run_id, login, agent, api, model_asked, model, status, input_tokens, "
+    "output_tokens, cached_tokens, credits, credits_estimated, duration_ms, rewrote"
 )
-_END = (
-    "UPDATE requests SET status = ?, input_tokens = ?, output_tokens = ?, cached_tokens = ?, "
-    "credits = ?, credits_estimated = ?, duration_ms = ?, rewrote = coalesce(?, rewrote) "
-    "WHERE id = ? AND run_id = ? AND status IS NULL"
+# A row in flight: its reservation (estimated) when its model's cost is known.
+_START_HELD = (
+    "INSERT INTO requests (time, run_id, login, agent, api, model_asked, model, credits, "
+    "credits_estimated, rewrote) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1, ?)"
+)
+_START = (
+    "INSERT INTO requests (time, run_id, login, agent, api, model_asked, model, rewrote) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_END_COLUMNS = (
+    "status",
+    "input_tokens",
+    "output_tokens",
+    "cached_tokens",
+    "credits",
+    "credits_estimated",
+    "duration_ms",
 )
 # done: credits of rows that ended; held: reservations of rows in flight; flying: how many.
 _DAY_FIGURES = (
@@ -84,16 +104,51 @@ class _Changes:
 
 
 def _ended(end: End) -> tuple[object, ...]:
-    """An end's values, in the order of the ``status`` ... ``duration_ms`` columns."""
+    """An end's values, in the order of :data:`_END_COLUMNS`."""
     return (
         end.status,
         end.input_tokens,
         end.output_tokens,
         end.cached_tokens,
         end.credits,
-        end.credits_estimated,
+        1 if end.credits_estimated else 0,
         end.duration_ms,
     )
+
+
+@functools.lru_cache(maxsize=64)
+def _assignments(nulls: tuple[bool, ...], rewrote: bool) -> str:
+    """The UPDATE that ends a row, with NULL written in for the values ``nulls`` marks;
+    ``rewrote`` when the end names the changes (else the start's stay)."""
+    sets = [
+        f"{name} = {'NULL' if null else '?'}"
+        for name, null in zip(_END_COLUMNS, nulls, strict=True)
+    ]
+    if rewrote:
+        sets.append("rewrote = ?")
+    # Only this module's column names, NULL and ? go into the text.
+    where = "WHERE id = ? AND run_id = ? AND status IS NULL"
+    return f"UPDATE requests SET {', '.join(sets)} {where}"  # noqa: S608
+
+
+@functools.lru_cache(maxsize=64)
+def _insert_ended(nulls: tuple[bool, ...]) -> str:
+    """The INSERT of a row that has ended (an answer the gateway gave itself)."""
+    marks = ", ".join("NULL" if null else "?" for null in nulls)
+    # Only this module's column names, NULL and ? go into the text.
+    return f"INSERT INTO requests ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, {marks}, ?)"  # noqa: S608
+
+
+_NO_NULLS = (False,) * len(_END_COLUMNS)
+_is_none = functools.partial(operator.is_, None)
+_is_not_none = functools.partial(operator.is_not, None)
+
+
+def _bound(values: tuple[object, ...]) -> tuple[tuple[bool, ...], tuple[object, ...]]:
+    """Which of ``values`` are None, and the others (what is bound)."""
+    if None not in values:  # the usual end: every count reported
+        return _NO_NULLS, values
+    return tuple(map(_is_none, values)), tuple(filter(_is_not_none, values))
 
 
 def is_busy(exc: BaseException) -> bool:
@@ -114,7 +169,13 @@ class Book:
         max_credits_per_day: float | None,
         busy_seconds: float,
     ) -> None:
+        import sqlite3
+
         self.db = db
+        # One cursor for every statement: Connection.execute makes (and tracks) a new one
+        # per call, which cost more than the statements themselves.
+        self._cursor = db.cursor()
+        self._refused = sqlite3.OperationalError
         self.path = path
         self.run_id = run_id
         self.first_row = first_row
@@ -142,28 +203,47 @@ class Book:
         try:
             if self.closed:
                 return None
+            if self.limit is None and not self._days:
+                return self._start_alone(op)
             answers = self.transaction([op], wait=False)
         finally:
             self.lock.release()
         return None if answers is None else answers[0][1]
 
+    def _start_alone(self, op: Begin) -> Admission | None:
+        """:meth:`try_now` with no daily budget and no day's figures kept: nothing to read
+        and nothing to decide, so the start row is one statement that SQLite commits by
+        itself (the ends pending stay for the writer thread's next batch); None when the
+        file is busy."""
+        try:
+            row, key, own = self._insert_start(op.start)
+        except self._refused as exc:
+            if not is_busy(exc):
+                raise
+            return None
+        self.commits += 1
+        op.row = row
+        self._open[row] = (key, own)
+        return Admitted(row)
+
     def transaction(self, ops: list[Op], *, wait: bool) -> list[tuple[Begin, Admission]] | None:
         """Write what is pending and ``ops`` in one transaction (the caller holds
         :attr:`lock`); the starts' outcomes. Without ``wait``, None (nothing written)
         when the file is busy or the day's figures must be read again."""
-        db = self.db
+        run = self._cursor.execute
         if not self._begin_immediate(wait=wait):
             return None
         try:
             if self.limit is not None or self._days:
-                version = db.execute("PRAGMA data_version").fetchone()[0]
+                version = run("PRAGMA data_version").fetchone()[0]
                 if version != self._version:
                     if not wait and self.limit is not None:
-                        db.execute("ROLLBACK")
+                        run("ROLLBACK")
                         return None
                     self._days.clear()  # another connection wrote: read the figures again
                     self._version = version
-            work = _Changes({key: list(figures) for key, figures in self._days.items()})
+            days = self._days
+            work = _Changes({key: list(figures) for key, figures in days.items()} if days else {})
             pending = self.pending
             while pending:
                 item = pending.popleft()
@@ -179,32 +259,34 @@ class Book:
                     self._abandon(op, work)
                 elif isinstance(op, Query):
                     op.figures = self._figures(work.days, op.login, int(op.time // DAY))
-            db.execute("COMMIT")
+            run("COMMIT")
         except BaseException:
-            if db.in_transaction:
-                db.execute("ROLLBACK")
+            if self.db.in_transaction:
+                run("ROLLBACK")
             raise
         self.commits += 1
         self._days = work.days
-        self._open.update(work.opened)
+        if work.opened:
+            self._open.update(work.opened)
         for row in work.closed:
             self._open.pop(row, None)
         return answers
 
     def _begin_immediate(self, *, wait: bool) -> bool:
-        import sqlite3
-
-        deadline = time.monotonic() + self.busy_seconds
+        deadline: float | None = None
         pause = 0.001
         while True:
             try:
-                self.db.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError as exc:
+                self._cursor.execute("BEGIN IMMEDIATE")
+            except self._refused as exc:
                 if not is_busy(exc):
                     raise
                 if not wait:
                     return False
-                if time.monotonic() >= deadline:
+                now = time.monotonic()
+                if deadline is None:
+                    deadline = now + self.busy_seconds
+                elif now >= deadline:
                     raise StoreError(
                         f"The ledger {show_path(self.path)} stayed locked by another process "
                         f"for {self.busy_seconds:g} s",
@@ -221,23 +303,23 @@ class Book:
         ``interrupted`` and the run is forgotten (the caller holds :attr:`lock`)."""
         self.transaction([], wait=True)
         self._begin_immediate(wait=True)
-        db = self.db
+        run = self._cursor.execute
         try:
-            db.execute(
+            run(
                 "UPDATE requests SET status = ?, credits_estimated = (credits IS NOT NULL) "
                 "WHERE id > ? AND run_id = ? AND status IS NULL",
                 (INTERRUPTED, self.first_row, self.run_id),
             )
-            db.execute("DELETE FROM runs WHERE run_id = ?", (self.run_id,))
-            db.execute("COMMIT")
+            run("DELETE FROM runs WHERE run_id = ?", (self.run_id,))
+            run("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            run("ROLLBACK")
             raise
 
     def checkpoint(self) -> None:
         """Copy the WAL back into the file without waiting for readers or writers (the
         caller holds :attr:`lock`; the connections never checkpoint on commit)."""
-        self.db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        self._cursor.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
         self.commits = 0
 
     # -- the statements -------------------------------------------------------------------
@@ -248,48 +330,60 @@ class Book:
         key = (login, day)
         figures = days.get(key)
         if figures is None:
-            row = self.db.execute(_DAY_FIGURES, (day * DAY, (day + 1) * DAY, login)).fetchone()
+            row = self._cursor.execute(_DAY_FIGURES, (day * DAY, (day + 1) * DAY, login)).fetchone()
             figures = days[key] = [float(row[0]), float(row[1]), float(row[2])]
         return figures[0], figures[1], int(figures[2])
 
     def _begin(self, op: Begin, work: _Changes) -> Admission:
         start = op.start
-        login = mask_secrets(stored_text(start.login))
-        key = (login, int(start.time // DAY))
-        own = start.reserved if start.reserved is not None else 0.0
+        own = start.reserved or 0.0
         limit = self.limit
         if limit is not None:
+            key = (stored_names(start)[0], int(start.time // DAY))
             done, held, flying = self._figures(work.days, *key)
             # As the run's budget: spent is spent; else a request fits when what is spent
             # and held leaves room for its reservation, or when nothing is held at all.
             if done >= limit or (flying and done + held + own > limit):
-                return OverDailyBudget(login, done, held, limit)
-        op.row = row = self._insert(start, None)
+                return OverDailyBudget(key[0], done, held, limit)
+        op.row, key, own = self._insert_start(start)
         figures = work.days.get(key)
         if figures is not None:
             figures[1] += own
             figures[2] += 1
-        work.opened[row] = (key, own)
-        return Admitted(row)
+        work.opened[op.row] = (key, own)
+        return Admitted(op.row)
 
-    def _insert(self, start: Start, end: End | None) -> int:
-        values: tuple[object, ...] = (
-            start.time,
-            self.run_id,
-            mask_secrets(stored_text(start.login)),
-            agent_word(start.agent),
-            api_word(start.api),
-            mask_secrets(stored_text(start.model_asked)),
-            mask_secrets(stored_text(start.model)),
-        )
-        if end is None:  # in flight: the reservation, estimated
-            held = start.reserved
-            values += (None, None, None, None, held, held is not None, None)
+    def _insert_start(self, start: Start) -> tuple[int, Key, float]:
+        """The row of a request in flight; with its (login, day) and what it holds."""
+        login, agent, api, asked, model, rewrote = stored_names(start)
+        key = (login, int(start.time // DAY))  # a caller's wrong type fails before the write
+        own = start.reserved
+        if own is None:
+            values: tuple[object, ...] = (
+                start.time,
+                self.run_id,
+                login,
+                agent,
+                api,
+                asked,
+                model,
+                rewrote,
+            )
+            row = self._cursor.execute(_START, values).lastrowid
         else:
-            values += _ended(end)
-        row = self.db.execute(_INSERT, (*values, rewrote_text(start.rewrote))).lastrowid
+            values = (start.time, self.run_id, login, agent, api, asked, model, own, rewrote)
+            row = self._cursor.execute(_START_HELD, values).lastrowid
         assert row is not None
-        return row
+        return row, key, own or 0.0
+
+    def _insert(self, start: Start, end: End) -> None:
+        """A row that has ended already (an answer the gateway gave itself)."""
+        login, agent, api, asked, model, rewrote = stored_names(start)
+        nulls, bound = _bound(_ended(end))
+        self._cursor.execute(
+            _insert_ended(nulls),
+            (start.time, self.run_id, login, agent, api, asked, model, *bound, rewrote),
+        )
 
     def _close_row(self, row: int, work: _Changes, spent: float) -> None:
         found = work.opened.pop(row, None) or self._open.get(row)
@@ -304,8 +398,13 @@ class Book:
             figures[2] -= 1
 
     def _end(self, end: End, work: _Changes) -> None:
-        rewrote = None if end.rewrote is None else rewrote_text(end.rewrote)
-        changed = self.db.execute(_END, (*_ended(end), rewrote, end.row, self.run_id)).rowcount
+        nulls, bound = _bound(_ended(end))
+        if end.rewrote is None:
+            sql = _assignments(nulls, False)
+        else:
+            sql = _assignments(nulls, True)
+            bound += (rewrote_text(end.rewrote),)
+        changed = self._cursor.execute(sql, (*bound, end.row, self.run_id)).rowcount
         if changed:
             self._close_row(end.row, work, end.credits or 0.0)
 
@@ -313,7 +412,7 @@ class Book:
         row = op.begin.row
         if row is None:
             return
-        self.db.execute(
+        self._cursor.execute(
             "DELETE FROM requests WHERE id = ? AND run_id = ? AND status IS NULL",
             (row, self.run_id),
         )

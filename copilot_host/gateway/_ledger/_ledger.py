@@ -173,8 +173,9 @@ class Ledger:
         return waiter.wait(timeout)
 
     def end(self, end: End) -> None:
-        """Record how the request ``end.row`` ended: it joins the next transaction (at
-        the latest after ``LINGER`` seconds); returns at once."""
+        """Record how the request ``end.row`` ended: the writer thread's next batch
+        writes it (within ``LINGER`` seconds), or with a daily budget the next start's
+        transaction if that comes first; returns at once."""
         if not self._closed:
             self._book.pending.append(end)
 

@@ -15,6 +15,10 @@ import functools
 import re
 import secrets
 from dataclasses import dataclass
+from typing import NamedTuple
+
+from copilot_host import mask_secrets
+from copilot_host._internal import clean, secrets_generation
 
 from .._agents import NAMES
 
@@ -33,6 +37,8 @@ __all__ = [
     "format_credits",
     "new_run_id",
     "rewrote_text",
+    "stored_name",
+    "stored_names",
     "stored_text",
     "valid_run_id",
 ]
@@ -62,8 +68,10 @@ def valid_run_id(run_id: str) -> bool:
     return _RUN_ID.fullmatch(run_id) is not None
 
 
-@dataclass(frozen=True, slots=True)
-class Start:
+# Start and End are named tuples, not frozen dataclasses: the gateway makes one of each
+# per request on its event loop, and a frozen dataclass's __init__ (a call per field to
+# get past its own __setattr__) costs twice as much. Both are as immutable.
+class Start(NamedTuple):
     """A model request about to go upstream (or answered by the gateway itself).
 
     ``time`` is the wall clock (seconds since the epoch, UTC) when it came in; ``login``
@@ -84,8 +92,7 @@ class Start:
     rewrote: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class End:
+class End(NamedTuple):
     """How the request recorded as ``row`` ended: the HTTP status its client got, the
     tokens and credits its answer reported (None: not reported), whether ``credits`` is
     an estimate (the reservation, when the answer's cost could not be read), how long it
@@ -155,9 +162,13 @@ def api_word(api: str) -> str:
 def stored_text(text: str) -> str:
     """A model name or login as the ledger keeps it: printable, one line, at most 128
     characters. (Names repeat: the few in use stay cached.)"""
-    from copilot_host._internal import clean
-
     return clean(text, limit=128)
+
+
+def stored_name(text: str) -> str:
+    """:func:`stored_text` with this process's known secrets masked: what a row keeps of
+    a login or a model name."""
+    return mask_secrets(stored_text(text))
 
 
 def rewrote_text(names: tuple[str, ...]) -> str:
@@ -165,6 +176,36 @@ def rewrote_text(names: tuple[str, ...]) -> str:
     known secret (a token is shaped like a name), is left out."""
     if not names:
         return ""
-    from copilot_host import mask_secrets
-
     return ",".join(name for name in names if _REWRITE.fullmatch(mask_secrets(name)))
+
+
+Named = tuple[str, str, str, str, str, str]
+# A start's names as stored, for the secrets' generation they were masked at (replaced
+# whole when it moves: a name masked before a registration is never answered after it).
+_named: tuple[int, dict[tuple[object, ...], Named]] = (-1, {})
+_NAMED_KEPT = 256
+
+
+def stored_names(start: Start) -> Named:
+    """``login``, ``agent``, ``api``, ``model_asked``, ``model`` and ``rewrote`` of
+    ``start`` as its row stores them. A gateway's requests repeat a handful of these, so
+    they are cleaned and masked once while the known secrets stay the same."""
+    global _named  # noqa: PLW0603 - replaced whole; a lost replacement is rebuilt
+    key = (*start[1:6], start.rewrote)
+    generation, known = _named
+    if generation != secrets_generation() or len(known) >= _NAMED_KEPT:
+        # Tagged with the generation read before masking: masking may see a later set
+        # of secrets (more is masked), never an earlier one.
+        known = {}
+        _named = (secrets_generation(), known)
+    named = known.get(key)
+    if named is None:
+        named = known[key] = (
+            stored_name(start.login),
+            agent_word(start.agent),
+            api_word(start.api),
+            stored_name(start.model_asked),
+            stored_name(start.model),
+            rewrote_text(start.rewrote),
+        )
+    return named

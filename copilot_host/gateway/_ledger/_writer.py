@@ -3,8 +3,8 @@
 It takes what is queued when it wakes (starts that found the file busy, queries, flushes,
 the stop), up to :data:`MAX_BATCH` operations, and writes them with whatever is pending in
 one transaction of the :class:`~._book.Book`, waiting for the file as long as it must. It
-wakes at least every :data:`LINGER` seconds, so an end waits no longer than that for a
-transaction when no request follows it, and the WAL is copied back into the file
+wakes at least every :data:`LINGER` seconds, so an end waits no longer than that for its
+transaction (the ends of a busy gateway share one), and the WAL is copied back into the file
 (a passive checkpoint) every :data:`CHECKPOINT_EVERY` commits, here and never in the
 gateway's event loop.
 
