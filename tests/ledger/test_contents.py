@@ -69,7 +69,8 @@ def test_a_secret_registered_after_a_name_was_stored_is_masked_in_the_next_row(
         held = ch.Secret(token)
         ch.register_secret(held)
         after = begun(ledger, Start(NOON + 1, "octocat", "codex", "chat", token, "gpt-5"))
-        ledger.end(end(before)), ledger.end(end(after))
+        ledger.end(end(before))
+        ledger.end(end(after))
         ledger.flush()
     first, second = rows(path)
     assert first["model_asked"] == token  # not a secret when it was written
