@@ -53,7 +53,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -164,6 +164,12 @@ def role_gateway(upstream: int, emulator: int, sockets: int | None = None) -> No
     ``sockets`` Copilot's WebSocket to that port)."""
     from copilot_host_cli import main as cli
     from copilot_host_cli._context import CliSeam
+
+    linger = os.environ.get("BENCH_LEDGER_LINGER")
+    if linger:  # instructions.py: the writer's wait stretched as valgrind stretches time
+        from copilot_host.gateway._ledger import _writer
+
+        _writer.LINGER = float(linger)
 
     from copilot_host.gateway import upstream_transport
     from copilot_host.gateway._app import UPSTREAM_LIMITS
@@ -451,7 +457,10 @@ def gateway(
     stack: str = "default",
     sockets: int | None = None,
     ledger: bool = True,
+    wrap: Sequence[str] = (),
+    extra_env: dict[str, str] | None = None,
 ) -> Iterator[Gateway]:
+    """``role_gateway`` in a process of its own, its argv after ``wrap`` (a profiler)."""
     env = {
         **_stack_env(stack),
         "COPILOT_HOST_HOME": str(home),
@@ -465,7 +474,7 @@ def gateway(
         argv.append(str(sockets))
     if profile is not None:
         argv = [sys.executable, "-m", "cProfile", "-o", str(profile), *argv[1:]]
-    child = Child(argv, env)
+    child = Child([*wrap, *argv], {**env, **(extra_env or {})})
     try:
         listening = json.loads(child.line())
         yield Gateway(child, listening["base_url"], listening["api_key"])
@@ -474,10 +483,12 @@ def gateway(
 
 
 @contextmanager
-def bare(home: Path, emulator_port: int, stack: str = "default") -> Iterator[Gateway]:
+def bare(
+    home: Path, emulator_port: int, stack: str = "default", wrap: Sequence[str] = ()
+) -> Iterator[Gateway]:
     """The baseline server (role_bare), with the same handle as a gateway's."""
     env = {**_stack_env(stack), "COPILOT_HOST_HOME": str(home), "PYTHONPATH": str(ROOT)}
-    child = Child(_me("--role", "bare", str(emulator_port), str(emulator_port)), env)
+    child = Child([*wrap, *_me("--role", "bare", str(emulator_port), str(emulator_port))], env)
     try:
         port = int(child.line())
         yield Gateway(child, f"http://127.0.0.1:{port}/v1", "bare-baseline-key")
