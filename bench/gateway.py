@@ -318,8 +318,19 @@ class Child:
         return self.line()
 
     def cpu_seconds(self) -> float:
-        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        """The process's CPU time so far: the scheduler's own count of each live thread's
+        time on a CPU (``/proc/PID/task/*/schedstat``, nanoseconds) where Linux keeps it,
+        else ``/proc/PID/stat``'s user and system time, which is sampled at each clock tick
+        (10 ms) and charges a whole tick to whichever thread it finds running."""
+        tasks = Path(f"/proc/{self.process.pid}/task")
+        try:
+            return (
+                sum(int((task / "schedstat").read_text().split()[0]) for task in tasks.iterdir())
+                / 1e9
+            )
+        except (OSError, ValueError, IndexError):
+            fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def rss_mb(self, field: str = "VmRSS") -> float:
         for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():

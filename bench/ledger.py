@@ -119,25 +119,41 @@ def _recorder(folder: Path, requests: int, callers: int, limit: float | None) ->
     return float(found["with"] - (found["without"] + found["without2"]) / 2)
 
 
-def gateway_cpu_per_request(requests: int, *, ledger: bool = True) -> float:
-    """``serve``'s CPU (us) per relayed non-streaming Chat request, one client, recording
-    into the home folder's ledger or (``ledger=False``) with ``COPILOT_HOST_LEDGER=off``."""
+def gateway_cpu_per_request(requests: int, blocks: int = 20) -> tuple[float, float]:
+    """``serve``'s CPU (us) per relayed non-streaming Chat request, one client: recording
+    into the home folder's ledger, and with ``COPILOT_HOST_LEDGER=off``. Both gateways run
+    at once and take turns, ``blocks`` blocks of requests each (the first to go alternates),
+    so that this machine's swings in speed fall on both alike."""
     body = json.dumps(relay_bench.CHAT).encode()
+    headers = {"Content-Type": "application/json"}
     with tempfile.TemporaryDirectory() as folder, relay_bench.emulator() as emu:
         home = Path(folder) / "home"
         relay_bench.login(home, emu.port)
         with (
-            relay_bench.gateway(home, emu.port, ledger=ledger) as gw,
-            httpx2.Client(headers={"Authorization": f"Bearer {gw.key}"}) as client,
+            relay_bench.gateway(home, emu.port, ledger=True) as recording,
+            relay_bench.gateway(home, emu.port, ledger=False) as unrecorded,
         ):
-            url = f"{gw.base_url}/chat/completions"
-            headers = {"Content-Type": "application/json"}
-            for _ in range(50):
-                client.post(url, content=body, headers=headers).raise_for_status()
-            before = gw.child.cpu_seconds()
-            for _ in range(requests):
-                client.post(url, content=body, headers=headers).raise_for_status()
-            return (gw.child.cpu_seconds() - before) / requests * 1e6
+            pair = (recording, unrecorded)
+            clients = [httpx2.Client(headers={"Authorization": f"Bearer {gw.key}"}) for gw in pair]
+            spent = [0.0, 0.0]
+            try:
+                for which in (0, 1):
+                    for _ in range(50):  # warm: sessions, pools, statements
+                        url = f"{pair[which].base_url}/chat/completions"
+                        clients[which].post(url, content=body, headers=headers)
+                for block in range(blocks):
+                    for which in (block % 2, 1 - block % 2):
+                        gw, client = pair[which], clients[which]
+                        url = f"{gw.base_url}/chat/completions"
+                        before = gw.child.cpu_seconds()
+                        for _ in range(requests // blocks):
+                            client.post(url, content=body, headers=headers).raise_for_status()
+                        spent[which] += gw.child.cpu_seconds() - before
+            finally:
+                for client in clients:
+                    client.close()
+    done = requests // blocks * blocks
+    return spent[0] / done * 1e6, spent[1] / done * 1e6
 
 
 def recording(requests: int, rounds: int) -> None:
@@ -147,8 +163,9 @@ def recording(requests: int, rounds: int) -> None:
     cases = {"1 caller": (1, None), "16 callers": (16, None), "1 caller, daily budget": (1, 1e9)}
     ledger: dict[str, list[float]] = {case: [] for case in cases}
     for _ in range(rounds):
-        gateway.append(gateway_cpu_per_request(requests))
-        unrecorded.append(gateway_cpu_per_request(requests, ledger=False))
+        with_ledger, without = gateway_cpu_per_request(requests)
+        gateway.append(with_ledger)
+        unrecorded.append(without)
         for case, (callers, limit) in cases.items():
             with tempfile.TemporaryDirectory() as folder:
                 ledger[case].append(_recorder(Path(folder), requests, callers, limit))
