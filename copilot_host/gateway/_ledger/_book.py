@@ -195,8 +195,8 @@ class Book:
 
     # -- transactions ---------------------------------------------------------------------
 
-    def try_now(self, op: Begin) -> Admission | None:
-        """Write ``op`` at once without waiting for anything; None when that cannot be
+    def try_now(self, start: Start) -> Admission | None:
+        """Write ``start`` at once without waiting for anything; None when that cannot be
         done now (the caller queues it to the writer thread)."""
         if not self.lock.acquire(blocking=False):
             return None
@@ -204,27 +204,22 @@ class Book:
             if self.closed:
                 return None
             if self.limit is None and not self._days:
-                return self._start_alone(op)
-            answers = self.transaction([op], wait=False)
+                # Nothing to read and nothing to decide: the start row is one statement
+                # that SQLite commits by itself (the ends pending stay for the writer
+                # thread's next batch).
+                try:
+                    row, key, own = self._insert_start(start)
+                except self._refused as exc:
+                    if not is_busy(exc):
+                        raise
+                    return None
+                self.commits += 1
+                self._open[row] = (key, own)
+                return Admitted(row)
+            answers = self.transaction([Begin(start)], wait=False)
         finally:
             self.lock.release()
         return None if answers is None else answers[0][1]
-
-    def _start_alone(self, op: Begin) -> Admission | None:
-        """:meth:`try_now` with no daily budget and no day's figures kept: nothing to read
-        and nothing to decide, so the start row is one statement that SQLite commits by
-        itself (the ends pending stay for the writer thread's next batch); None when the
-        file is busy."""
-        try:
-            row, key, own = self._insert_start(op.start)
-        except self._refused as exc:
-            if not is_busy(exc):
-                raise
-            return None
-        self.commits += 1
-        op.row = row
-        self._open[row] = (key, own)
-        return Admitted(row)
 
     def transaction(self, ops: list[Op], *, wait: bool) -> list[tuple[Begin, Admission]] | None:
         """Write what is pending and ``ops`` in one transaction (the caller holds

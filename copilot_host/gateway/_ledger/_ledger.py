@@ -130,12 +130,12 @@ class Ledger:
             self._writer.queue.put(op)
             return True
 
-    def _now(self, op: Begin) -> Admission | None:
-        """``op`` written in this thread, if that needs no waiting (else None)."""
+    def _now(self, start: Start) -> Admission | None:
+        """``start`` written in this thread, if that needs no waiting (else None)."""
         if self._writer.failed is not None or self._closed:
             return NOT_RECORDED
         try:
-            return self._book.try_now(op)
+            return self._book.try_now(start)
         except Exception as exc:  # whatever it was: stop writing, and say so once
             self._writer.fail(exc)
             return NOT_RECORDED
@@ -145,10 +145,10 @@ class Ledger:
         by the daily budget. Await it before the request goes upstream. Written in this
         thread when the file is free at once, else by the writer thread."""
         api_word(start.api)  # a caller's mistake shows here, not in the writer thread
-        op = Begin(start)
-        done = self._now(op)
+        done = self._now(start)
         if done is not None:
             return done
+        op = Begin(start)
         waiter = op.waiter = AsyncWaiter(asyncio.get_running_loop())
         if not self._put(op):
             return NOT_RECORDED
@@ -162,10 +162,10 @@ class Ledger:
     def begin_wait(self, start: Start, timeout: float | None = None) -> Admission:
         """:meth:`begin` for a caller in a thread (tests, tools)."""
         api_word(start.api)
-        op = Begin(start)
-        done = self._now(op)
+        done = self._now(start)
         if done is not None:
             return done
+        op = Begin(start)
         waiter = ThreadWaiter()
         op.waiter = waiter
         if not self._put(op):

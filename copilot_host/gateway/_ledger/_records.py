@@ -68,9 +68,9 @@ def valid_run_id(run_id: str) -> bool:
     return _RUN_ID.fullmatch(run_id) is not None
 
 
-# Start and End are named tuples, not frozen dataclasses: the gateway makes one of each
-# per request on its event loop, and a frozen dataclass's __init__ (a call per field to
-# get past its own __setattr__) costs twice as much. Both are as immutable.
+# Start, End and Admitted are named tuples, not frozen dataclasses: the gateway makes one
+# of each per request on its event loop, and a frozen dataclass's __init__ (a call per
+# field to get past its own __setattr__) costs twice as much. They are as immutable.
 class Start(NamedTuple):
     """A model request about to go upstream (or answered by the gateway itself).
 
@@ -110,8 +110,7 @@ class End(NamedTuple):
     rewrote: tuple[str, ...] | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Admitted:
+class Admitted(NamedTuple):
     """The start row is committed as ``row`` (what :class:`End` names); None when the
     ledger could not record it (it said so once) or is off."""
 
