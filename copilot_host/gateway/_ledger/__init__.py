@@ -11,6 +11,8 @@ gateway applied. Never a prompt, an answer, a header value or a secret. docs/ARC
 * :mod:`._schema`: the tables, ``PRAGMA user_version`` and the migrations.
 * :mod:`._file`: which file, and opening it through the store's checked folder.
 * :mod:`._runs`: which processes are alive (a lock each), and settling what dead ones left.
+* :mod:`._book`: the connection and its writes, one user at a time; :mod:`._statements`
+  the statements it writes.
 * :mod:`._writer`: the writer thread, its batches and the daily budget.
 * :mod:`._ledger`: :func:`open_ledger`, :class:`Ledger`, :class:`LedgerOff`.
 * :mod:`._history`: reading it back (``usage --history``); :mod:`._document` its JSON;

@@ -24,8 +24,6 @@ What this costs per request is measured in instructions by ``bench/instructions.
 
 from __future__ import annotations
 
-import functools
-import operator
 import threading
 import time
 from collections import deque
@@ -47,6 +45,15 @@ from ._records import (
     rewrote_text,
     stored_names,
 )
+from ._statements import (
+    DAY_FIGURES,
+    START,
+    START_HELD,
+    assignments,
+    bound,
+    ended,
+    insert_ended,
+)
 
 if TYPE_CHECKING:
     import sqlite3
@@ -56,39 +63,6 @@ __all__ = ["DAY", "Book"]
 DAY = 86_400
 # SQLite's result codes for a lock another connection holds.
 _BUSY = frozenset({5, 6})  # SQLITE_BUSY, SQLITE_LOCKED
-
-# Statements bind no None and no bool: the sqlite3 module of Python before 3.12 binds those
-# only after a failed adapter lookup that raises and clears an exception per value (a
-# start row had eight). What is NULL or a flag is written into the statement instead.
-_COLUMNS = (
-    "time, run_id, login, agent, api, model_asked, model, status, input_tokens, "
-    "output_tokens, cached_tokens, credits, credits_estimated, duration_ms, rewrote"
-)
-# A row in flight: its reservation (estimated) when its model's cost is known.
-_START_HELD = (
-    "INSERT INTO requests (time, run_id, login, agent, api, model_asked, model, credits, "
-    "credits_estimated, rewrote) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1, ?)"
-)
-_START = (
-    "INSERT INTO requests (time, run_id, login, agent, api, model_asked, model, rewrote) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-)
-_END_COLUMNS = (
-    "status",
-    "input_tokens",
-    "output_tokens",
-    "cached_tokens",
-    "credits",
-    "credits_estimated",
-    "duration_ms",
-)
-# done: credits of rows that ended; held: reservations of rows in flight; flying: how many.
-_DAY_FIGURES = (
-    "SELECT total(CASE WHEN status IS NULL THEN 0 ELSE credits END), "
-    "total(CASE WHEN status IS NULL THEN credits ELSE 0 END), "
-    "count(CASE WHEN status IS NULL THEN 1 END) "
-    "FROM requests WHERE time >= ? AND time < ? AND login = ?"
-)
 
 Key = tuple[str, int]
 
@@ -101,54 +75,6 @@ class _Changes:
     days: dict[Key, list[float]]
     opened: dict[int, tuple[Key, float]] = field(default_factory=dict)
     closed: list[int] = field(default_factory=list)
-
-
-def _ended(end: End) -> tuple[object, ...]:
-    """An end's values, in the order of :data:`_END_COLUMNS`."""
-    return (
-        end.status,
-        end.input_tokens,
-        end.output_tokens,
-        end.cached_tokens,
-        end.credits,
-        1 if end.credits_estimated else 0,
-        end.duration_ms,
-    )
-
-
-@functools.lru_cache(maxsize=64)
-def _assignments(nulls: tuple[bool, ...], rewrote: bool) -> str:
-    """The UPDATE that ends a row, with NULL written in for the values ``nulls`` marks;
-    ``rewrote`` when the end names the changes (else the start's stay)."""
-    sets = [
-        f"{name} = {'NULL' if null else '?'}"
-        for name, null in zip(_END_COLUMNS, nulls, strict=True)
-    ]
-    if rewrote:
-        sets.append("rewrote = ?")
-    # Only this module's column names, NULL and ? go into the text.
-    where = "WHERE id = ? AND run_id = ? AND status IS NULL"
-    return f"UPDATE requests SET {', '.join(sets)} {where}"  # noqa: S608
-
-
-@functools.lru_cache(maxsize=64)
-def _insert_ended(nulls: tuple[bool, ...]) -> str:
-    """The INSERT of a row that has ended (an answer the gateway gave itself)."""
-    marks = ", ".join("NULL" if null else "?" for null in nulls)
-    # Only this module's column names, NULL and ? go into the text.
-    return f"INSERT INTO requests ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, {marks}, ?)"  # noqa: S608
-
-
-_NO_NULLS = (False,) * len(_END_COLUMNS)
-_is_none = functools.partial(operator.is_, None)
-_is_not_none = functools.partial(operator.is_not, None)
-
-
-def _bound(values: tuple[object, ...]) -> tuple[tuple[bool, ...], tuple[object, ...]]:
-    """Which of ``values`` are None, and the others (what is bound)."""
-    if None not in values:  # the usual end: every count reported
-        return _NO_NULLS, values
-    return tuple(map(_is_none, values)), tuple(filter(_is_not_none, values))
 
 
 def is_busy(exc: BaseException) -> bool:
@@ -325,7 +251,7 @@ class Book:
         key = (login, day)
         figures = days.get(key)
         if figures is None:
-            row = self._cursor.execute(_DAY_FIGURES, (day * DAY, (day + 1) * DAY, login)).fetchone()
+            row = self._cursor.execute(DAY_FIGURES, (day * DAY, (day + 1) * DAY, login)).fetchone()
             figures = days[key] = [float(row[0]), float(row[1]), float(row[2])]
         return figures[0], figures[1], int(figures[2])
 
@@ -364,20 +290,20 @@ class Book:
                 model,
                 rewrote,
             )
-            row = self._cursor.execute(_START, values).lastrowid
+            row = self._cursor.execute(START, values).lastrowid
         else:
             values = (start.time, self.run_id, login, agent, api, asked, model, own, rewrote)
-            row = self._cursor.execute(_START_HELD, values).lastrowid
+            row = self._cursor.execute(START_HELD, values).lastrowid
         assert row is not None
         return row, key, own or 0.0
 
     def _insert(self, start: Start, end: End) -> None:
         """A row that has ended already (an answer the gateway gave itself)."""
         login, agent, api, asked, model, rewrote = stored_names(start)
-        nulls, bound = _bound(_ended(end))
+        nulls, values = bound(ended(end))
         self._cursor.execute(
-            _insert_ended(nulls),
-            (start.time, self.run_id, login, agent, api, asked, model, *bound, rewrote),
+            insert_ended(nulls),
+            (start.time, self.run_id, login, agent, api, asked, model, *values, rewrote),
         )
 
     def _close_row(self, row: int, work: _Changes, spent: float) -> None:
@@ -393,13 +319,13 @@ class Book:
             figures[2] -= 1
 
     def _end(self, end: End, work: _Changes) -> None:
-        nulls, bound = _bound(_ended(end))
+        nulls, values = bound(ended(end))
         if end.rewrote is None:
-            sql = _assignments(nulls, False)
+            sql = assignments(nulls, False)
         else:
-            sql = _assignments(nulls, True)
-            bound += (rewrote_text(end.rewrote),)
-        changed = self._cursor.execute(sql, (*bound, end.row, self.run_id)).rowcount
+            sql = assignments(nulls, True)
+            values += (rewrote_text(end.rewrote),)
+        changed = self._cursor.execute(sql, (*values, end.row, self.run_id)).rowcount
         if changed:
             self._close_row(end.row, work, end.credits or 0.0)
 

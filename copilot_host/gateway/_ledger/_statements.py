@@ -1,0 +1,103 @@
+"""The statements the ledger's book writes, and the values it binds to them.
+
+None of them binds ``None`` or a ``bool``: the sqlite3 module of Python before 3.12 binds
+those only after a failed adapter lookup that raises and clears an exception per value (a
+start row had eight). What is NULL or a flag is written into the statement instead, and a
+statement per pattern of NULLs is made once (they are few) and kept.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+
+from ._records import End
+
+__all__ = [
+    "COLUMNS",
+    "DAY_FIGURES",
+    "END_COLUMNS",
+    "START",
+    "START_HELD",
+    "assignments",
+    "bound",
+    "ended",
+    "insert_ended",
+]
+
+COLUMNS = (
+    "time, run_id, login, agent, api, model_asked, model, status, input_tokens, "
+    "output_tokens, cached_tokens, credits, credits_estimated, duration_ms, rewrote"
+)
+# A row in flight: its reservation (estimated) when its model's cost is known.
+START_HELD = (
+    "INSERT INTO requests (time, run_id, login, agent, api, model_asked, model, credits, "
+    "credits_estimated, rewrote) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1, ?)"
+)
+START = (
+    "INSERT INTO requests (time, run_id, login, agent, api, model_asked, model, rewrote) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+)
+END_COLUMNS = (
+    "status",
+    "input_tokens",
+    "output_tokens",
+    "cached_tokens",
+    "credits",
+    "credits_estimated",
+    "duration_ms",
+)
+# done: credits of rows that ended; held: reservations of rows in flight; flying: how many.
+DAY_FIGURES = (
+    "SELECT total(CASE WHEN status IS NULL THEN 0 ELSE credits END), "
+    "total(CASE WHEN status IS NULL THEN credits ELSE 0 END), "
+    "count(CASE WHEN status IS NULL THEN 1 END) "
+    "FROM requests WHERE time >= ? AND time < ? AND login = ?"
+)
+
+
+def ended(end: End) -> tuple[object, ...]:
+    """An end's values, in the order of :data:`END_COLUMNS`."""
+    return (
+        end.status,
+        end.input_tokens,
+        end.output_tokens,
+        end.cached_tokens,
+        end.credits,
+        1 if end.credits_estimated else 0,
+        end.duration_ms,
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def assignments(nulls: tuple[bool, ...], rewrote: bool) -> str:
+    """The UPDATE that ends a row, with NULL written in for the values ``nulls`` marks;
+    ``rewrote`` when the end names the changes (else the start's stay)."""
+    sets = [
+        f"{name} = {'NULL' if null else '?'}" for name, null in zip(END_COLUMNS, nulls, strict=True)
+    ]
+    if rewrote:
+        sets.append("rewrote = ?")
+    # Only this module's column names, NULL and ? go into the text.
+    where = "WHERE id = ? AND run_id = ? AND status IS NULL"
+    return f"UPDATE requests SET {', '.join(sets)} {where}"  # noqa: S608
+
+
+@functools.lru_cache(maxsize=64)
+def insert_ended(nulls: tuple[bool, ...]) -> str:
+    """The INSERT of a row that has ended (an answer the gateway gave itself)."""
+    marks = ", ".join("NULL" if null else "?" for null in nulls)
+    # Only this module's column names, NULL and ? go into the text.
+    return f"INSERT INTO requests ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, {marks}, ?)"  # noqa: S608
+
+
+_NO_NULLS = (False,) * len(END_COLUMNS)
+_is_none = functools.partial(operator.is_, None)
+_is_not_none = functools.partial(operator.is_not, None)
+
+
+def bound(values: tuple[object, ...]) -> tuple[tuple[bool, ...], tuple[object, ...]]:
+    """Which of ``values`` are None, and the others (what is bound)."""
+    if None not in values:  # the usual end: every count reported
+        return _NO_NULLS, values
+    return tuple(map(_is_none, values)), tuple(filter(_is_not_none, values))
