@@ -217,14 +217,14 @@ def test_the_daily_budget_counts_spent_and_reserved_credits_of_the_utc_day(
     assert len([row for row in rows(path) if row["login"] == "octocat"]) == 6
 
 
-def test_ends_linger_for_the_next_transaction_but_a_flush_writes_them(tmp_path: Path) -> None:
+def test_ends_wait_for_the_writers_next_batch_but_a_flush_writes_them(tmp_path: Path) -> None:
     path = tmp_path / "ledger.sqlite3"
     with ledger_at(path) as ledger:
         ledger.end(end(begun(ledger, start())))
         assert ledger.flush()
         assert rows(path)[0]["status"] == 200
         ledger.end(end(begun(ledger, start())))
-        # With no request after it, the writer thread writes it within its linger.
+        # The writer thread writes it in its next batch, within its linger.
         deadline = time.monotonic() + 5
         while rows(path)[1]["status"] is None and time.monotonic() < deadline:
             time.sleep(0.01)
