@@ -71,7 +71,8 @@ STREAM = {**CHAT, "stream": True}
 
 def role_emulator(groups: dict[str, Any]) -> None:
     """An emulator (``groups``: the ``replies`` and ``session`` groups' fields, as JSON
-    carries them; ``"websocket": true`` lists ``ws:/responses`` for gpt-5-mini); prints its
+    carries them; ``"websocket": true`` lists ``ws:/responses`` for gpt-5-mini;
+    ``"inventory": "whole"`` serves every model and takes any shape); prints its
     port, then answers commands on stdin until it closes: ``count ENDPOINT`` prints how
     many requests reached it, ``clear`` forgets them, ``socket`` prints the port of its
     Copilot WebSocket."""
@@ -94,6 +95,12 @@ def role_emulator(groups: dict[str, Any]) -> None:
         replies=Replies(**groups.get("replies", {})),
         session=Session(**groups.get("session", {})),
     )
+    if groups.get("inventory") == "whole":  # an agent's bodies: its models, any shape taken
+        scenario = Scenario(
+            replies=Replies(**groups.get("replies", {})),
+            session=Session(**groups.get("session", {})),
+            lenient=True,
+        )
     with GitHubEmulator(scenario) as emulator:
         print(emulator.port, flush=True)
         for line in sys.stdin:

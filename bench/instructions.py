@@ -6,7 +6,8 @@ gateway's cost that this machine's swings in speed do not move.
 Each subject runs in its own process under ``valgrind --tool=callgrind`` (every thread
 counted, user-space instructions only: the kernel's work for sockets and files is not in
 it) in front of the emulator, one client sending the same non-streaming Chat request over
-keep-alive. Each subject runs twice, for the two request counts, and the figure is the
+keep-alive (``--workload claude``: a Claude Code turn of 200 KB instead, bench/ledger.py's).
+Each subject runs twice, for the two request counts, and the figure is the
 difference divided by the difference of the counts, so start-up and shutdown cancel out.
 
 Subjects: the bare relay (``gateway.py``'s baseline), ``serve`` with its ledger off,
@@ -23,7 +24,6 @@ Needs valgrind (``apt install valgrind``); prints a table, asserts nothing.
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import shutil
 import subprocess
@@ -40,6 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
 import gateway as relay_bench  # noqa: E402 - bench/gateway.py, a sibling script
+from ledger import WORKLOADS  # noqa: E402 - bench/ledger.py's workloads
 
 Subject = Callable[[Path, int, list[str]], AbstractContextManager[relay_bench.Gateway]]
 
@@ -62,51 +63,67 @@ def _subjects() -> dict[str, Subject]:
     }
 
 
-def _count(subject: Subject, requests: int, out: Path) -> int:
-    """Instructions callgrind counted over a whole run of ``subject`` serving ``requests``."""
+def _count(subject: Subject, requests: int, out: Path, workload: str) -> int:
+    """Instructions callgrind counted over a whole run of ``subject`` serving ``requests``
+    of ``workload``."""
+    path, body, extra, groups = WORKLOADS[workload]
     wrap = [
         shutil.which("valgrind") or "valgrind",
         "--tool=callgrind",
         f"--callgrind-out-file={out}",
         "--dump-instr=no",
     ]
-    body = json.dumps(relay_bench.CHAT).encode()
-    with tempfile.TemporaryDirectory() as folder, relay_bench.emulator() as emu:
+    with tempfile.TemporaryDirectory() as folder, relay_bench.emulator(**groups) as emu:
         home = Path(folder) / "home"
         relay_bench.login(home, emu.port)
         with subject(home, emu.port, wrap) as served:
-            headers = {"Authorization": f"Bearer {served.key}", "Content-Type": "application/json"}
+            headers = {
+                "Authorization": f"Bearer {served.key}",
+                "Content-Type": "application/json",
+                **extra,
+            }
             with httpx2.Client(headers=headers, timeout=300) as client:
                 for _ in range(requests):
-                    client.post(
-                        f"{served.base_url}/chat/completions", content=body
-                    ).raise_for_status()
+                    client.post(served.base_url + path, content=body).raise_for_status()
     found = re.search(r"^summary: (\d+)", out.read_text(), re.MULTILINE)
     assert found, f"no summary in {out}"
     return int(found.group(1))
 
 
-def per_request(subject: Subject, low: int, high: int, folder: Path, name: str) -> float:
+def per_request(
+    subject: Subject, low: int, high: int, folder: Path, name: str, workload: str
+) -> float:
     # The two runs at once: their counts do not depend on what else the machine does.
     with ThreadPoolExecutor(2) as pool:
-        few, many = pool.map(lambda n: _count(subject, n, folder / f"{name}-{n}.out"), (low, high))
+        few, many = pool.map(
+            lambda n: _count(subject, n, folder / f"{name}-{n}.out", workload), (low, high)
+        )
     return (many - few) / (high - low)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", default="50,250", help="the two request counts")
+    parser.add_argument(
+        "--workload",
+        choices=sorted(WORKLOADS),
+        default="chat",
+        help="a small Chat request, or a Claude Code turn of 200 KB (bench/ledger.py's)",
+    )
     args = parser.parse_args()
     low, high = (int(n) for n in args.requests.split(","))
     valgrind = shutil.which("valgrind")
     if valgrind is None:
         sys.exit("instructions.py needs valgrind (apt install valgrind)")
     version = subprocess.run([valgrind, "--version"], check=True, capture_output=True, text=True)
-    print(f"{version.stdout.strip()}, requests {low} and {high}; instructions per request:")
+    print(
+        f"{version.stdout.strip()}, the {args.workload} workload, requests {low} and {high}; "
+        "instructions per request:"
+    )
     figures: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as folder:
         for index, (name, subject) in enumerate(_subjects().items()):
-            figures[name] = per_request(subject, low, high, Path(folder), str(index))
+            figures[name] = per_request(subject, low, high, Path(folder), str(index), args.workload)
             base = figures["bare relay"]
             count = figures[name]
             print(f"  {name:38} {count / 1e6:6.3f} M  {count / base:5.2f}x the bare relay")

@@ -40,6 +40,7 @@ import httpx2
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
+import bodies  # noqa: E402 - bench/bodies.py, the agents' bodies
 import gateway as relay_bench  # noqa: E402 - bench/gateway.py, a sibling script
 
 SCRIPT = Path(sys.executable).parent / "copilot-host"
@@ -119,14 +120,30 @@ def _recorder(folder: Path, requests: int, callers: int, limit: float | None) ->
     return float(found["with"] - (found["without"] + found["without2"]) / 2)
 
 
-def gateway_cpu_per_request(requests: int, blocks: int = 20) -> tuple[float, float]:
-    """``serve``'s CPU (us) per relayed non-streaming Chat request, one client: recording
-    into the home folder's ledger, and with ``COPILOT_HOST_LEDGER=off``. Both gateways run
-    at once and take turns, ``blocks`` blocks of requests each (the first to go alternates),
-    so that this machine's swings in speed fall on both alike."""
-    body = json.dumps(relay_bench.CHAT).encode()
-    headers = {"Content-Type": "application/json"}
-    with tempfile.TemporaryDirectory() as folder, relay_bench.emulator() as emu:
+# workload: (path, body, extra headers, emulator groups)
+WORKLOADS: dict[str, tuple[str, bytes, dict[str, str], dict[str, Any]]] = {
+    "chat": ("/chat/completions", json.dumps(relay_bench.CHAT).encode(), {}, {}),
+    "claude": (
+        "/messages",
+        bodies.encoded(bodies.claude_turn(200_000)),
+        {"anthropic-beta": bodies.BETAS, "anthropic-version": "2023-06-01"},
+        {"inventory": "whole"},
+    ),
+}
+
+
+def gateway_cpu_per_request(
+    requests: int, blocks: int = 20, workload: str = "chat"
+) -> tuple[float, float]:
+    """``serve``'s CPU (us) per relayed request of ``workload`` (a small non-streaming
+    Chat request, or a Claude Code turn of 200 KB), one client: recording into the home
+    folder's ledger, and with ``COPILOT_HOST_LEDGER=off``. Both gateways run at once and
+    take turns, ``blocks`` blocks of requests each (the first to go alternates), so that
+    this machine's swings in speed fall on both alike."""
+    path, body, extra, groups = WORKLOADS[workload]
+    headers = {"Content-Type": "application/json", **extra}
+    per_block = max(requests // blocks, 1)
+    with tempfile.TemporaryDirectory() as folder, relay_bench.emulator(**groups) as emu:
         home = Path(folder) / "home"
         relay_bench.login(home, emu.port)
         with (
@@ -134,36 +151,42 @@ def gateway_cpu_per_request(requests: int, blocks: int = 20) -> tuple[float, flo
             relay_bench.gateway(home, emu.port, ledger=False) as unrecorded,
         ):
             pair = (recording, unrecorded)
-            clients = [httpx2.Client(headers={"Authorization": f"Bearer {gw.key}"}) for gw in pair]
+            clients = [
+                httpx2.Client(headers={"Authorization": f"Bearer {gw.key}"}, timeout=60)
+                for gw in pair
+            ]
             spent = [0.0, 0.0]
             try:
                 for which in (0, 1):
-                    for _ in range(50):  # warm: sessions, pools, statements
-                        url = f"{pair[which].base_url}/chat/completions"
+                    for _ in range(max(per_block, 10)):  # warm: sessions, pools, statements
+                        url = pair[which].base_url + path
                         clients[which].post(url, content=body, headers=headers)
                 for block in range(blocks):
                     for which in (block % 2, 1 - block % 2):
                         gw, client = pair[which], clients[which]
-                        url = f"{gw.base_url}/chat/completions"
                         before = gw.child.cpu_seconds()
-                        for _ in range(requests // blocks):
-                            client.post(url, content=body, headers=headers).raise_for_status()
+                        for _ in range(per_block):
+                            answer = client.post(gw.base_url + path, content=body, headers=headers)
+                            answer.raise_for_status()
                         spent[which] += gw.child.cpu_seconds() - before
             finally:
                 for client in clients:
                     client.close()
-    done = requests // blocks * blocks
+    done = per_block * blocks
     return spent[0] / done * 1e6, spent[1] / done * 1e6
 
 
-def recording(requests: int, rounds: int) -> None:
-    print(f"1. recording ({requests} requests a measurement, medians of {rounds} rounds)")
+def recording(requests: int, rounds: int, workload: str = "chat") -> None:
+    print(
+        f"1. recording ({requests} requests a measurement, medians of {rounds} rounds, "
+        f"the {workload} workload)"
+    )
     gateway: list[float] = []
     unrecorded: list[float] = []
     cases = {"1 caller": (1, None), "16 callers": (16, None), "1 caller, daily budget": (1, 1e9)}
     ledger: dict[str, list[float]] = {case: [] for case in cases}
     for _ in range(rounds):
-        with_ledger, without = gateway_cpu_per_request(requests)
+        with_ledger, without = gateway_cpu_per_request(requests, workload=workload)
         gateway.append(with_ledger)
         unrecorded.append(without)
         for case, (callers, limit) in cases.items():
@@ -271,6 +294,12 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=500_000)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--only", choices=["recording", "reading"])
+    parser.add_argument(
+        "--workload",
+        choices=sorted(WORKLOADS),
+        default="chat",
+        help="what serve relays while recording: a small Chat request, or a Claude Code turn",
+    )
     parser.add_argument("--role", help=argparse.SUPPRESS)
     parser.add_argument("role_args", nargs="*", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -279,7 +308,7 @@ def main() -> None:
         return role_recorder(folder, int(requests), int(callers), float(limit) if limit else None)
     print(f"ledger benchmark on {os.cpu_count()} cores, Python {sys.version.split()[0]}")
     if args.only != "reading":
-        recording(args.requests, args.rounds)
+        recording(args.requests, args.rounds, args.workload)
     if args.only != "recording":
         reading(args.rows, args.runs)
     return None
