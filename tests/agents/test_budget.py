@@ -58,7 +58,9 @@ def _stand_in(home: Path, name: str, real: str | None = None) -> Path:
     return stand_in
 
 
-def _spent(home: Path, name: str, *args: str, refusals: int = 1, real: str | None = None) -> str:
+def _spent(
+    home: Path, name: str, *args: str, refusals: tuple[int, ...] = (1,), real: str | None = None
+) -> str:
     """Run the agent ``name`` on a spent budget; its output (stdout and stderr) once it
     ended, after checking that it stopped at once."""
     log = home / "gateway.log"
@@ -104,7 +106,7 @@ def _spent(home: Path, name: str, *args: str, refusals: int = 1, real: str | Non
     assert not running, f"{name} still ran {ended - (first_refusal or started):.1f} s on:\n{text}"
     assert first_refusal is not None, f"no refusal:\n{text}\n{err}"
     refused = REFUSED.findall(text)
-    assert len(refused) == refusals, text
+    assert len(refused) in refusals, text
     # The budget's own line in the log, and the status the agent's module declares.
     assert "budget reached" in text
     assert ended - first_refusal <= AT_ONCE
@@ -125,8 +127,10 @@ def test_codex_stops_at_once_on_a_spent_budget(home: Path) -> None:
 
 
 def test_opencode_stops_at_once_on_a_spent_budget(home: Path) -> None:
-    # Its title request and its turn, each refused once and neither retried.
-    log = _spent(home, "opencode", "run", "Say hello", refusals=2)
+    # Its turn, and the title request it makes alongside, each refused once and neither
+    # retried; when the turn's refusal ends the run first, the title is never sent (seen
+    # once in CI), so one refusal or two.
+    log = _spent(home, "opencode", "run", "Say hello", refusals=(1, 2))
     assert " status=402 " in log
 
 
