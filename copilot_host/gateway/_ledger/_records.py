@@ -37,7 +37,6 @@ __all__ = [
     "format_credits",
     "new_run_id",
     "rewrote_text",
-    "stored_name",
     "stored_names",
     "stored_text",
     "valid_run_id",
@@ -164,7 +163,7 @@ def stored_text(text: str) -> str:
     return clean(text, limit=128)
 
 
-def stored_name(text: str) -> str:
+def _stored_name(text: str) -> str:
     """:func:`stored_text` with this process's known secrets masked: what a row keeps of
     a login or a model name."""
     return mask_secrets(stored_text(text))
@@ -200,11 +199,11 @@ def stored_names(start: Start) -> Named:
     named = known.get(key)
     if named is None:
         named = known[key] = (
-            stored_name(start.login),
+            _stored_name(start.login),
             agent_word(start.agent),
             api_word(start.api),
-            stored_name(start.model_asked),
-            stored_name(start.model),
+            _stored_name(start.model_asked),
+            _stored_name(start.model),
             rewrote_text(start.rewrote),
         )
     return named

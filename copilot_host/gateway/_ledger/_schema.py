@@ -30,6 +30,7 @@ __all__ = [
     "COLUMNS",
     "MIGRATIONS",
     "SCHEMA_VERSION",
+    "WRITTEN",
     "ledger_error",
     "migrate",
     "not_a_ledger",
@@ -77,27 +78,26 @@ def _v1(db: sqlite3.Connection) -> None:
 # In order; a file's user_version is how many of them it has been through.
 MIGRATIONS: tuple[Migration, ...] = (_v1,)
 SCHEMA_VERSION = len(MIGRATIONS)
-# What every version's requests table has (a check that the file is a ledger at all).
-COLUMNS = frozenset(
-    {
-        "id",
-        "time",
-        "run_id",
-        "login",
-        "agent",
-        "api",
-        "model_asked",
-        "model",
-        "status",
-        "input_tokens",
-        "output_tokens",
-        "cached_tokens",
-        "credits",
-        "credits_estimated",
-        "duration_ms",
-        "rewrote",
-    }
+# What a row is written with, in the order of the table (after its id).
+WRITTEN = (
+    "time",
+    "run_id",
+    "login",
+    "agent",
+    "api",
+    "model_asked",
+    "model",
+    "status",
+    "input_tokens",
+    "output_tokens",
+    "cached_tokens",
+    "credits",
+    "credits_estimated",
+    "duration_ms",
+    "rewrote",
 )
+# What every version's requests table has (a check that the file is a ledger at all).
+COLUMNS = frozenset({"id", *WRITTEN})
 
 
 def user_version(db: sqlite3.Connection) -> int:

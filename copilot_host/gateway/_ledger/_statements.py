@@ -12,6 +12,7 @@ import functools
 import operator
 
 from ._records import End
+from ._schema import WRITTEN
 
 __all__ = [
     "COLUMNS",
@@ -25,10 +26,7 @@ __all__ = [
     "insert_ended",
 ]
 
-COLUMNS = (
-    "time, run_id, login, agent, api, model_asked, model, status, input_tokens, "
-    "output_tokens, cached_tokens, credits, credits_estimated, duration_ms, rewrote"
-)
+COLUMNS = ", ".join(WRITTEN)
 # A row in flight: its reservation (estimated) when its model's cost is known.
 START_HELD = (
     "INSERT INTO requests (time, run_id, login, agent, api, model_asked, model, credits, "
@@ -38,15 +36,8 @@ START = (
     "INSERT INTO requests (time, run_id, login, agent, api, model_asked, model, rewrote) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 )
-END_COLUMNS = (
-    "status",
-    "input_tokens",
-    "output_tokens",
-    "cached_tokens",
-    "credits",
-    "credits_estimated",
-    "duration_ms",
-)
+# What an end sets: the columns from ``status`` to ``duration_ms``.
+END_COLUMNS = WRITTEN[WRITTEN.index("status") : WRITTEN.index("rewrote")]
 # done: credits of rows that ended; held: reservations of rows in flight; flying: how many.
 DAY_FIGURES = (
     "SELECT total(CASE WHEN status IS NULL THEN 0 ELSE credits END), "
