@@ -61,20 +61,23 @@ def test_a_secret_registered_after_a_name_was_stored_is_masked_in_the_next_row(
     tmp_path: Path,
 ) -> None:
     """A start's names are cleaned once and remembered; a registration forgets them, so a
-    name stored before a secret was known is masked in every row after."""
+    name stored before a secret was known is masked in every row written after, a
+    request in flight then included."""
     token = "gho_" + secrets.token_hex(18)
     path = tmp_path / "ledger.sqlite3"
     with ledger_at(path) as ledger:
-        before = begun(ledger, Start(NOON, "octocat", "codex", "chat", token, "gpt-5"))
+        ledger.end(end(begun(ledger, Start(NOON, "octocat", "codex", "chat", token, "gpt-5"))))
+        assert ledger.flush()
+        flying = begun(ledger, Start(NOON + 1, "octocat", "codex", "chat", token, "gpt-5"))
         held = ch.Secret(token)
         ch.register_secret(held)
-        after = begun(ledger, Start(NOON + 1, "octocat", "codex", "chat", token, "gpt-5"))
-        ledger.end(end(before))
+        after = begun(ledger, Start(NOON + 2, "octocat", "codex", "chat", token, "gpt-5"))
+        ledger.end(end(flying))
         ledger.end(end(after))
         ledger.flush()
-    first, second = rows(path)
+    first, second, third = rows(path)
     assert first["model_asked"] == token  # not a secret when it was written
-    assert second["model_asked"] == "[REDACTED]"
+    assert second["model_asked"] == third["model_asked"] == "[REDACTED]"
     del held
 
 
@@ -94,7 +97,7 @@ def test_rows_older_than_400_days_are_pruned_when_a_gateway_starts(tmp_path: Pat
 
 def test_pruning_leaves_what_is_still_in_flight(tmp_path: Path) -> None:
     path = tmp_path / "ledger.sqlite3"
-    with ledger_at(path) as live:
+    with ledger_at(path, max_credits_per_day=100.0) as live:  # a start written as a row
         live.begin_wait(start(time=NOON - 500 * DAY))
         with ledger_at(path, clock=clock_at()):
             pass

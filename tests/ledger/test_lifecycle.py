@@ -56,7 +56,7 @@ def test_a_closed_ledger_records_nothing_more(tmp_path: Path) -> None:
     ledger.answered(start(reserved=None), end(0))
     assert ledger.spent_today("octocat") == 0.0  # no one left to ask
     assert not ledger.flush(timeout=1)
-    assert [(r["id"], r["status"]) for r in rows(path)] == [(row, 200)]
+    assert [r["status"] for r in rows(path)] == [200]
 
 
 def test_ended_rows_older_than_the_kept_days_go_at_start_whatever_their_number(
@@ -64,8 +64,9 @@ def test_ended_rows_older_than_the_kept_days_go_at_start_whatever_their_number(
 ) -> None:
     path = tmp_path / "ledger.sqlite3"
     old = NOON - (KEEP_DAYS + 1) * DAY
-    # A run that started long ago and still has a request in flight from then.
-    with ledger_at(path, clock=clock_at(old)) as long_lived:
+    # A run that started long ago and still has a request in flight from then, a row (a
+    # daily budget makes it one; a start in the journal is not in the table at all).
+    with ledger_at(path, clock=clock_at(old), max_credits_per_day=100.0) as long_lived:
         in_flight = begun(long_lived, start(time=old))
         db = sqlite3.connect(path)
         with db:
@@ -97,7 +98,7 @@ def test_more_starts_than_one_batch_waiting_for_a_busy_file_are_all_recorded(
     count = 2 * MAX_BATCH + 1
 
     async def main() -> list[Admitted]:
-        with ledger_at(path) as ledger:
+        with ledger_at(path, max_credits_per_day=1e9) as ledger:
             other = _hold_write_lock(path)
             waiting = [asyncio.ensure_future(ledger.begin(start())) for _ in range(count)]
             await asyncio.sleep(0)  # each has run up to its wait: all are queued
@@ -123,7 +124,7 @@ def test_a_file_locked_past_the_busy_timeout_stops_recording_with_one_warning(
     monkeypatch.setattr(ledger_module, "BUSY_SECONDS", 0.2)
     path = tmp_path / "ledger.sqlite3"
     warnings: list[str] = []
-    with ledger_at(path, warn=warnings.append) as ledger:
+    with ledger_at(path, warn=warnings.append, max_credits_per_day=100.0) as ledger:
         row = begun(ledger, start())
         other = _hold_write_lock(path)
         # Queued to the writer thread, which waits the busy timeout, then gives up.

@@ -11,11 +11,13 @@ from pathlib import Path
 import pytest
 
 from copilot_host.gateway._ledger import (
+    IN_FLIGHT,
     INTERRUPTED,
     Admitted,
     End,
     OverDailyBudget,
     new_run_id,
+    read_history,
 )
 
 from ._support import NOON, begun, clock_at, end, ledger_at, opened, rows, runs, start
@@ -27,13 +29,16 @@ def test_a_request_is_one_row_holding_what_the_gateway_knew(tmp_path: Path) -> N
     with ledger_at(path, run_id=run_id) as ledger:
         admitted = ledger.begin_wait(start(rewrote=("billing-header", "max_tokens")))
         assert isinstance(admitted, Admitted) and admitted.row is not None
-        (row,) = rows(path)
-        # Committed before the request goes upstream: in flight, its reservation held.
-        assert (row["status"], row["credits"], row["credits_estimated"]) == (None, 0.5, 1)
+        # Kept in the run's journal before the request goes upstream: in flight, its
+        # reservation held, for anyone reading; the row is written whole at its end.
+        assert rows(path) == []
+        (flying,) = read_history(path, since=0).rows
+        assert (flying.status, flying.credits, flying.credits_estimated) == (IN_FLIGHT, 0.5, True)
+        assert flying.rewrote == ("billing-header", "max_tokens")
         ledger.end(End(admitted.row, 200, 1200, 310, 100, 0.0425, False, 2310))
     (row,) = rows(path)
     assert row == {
-        "id": admitted.row,
+        "id": 1,
         "time": NOON,
         "run_id": run_id,
         "login": "octocat",
@@ -49,6 +54,7 @@ def test_a_request_is_one_row_holding_what_the_gateway_knew(tmp_path: Path) -> N
         "credits_estimated": 0,
         "duration_ms": 2310,
         "rewrote": "billing-header,max_tokens",
+        "seq": 1,
     }
     assert runs(path) == []  # the run is forgotten once closed
 
@@ -115,14 +121,30 @@ def _hold_write_lock(path: Path) -> sqlite3.Connection:
     return other
 
 
+def test_without_a_daily_budget_a_start_needs_nothing_of_the_file(tmp_path: Path) -> None:
+    """Its start goes into the run's journal: another process holding the write lock
+    does not hold it up; its row is written once the lock is free."""
+    path = tmp_path / "ledger.sqlite3"
+    with ledger_at(path) as ledger:
+        other = _hold_write_lock(path)
+        admitted = ledger.begin_wait(start(), timeout=0.5)
+        assert isinstance(admitted, Admitted) and admitted.row is not None
+        ledger.end(end(admitted.row))
+        other.execute("COMMIT")
+        other.close()
+        assert ledger.flush()
+    assert [row["status"] for row in rows(path)] == [200]
+
+
 def test_a_busy_file_is_waited_for_by_the_writer_thread_not_the_event_loop(
     tmp_path: Path,
 ) -> None:
+    """With a daily budget a start is admitted in a transaction (see the next test)."""
     path = tmp_path / "ledger.sqlite3"
 
     async def main() -> tuple[Admitted | OverDailyBudget, int]:
         ticks = 0
-        with ledger_at(path) as ledger:
+        with ledger_at(path, max_credits_per_day=100.0) as ledger:
             other = _hold_write_lock(path)
             begun = asyncio.ensure_future(ledger.begin(start()))
             while ticks < 20:  # the loop goes on while the start waits for the file
@@ -146,7 +168,7 @@ def test_a_request_cancelled_before_it_went_upstream_leaves_no_row(tmp_path: Pat
     path = tmp_path / "ledger.sqlite3"
 
     async def main() -> None:
-        with ledger_at(path) as ledger:
+        with ledger_at(path, max_credits_per_day=100.0) as ledger:
             other = _hold_write_lock(path)
             begun = asyncio.ensure_future(ledger.begin(start()))
             await asyncio.sleep(0.05)
@@ -177,9 +199,13 @@ def test_a_write_that_fails_stops_recording_with_one_warning_and_serving_goes_on
         vandal.execute("DROP TABLE requests")
         vandal.commit()
         vandal.close()
+        # The next row cannot be written: recording stops, the request is not lost
+        # (its start stays in the journal for the next start to settle).
+        ledger.end(end(begun(ledger, start())))
+        ledger.flush()
+        assert ledger.failed is not None
         for _ in range(3):
             assert ledger.begin_wait(start(), timeout=10) == Admitted(None)
-        assert ledger.failed is not None
     assert len(warnings) == 1
     assert warnings[0].startswith("the ledger stopped recording: ")
 
@@ -226,7 +252,7 @@ def test_ends_wait_for_the_writers_next_batch_but_a_flush_writes_them(tmp_path: 
         ledger.end(end(begun(ledger, start())))
         # The writer thread writes it in its next batch, within its linger.
         deadline = time.monotonic() + 5
-        while rows(path)[1]["status"] is None and time.monotonic() < deadline:
+        while len(rows(path)) < 2 and time.monotonic() < deadline:
             time.sleep(0.01)
         assert rows(path)[1]["status"] == 200
 

@@ -8,9 +8,11 @@ records (so that the parent starts several at once), and prints one JSON line at
 ``record N TASKS``
     N requests (start awaited, then end with 0.25 credits; 0.5 reserved) from TASKS
     concurrent asyncio tasks; prints ``{"run_id", "rows": [...]}``.
-``hold N RESERVED``
+``hold N RESERVED [rows]``
     N requests as above, then one more start holding RESERVED credits that never ends;
-    everything written, it prints ``{"run_id", "row"}`` and sleeps until killed.
+    everything written, it prints ``{"run_id", "row"}`` and sleeps until killed. The start
+    is kept in the run's journal, or with ``rows`` written as a row (a daily budget no
+    request reaches makes it so).
 ``greedy LIMIT RESERVED``
     with ``--max-credits-per-day LIMIT``, starts holding RESERVED each until one is
     refused; prints ``{"run_id", "admitted": [...], "refused": {...}}``, then waits for a
@@ -59,6 +61,8 @@ async def _record(ledger: Ledger, count: int, tasks: int) -> list[int]:
 def main() -> None:
     path, mode, *args = sys.argv[1:]
     limit = float(args[0]) if mode == "greedy" else None
+    if mode == "hold" and args[2:] == ["rows"]:
+        limit = 1e9
     ledger = open_ledger(Path(path), max_credits_per_day=limit)
     assert not isinstance(ledger, LedgerOff), ledger.reason
     print("ready", flush=True)

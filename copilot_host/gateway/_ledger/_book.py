@@ -8,15 +8,17 @@ by retrying (:meth:`Book.transaction` with ``wait``). So the common case costs o
 statement in the caller's thread and no thread switch; the rare one costs a queue and a
 wake-up.
 
-Without a daily budget a start row is one ``INSERT`` that SQLite commits by itself: there
-is nothing to read first. Ends and local answers wait in :attr:`Book.pending` (no
+Without a daily budget a start is not a row: it is written into the run's journal
+(``_journal``, memory shared with the file, no system call, no lock), and the row is
+written whole with its end. Ends and local answers wait in :attr:`Book.pending` (no
 wake-up) for the writer thread's next batch, one ``BEGIN IMMEDIATE`` transaction every
-50 ms for as many as came (``_writer.LINGER``). With a daily budget, a start is admitted
+50 ms for as many as came (``_writer.LINGER``); a journal slot is freed once its row
+commits. With a daily budget, a start is admitted
 inside a ``BEGIN IMMEDIATE`` transaction that writes it and what is pending (SQLite's
 write lock makes the check and the insert one step for every process); the day's figures
 are kept per (login, UTC day) from this connection's own writes and read again when
 ``PRAGMA data_version`` says another connection committed (by the writer thread: a read
-of a day's rows is not for the event loop).
+of a day's rows is not for the event loop), plus what other live runs' journals hold.
 
 What this costs per request is measured in instructions by ``bench/instructions.py``
 (docs/ARCHITECTURE.md, "The ledger").
@@ -25,15 +27,13 @@ What this costs per request is measured in instructions by ``bench/instructions.
 from __future__ import annotations
 
 import threading
-import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from copilot_host import StoreError
-from copilot_host._internal import show_path
-
+from ._file import begin_immediate
+from ._journal import Journal, Journals, seq_of
 from ._ops import Abandon, Answered, Begin, Op, Query
 from ._records import (
     INTERRUPTED,
@@ -45,6 +45,7 @@ from ._records import (
     rewrote_text,
     stored_names,
 )
+from ._runs import settle_flying
 from ._statements import (
     DAY_FIGURES,
     START,
@@ -61,8 +62,6 @@ if TYPE_CHECKING:
 __all__ = ["DAY", "Book"]
 
 DAY = 86_400
-# SQLite's result codes for a lock another connection holds.
-_BUSY = frozenset({5, 6})  # SQLITE_BUSY, SQLITE_LOCKED
 
 Key = tuple[str, int]
 
@@ -75,11 +74,8 @@ class _Changes:
     days: dict[Key, list[float]]
     opened: dict[int, tuple[Key, float]] = field(default_factory=dict)
     closed: list[int] = field(default_factory=list)
-
-
-def is_busy(exc: BaseException) -> bool:
-    code = getattr(exc, "sqlite_errorcode", None)
-    return code is not None and code & 0xFF in _BUSY
+    # Journal slots whose rows this transaction writes: freed once it commits.
+    freed: list[int] = field(default_factory=list)
 
 
 class Book:
@@ -94,14 +90,13 @@ class Book:
         first_row: int,
         max_credits_per_day: float | None,
         busy_seconds: float,
+        journal: Journal | None = None,
+        runs_fd: int | None = None,
     ) -> None:
-        import sqlite3
-
         self.db = db
         # One cursor for every statement: Connection.execute makes (and tracks) a new one
         # per call, which cost more than the statements themselves.
         self._cursor = db.cursor()
-        self._refused = sqlite3.OperationalError
         self.path = path
         self.run_id = run_id
         self.first_row = first_row
@@ -118,30 +113,32 @@ class Book:
         self._version = -1
         # This run's rows in flight: row -> ((login, day), reserved).
         self._open: dict[int, tuple[Key, float]] = {}
+        # This run's starts in its journal, by the (negative) row :class:`Admitted` gave.
+        self.journal = journal
+        self._flying: dict[int, Start] = {}
+        # Other live runs' journals, counted against the daily budget.
+        self._runs_fd = runs_fd
+        self._journals = Journals()
 
     # -- transactions ---------------------------------------------------------------------
 
     def try_now(self, start: Start) -> Admission | None:
         """Write ``start`` at once without waiting for anything; None when that cannot be
         done now (the caller queues it to the writer thread)."""
+        journal = self.journal
+        if self.limit is None and journal is not None:
+            # Nothing to read and nothing to decide: the start goes into the journal (see
+            # the module docstring), in this thread, without the lock.
+            start.time // DAY
+            key = journal.take(stored_names(start), start.time, start.reserved)
+            if key:
+                self._flying[-key] = start
+                return Admitted(-key)
         if not self.lock.acquire(blocking=False):
             return None
         try:
             if self.closed:
                 return None
-            if self.limit is None and not self._days:
-                # Nothing to read and nothing to decide: the start row is one statement
-                # that SQLite commits by itself (the ends pending stay for the writer
-                # thread's next batch).
-                try:
-                    row, key, own = self._insert_start(start)
-                except self._refused as exc:
-                    if not is_busy(exc):
-                        raise
-                    return None
-                self.commits += 1
-                self._open[row] = (key, own)
-                return Admitted(row)
             answers = self.transaction([Begin(start)], wait=False)
         finally:
             self.lock.release()
@@ -163,6 +160,7 @@ class Book:
                         return None
                     self._days.clear()  # another connection wrote: read the figures again
                     self._version = version
+                    self._renew_journals()
             days = self._days
             work = _Changes({key: list(figures) for key, figures in days.items()} if days else {})
             pending = self.pending
@@ -179,7 +177,8 @@ class Book:
                 elif isinstance(op, Abandon):
                     self._abandon(op, work)
                 elif isinstance(op, Query):
-                    op.figures = self._figures(work.days, op.login, int(op.time // DAY))
+                    self._renew_journals()
+                    op.figures = self._figures(work.days, op.login, int(op.time // DAY), own=True)
             run("COMMIT")
         except BaseException:
             if self.db.in_transaction:
@@ -191,33 +190,20 @@ class Book:
             self._open.update(work.opened)
         for row in work.closed:
             self._open.pop(row, None)
+        if work.freed and self.journal is not None:
+            for key in work.freed:
+                self.journal.free(key)
         return answers
 
+    def _renew_journals(self) -> None:
+        if self._runs_fd is None:
+            return
+        runs = {row[0] for row in self._cursor.execute("SELECT run_id FROM runs")}
+        runs.discard(self.run_id)
+        self._journals.renew(self._runs_fd, runs)
+
     def _begin_immediate(self, *, wait: bool) -> bool:
-        deadline: float | None = None
-        pause = 0.001
-        while True:
-            try:
-                self._cursor.execute("BEGIN IMMEDIATE")
-            except self._refused as exc:
-                if not is_busy(exc):
-                    raise
-                if not wait:
-                    return False
-                now = time.monotonic()
-                if deadline is None:
-                    deadline = now + self.busy_seconds
-                elif now >= deadline:
-                    raise StoreError(
-                        f"The ledger {show_path(self.path)} stayed locked by another process "
-                        f"for {self.busy_seconds:g} s",
-                        code="ledger_io",
-                        retryable=True,
-                    ) from None
-                time.sleep(pause)
-                pause = min(pause * 2, 0.05)
-            else:
-                return True
+        return begin_immediate(self._cursor, self.path, wait=wait, seconds=self.busy_seconds)
 
     def finish(self) -> None:
         """Write what is pending, then this run's rows still in flight become
@@ -225,17 +211,24 @@ class Book:
         self.transaction([], wait=True)
         self._begin_immediate(wait=True)
         run = self._cursor.execute
+        taken = self.journal.taken() if self.journal is not None else []
         try:
             run(
                 "UPDATE requests SET status = ?, credits_estimated = (credits IS NOT NULL) "
                 "WHERE id > ? AND run_id = ? AND status IS NULL",
                 (INTERRUPTED, self.first_row, self.run_id),
             )
+            settle_flying(self.db, self.run_id, self.first_row, [one for _key, one in taken])
             run("DELETE FROM runs WHERE run_id = ?", (self.run_id,))
             run("COMMIT")
         except BaseException:
             run("ROLLBACK")
             raise
+        for key, _one in taken:
+            self._flying.pop(-key, None)
+            if self.journal is not None:
+                self.journal.free(key)
+        self._journals.close()
 
     def checkpoint(self) -> None:
         """Copy the WAL back into the file without waiting for readers or writers (the
@@ -246,14 +239,23 @@ class Book:
     # -- the statements -------------------------------------------------------------------
 
     def _figures(
-        self, days: dict[Key, list[float]], login: str, day: int
+        self, days: dict[Key, list[float]], login: str, day: int, *, own: bool = False
     ) -> tuple[float, float, int]:
+        """The day's credits spent, held and requests in flight for ``login``: the table's
+        (kept in ``days``), and other live runs' journals' (read every time: they change
+        without a commit); ``own``: this run's journal's too."""
         key = (login, day)
         figures = days.get(key)
         if figures is None:
             row = self._cursor.execute(DAY_FIGURES, (day * DAY, (day + 1) * DAY, login)).fetchone()
             figures = days[key] = [float(row[0]), float(row[1]), float(row[2])]
-        return figures[0], figures[1], int(figures[2])
+        held, flying = self._journals.held(login, day * DAY, (day + 1) * DAY)
+        if own:
+            for start in list(self._flying.values()):
+                if stored_names(start)[0] == login and int(start.time // DAY) == day:
+                    held += start.reserved or 0.0
+                    flying += 1
+        return figures[0], figures[1] + held, int(figures[2]) + flying
 
     def _begin(self, op: Begin, work: _Changes) -> Admission:
         start = op.start
@@ -319,6 +321,9 @@ class Book:
             figures[2] -= 1
 
     def _end(self, end: End, work: _Changes) -> None:
+        if end.row < 0:
+            self._end_flying(end, work)
+            return
         nulls, values = bound(ended(end))
         if end.rewrote is None:
             sql = assignments(nulls, False)
@@ -328,6 +333,35 @@ class Book:
         changed = self._cursor.execute(sql, (*values, end.row, self.run_id)).rowcount
         if changed:
             self._close_row(end.row, work, end.credits or 0.0)
+
+    def _end_flying(self, end: End, work: _Changes) -> None:
+        """The whole row of a request whose start is in the journal."""
+        start = self._flying.pop(end.row, None)
+        if start is None:
+            return
+        login, agent, api, asked, model, rewrote = stored_names(start)
+        if end.rewrote is not None:
+            rewrote = rewrote_text(end.rewrote)
+        nulls, values = bound(ended(end))
+        self._cursor.execute(
+            insert_ended(nulls, True),
+            (
+                start.time,
+                self.run_id,
+                login,
+                agent,
+                api,
+                asked,
+                model,
+                *values,
+                rewrote,
+                seq_of(-end.row),
+            ),
+        )
+        work.freed.append(-end.row)
+        figures = work.days.get((login, int(start.time // DAY)))
+        if figures is not None:
+            figures[0] += end.credits or 0.0
 
     def _abandon(self, op: Abandon, work: _Changes) -> None:
         row = op.begin.row

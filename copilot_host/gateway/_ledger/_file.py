@@ -18,6 +18,7 @@ can take the last ones.
 from __future__ import annotations
 
 import os
+import time
 import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -39,7 +40,9 @@ __all__ = [
     "LEDGER_VARIABLE",
     "Opened",
     "WalUnavailable",
+    "begin_immediate",
     "history_path",
+    "is_busy",
     "ledger_path",
     "open_database",
     "runs_folder_name",
@@ -54,6 +57,8 @@ _COMPANIONS = ("-wal", "-shm", "-journal")
 # How long a write waits for another process's transaction before it fails (a writer
 # holds the lock for a batch of rows: well under a millisecond).
 BUSY_SECONDS = 10.0
+# SQLite's result codes for a lock another connection holds.
+_BUSY = frozenset({5, 6})  # SQLITE_BUSY, SQLITE_LOCKED
 _NOUN = "ledger"
 # SQLite opens only the file checked here, never making one of its own.
 _URI_OPTIONS = "mode=rw"
@@ -194,3 +199,41 @@ def use_wal(db: sqlite3.Connection, path: Path) -> None:
             "--ledger"
         )
     db.execute("PRAGMA synchronous = NORMAL")
+
+
+def is_busy(exc: BaseException) -> bool:
+    """Whether SQLite raised ``exc`` for a lock another connection holds."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code is not None and code & 0xFF in _BUSY
+
+
+def begin_immediate(cursor: sqlite3.Cursor, path: Path, *, wait: bool, seconds: float) -> bool:
+    """Take SQLite's write lock on ``cursor``'s connection (whose ``busy_timeout`` is 0).
+    Without ``wait``, False when another connection holds it; with it, retry for up to
+    ``seconds``, then a retryable ``StoreError``."""
+    import sqlite3
+
+    deadline: float | None = None
+    pause = 0.001
+    while True:
+        try:
+            cursor.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            if not is_busy(exc):
+                raise
+            if not wait:
+                return False
+            now = time.monotonic()
+            if deadline is None:
+                deadline = now + seconds
+            elif now >= deadline:
+                raise StoreError(
+                    f"The ledger {show_path(path)} stayed locked by another process "
+                    f"for {seconds:g} s",
+                    code="ledger_io",
+                    retryable=True,
+                ) from None
+            time.sleep(pause)
+            pause = min(pause * 2, 0.05)
+        else:
+            return True

@@ -1,9 +1,10 @@
 """Reading the ledger back: the rows since a day, or their totals by day, agent, model or run.
 
 Reading never makes the ledger (a missing file is an empty history, ``found`` False) and
-changes nothing in it, except bringing an older schema up to date. A row still in flight
-shows as ``in_flight`` while its process holds its run's lock, and as ``interrupted`` once
-it does not (what the next start will record), so the history is right before that start.
+changes nothing in it, except bringing an older schema up to date. A request still in
+flight (a row without a status, or a start in its run's journal) shows as ``in_flight``
+while its process holds its run's lock, and as ``interrupted`` once it does not (what the
+next start will record), so the history is right before that start.
 Days are UTC days.
 """
 
@@ -19,9 +20,10 @@ from typing import TYPE_CHECKING
 
 from ._book import DAY
 from ._file import open_database, runs_folder_name
+from ._journal import Flying
 from ._records import IN_FLIGHT, INTERRUPTED
-from ._runs import live_runs
-from ._schema import ledger_error, migrate, user_version
+from ._runs import flying_of, live_runs
+from ._schema import WRITTEN, ledger_error, migrate, user_version
 
 if TYPE_CHECKING:
     import sqlite3
@@ -151,6 +153,7 @@ def reading(path: Path) -> Iterator[tuple[sqlite3.Connection, set[str]] | bool]:
         runs = opened.folder.folder(runs_folder_name(path), create=False)
         try:
             alive = live_runs(db, runs)
+            _with_flying(db, flying_of(db, runs))
         finally:
             if runs is not None:
                 runs.close()
@@ -159,6 +162,41 @@ def reading(path: Path) -> Iterator[tuple[sqlite3.Connection, set[str]] | bool]:
         raise ledger_error(exc, path) from None
     finally:
         opened.close()
+
+
+def _with_flying(db: sqlite3.Connection, flying: list[tuple[str, Flying]]) -> None:
+    """Show live runs' requests in flight kept in their journals as rows in flight: for
+    this connection only, a temporary view named ``requests`` (found before the file's
+    table) adds them to the table's rows. Nothing is written to the file."""
+    if not flying:
+        return
+    columns = ", ".join(WRITTEN)
+    db.execute(f"CREATE TEMP TABLE flying (id INTEGER PRIMARY KEY, {columns})")  # our own names
+    db.executemany(
+        "INSERT INTO temp.flying (time, run_id, login, agent, api, model_asked, model, "
+        "credits, credits_estimated, rewrote) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            (
+                one.time,
+                run_id,
+                one.login,
+                one.agent,
+                one.api,
+                one.model_asked,
+                one.model,
+                one.reserved,
+                0 if one.reserved is None else 1,
+                one.rewrote,
+            )
+            for run_id, one in flying
+        ],
+    )
+    # After the file's rows in the (time, id) order readers sort by: ids past its own.
+    db.execute("UPDATE temp.flying SET id = id + (SELECT coalesce(max(id), 0) FROM main.requests)")
+    db.execute(
+        f"CREATE TEMP VIEW requests AS SELECT id, {columns} FROM main.requests "  # noqa: S608 - our own names
+        f"UNION ALL SELECT id, {columns} FROM temp.flying"
+    )
 
 
 def check_by(by: str | None) -> None:

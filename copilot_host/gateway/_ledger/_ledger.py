@@ -270,6 +270,8 @@ def open_ledger(
         first_row=first_row,
         max_credits_per_day=max_credits_per_day,
         busy_seconds=BUSY_SECONDS,
+        journal=lock.journal,
+        runs_fd=lock.folder.fd,
     )
     held = lock
 

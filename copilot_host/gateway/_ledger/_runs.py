@@ -11,6 +11,11 @@ transaction, so two processes starting at once settle it once; the lock file is 
 only after that commits. A process can be taken for dead while it starts only if it has no
 ``runs`` row yet, and then it has no rows to settle either.
 
+The lock file is also the run's journal (``_journal``): its requests in flight whose start
+was not written as a row. Settling a dead run records each as ``interrupted`` too; a run
+whose journal still holds requests when it lets its lock go (its writer failed) leaves the
+file for the next start to settle.
+
 A lock file with no ``runs`` row (a process killed between the two, or after removing its
 row) is removed by the next start once its lock can be taken. A process that made its file
 checks, once it holds the lock, that the name is still its file: if a sweep removed it in
@@ -30,15 +35,18 @@ from typing import TYPE_CHECKING
 from copilot_host import StoreError
 from copilot_host.store import PrivateFolder
 
+from ._journal import Flying, Journal, read_journal
 from ._records import INTERRUPTED, valid_run_id
+from ._statements import INSERT_INTERRUPTED
 
 if TYPE_CHECKING:
     import sqlite3
 
-__all__ = ["RunLock", "live_runs", "settle_dead_runs"]
+__all__ = ["RunLock", "flying_of", "live_runs", "settle_dead_runs", "settle_flying"]
 
 _SUFFIX = ".lock"
-_OPEN = os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+_READ = os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+_OPEN = os.O_RDWR | _READ
 
 
 class RunLock:
@@ -48,6 +56,7 @@ class RunLock:
         self.folder = folder
         self.run_id = run_id
         self._fd = fd
+        self.journal = Journal(fd)
 
     @classmethod
     def take(cls, folder: PrivateFolder, run_id: str) -> RunLock:
@@ -83,12 +92,15 @@ class RunLock:
         )
 
     def release(self) -> None:
-        """Remove the lock file, then let the lock go (after the run's row is gone)."""
+        """Remove the lock file, then let the lock go (after the run's row is gone); a
+        journal still holding requests stays for the next start to settle."""
         fd, self._fd = self._fd, -1
         if fd < 0:
             return
         try:
-            if _names(self.folder, self.run_id + _SUFFIX, fd):
+            kept = bool(self.journal.taken())
+            self.journal.close()
+            if not kept and _names(self.folder, self.run_id + _SUFFIX, fd):
                 os.unlink(self.run_id + _SUFFIX, dir_fd=self.folder.fd)
         finally:
             os.close(fd)
@@ -179,6 +191,8 @@ def settle_dead_runs(db: sqlite3.Connection, folder: PrivateFolder, *, own: str)
                 "WHERE id > ? AND run_id = ? AND status IS NULL",
                 (INTERRUPTED, first_row, run_id),
             ).rowcount
+            if dead.fd is not None:
+                settled += settle_flying(db, run_id, first_row, read_journal(dead.fd))
             db.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
         known = {run_id for run_id, _first in runs}
         db.execute("COMMIT")
@@ -189,6 +203,71 @@ def settle_dead_runs(db: sqlite3.Connection, folder: PrivateFolder, *, own: str)
     _let_go(folder, taken, remove=True)
     _sweep(folder, known | {own})
     return settled
+
+
+def settle_flying(db: sqlite3.Connection, run_id: str, first_row: int, flying: list[Flying]) -> int:
+    """Record the run's requests left in its journal as ``interrupted`` (inside the
+    caller's write transaction), but for those whose row is written already; how many."""
+    if not flying:
+        return 0
+    written = written_seqs(db, run_id, first_row, flying)
+    for one in flying:
+        if one.seq in written:
+            continue
+        db.execute(
+            INSERT_INTERRUPTED,
+            (
+                one.time,
+                run_id,
+                one.login,
+                one.agent,
+                one.api,
+                one.model_asked,
+                one.model,
+                one.reserved,
+                0 if one.reserved is None else 1,
+                one.rewrote,
+                one.seq,
+            ),
+        )
+    return len(flying) - len(written)
+
+
+def written_seqs(
+    db: sqlite3.Connection, run_id: str, first_row: int, flying: list[Flying]
+) -> set[int]:
+    """The ``seq`` of those of ``flying`` whose row is in the table already (their process
+    had committed it and not yet freed the slot)."""
+    marks = ", ".join("?" * len(flying))
+    found = db.execute(
+        f"SELECT seq FROM requests WHERE id > ? AND run_id = ? AND seq IN ({marks})",  # noqa: S608 - placeholders only
+        (first_row, run_id, *(one.seq for one in flying)),
+    )
+    return {int(row[0]) for row in found}
+
+
+def flying_of(db: sqlite3.Connection, folder: PrivateFolder | None) -> list[tuple[str, Flying]]:
+    """The requests in the journals of the runs the ledger knows whose row is not written
+    yet (a reader's view: in flight while their run lives, else what the next start
+    records as ``interrupted``)."""
+    if folder is None:
+        return []
+    found: list[tuple[str, Flying]] = []
+    for run_id, first_row in db.execute("SELECT run_id, first_row FROM runs").fetchall():
+        if not valid_run_id(run_id):
+            continue
+        try:
+            fd = os.open(run_id + _SUFFIX, os.O_RDONLY | _READ, dir_fd=folder.fd)
+        except OSError:
+            continue  # gone, or not a file of ours: nothing kept there
+        try:
+            flying = read_journal(fd)
+        finally:
+            os.close(fd)
+        if flying:
+            written = written_seqs(db, run_id, first_row, flying)
+            found.extend((run_id, one) for one in flying if one.seq not in written)
+    return found
 
 
 def _sweep(folder: PrivateFolder, known: set[str]) -> None:

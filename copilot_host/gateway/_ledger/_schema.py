@@ -6,10 +6,12 @@ newer record, never read with a guess at what changed. A file with fewer is brou
 date in one write transaction (SQLite's DDL is transactional): a crash halfway leaves the
 file as it was, and two processes starting at once migrate it once.
 
-``requests`` holds one row per model request. ``status`` is NULL while the request is in
-flight (``credits`` then holds its reservation, ``credits_estimated`` 1), the HTTP status
-its client got once it ended, or ``'interrupted'`` when its process ended first (the
-reservation stays, estimated). ``runs`` holds one row per process writing the ledger, with
+``requests`` holds one row per model request. ``status`` is the HTTP status its client got,
+or ``'interrupted'`` when its process ended first (the reservation kept, estimated), or
+NULL while the request is in flight when its start was written as a row (a process with a
+daily budget; ``credits`` then holds its reservation, ``credits_estimated`` 1). Other starts
+are kept in the run's journal until the row is written whole (``_journal``), whose ``seq``
+the row keeps. ``runs`` holds one row per process writing the ledger, with
 the highest row id when it began, so that what a dead run left in flight is found from
 there on without an index on ``run_id``.
 """
@@ -75,8 +77,15 @@ def _v1(db: sqlite3.Connection) -> None:
     )
 
 
+def _v2(db: sqlite3.Connection) -> None:
+    # A row written when its answer ended carries the sequence number its start had in
+    # the run's journal (``_journal``), so settling a dead run's journal never counts a
+    # request twice; NULL for rows written otherwise.
+    db.execute("ALTER TABLE requests ADD COLUMN seq INTEGER")
+
+
 # In order; a file's user_version is how many of them it has been through.
-MIGRATIONS: tuple[Migration, ...] = (_v1,)
+MIGRATIONS: tuple[Migration, ...] = (_v1, _v2)
 SCHEMA_VERSION = len(MIGRATIONS)
 # What a row is written with, in the order of the table (after its id).
 WRITTEN = (

@@ -18,6 +18,7 @@ __all__ = [
     "COLUMNS",
     "DAY_FIGURES",
     "END_COLUMNS",
+    "INSERT_INTERRUPTED",
     "START",
     "START_HELD",
     "assignments",
@@ -75,11 +76,21 @@ def assignments(nulls: tuple[bool, ...], rewrote: bool) -> str:
 
 
 @functools.lru_cache(maxsize=64)
-def insert_ended(nulls: tuple[bool, ...]) -> str:
-    """The INSERT of a row that has ended (an answer the gateway gave itself)."""
+def insert_ended(nulls: tuple[bool, ...], seq: bool = False) -> str:
+    """The INSERT of a row that has ended: an answer the gateway gave itself, or (with
+    ``seq``, bound last) a request whose start waited in the run's journal."""
     marks = ", ".join("NULL" if null else "?" for null in nulls)
+    columns, more = (f"{COLUMNS}, seq", ", ?") if seq else (COLUMNS, "")
     # Only this module's column names, NULL and ? go into the text.
-    return f"INSERT INTO requests ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, {marks}, ?)"  # noqa: S608
+    return f"INSERT INTO requests ({columns}) VALUES (?, ?, ?, ?, ?, ?, ?, {marks}, ?{more})"  # noqa: S608
+
+
+# A dead run's request still in its journal: interrupted, its reservation kept.
+INSERT_INTERRUPTED = (
+    "INSERT INTO requests (time, run_id, login, agent, api, model_asked, model, status, "
+    "credits, credits_estimated, rewrote, seq) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, 'interrupted', ?, ?, ?, ?)"
+)
 
 
 _NO_NULLS = (False,) * len(END_COLUMNS)
