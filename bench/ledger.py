@@ -133,13 +133,21 @@ WORKLOADS: dict[str, tuple[str, bytes, dict[str, str], dict[str, Any]]] = {
 
 
 def gateway_cpu_per_request(
-    requests: int, blocks: int = 20, workload: str = "chat"
+    requests: int,
+    blocks: int = 20,
+    workload: str = "chat",
+    *,
+    control: bool = False,
+    swapped: bool = False,
 ) -> tuple[float, float]:
     """``serve``'s CPU (us) per relayed request of ``workload`` (a small non-streaming
     Chat request, or a Claude Code turn of 200 KB), one client: recording into the home
     folder's ledger, and with ``COPILOT_HOST_LEDGER=off``. Both gateways run at once and
     take turns, ``blocks`` blocks of requests each (the first to go alternates), so that
-    this machine's swings in speed fall on both alike."""
+    this machine's swings in speed fall on both alike. ``control``: both with the ledger
+    off, the same comparison of two identical processes (its noise floor). ``swapped``:
+    the gateway without the ledger is started first (the control shows the first-started
+    reading a few percent higher on this machine, so rounds alternate it)."""
     path, body, extra, groups = WORKLOADS[workload]
     headers = {"Content-Type": "application/json", **extra}
     per_block = max(requests // blocks, 1)
@@ -147,10 +155,10 @@ def gateway_cpu_per_request(
         home = Path(folder) / "home"
         relay_bench.login(home, emu.port)
         with (
-            relay_bench.gateway(home, emu.port, ledger=True) as recording,
-            relay_bench.gateway(home, emu.port, ledger=False) as unrecorded,
+            relay_bench.gateway(home, emu.port, ledger=not control and not swapped) as first,
+            relay_bench.gateway(home, emu.port, ledger=not control and swapped) as second,
         ):
-            pair = (recording, unrecorded)
+            pair = (second, first) if swapped else (first, second)
             clients = [
                 httpx2.Client(headers={"Authorization": f"Bearer {gw.key}"}, timeout=60)
                 for gw in pair
@@ -176,6 +184,19 @@ def gateway_cpu_per_request(
     return spent[0] / done * 1e6, spent[1] / done * 1e6
 
 
+def control(requests: int, rounds: int, workload: str = "chat") -> None:
+    """Two ``serve`` processes, both with the ledger off, measured as section 1 measures
+    one recording against one not: what that comparison reads when nothing differs."""
+    reads = []
+    for round_ in range(rounds):
+        first, second = gateway_cpu_per_request(
+            requests, workload=workload, control=True, swapped=round_ % 2 == 1
+        )
+        reads.append((first / second - 1) * 100)
+    shown = ", ".join(f"{one:+.1f}%" for one in reads)
+    print(f"   control, two serves with the ledger off side by side: {shown}")
+
+
 def recording(requests: int, rounds: int, workload: str = "chat") -> None:
     print(
         f"1. recording ({requests} requests a measurement, medians of {rounds} rounds, "
@@ -185,8 +206,10 @@ def recording(requests: int, rounds: int, workload: str = "chat") -> None:
     unrecorded: list[float] = []
     cases = {"1 caller": (1, None), "16 callers": (16, None), "1 caller, daily budget": (1, 1e9)}
     ledger: dict[str, list[float]] = {case: [] for case in cases}
-    for _ in range(rounds):
-        with_ledger, without = gateway_cpu_per_request(requests, workload=workload)
+    for round_ in range(rounds):
+        with_ledger, without = gateway_cpu_per_request(
+            requests, workload=workload, swapped=round_ % 2 == 1
+        )
         gateway.append(with_ledger)
         unrecorded.append(without)
         for case, (callers, limit) in cases.items():
@@ -295,6 +318,11 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--only", choices=["recording", "reading"])
     parser.add_argument(
+        "--control",
+        action="store_true",
+        help="also compare two serves that both have the ledger off (the noise floor)",
+    )
+    parser.add_argument(
         "--workload",
         choices=sorted(WORKLOADS),
         default="chat",
@@ -309,6 +337,8 @@ def main() -> None:
     print(f"ledger benchmark on {os.cpu_count()} cores, Python {sys.version.split()[0]}")
     if args.only != "reading":
         recording(args.requests, args.rounds, args.workload)
+        if args.control:
+            control(args.requests, args.rounds, args.workload)
     if args.only != "recording":
         reading(args.rows, args.runs)
     return None
