@@ -10,7 +10,8 @@ gateway applied. Never a prompt, an answer, a header value or a secret. docs/ARC
   what it answers (:class:`Admitted`, :class:`OverDailyBudget`); sans-IO.
 * :mod:`._schema`: the tables, ``PRAGMA user_version`` and the migrations.
 * :mod:`._file`: which file, and opening it through the store's checked folder.
-* :mod:`._runs`: which processes are alive (a lock each), and settling what dead ones left.
+* :mod:`._runs`: which processes are alive (a lock each), and settling what dead ones left;
+  :mod:`._journal` the requests in flight each run keeps in its lock file.
 * :mod:`._book`: the connection and its writes, one user at a time; :mod:`._statements`
   the statements it writes.
 * :mod:`._writer`: the writer thread, its batches and the daily budget.
