@@ -20,7 +20,7 @@ from typing import Any
 import httpx2
 import pytest
 
-from copilot_host.gateway._ledger import IN_FLIGHT, open_ledger, read_history
+from copilot_host.gateway._ledger import IN_FLIGHT, read_history
 from copilot_host.testing import Faults, GitHubEmulator, Scenario
 from tests.gateway.test_serve import BOUND, CHILD, LISTENING, _env, _Lines, _login
 
@@ -203,10 +203,13 @@ def test_two_serves_and_a_run_record_one_row_per_request_and_a_kill_interrupted(
 
     ledger = home / "ledger.sqlite3"
     assert (ledger.stat().st_mode & 0o777) == 0o600
-    # The killed stream's start is in its run's journal until the next start records it
-    # (reading shows it interrupted before that: below); that start is this.
+    # The killed stream's start is in its run's journal: reading shows it interrupted
+    # already, and the next gateway to start writes its row.
     assert len(ledger_rows(ledger)) == 999
-    open_ledger(ledger).close()
+    shown = _history(home)
+    assert len(shown["rows"]) == 1000
+    assert [row["status"] for row in shown["rows"]].count("interrupted") == 1
+    Gateway(emulator.port, home, "--port", "0", "--json").listening().stop()
     rows = ledger_rows(ledger)
     # Exactly one row per request: 1,000, three runs, the killed stream among them once.
     assert len(rows) == 1000

@@ -129,7 +129,7 @@ class Book:
         if self.limit is None and journal is not None:
             # Nothing to read and nothing to decide: the start goes into the journal (see
             # the module docstring), in this thread, without the lock.
-            start.time // DAY
+            start.time // DAY  # a caller's wrong type fails here, named by its type alone
             key = journal.take(stored_names(start), start.time, start.reserved)
             if key:
                 self._flying[-key] = start
