@@ -1,12 +1,12 @@
 """The open ledger's connection and what this run knows of the file, one user at a time.
 
-Every write happens under :attr:`Book.lock`. The connection never waits inside SQLite
-(``busy_timeout`` 0): a caller that must not wait (the gateway's event loop, writing its
-own start row) gives up at once when the lock or the file is busy (:meth:`Book.try_now`
-returns None and the start is queued to the writer thread), and the writer thread waits
-by retrying (:meth:`Book.transaction` with ``wait``). So the common case costs one
-statement in the caller's thread and no thread switch; the rare one costs a queue and a
-wake-up.
+Every write to the file happens under :attr:`Book.lock`. The connection never waits inside
+SQLite (``busy_timeout`` 0): a caller that must not wait (the gateway's event loop, writing
+a start row under a daily budget) gives up at once when the lock or the file is busy
+(:meth:`Book.try_now` returns None and the start is queued to the writer thread), and the
+writer thread waits by retrying (:meth:`Book.transaction` with ``wait``). So the common
+case costs one transaction in the caller's thread and no thread switch; the rare one
+costs a queue and a wake-up.
 
 Without a daily budget a start is not a row: it is written into the run's journal
 (``_journal``, memory shared with the file, no system call, no lock), and the row is

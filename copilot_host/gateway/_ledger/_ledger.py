@@ -10,7 +10,8 @@ unsafe, damaged or written by a newer copilot-host is a typed ``StoreError`` ins
 recording the person asked for is not dropped silently.
 
 Per model request the gateway awaits :meth:`Ledger.begin` before it sends upstream (the
-row is committed by then; with a daily budget the answer may be :class:`OverDailyBudget`)
+request is kept by then, in the run's journal or as a committed row; with a daily budget
+the answer may be :class:`OverDailyBudget`)
 and calls :meth:`Ledger.end` when the answer is over (queued; never waits). An answer the
 gateway gives itself is one :meth:`Ledger.answered`. :meth:`Ledger.close` writes what is
 queued, marks this run's rows still in flight ``interrupted`` and lets the run's lock go.
@@ -141,9 +142,10 @@ class Ledger:
             return NOT_RECORDED
 
     async def begin(self, start: Start) -> Admission:
-        """Record ``start`` as in flight; returns once its row is committed, or refused
-        by the daily budget. Await it before the request goes upstream. Written in this
-        thread when the file is free at once, else by the writer thread."""
+        """Record ``start`` as in flight; returns once it is kept (a slot of the run's
+        journal, or with a daily budget a committed row), or refused by the daily
+        budget. Await it before the request goes upstream. Written in this thread when
+        that needs no waiting, else by the writer thread."""
         api_word(start.api)  # a caller's mistake shows here, not in the writer thread
         done = self._now(start)
         if done is not None:

@@ -110,8 +110,9 @@ class End(NamedTuple):
 
 
 class Admitted(NamedTuple):
-    """The start row is committed as ``row`` (what :class:`End` names); None when the
-    ledger could not record it (it said so once) or is off."""
+    """The start is kept: ``row`` is what :class:`End` names (a committed row's id, or a
+    negative number for a slot of the run's journal); None when the ledger could not
+    record it (it said so once) or is off."""
 
     row: int | None
 
