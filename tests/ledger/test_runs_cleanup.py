@@ -138,6 +138,8 @@ def _not_a_lock_file(kind: str, name: str, victim: Path) -> None:
     """``name`` (in the current folder) made as something no start of ours makes."""
     if kind == "link":
         os.symlink(victim, name)
+    elif kind == "fifo":
+        os.mkfifo(name, 0o600)
     elif kind == "socket":
         with socket.socket(socket.AF_UNIX) as made:
             made.bind(name)  # a relative name: socket paths are short
@@ -145,13 +147,14 @@ def _not_a_lock_file(kind: str, name: str, victim: Path) -> None:
         os.mkdir(name, 0o700)
 
 
-@pytest.mark.parametrize("kind", ["link", "socket", "folder"])
+@pytest.mark.parametrize("kind", ["link", "socket", "folder", "fifo"])
 def test_what_is_not_a_lock_file_is_left_alone_and_never_stops_a_start(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
 ) -> None:
-    """A link, a socket or a folder at a lock file's name: no one holds it, so a dead run
-    of that name is settled and an orphan's name is skipped; neither is followed, opened
-    as a lock or removed. (A folder made every start fail with IsADirectoryError.)"""
+    """A link, a socket, a folder or a FIFO at a lock file's name: no one holds it, so a
+    dead run of that name is settled and an orphan's name is skipped; neither is followed,
+    opened as a lock, read as a journal or removed. (A folder made every start fail with
+    IsADirectoryError.)"""
     path = _new_ledger(tmp_path)
     victim = tmp_path / "victim"
     victim.write_text("keep")
@@ -159,6 +162,8 @@ def test_what_is_not_a_lock_file_is_left_alone_and_never_stops_a_start(
     monkeypatch.chdir(tmp_path / RUNS)
     for name in ("dead-1.lock", "orphan-1.lock"):
         _not_a_lock_file(kind, name, victim)
+    # Reading (which looks for journals too) is not stopped by it either.
+    assert [row.status for row in read_history(path, since=0).rows] == [INTERRUPTED]
     with ledger_at(path) as ledger:
         ledger.end(end(begun(ledger, start())))
     found = {r["id"]: r for r in rows(path)}

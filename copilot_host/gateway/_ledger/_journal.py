@@ -30,6 +30,7 @@ import itertools
 import math
 import mmap
 import os
+import stat
 import struct
 from collections.abc import Iterator
 from typing import NamedTuple
@@ -161,8 +162,15 @@ def _slots(data: bytes | mmap.mmap) -> Iterator[tuple[int, Flying]]:
 
 
 def read_journal(fd: int) -> list[Flying]:
-    """The taken slots of the journal open as ``fd`` (another run's)."""
-    return [one for _slot, one in _slots(os.pread(fd, SIZE, 0))]
+    """The taken slots of the journal open as ``fd`` (another run's); none when ``fd`` is
+    not a journal (a lock file of an earlier version, or not a regular file at all)."""
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return []
+        data = os.pread(fd, SIZE, 0)
+    except OSError:
+        return []
+    return [one for _slot, one in _slots(data)]
 
 
 class Journals:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import stat
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -138,6 +139,10 @@ def _take_if_dead(folder: PrivateFolder | None, run_id: str) -> _Taken | None:
             # A link, a socket, a folder: not a lock file of ours, so no one holds it.
             return _Taken(run_id, None)
         raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        # A FIFO (opened without blocking) or a device: not a lock file of ours either.
+        os.close(fd)
+        return _Taken(run_id, None)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
