@@ -299,14 +299,19 @@ class Book:
         assert row is not None
         return row, key, own or 0.0
 
-    def _insert(self, start: Start, end: End) -> None:
-        """A row that has ended already (an answer the gateway gave itself)."""
+    def _insert(self, start: Start, end: End, seq: int | None = None) -> Key:
+        """The row of a request that has ended, written whole: an answer the gateway gave
+        itself, or (``seq``) one whose start waited in the journal; its (login, day)."""
         login, agent, api, asked, model, rewrote = stored_names(start)
+        if end.rewrote is not None:
+            rewrote = rewrote_text(end.rewrote)
         nulls, values = bound(ended(end))
-        self._cursor.execute(
-            insert_ended(nulls),
-            (start.time, self.run_id, login, agent, api, asked, model, *values, rewrote),
-        )
+        row = (start.time, self.run_id, login, agent, api, asked, model, *values, rewrote)
+        if seq is None:
+            self._cursor.execute(insert_ended(nulls), row)
+        else:
+            self._cursor.execute(insert_ended(nulls, True), (*row, seq))
+        return login, int(start.time // DAY)
 
     def _close_row(self, row: int, work: _Changes, spent: float) -> None:
         found = work.opened.pop(row, None) or self._open.get(row)
@@ -339,27 +344,9 @@ class Book:
         start = self._flying.pop(end.row, None)
         if start is None:
             return
-        login, agent, api, asked, model, rewrote = stored_names(start)
-        if end.rewrote is not None:
-            rewrote = rewrote_text(end.rewrote)
-        nulls, values = bound(ended(end))
-        self._cursor.execute(
-            insert_ended(nulls, True),
-            (
-                start.time,
-                self.run_id,
-                login,
-                agent,
-                api,
-                asked,
-                model,
-                *values,
-                rewrote,
-                seq_of(-end.row),
-            ),
-        )
+        key = self._insert(start, end, seq_of(-end.row))
         work.freed.append(-end.row)
-        figures = work.days.get((login, int(start.time // DAY)))
+        figures = work.days.get(key)
         if figures is not None:
             figures[0] += end.credits or 0.0
 

@@ -175,21 +175,7 @@ def _with_flying(db: sqlite3.Connection, flying: list[tuple[str, Flying]]) -> No
     db.executemany(
         "INSERT INTO temp.flying (time, run_id, login, agent, api, model_asked, model, "
         "credits, credits_estimated, rewrote) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [
-            (
-                one.time,
-                run_id,
-                one.login,
-                one.agent,
-                one.api,
-                one.model_asked,
-                one.model,
-                one.reserved,
-                0 if one.reserved is None else 1,
-                one.rewrote,
-            )
-            for run_id, one in flying
-        ],
+        [one.row(run_id) for run_id, one in flying],
     )
     # After the file's rows in the (time, id) order readers sort by: ids past its own.
     db.execute("UPDATE temp.flying SET id = id + (SELECT coalesce(max(id), 0) FROM main.requests)")

@@ -35,9 +35,24 @@ import struct
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from ._records import stored_text
+from ._records import stored_text, valid_run_id
 
-__all__ = ["SIZE", "SLOT", "SLOTS", "Flying", "Journal", "Journals", "read_journal"]
+__all__ = [
+    "SIZE",
+    "SLOT",
+    "SLOTS",
+    "SUFFIX",
+    "Flying",
+    "Journal",
+    "Journals",
+    "open_journal",
+    "read_journal",
+]
+
+# A run's lock file, which is its journal: ``<run id>.lock`` in the runs folder.
+SUFFIX = ".lock"
+# Opened to read, never following a link, never blocking (a FIFO in its place).
+_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 
 SLOT = 1024
 SLOTS = 256
@@ -65,6 +80,24 @@ class Flying(NamedTuple):
     model_asked: str
     model: str
     rewrote: str
+
+    def row(self, run_id: str) -> tuple[object, ...]:
+        """What its row holds before the end's values, as ``requests`` orders them:
+        time, run, login, agent, API, model asked, model, reservation, whether estimated,
+        changes."""
+        held = self.reserved
+        return (
+            self.time,
+            run_id,
+            self.login,
+            self.agent,
+            self.api,
+            self.model_asked,
+            self.model,
+            held,
+            0 if held is None else 1,
+            self.rewrote,
+        )
 
 
 class Journal:
@@ -161,6 +194,17 @@ def _slots(data: bytes | mmap.mmap) -> Iterator[tuple[int, Flying]]:
         slot = marks.find(_TAKEN, slot + 1)
 
 
+def open_journal(folder_fd: int, run_id: str) -> int | None:
+    """Another run's journal in the runs folder ``folder_fd``, open to read; None when
+    there is none to read (gone, a name no run of ours has, a link)."""
+    if not valid_run_id(run_id):
+        return None
+    try:
+        return os.open(run_id + SUFFIX, _READ, dir_fd=folder_fd)
+    except OSError:
+        return None
+
+
 def read_journal(fd: int) -> list[Flying]:
     """The taken slots of the journal open as ``fd`` (another run's); none when ``fd`` is
     not a journal (a lock file of an earlier version, or not a regular file at all)."""
@@ -184,16 +228,12 @@ class Journals:
         for gone in set(self._maps) - run_ids:
             self._maps.pop(gone).close()
         for run_id in run_ids - set(self._maps):
+            fd = open_journal(folder_fd, run_id)
+            if fd is None:
+                continue  # nothing in flight there
             try:
-                fd = os.open(
-                    run_id + ".lock",
-                    os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK,
-                    dir_fd=folder_fd,
-                )
-            except OSError:
-                continue  # gone already, or not a file of ours: nothing in flight there
-            try:
-                if os.fstat(fd).st_size == SIZE:
+                info = os.fstat(fd)
+                if stat.S_ISREG(info.st_mode) and info.st_size == SIZE:
                     self._maps[run_id] = mmap.mmap(fd, SIZE, prot=mmap.PROT_READ)
             except OSError:
                 pass

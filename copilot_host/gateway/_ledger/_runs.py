@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 from copilot_host import StoreError
 from copilot_host.store import PrivateFolder
 
-from ._journal import Flying, Journal, read_journal
+from ._journal import SUFFIX, Flying, Journal, open_journal, read_journal
 from ._records import INTERRUPTED, valid_run_id
 from ._statements import INSERT_INTERRUPTED
 
@@ -45,9 +45,8 @@ if TYPE_CHECKING:
 
 __all__ = ["RunLock", "flying_of", "live_runs", "settle_dead_runs", "settle_flying"]
 
-_SUFFIX = ".lock"
-_READ = os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
-_OPEN = os.O_RDWR | _READ
+_SUFFIX = SUFFIX
+_OPEN = os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 
 
 class RunLock:
@@ -219,22 +218,7 @@ def settle_flying(db: sqlite3.Connection, run_id: str, first_row: int, flying: l
     for one in flying:
         if one.seq in written:
             continue
-        db.execute(
-            INSERT_INTERRUPTED,
-            (
-                one.time,
-                run_id,
-                one.login,
-                one.agent,
-                one.api,
-                one.model_asked,
-                one.model,
-                one.reserved,
-                0 if one.reserved is None else 1,
-                one.rewrote,
-                one.seq,
-            ),
-        )
+        db.execute(INSERT_INTERRUPTED, (*one.row(run_id), one.seq))
     return len(flying) - len(written)
 
 
@@ -259,12 +243,9 @@ def flying_of(db: sqlite3.Connection, folder: PrivateFolder | None) -> list[tupl
         return []
     found: list[tuple[str, Flying]] = []
     for run_id, first_row in db.execute("SELECT run_id, first_row FROM runs").fetchall():
-        if not valid_run_id(run_id):
-            continue
-        try:
-            fd = os.open(run_id + _SUFFIX, os.O_RDONLY | _READ, dir_fd=folder.fd)
-        except OSError:
-            continue  # gone, or not a file of ours: nothing kept there
+        fd = open_journal(folder.fd, run_id)
+        if fd is None:
+            continue  # nothing kept there
         try:
             flying = read_journal(fd)
         finally:
