@@ -90,17 +90,15 @@ def role_emulator(groups: dict[str, Any]) -> None:
         models = tuple(
             _with_socket(item) if item.get("id") == "gpt-5-mini" else item for item in models
         )
+    # "whole": an agent's bodies, so every model served (the default inventory) and any
+    # shape taken.
+    whole = groups.get("inventory") == "whole"
     scenario = Scenario(
-        inventory=Inventory(models=models),
+        inventory=Inventory() if whole else Inventory(models=models),
         replies=Replies(**groups.get("replies", {})),
         session=Session(**groups.get("session", {})),
+        lenient=whole,
     )
-    if groups.get("inventory") == "whole":  # an agent's bodies: its models, any shape taken
-        scenario = Scenario(
-            replies=Replies(**groups.get("replies", {})),
-            session=Session(**groups.get("session", {})),
-            lenient=True,
-        )
     with GitHubEmulator(scenario) as emulator:
         print(emulator.port, flush=True)
         for line in sys.stdin:
