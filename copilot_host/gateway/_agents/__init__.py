@@ -21,7 +21,7 @@ from pathlib import Path, PurePath
 from . import _aider, _claude_code, _codex, _copilot_cli, _opencode, _qwen_code
 from ._profile import PAYMENT_REQUIRED, Agent
 
-__all__ = ["AGENTS", "NAMES", "agent_for", "agent_of", "budget_status", "home_of"]
+__all__ = ["AGENTS", "NAMES", "TOLD_BY", "agent_for", "agent_of", "budget_status", "home_of"]
 
 # In the order requests are matched: the more specific headers first (the Copilot CLI
 # sends an SDK's User-Agent, told apart by its own headers).
@@ -40,9 +40,29 @@ _SDKS = ((b"OpenAI/", "openai-sdk"), (b"Anthropic/", "anthropic-sdk"))
 NAMES: tuple[str, ...] = (*(agent.name for agent in AGENTS), "openai-sdk", "anthropic-sdk", "other")
 
 
+# The headers an agent is told by (each module's ``identify`` reads no other: the gateway
+# reads no other for it), and what their values were found to say: a client sends the
+# same ones on every request, and looking them up costs a tenth of asking each agent.
+TOLD_BY = (b"user-agent", b"x-app", b"originator", b"x-interaction-type")
+_SEEN: dict[tuple[bytes | str | None, ...], str] = {}
+# Values are the client's to choose: a client inventing new ones empties the memo rather
+# than growing it.
+_SEEN_MAX = 256
+
+
 def agent_of(headers: Mapping[bytes, bytes], default: str = "other") -> str:
     """Who sent a request, from its headers (lower-case names): an agent's name, an SDK's,
     else ``default`` (``run`` passes the agent it started)."""
+    key = (*map(headers.get, TOLD_BY), default)
+    found = _SEEN.get(key)
+    if found is None:
+        if len(_SEEN) >= _SEEN_MAX:
+            _SEEN.clear()
+        found = _SEEN[key] = _identify(headers, default)
+    return found
+
+
+def _identify(headers: Mapping[bytes, bytes], default: str) -> str:
     for agent in AGENTS:
         if agent.identify(headers):
             return agent.name

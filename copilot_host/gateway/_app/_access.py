@@ -23,6 +23,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from .._agents import TOLD_BY
+
 __all__ = [
     "FORWARDED_REQUEST_HEADERS",
     "Refusal",
@@ -49,7 +51,7 @@ FORWARDED_REQUEST_HEADERS: Mapping[str, str] = {
 FORWARDED_REQUEST_HEADERS = MappingProxyType(dict(FORWARDED_REQUEST_HEADERS))
 # Headers that tell which agent sent a request (copilot_host.gateway._agents): read, never
 # forwarded, never logged (only the agent's name, from a closed vocabulary, is kept).
-IDENTIFYING = frozenset({b"user-agent", b"x-app", b"originator", b"x-interaction-type"})
+IDENTIFYING = frozenset(TOLD_BY)
 # What else the gateway reads: the body's framing (declared length, transfer coding) and
 # the headers it may forward.
 _WANTED = (
