@@ -184,3 +184,61 @@ def test_served_betas_go_once_each_in_the_order_first_sent() -> None:
     sent.append(b"effort-2025-11-24,interleaved-thinking-2025-05-14 ,,")
     assert filter_betas(sent) == b"effort-2025-11-24,interleaved-thinking-2025-05-14"
     assert filter_betas([b"claude-code-20250219", b" , "]) is None
+
+
+@pytest.mark.parametrize(
+    "forwarded",
+    [
+        [(b"content-type", b"application/json")],
+        [(b"accept", b"text/event-stream"), (b"content-type", b"application/json")],
+        [(b"User-Agent", b"hook/1"), (b"anthropic-beta", b"a"), (b"anthropic-beta", b"b")],
+    ],
+)
+def test_the_relayed_request_is_what_the_clients_build_request_makes(
+    forwarded: list[tuple[bytes, bytes]],
+) -> None:
+    # The relay builds its request itself (to spare httpx2's copies of the headers): the
+    # same headers in the same order, the body with its length, the client's timeouts;
+    # and once the client holds a cookie, the cookie too.
+    from copilot_host.gateway._app._relay import _request
+
+    body = b'{"model": "gpt-4.1"}'
+    origin, path = "https://api.githubcopilot.com", "/chat/completions"
+    client = httpx2.AsyncClient(timeout=httpx2.Timeout(3.0, read=7.0))
+    for cookies in (False, True):
+        if cookies:
+            client.cookies.set("jar", "kept", domain="api.githubcopilot.com")
+        ours = _request(client, origin, path, body, forwarded)
+        theirs = client.build_request("POST", origin + path, content=body, headers=forwarded)
+        assert ours.headers.raw == theirs.headers.raw
+        assert ours.url == theirs.url
+        assert ours.content == theirs.content == body
+        assert ours.extensions == theirs.extensions
+        assert ((b"Cookie", b"jar=kept") in ours.headers.raw) == cookies
+
+
+def test_an_ipv6_zone_is_not_sent_in_the_relayed_host_header() -> None:
+    from copilot_host.gateway._app._relay import _request
+
+    client = httpx2.AsyncClient()
+    request = _request(client, "https://[fe80::1%25eth0]:8443", "/responses", b"{}", [])
+    assert request.headers["host"] == "[fe80::1]:8443"
+    assert request.headers["host"] == client.build_request("POST", request.url).headers["host"]
+
+
+def test_agents_are_told_once_per_set_of_identifying_headers_with_a_bounded_memo() -> None:
+    from copilot_host.gateway import _agents
+
+    _agents._SEEN.clear()
+    codex = {b"user-agent": b"codex_cli_rs/0.50", b"originator": b"codex_cli_rs"}
+    assert _agents.agent_of(codex) == "codex"
+    # A header no agent is told by does not change the answer, nor the memo's key.
+    assert _agents.agent_of({**codex, b"accept": b"*/*"}) == "codex"
+    assert len(_agents._SEEN) == 1
+    # run's default takes part: the same headers may name another agent under another run.
+    assert _agents.agent_of({b"user-agent": b"OpenAI/Python 1.0"}) == "openai-sdk"
+    assert _agents.agent_of({b"user-agent": b"OpenAI/Python 1.0"}, "aider") == "aider"
+    for n in range(3 * _agents._SEEN_MAX):
+        assert _agents.agent_of({b"user-agent": b"made-up/%d" % n}) == "other"
+        assert len(_agents._SEEN) <= _agents._SEEN_MAX
+    assert _agents.agent_of(codex) == "codex"
