@@ -65,7 +65,10 @@ UPSTREAM_LIMITS = httpx2.Limits(max_connections=512, max_keepalive_connections=6
 
 HeaderList = list[tuple[bytes, bytes]]
 
-_FORWARDED = tuple(name.encode("ascii") for name in FORWARDED_REQUEST_HEADERS)
+# Content-Type is forwarded apart: always, and always as JSON's.
+_FORWARDED_UNTYPED = tuple(
+    name.encode("ascii") for name in FORWARDED_REQUEST_HEADERS if name != "content-type"
+)
 # The one forwarded header that may rightly come more than once (a list of features); of
 # any other, the first value goes, as the checks read it.
 _REPEATABLE = frozenset({b"anthropic-beta"})
@@ -111,11 +114,14 @@ def _target(origin: str, path: str) -> tuple[httpx2.URL, bytes]:
 def _upstream_headers(headers: RequestHeaders) -> HeaderList:
     out: HeaderList = []
     repeated = headers.repeated
-    for name in _FORWARDED:
-        if name == b"content-type":
-            continue
-        values = repeated.get(name, ())
-        out.extend((name, value) for value in (values if name in _REPEATABLE else values[:1]))
+    for name in _FORWARDED_UNTYPED:
+        values = repeated.get(name)
+        if values is None:
+            continue  # the usual case: most are not sent
+        if name in _REPEATABLE:
+            out += [(name, value) for value in values]
+        else:
+            out.append((name, values[0]))
     kind = headers.get(b"content-type") or b""
     if kind.split(b";", 1)[0].strip().lower() != b"application/json":
         kind = b"application/json"
@@ -153,17 +159,25 @@ def _request(
 
 
 def _relayed(response: httpx2.Response) -> list[tuple[bytes, bytes]]:
-    kept: list[tuple[bytes, bytes]] = []
-    for name, value in response.headers.raw:
-        lower = name.lower()
-        if lower in _RELAYED or lower.startswith(_RATE_LIMIT_STARTS):
-            kept.append((lower, value))
+    """The answer's headers relayed to the client, names lower-case, in their order."""
+    kept = [
+        (lower, value)
+        for name, value in response.headers.raw
+        if (lower := name.lower()) in _RELAYED or lower.startswith(_RATE_LIMIT_STARTS)
+    ]
     # One look for a secret in all the values kept (one is as likely as never), and a
     # value masked only when the look found one.
-    values = b"\n".join(value for _, value in kept)
+    values = b"\n".join([value for _, value in kept])
     if ch.mask_secrets(values) != values:
         kept = [(name, ch.mask_secrets(value)) for name, value in kept]
     return kept
+
+
+def _value(kept: list[tuple[bytes, bytes]], name: bytes) -> str:
+    """A relayed header's value as ``response.headers.get`` gives it (every value of the
+    name, joined), read from the relayed headers: the answer's headers are searched once,
+    not once per name read."""
+    return b", ".join([value for key, value in kept if key == name]).decode("latin-1")
 
 
 def session_refused(response: httpx2.Response) -> ch.SessionError:
@@ -177,8 +191,7 @@ def session_refused(response: httpx2.Response) -> ch.SessionError:
     )
 
 
-def _is_event_stream(response: httpx2.Response) -> bool:
-    kind = response.headers.get("content-type", "")
+def _is_event_stream(kind: str) -> bool:
     return kind.split(";", 1)[0].strip().lower() == "text/event-stream"
 
 
@@ -252,12 +265,14 @@ async def relay_answer(response: httpx2.Response, call: Relayed) -> None:
     """An upstream answer to the client (see the module docstring), closed at the end."""
     outcome, observer, send, answers = call.outcome, call.observer, call.send, call.answers
     try:
-        outcome.upstream_id = response.headers.get("x-github-request-id", "")
         relayed = _relayed(response)
+        outcome.upstream_id = _value(relayed, b"x-github-request-id")
         outcome.quota = tuple(
-            (name.decode("latin-1"), value.decode("latin-1"))
-            for name, value in relayed
-            if name.startswith(_QUOTA_STARTS)
+            [
+                (name.decode("latin-1"), value.decode("latin-1"))
+                for name, value in relayed
+                if name.startswith(_QUOTA_STARTS)
+            ]
         )
         if observer is not None:
             observer.start(response.status_code, response.headers)
@@ -266,7 +281,7 @@ async def relay_answer(response: httpx2.Response, call: Relayed) -> None:
             "status": response.status_code,
             "headers": [*relayed, *call.extra_headers],
         }
-        if _is_event_stream(response):
+        if _is_event_stream(_value(relayed, b"content-type")):
             await _relay_events(response, start, send, outcome, observer, answers=answers)
         else:
             await _relay_whole(
