@@ -242,3 +242,23 @@ def test_agents_are_told_once_per_set_of_identifying_headers_with_a_bounded_memo
         assert _agents.agent_of({b"user-agent": b"made-up/%d" % n}) == "other"
         assert len(_agents._SEEN) <= _agents._SEEN_MAX
     assert _agents.agent_of(codex) == "codex"
+
+
+def test_request_headers_keep_the_first_value_and_every_value_of_a_repeated_one() -> None:
+    headers = read_headers(
+        [
+            (b"Anthropic-Beta", b"a"),
+            (b"host", b"127.0.0.1:8"),
+            (b"anthropic-beta", b"b"),
+            (b"x-unread", b"dropped"),
+            (b"anthropic-beta", b"c"),
+            (b"HOST", b"evil"),
+        ]
+    )
+    assert headers.get(b"anthropic-beta") == b"a"
+    assert list(headers.all(b"anthropic-beta")) == [b"a", b"b", b"c"]
+    assert list(headers.all(b"host")) == [b"127.0.0.1:8", b"evil"]
+    assert headers.get(b"host") == b"127.0.0.1:8"
+    assert headers.duplicated == {b"host"}  # an access header twice; a beta list may repeat
+    assert list(headers.all(b"accept")) == []
+    assert headers.get(b"x-unread") is None

@@ -68,13 +68,22 @@ class RequestHeaders:
 
     # The first value of each header read.
     values: dict[bytes, bytes] = field(default_factory=dict)
-    # Every value, in order (a forwarded header such as anthropic-beta may repeat).
+    # Every value, in order, of a header that came more than once (a forwarded header
+    # such as anthropic-beta may repeat); :meth:`all` reads either.
     repeated: dict[bytes, list[bytes]] = field(default_factory=dict)
     # Access headers that came more than once.
     duplicated: set[bytes] = field(default_factory=set)
 
     def get(self, name: bytes) -> bytes | None:
         return self.values.get(name)
+
+    def all(self, name: bytes) -> list[bytes] | tuple[bytes, ...]:
+        """Every value of ``name``, in order (none when it was not sent)."""
+        found = self.repeated.get(name)
+        if found is not None:
+            return found
+        value = self.values.get(name)
+        return () if value is None else (value,)
 
 
 def read_headers(raw: Iterable[tuple[bytes, bytes]]) -> RequestHeaders:
@@ -86,10 +95,18 @@ def read_headers(raw: Iterable[tuple[bytes, bytes]]) -> RequestHeaders:
         name = raw_name.lower()
         if name not in _WANTED:
             continue
-        if name in values and name in _SINGLE:
+        first = values.get(name)
+        if first is None:
+            values[name] = value
+            continue
+        # Rare: a list kept only for a header that repeats.
+        if name in _SINGLE:
             found.duplicated.add(name)
-        values.setdefault(name, value)
-        found.repeated.setdefault(name, []).append(value)
+        repeated = found.repeated
+        if name in repeated:
+            repeated[name].append(value)
+        else:
+            repeated[name] = [first, value]
     return found
 
 

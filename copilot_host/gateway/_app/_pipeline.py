@@ -149,9 +149,7 @@ class Pipeline:
         route = served.route
         flow.agent = agent_of(flow.headers.values, self.agent)
         changes = self.changes.of(api, flow.transport)
-        edit = RequestEdit(
-            api, parsed.value, route, flow.headers.repeated.get(b"anthropic-beta", ())
-        )
+        edit = RequestEdit(api, parsed.value, route, flow.headers.all(b"anthropic-beta"))
         edit.asked = flow.asked
         own = self.changes.paths.get(flow.path)
         if own is not None:

@@ -113,16 +113,16 @@ def _target(origin: str, path: str) -> tuple[httpx2.URL, bytes]:
 
 def _upstream_headers(headers: RequestHeaders) -> HeaderList:
     out: HeaderList = []
-    repeated = headers.repeated
+    values = headers.values
     for name in _FORWARDED_UNTYPED:
-        values = repeated.get(name)
-        if values is None:
+        value = values.get(name)
+        if value is None:
             continue  # the usual case: most are not sent
         if name in _REPEATABLE:
-            out += [(name, value) for value in values]
+            out += [(name, one) for one in headers.all(name)]
         else:
-            out.append((name, values[0]))
-    kind = headers.get(b"content-type") or b""
+            out.append((name, value))
+    kind = values.get(b"content-type") or b""
     if kind.split(b";", 1)[0].strip().lower() != b"application/json":
         kind = b"application/json"
     out.append((b"content-type", kind))
