@@ -130,7 +130,8 @@ class CostReader:
             value = read_json_body(data)
         except (ValueError, RecursionError):
             return
-        credits = _credits_in(value)
+        # Searched for in the bytes first: most answers report tokens and no cost.
+        credits = _credits_in(value) if _FIELD in data else None
         tokens = self._tokens(value)
         if tokens is not None:
             self._tally.set_tokens(tokens)

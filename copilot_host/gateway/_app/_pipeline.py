@@ -198,6 +198,7 @@ class Pipeline:
         await self._relay(
             flow,
             edit,
+            changes,
             upstream_body,
             facts=facts,
             identity=identity,
@@ -252,6 +253,7 @@ class Pipeline:
         self,
         flow: Flow,
         edit: RequestEdit,
+        changes: ApiChanges,
         body: bytes,
         *,
         facts: ch.RequestFacts,
@@ -272,7 +274,6 @@ class Pipeline:
             # (nor, for Copilot Auto, picks again: the body names its pick already).
             auth = auth.for_request(facts, identity, pick)
         hooks = self.hooks
-        changes = self.changes.of(edit.api, flow.transport)
         # HTTP, unless the request came on a socket that has an upstream of its own.
         upstream: Upstream = flow.upstream or relay
         call = Relayed(
