@@ -314,3 +314,22 @@ def test_a_token_count_past_64_bits_is_no_count() -> None:
         "output_tokens": -1,
     }
     assert MESSAGES.tokens({"message": {"usage": usage}}) == (2 * most, None, most)
+
+
+def test_quota_headers_repeated_unchanged_are_not_read_again_and_a_change_is() -> None:
+    warnings: list[str] = []
+    spend = Spend(warn=warnings.append)
+    name = "x-quota-snapshot-premium_interactions"
+    plenty = ((name, "ent=300&ov=0.0&ovPerm=false&rem=50.0&rst=2027-01-01T00:00:00Z"),)
+    low = ((name, "ent=300&ov=0.0&ovPerm=false&rem=4.0&rst=2027-01-01T00:00:00Z"),)
+    spend.quota(plenty)
+    spend.quota(plenty)
+    assert warnings == []
+    spend.quota(low)  # another value of the same header: read, and under 10% left
+    spend.quota(low)
+    spend.quota(plenty)
+    spend.quota(low)  # warned once per quota per start, however it comes back
+    assert warnings == [
+        "quota premium_interactions is running low: 4.0% left "
+        "(`copilot-host usage` shows the details)"
+    ]

@@ -41,7 +41,11 @@ _access = logging.getLogger(ACCESS_LOGGER)
 def access_line(flow: Flow) -> str:
     """The request's access line, as it stands now."""
     outcome = flow.outcome
-    model = "->".join(_chain(flow.asked, flow.via, flow.model))
+    asked, model = flow.asked, flow.model
+    if flow.via or (asked and asked != model):
+        model = "->".join(_chain(asked, flow.via, model))
+    elif not model:
+        model = "-"
     line = (
         f"{flow.method} {shown(flow.path)} model={model} status={outcome.status or 499} "
         f"bytes={outcome.sent} {(time.perf_counter() - flow.started) * 1000.0:.1f}ms"

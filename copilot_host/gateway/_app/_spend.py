@@ -25,7 +25,7 @@ from __future__ import annotations
 import functools
 import math
 import urllib.parse
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 __all__ = [
@@ -124,6 +124,8 @@ class Spend:
     _unknown: set[str] = field(default_factory=set, repr=False)
     _models: dict[str, _Model] = field(default_factory=dict, repr=False)
     _warned: set[str] = field(default_factory=set, repr=False)
+    # The quota headers last read: an answer usually carries the same as the one before.
+    _last_quota: tuple[tuple[str, str], ...] = field(default=(), repr=False)
     _told_budget: bool = False
 
     def __post_init__(self) -> None:
@@ -209,7 +211,9 @@ class Spend:
         """One relayed inference request and the cost its answer reported (None: none),
         or, ``estimated``, the reservation counted for it."""
         self.requests += 1
-        entry = self._models.setdefault(model, _Model())
+        entry = self._models.get(model)
+        if entry is None:
+            entry = self._models[model] = _Model()
         entry.requests += 1
         if credits is None:
             return
@@ -229,8 +233,11 @@ class Spend:
                 "model requests are refused (budget_exhausted)"
             )
 
-    def quota(self, headers: Iterable[tuple[str, str]]) -> None:
+    def quota(self, headers: tuple[tuple[str, str], ...]) -> None:
         """Warn once per quota per start when a relayed quota header shows under 10% left."""
+        if headers == self._last_quota:
+            return  # read already: the same values say nothing new
+        self._last_quota = headers
         for name, value in headers:
             lower = name.lower()
             if not lower.startswith(QUOTA_HEADER_PREFIXES) or lower in self._warned:
