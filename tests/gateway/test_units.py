@@ -192,6 +192,9 @@ def test_served_betas_go_once_each_in_the_order_first_sent() -> None:
         [(b"content-type", b"application/json")],
         [(b"accept", b"text/event-stream"), (b"content-type", b"application/json")],
         [(b"User-Agent", b"hook/1"), (b"anthropic-beta", b"a"), (b"anthropic-beta", b"b")],
+        # What a request_headers hook may add: a Host, a length of its own.
+        [(b"Host", b"api.githubcopilot.com"), (b"content-type", b"application/json")],
+        [(b"content-length", b"20"), (b"content-type", b"application/json")],
     ],
 )
 def test_the_relayed_request_is_what_the_clients_build_request_makes(

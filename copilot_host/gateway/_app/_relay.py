@@ -143,10 +143,12 @@ def _request(
         # Kept by the client from an answer (none of Copilot's set one): its own way.
         return client.build_request("POST", url, content=body, headers=forwarded)
     names = {name.lower() for name, _ in forwarded}
-    headers = [(b"Host", host)]
+    # As the request would: Host and the length only where no header (a hook's) gave them.
+    headers = [] if b"host" in names else [(b"Host", host)]
     headers += [entry for entry in client.headers.raw if entry[0].lower() not in names]
     headers += forwarded
-    headers.append((b"Content-Length", str(len(body)).encode("ascii")))
+    if b"content-length" not in names and b"transfer-encoding" not in names:
+        headers.append((b"Content-Length", str(len(body)).encode("ascii")))
     request = httpx2.Request(
         "POST",
         url,
