@@ -250,9 +250,17 @@ def serve_bare_relay(
     origin = httpx2.URL(route.url).copy_with(path="/")
     upstream: httpx2.AsyncClient | None = None
 
+    urls: dict[str, httpx2.URL] = {}
+
     def url_of(path: str) -> httpx2.URL:
-        # Copilot's paths: /chat/completions and /responses without /v1, /v1/messages with.
-        return origin.copy_with(path=path if path == "/v1/messages" else path.removeprefix("/v1"))
+        # Made once per path, as 0.4.0's baseline made its one URL once: a URL built per
+        # request would add httpx2's parse to the baseline and flatter the gateway's ratio.
+        url = urls.get(path)
+        if url is None:
+            # Copilot's paths: /chat/completions and /responses without /v1, /v1/messages with.
+            kept = path if path == "/v1/messages" else path.removeprefix("/v1")
+            url = urls[path] = origin.copy_with(path=kept)
+        return url
 
     async def app(scope: Any, receive: Any, send: Any) -> None:
         nonlocal upstream
