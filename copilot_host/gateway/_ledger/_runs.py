@@ -45,7 +45,6 @@ if TYPE_CHECKING:
 
 __all__ = ["RunLock", "flying_of", "live_runs", "settle_dead_runs", "settle_flying"]
 
-_SUFFIX = SUFFIX
 _OPEN = os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 
 
@@ -62,7 +61,7 @@ class RunLock:
     def take(cls, folder: PrivateFolder, run_id: str) -> RunLock:
         """Make and lock the run's file in ``folder`` (the runs folder, which the lock
         owns from now on)."""
-        name = run_id + _SUFFIX
+        name = run_id + SUFFIX
         for attempt in range(8):
             try:
                 fd = os.open(name, _OPEN | os.O_CREAT | os.O_EXCL, 0o600, dir_fd=folder.fd)
@@ -100,8 +99,8 @@ class RunLock:
         try:
             kept = bool(self.journal.taken())
             self.journal.close()
-            if not kept and _names(self.folder, self.run_id + _SUFFIX, fd):
-                os.unlink(self.run_id + _SUFFIX, dir_fd=self.folder.fd)
+            if not kept and _names(self.folder, self.run_id + SUFFIX, fd):
+                os.unlink(self.run_id + SUFFIX, dir_fd=self.folder.fd)
         finally:
             os.close(fd)
             self.folder.close()
@@ -130,7 +129,7 @@ def _take_if_dead(folder: PrivateFolder | None, run_id: str) -> _Taken | None:
     if folder is None or not valid_run_id(run_id):
         return _Taken(run_id, None)
     try:
-        fd = os.open(run_id + _SUFFIX, _OPEN, dir_fd=folder.fd)
+        fd = os.open(run_id + SUFFIX, _OPEN, dir_fd=folder.fd)
     except FileNotFoundError:
         return _Taken(run_id, None)
     except OSError as exc:
@@ -155,7 +154,7 @@ def _let_go(folder: PrivateFolder | None, taken: Iterable[_Taken], *, remove: bo
         if one.fd is None:
             continue
         try:
-            name = one.run_id + _SUFFIX
+            name = one.run_id + SUFFIX
             if remove and folder is not None and _names(folder, name, one.fd):
                 os.unlink(name, dir_fd=folder.fd)
         finally:
@@ -259,7 +258,7 @@ def flying_of(db: sqlite3.Connection, folder: PrivateFolder | None) -> list[tupl
 def _sweep(folder: PrivateFolder, known: set[str]) -> None:
     """Remove lock files of runs the ledger does not know, once their lock is free."""
     for name in os.listdir(folder.fd):
-        run_id = name.removesuffix(_SUFFIX)
+        run_id = name.removesuffix(SUFFIX)
         if name == run_id or run_id in known or not valid_run_id(run_id):
             continue
         orphan = _take_if_dead(folder, run_id)
