@@ -140,7 +140,8 @@ def _request(
     forwarded ones, Content-Length."""
     url, host = _target(origin, path)
     if client.cookies:
-        # Kept by the client from an answer (none of Copilot's set one): its own way.
+        # A cookie the client kept from an earlier answer: build_request places its
+        # header, so the request is made its way.
         return client.build_request("POST", url, content=body, headers=forwarded)
     names = {name.lower() for name, _ in forwarded}
     # As the request would: Host and the length only where no header (a hook's) gave them.
