@@ -180,7 +180,7 @@ def test_two_serves_and_a_run_record_one_row_per_request_and_a_kill_interrupted(
     assert Counter(statuses["second"]) == Counter({200: 399})
 
     # Every answer so far has ended in the file (each gateway's writer thread commits ends
-    # within 50 ms), so the kill below can leave only its own request in flight.
+    # within its linger), so the kill below can leave only its own request in flight.
     _ended(home / "ledger.sqlite3")
     # The 1,000th request: a stream the second gateway is killed in the middle of.
     with httpx2.Client(timeout=BOUND) as client:
@@ -243,8 +243,9 @@ def test_two_serves_and_a_run_record_one_row_per_request_and_a_kill_interrupted(
 
 def _ended(ledger: Path) -> None:
     """Wait (bounded) until every request recorded in ``ledger`` has ended: an answer's
-    row is written by its gateway's writer thread within 50 ms of the answer, and until
-    then the request is in flight, its reservation held against the daily budget."""
+    row is written by its gateway's writer thread within its linger (a quarter of a
+    second) of the answer, and until then the request is in flight, its reservation held
+    against the daily budget."""
     deadline = time.monotonic() + BOUND
     while any(row.status == IN_FLIGHT for row in read_history(ledger, since=0).rows):
         assert time.monotonic() < deadline, "a row stayed in flight"

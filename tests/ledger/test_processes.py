@@ -97,7 +97,7 @@ def test_a_thousand_requests_from_four_processes_make_exactly_a_thousand_rows(
     found = rows(path)
     assert len(found) == 1000
     # Each request once: its start had a sequence number of its run's journal, or (every
-    # slot taken: ends free them only once committed, 50 ms at most) it was a row.
+    # slot taken: ends free them only once committed) it was a row.
     kept = [(row["run_id"], row["seq"]) for row in found if row["seq"] is not None]
     assert len(kept) == len(set(kept)) and kept
     assert all(len(set(res["rows"])) == 250 for res in results)

@@ -16,9 +16,11 @@ from copilot_host.gateway._ledger import (
     Admitted,
     End,
     OverDailyBudget,
+    _writer,
     new_run_id,
     read_history,
 )
+from copilot_host.gateway._ledger._journal import SLOTS
 
 from ._support import NOON, begun, clock_at, end, ledger_at, opened, rows, runs, start
 
@@ -255,6 +257,26 @@ def test_ends_wait_for_the_writers_next_batch_but_a_flush_writes_them(tmp_path: 
         while len(rows(path)) < 2 and time.monotonic() < deadline:
             time.sleep(0.01)
         assert rows(path)[1]["status"] == 200
+
+
+def test_ends_that_fill_a_quarter_of_the_journal_wake_the_writer_before_its_linger(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A waiting end holds its journal slot: a busy gateway must not run out of slots (and
+    fall back to a row per start) because the writer is lingering."""
+    monkeypatch.setattr(_writer, "LINGER", 600.0)  # only the wake can write them
+    path = tmp_path / "ledger.sqlite3"
+    with ledger_at(path) as ledger:
+        begun_rows = [begun(ledger, start()) for _ in range(_writer.WAKE_AT)]
+        for row in begun_rows[:-1]:
+            ledger.end(end(row))
+        assert rows(path) == []  # one short of the mark: still waiting
+        ledger.end(end(begun_rows[-1]))
+        deadline = time.monotonic() + 5
+        while len(rows(path)) < _writer.WAKE_AT and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert [row["status"] for row in rows(path)] == [200] * _writer.WAKE_AT
+        assert _writer.WAKE_AT * 4 == SLOTS
 
 
 def test_a_second_close_and_an_open_of_a_fresh_run_id_are_fine(tmp_path: Path) -> None:

@@ -52,7 +52,7 @@ from ._ops import (
 from ._records import Admission, End, Start, api_word, new_run_id, valid_run_id
 from ._runs import RunLock, settle_dead_runs
 from ._schema import ledger_error, migrate
-from ._writer import Writer
+from ._writer import WAKE_AT, Writer
 
 __all__ = ["KEEP_DAYS", "Ledger", "LedgerOff", "Recorder", "open_ledger"]
 
@@ -176,17 +176,26 @@ class Ledger:
 
     def end(self, end: End) -> None:
         """Record how the request ``end.row`` ended: the writer thread's next batch
-        writes it (within ``LINGER`` seconds), or with a daily budget the next start's
-        transaction if that comes first; returns at once."""
+        writes it (within ``LINGER`` seconds, sooner when ``WAKE_AT`` ends wait), or with
+        a daily budget the next start's transaction if that comes first; returns at
+        once."""
         if not self._closed:
-            self._book.pending.append(end)
+            self._pend(end)
 
     def answered(self, start: Start, end: End) -> None:
         """Record an answer the gateway gave itself (``end.row`` is ignored), as
         :meth:`end` does."""
         api_word(start.api)
         if not self._closed:
-            self._book.pending.append(Answered(start, end))
+            self._pend(Answered(start, end))
+
+    def _pend(self, item: End | Answered) -> None:
+        pending = self._book.pending
+        pending.append(item)
+        # Exactly at the mark: one wake for each time the queue reaches it, not one per
+        # end while the writer is busy (a waiting end holds a journal slot).
+        if len(pending) == WAKE_AT:
+            self._put(Flush())
 
     def spent_today(self, login: str, now: float | None = None) -> float:
         """The account's credits for the UTC day of ``now`` (default: the clock's now)
