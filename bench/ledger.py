@@ -1,6 +1,6 @@
 """What the ledger costs: recording against the gateway's relay, reading against ``status``.
 
-    python bench/ledger.py [--requests N] [--rounds R] [--rows N]
+    python bench/ledger.py [--requests N] [--rounds R] [--rows N] [--stack pure-python]
 
 Measured in one run, as ratios (absolute times differ about threefold between the machines
 this project runs on):
@@ -139,6 +139,7 @@ def gateway_cpu_per_request(
     *,
     control: bool = False,
     swapped: bool = False,
+    stack: str = "default",
 ) -> tuple[float, float]:
     """``serve``'s CPU (us) per relayed request of ``workload`` (a small non-streaming
     Chat request, or a Claude Code turn of 200 KB), one client: recording into the home
@@ -147,7 +148,8 @@ def gateway_cpu_per_request(
     this machine's swings in speed fall on both alike. ``control``: both with the ledger
     off, the same comparison of two identical processes (its noise floor). ``swapped``:
     the gateway without the ledger is started first (the control shows the first-started
-    reading a few percent higher on this machine, so rounds alternate it)."""
+    reading a few percent higher on this machine, so rounds alternate it). ``stack``: the
+    server stack both run on (``bench/gateway.py``'s names)."""
     path, body, extra, groups = WORKLOADS[workload]
     headers = {"Content-Type": "application/json", **extra}
     per_block = max(requests // blocks, 1)
@@ -155,8 +157,12 @@ def gateway_cpu_per_request(
         home = Path(folder) / "home"
         relay_bench.login(home, emu.port)
         with (
-            relay_bench.gateway(home, emu.port, ledger=not control and not swapped) as first,
-            relay_bench.gateway(home, emu.port, ledger=not control and swapped) as second,
+            relay_bench.gateway(
+                home, emu.port, ledger=not control and not swapped, stack=stack
+            ) as first,
+            relay_bench.gateway(
+                home, emu.port, ledger=not control and swapped, stack=stack
+            ) as second,
         ):
             pair = (second, first) if swapped else (first, second)
             clients = [
@@ -184,23 +190,23 @@ def gateway_cpu_per_request(
     return spent[0] / done * 1e6, spent[1] / done * 1e6
 
 
-def control(requests: int, rounds: int, workload: str = "chat") -> None:
+def control(requests: int, rounds: int, workload: str = "chat", stack: str = "default") -> None:
     """Two ``serve`` processes, both with the ledger off, measured as section 1 measures
     one recording against one not: what that comparison reads when nothing differs."""
     reads = []
     for round_ in range(rounds):
         first, second = gateway_cpu_per_request(
-            requests, workload=workload, control=True, swapped=round_ % 2 == 1
+            requests, workload=workload, control=True, swapped=round_ % 2 == 1, stack=stack
         )
         reads.append((first / second - 1) * 100)
     shown = ", ".join(f"{one:+.1f}%" for one in reads)
     print(f"   control, two serves with the ledger off side by side: {shown}")
 
 
-def recording(requests: int, rounds: int, workload: str = "chat") -> None:
+def recording(requests: int, rounds: int, workload: str = "chat", stack: str = "default") -> None:
     print(
         f"1. recording ({requests} requests a measurement, medians of {rounds} rounds, "
-        f"the {workload} workload)"
+        f"the {workload} workload, the {stack} stack)"
     )
     gateway: list[float] = []
     unrecorded: list[float] = []
@@ -208,7 +214,7 @@ def recording(requests: int, rounds: int, workload: str = "chat") -> None:
     ledger: dict[str, list[float]] = {case: [] for case in cases}
     for round_ in range(rounds):
         with_ledger, without = gateway_cpu_per_request(
-            requests, workload=workload, swapped=round_ % 2 == 1
+            requests, workload=workload, swapped=round_ % 2 == 1, stack=stack
         )
         gateway.append(with_ledger)
         unrecorded.append(without)
@@ -328,6 +334,11 @@ def main() -> None:
         default="chat",
         help="what serve relays while recording: a small Chat request, or a Claude Code turn",
     )
+    parser.add_argument(
+        "--stack",
+        default="default",
+        help="the server stack the two serves run on (bench/gateway.py's: pure-python, ...)",
+    )
     parser.add_argument("--role", help=argparse.SUPPRESS)
     parser.add_argument("role_args", nargs="*", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -336,9 +347,9 @@ def main() -> None:
         return role_recorder(folder, int(requests), int(callers), float(limit) if limit else None)
     print(f"ledger benchmark on {os.cpu_count()} cores, Python {sys.version.split()[0]}")
     if args.only != "reading":
-        recording(args.requests, args.rounds, args.workload)
+        recording(args.requests, args.rounds, args.workload, args.stack)
         if args.control:
-            control(args.requests, args.rounds, args.workload)
+            control(args.requests, args.rounds, args.workload, args.stack)
     if args.only != "recording":
         reading(args.rows, args.runs)
     return None
