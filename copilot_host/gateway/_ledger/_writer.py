@@ -12,8 +12,9 @@ never in the gateway's event loop.
 Why a quarter of a second: what a transaction costs hardly depends on how many ends it
 writes (its commit appends whole pages to the WAL, the thread wakes and takes the GIL), so
 its cost per request falls with the batch. At 50 ms, with a few ends a batch at one
-client's pace, recording cost ``serve`` +3.6% of its CPU per request side by side with the
-ledger off; at 200 ms and beyond it no longer showed (docs/ARCHITECTURE.md, "The ledger").
+client's pace, recording cost ``serve`` over +3.6% of its CPU per request side by side
+with the ledger off; at 250 ms +2.3%, what the rows themselves cost (docs/ARCHITECTURE.md,
+"The ledger").
 What the wait risks is bounded: a process killed in it leaves those requests
 ``interrupted`` with their reservations, never lost.
 
