@@ -13,8 +13,8 @@ Without a daily budget a start is not a row: it is written into the run's journa
 written whole with its end. Ends and local answers wait in :attr:`Book.pending` (no
 wake-up) for the writer thread's next batch, one ``BEGIN IMMEDIATE`` transaction every
 quarter of a second for as many as came (``_writer.LINGER``; sooner when ``WAKE_AT``
-wait); a journal slot is freed once its row commits. With a daily budget, a start is admitted
-inside a ``BEGIN IMMEDIATE`` transaction that writes it and what is pending (SQLite's
+wait); a journal slot is freed once its row commits. With a daily budget, a start is
+admitted inside a ``BEGIN IMMEDIATE`` transaction that writes it and what is pending (SQLite's
 write lock makes the check and the insert one step for every process); the day's figures
 are kept per (login, UTC day) from this connection's own writes and read again when
 ``PRAGMA data_version`` says another connection committed (by the writer thread: a read

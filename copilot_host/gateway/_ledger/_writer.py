@@ -14,9 +14,8 @@ writes (its commit appends whole pages to the WAL, the thread wakes and takes th
 its cost per request falls with the batch. At 50 ms, with a few ends a batch at one
 client's pace, recording cost ``serve`` over +3.6% of its CPU per request side by side
 with the ledger off; at 250 ms +2.3%, what the rows themselves cost (docs/ARCHITECTURE.md,
-"The ledger").
-What the wait risks is bounded: a process killed in it leaves those requests
-``interrupted`` with their reservations, never lost.
+"The ledger"). What the wait risks is bounded: a process killed in it leaves those
+requests ``interrupted`` with their reservations, never lost.
 
 A write that fails (a full disk, a lock held past the busy timeout, a damaged file) turns
 recording off for the rest of the run with one warning; requests go on unrecorded.
