@@ -279,6 +279,36 @@ def test_ends_that_fill_a_quarter_of_the_journal_wake_the_writer_before_its_ling
         assert _writer.WAKE_AT * 4 == SLOTS
 
 
+def test_a_batch_of_ends_of_every_shape_is_written_whole_and_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The writer inserts a batch's rows many to a statement, a statement per shape (which
+    values are NULL, whether a journal ``seq`` is bound) and size: more rows than one
+    statement takes, sizes that are not powers of two, and shapes interleaved must each
+    come back as the row its end made, in the order the ends came."""
+    monkeypatch.setattr(_writer, "LINGER", 600.0)  # one batch: what close() writes
+    path = tmp_path / "ledger.sqlite3"
+    ends: list[tuple[int, int | None, float | None]] = []
+    with ledger_at(path) as ledger:
+        for index in range(50):  # with the local answers, under the writer's wake
+            row = begun(ledger, start(time=NOON + index))
+            tokens = None if index % 10 == 0 else index
+            credits = None if index % 11 == 0 else index / 100
+            ledger.end(End(row, 200, tokens, 7, 0, credits, False, index))
+            ends.append((index, tokens, credits))
+            if index % 7 == 0:  # an answer the gateway gave itself: no seq
+                ledger.answered(start(time=NOON + index, reserved=None), End(0, 204))
+        assert rows(path) == []  # still waiting for the one batch
+    written = rows(path)
+    journaled = [row for row in written if row["seq"] is not None]
+    assert [(row["duration_ms"], row["input_tokens"], row["credits"]) for row in journaled] == ends
+    assert [row["seq"] for row in journaled] == sorted(row["seq"] for row in journaled)
+    local = [row for row in written if row["seq"] is None]
+    assert [row["status"] for row in local] == [204] * len(range(0, 50, 7))
+    assert all(row["output_tokens"] is None and row["credits"] is None for row in local)
+    assert len(written) == len(ends) + len(local)
+
+
 def test_a_second_close_and_an_open_of_a_fresh_run_id_are_fine(tmp_path: Path) -> None:
     path = tmp_path / "ledger.sqlite3"
     ledger = opened(path)

@@ -29,8 +29,11 @@ from __future__ import annotations
 import threading
 from collections import deque
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from copilot_host._internal import secrets_generation
 
 from ._file import begin_immediate
 from ._journal import Journal, Journals, seq_of
@@ -40,6 +43,7 @@ from ._records import (
     Admission,
     Admitted,
     End,
+    Named,
     OverDailyBudget,
     Start,
     rewrote_text,
@@ -48,11 +52,11 @@ from ._records import (
 from ._runs import settle_flying
 from ._statements import (
     DAY_FIGURES,
+    MAX_ROWS,
     START,
     START_HELD,
     assignments,
-    bound,
-    ended,
+    end_values,
     insert_ended,
 )
 
@@ -64,6 +68,9 @@ __all__ = ["DAY", "Book"]
 DAY = 86_400
 
 Key = tuple[str, int]
+# A row written whole, as :func:`~._statements.insert_ended` shapes its statement: which
+# of the end's values are NULL, and whether a journal ``seq`` is bound.
+Shape = tuple[tuple[bool, ...], bool]
 
 
 @dataclass(slots=True)
@@ -76,6 +83,8 @@ class _Changes:
     closed: list[int] = field(default_factory=list)
     # Journal slots whose rows this transaction writes: freed once it commits.
     freed: list[int] = field(default_factory=list)
+    # Rows written whole, by shape: inserted many to a statement (see :meth:`Book._write`).
+    rows: dict[Shape, list[tuple[object, ...]]] = field(default_factory=dict)
 
 
 class Book:
@@ -115,7 +124,9 @@ class Book:
         self._open: dict[int, tuple[Key, float]] = {}
         # This run's starts in its journal, by the (negative) row :class:`Admitted` gave.
         self.journal = journal
-        self._flying: dict[int, Start] = {}
+        # With the names its row stores, and the known secrets' generation they were
+        # masked at (made again at the end if that moved).
+        self._flying: dict[int, tuple[Start, Named, int]] = {}
         # Other live runs' journals, counted against the daily budget.
         self._runs_fd = runs_fd
         self._journals = Journals()
@@ -125,14 +136,9 @@ class Book:
     def try_now(self, start: Start) -> Admission | None:
         """Write ``start`` at once without waiting for anything; None when that cannot be
         done now (the caller queues it to the writer thread)."""
-        journal = self.journal
-        if self.limit is None and journal is not None:
-            # Nothing to read and nothing to decide: the start goes into the journal (see
-            # the module docstring), in this thread, without the lock.
-            start.time // DAY  # a caller's wrong type fails here, named by its type alone
-            key = journal.take(stored_names(start), start.time, start.reserved)
+        if self.limit is None and self.journal is not None:
+            key = self.journaled(start)
             if key:
-                self._flying[-key] = start
                 return Admitted(-key)
         if not self.lock.acquire(blocking=False):
             return None
@@ -143,6 +149,20 @@ class Book:
         finally:
             self.lock.release()
         return None if answers is None else answers[0][1]
+
+    def journaled(self, start: Start) -> int:
+        """Write ``start`` into the run's journal (with no daily budget there is nothing to
+        read and nothing to decide: see the module docstring), in the caller's thread,
+        without the lock; its key, or 0 when the journal cannot keep it (the caller
+        writes a row instead)."""
+        journal = self.journal
+        assert journal is not None
+        generation = secrets_generation()
+        names = stored_names(start)
+        key = journal.take(names, start.time, start.reserved)
+        if key:
+            self._flying[-key] = (start, names, generation)
+        return key
 
     def transaction(self, ops: list[Op], *, wait: bool) -> list[tuple[Begin, Admission]] | None:
         """Write what is pending and ``ops`` in one transaction (the caller holds
@@ -163,13 +183,9 @@ class Book:
                     self._renew_journals()
             days = self._days
             work = _Changes({key: list(figures) for key, figures in days.items()} if days else {})
-            pending = self.pending
-            while pending:
-                item = pending.popleft()
-                if isinstance(item, End):
-                    self._end(item, work)
-                else:
-                    self._insert(item.start, item.end)
+            self._take_waiting(work)
+            if work.rows:
+                self._write(work.rows)
             answers: list[tuple[Begin, Admission]] = []
             for op in ops:
                 if isinstance(op, Begin):
@@ -191,9 +207,28 @@ class Book:
         for row in work.closed:
             self._open.pop(row, None)
         if work.freed and self.journal is not None:
-            for key in work.freed:
-                self.journal.free(key)
+            self.journal.free(*work.freed)
         return answers
+
+    def _take_waiting(self, work: _Changes) -> None:
+        """The ends and local answers waiting, into ``work``: rows to insert, rows to end."""
+        pending = self.pending
+        flying = self._flying
+        generation = secrets_generation()
+        while pending:
+            item = pending.popleft()
+            if not isinstance(item, End):
+                self._insert(item.start, item.end, work, stored_names(item.start))
+            elif item.row > 0:
+                self._end(item, work)
+            else:  # the usual end: its start waited in the journal
+                flown = flying.pop(item.row, None)
+                if flown is not None:
+                    start, names, made = flown
+                    if made != generation:
+                        names = stored_names(start)
+                    self._insert(start, item, work, names, seq_of(-item.row))
+                    work.freed.append(-item.row)
 
     def _renew_journals(self) -> None:
         if self._runs_fd is None:
@@ -251,7 +286,7 @@ class Book:
             figures = days[key] = [float(row[0]), float(row[1]), float(row[2])]
         held, flying = self._journals.held(login, day * DAY, (day + 1) * DAY)
         if own:
-            for start in list(self._flying.values()):
+            for start, _names, _made in list(self._flying.values()):
                 if stored_names(start)[0] == login and int(start.time // DAY) == day:
                     held += start.reserved or 0.0
                     flying += 1
@@ -299,19 +334,52 @@ class Book:
         assert row is not None
         return row, key, own or 0.0
 
-    def _insert(self, start: Start, end: End, seq: int | None = None) -> Key:
-        """The row of a request that has ended, written whole: an answer the gateway gave
-        itself, or (``seq``) one whose start waited in the journal; its (login, day)."""
-        login, agent, api, asked, model, rewrote = stored_names(start)
+    def _insert(
+        self, start: Start, end: End, work: _Changes, names: Named, seq: int | None = None
+    ) -> None:
+        """The row of a request that has ended, to be written whole with the transaction's
+        others: an answer the gateway gave itself, or (``seq``) one whose start waited in
+        the journal (``names``: :func:`~._records.stored_names` of ``start``); its credits
+        counted in the day's figures."""
+        login, agent, api, asked, model, rewrote = names
+        time = start.time
+        day = int(time // DAY)  # a caller's wrong type fails before the write
         if end.rewrote is not None:
             rewrote = rewrote_text(end.rewrote)
-        nulls, values = bound(ended(end))
-        row = (start.time, self.run_id, login, agent, api, asked, model, *values, rewrote)
+        nulls, values = end_values(end)
+        run_id = self.run_id
         if seq is None:
-            self._cursor.execute(insert_ended(nulls), row)
+            row = (time, run_id, login, agent, api, asked, model, *values, rewrote)
         else:
-            self._cursor.execute(insert_ended(nulls, True), (*row, seq))
-        return login, int(start.time // DAY)
+            row = (time, run_id, login, agent, api, asked, model, *values, rewrote, seq)
+        shape = (nulls, seq is not None)
+        rows = work.rows.get(shape)
+        if rows is None:
+            rows = work.rows[shape] = []
+        rows.append(row)
+        if work.days:
+            figures = work.days.get((login, day))
+            if figures is not None:
+                figures[0] += end.credits or 0.0
+
+    def _write(self, rows: dict[Shape, list[tuple[object, ...]]]) -> None:
+        """Insert the rows written whole, up to :data:`MAX_ROWS` to a statement (sizes
+        halving, so a shape has a few statements, each prepared once). Why not a statement
+        per row: the sqlite3 module lets go of the GIL while each statement runs, and the
+        event loop, waiting for it, takes it; the writer then waits out the interpreter's
+        switch interval to have it back. A row per statement was a hand-off of the GIL per
+        request (two thread switches) while the gateway was busy."""
+        run = self._cursor.execute
+        for (nulls, seq), shaped in rows.items():
+            at, left = 0, len(shaped)
+            while left:
+                size = min(MAX_ROWS, 1 << (left.bit_length() - 1))
+                run(
+                    insert_ended(nulls, seq, size),
+                    tuple(chain.from_iterable(shaped[at : at + size])),
+                )
+                at += size
+                left -= size
 
     def _close_row(self, row: int, work: _Changes, spent: float) -> None:
         found = work.opened.pop(row, None) or self._open.get(row)
@@ -326,10 +394,8 @@ class Book:
             figures[2] -= 1
 
     def _end(self, end: End, work: _Changes) -> None:
-        if end.row < 0:
-            self._end_flying(end, work)
-            return
-        nulls, values = bound(ended(end))
+        """The end of a request whose start is a row."""
+        nulls, values = end_values(end)
         if end.rewrote is None:
             sql = assignments(nulls, False)
         else:
@@ -338,17 +404,6 @@ class Book:
         changed = self._cursor.execute(sql, (*values, end.row, self.run_id)).rowcount
         if changed:
             self._close_row(end.row, work, end.credits or 0.0)
-
-    def _end_flying(self, end: End, work: _Changes) -> None:
-        """The whole row of a request whose start is in the journal."""
-        start = self._flying.pop(end.row, None)
-        if start is None:
-            return
-        key = self._insert(start, end, seq_of(-end.row))
-        work.freed.append(-end.row)
-        figures = work.days.get(key)
-        if figures is not None:
-            figures[0] += end.credits or 0.0
 
     def _abandon(self, op: Abandon, work: _Changes) -> None:
         row = op.begin.row

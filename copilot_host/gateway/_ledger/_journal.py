@@ -144,13 +144,17 @@ class Journal:
             return 0
         return seq * SLOTS + slot
 
-    def free(self, key: int) -> None:
-        """The row of ``key`` (from :meth:`take`) is committed: its slot is free again."""
-        slot = key % SLOTS
+    def free(self, *keys: int) -> None:
+        """The rows of ``keys`` (from :meth:`take`) are committed: their slots are free
+        again."""
         mapped = self._map
-        if mapped is not None:
+        if mapped is None:
+            return
+        free = self._free
+        for key in keys:
+            slot = key % SLOTS
             mapped[slot * SLOT] = _FREE
-            self._free.append(slot)
+            free.append(slot)
 
     def taken(self) -> list[tuple[int, Flying]]:
         """Every slot still taken, with the key :meth:`take` gave it."""

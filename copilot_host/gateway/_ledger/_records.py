@@ -30,6 +30,7 @@ __all__ = [
     "Admission",
     "Admitted",
     "End",
+    "Named",
     "OverDailyBudget",
     "Start",
     "agent_word",
@@ -175,6 +176,13 @@ def rewrote_text(names: tuple[str, ...]) -> str:
     known secret (a token is shaped like a name), is left out."""
     if not names:
         return ""
+    return _rewrote_text(names, secrets_generation())
+
+
+@functools.lru_cache(maxsize=256)
+def _rewrote_text(names: tuple[str, ...], generation: int) -> str:
+    # Per set of known secrets (``generation``): a gateway's requests repeat a few sets
+    # of names, and each row and each end names one.
     return ",".join(name for name in names if _REWRITE.fullmatch(mask_secrets(name)))
 
 

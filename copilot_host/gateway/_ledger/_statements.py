@@ -19,11 +19,11 @@ __all__ = [
     "DAY_FIGURES",
     "END_COLUMNS",
     "INSERT_INTERRUPTED",
+    "MAX_ROWS",
     "START",
     "START_HELD",
     "assignments",
-    "bound",
-    "ended",
+    "end_values",
     "insert_ended",
 ]
 
@@ -48,19 +48,6 @@ DAY_FIGURES = (
 )
 
 
-def ended(end: End) -> tuple[object, ...]:
-    """An end's values, in the order of :data:`END_COLUMNS`."""
-    return (
-        end.status,
-        end.input_tokens,
-        end.output_tokens,
-        end.cached_tokens,
-        end.credits,
-        1 if end.credits_estimated else 0,
-        end.duration_ms,
-    )
-
-
 @functools.lru_cache(maxsize=64)
 def assignments(nulls: tuple[bool, ...], rewrote: bool) -> str:
     """The UPDATE that ends a row, with NULL written in for the values ``nulls`` marks;
@@ -75,14 +62,21 @@ def assignments(nulls: tuple[bool, ...], rewrote: bool) -> str:
     return f"UPDATE requests SET {', '.join(sets)} {where}"  # noqa: S608
 
 
-@functools.lru_cache(maxsize=64)
-def insert_ended(nulls: tuple[bool, ...], seq: bool = False) -> str:
-    """The INSERT of a row that has ended: an answer the gateway gave itself, or (with
-    ``seq``, bound last) a request whose start waited in the run's journal."""
+# The most rows one INSERT writes: 17 values a row stays under the 999 parameters a
+# statement may bind in SQLite before 3.32 (a build Python may still link).
+MAX_ROWS = 32
+
+
+@functools.lru_cache(maxsize=256)
+def insert_ended(nulls: tuple[bool, ...], seq: bool = False, rows: int = 1) -> str:
+    """The INSERT of ``rows`` rows that have ended, each with NULL where ``nulls`` marks
+    it: answers the gateway gave itself, or (with ``seq``, bound last in each row)
+    requests whose starts waited in the run's journal."""
     marks = ", ".join("NULL" if null else "?" for null in nulls)
     columns, more = (f"{COLUMNS}, seq", ", ?") if seq else (COLUMNS, "")
+    values = ", ".join([f"(?, ?, ?, ?, ?, ?, ?, {marks}, ?{more})"] * rows)
     # Only this module's column names, NULL and ? go into the text.
-    return f"INSERT INTO requests ({columns}) VALUES (?, ?, ?, ?, ?, ?, ?, {marks}, ?{more})"  # noqa: S608
+    return f"INSERT INTO requests ({columns}) VALUES {values}"  # noqa: S608
 
 
 # A dead run's request still in its journal: interrupted, its reservation kept.
@@ -98,8 +92,18 @@ _is_none = functools.partial(operator.is_, None)
 _is_not_none = functools.partial(operator.is_not, None)
 
 
-def bound(values: tuple[object, ...]) -> tuple[tuple[bool, ...], tuple[object, ...]]:
-    """Which of ``values`` are None, and the others (what is bound)."""
+def end_values(end: End) -> tuple[tuple[bool, ...], tuple[object, ...]]:
+    """An end's values in the order of :data:`END_COLUMNS`: which are None, and the
+    others (what is bound)."""
+    values = (
+        end.status,
+        end.input_tokens,
+        end.output_tokens,
+        end.cached_tokens,
+        end.credits,
+        1 if end.credits_estimated else 0,
+        end.duration_ms,
+    )
     if None not in values:  # the usual end: every count reported
         return _NO_NULLS, values
     return tuple(map(_is_none, values)), tuple(filter(_is_not_none, values))
