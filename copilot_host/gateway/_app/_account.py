@@ -32,7 +32,16 @@ from ._flow import Flow
 from ._resolve import shown
 from ._spend import Reservation, Spend, format_credits
 
-__all__ = ["ACCESS_LOGGER", "Recorded", "access_line", "answered", "begin", "settle", "writer"]
+__all__ = [
+    "ACCESS_LOGGER",
+    "Recorded",
+    "access_line",
+    "answered",
+    "begin",
+    "begin_later",
+    "settle",
+    "writer",
+]
 
 ACCESS_LOGGER = "copilot_host.gateway.access"
 _access = logging.getLogger(ACCESS_LOGGER)
@@ -136,7 +145,7 @@ def _start(
     )
 
 
-async def begin(
+def begin(
     recorder: Recorder,
     flow: Flow,
     identity: ch.LoginIdentity,
@@ -144,11 +153,26 @@ async def begin(
     *,
     held: Reservation,
     wall: float,
-) -> OverDailyBudget | None:
-    """Record ``flow`` as in flight before it goes upstream: its row committed, or the
-    daily budget's refusal (nothing recorded then)."""
+) -> Start | OverDailyBudget | None:
+    """Record ``flow`` as in flight before it goes upstream, when that needs no waiting
+    (as it usually does not: no coroutine is made then). None once it is kept (the run's
+    journal, or a committed row), the daily budget's refusal (nothing recorded then), or
+    the start, to be awaited in :func:`begin_later`."""
     start = _start(flow, identity, route, wall=wall, reserved=held.credits)
-    admission: Admission = await recorder.begin(start)
+    admission = recorder.begin_now(start)
+    return start if admission is None else _admitted(recorder, flow, held, admission)
+
+
+async def begin_later(
+    recorder: Recorder, flow: Flow, start: Start, held: Reservation
+) -> OverDailyBudget | None:
+    """The rest of :func:`begin` when it could not keep the start at once."""
+    return _admitted(recorder, flow, held, await recorder.begin(start))
+
+
+def _admitted(
+    recorder: Recorder, flow: Flow, held: Reservation, admission: Admission
+) -> OverDailyBudget | None:
     if isinstance(admission, OverDailyBudget):
         return admission
     if admission.row is not None:

@@ -40,10 +40,10 @@ from copilot_host._internal import AutoPick, clean
 from .._agents import agent_of, budget_status
 from .._changes import AnswerPass, ApiChanges, Changes, LocalAnswer, RequestEdit
 from .._json import dumps
-from .._ledger import Recorder
+from .._ledger import Recorder, Start
 from .._protocols import Api, models_api
 from ._access import Refusal
-from ._account import answered, begin, settle
+from ._account import answered, begin, begin_later, settle
 from ._admit import admit, over_daily, spent
 from ._costs import CostReader
 from ._flow import CLOSE, Flow
@@ -227,7 +227,9 @@ class Pipeline:
         if recorder is None:
             return held
         try:
-            over = await begin(recorder, flow, identity, route, held=held, wall=self.clock.time())
+            over = begin(recorder, flow, identity, route, held=held, wall=self.clock.time())
+            if isinstance(over, Start):
+                over = await begin_later(recorder, flow, over, held)
         except BaseException:
             self.spend.release(held)  # its client left before it went upstream
             raise

@@ -9,10 +9,11 @@ no WAL): then ``reason`` is the one warning to show, and serving goes on. A ledg
 unsafe, damaged or written by a newer copilot-host is a typed ``StoreError`` instead:
 recording the person asked for is not dropped silently.
 
-Per model request the gateway awaits :meth:`Ledger.begin` before it sends upstream (the
-request is kept by then, in the run's journal or as a committed row; with a daily budget
-the answer may be :class:`OverDailyBudget`)
-and calls :meth:`Ledger.end` when the answer is over (queued; never waits). An answer the
+Per model request the gateway calls :meth:`Ledger.begin_now`, or awaits :meth:`Ledger.begin`
+when that cannot keep the start at once, before it sends upstream (the request is kept by
+then, in the run's journal or as a committed row; with a daily budget the answer may be
+:class:`OverDailyBudget`) and calls :meth:`Ledger.end` when the answer is over (queued;
+never waits). An answer the
 gateway gives itself is one :meth:`Ledger.answered`. :meth:`Ledger.close` writes what is
 queued, marks this run's rows still in flight ``interrupted`` and lets the run's lock go.
 """
@@ -49,7 +50,7 @@ from ._ops import (
     Stop,
     ThreadWaiter,
 )
-from ._records import Admission, End, Start, api_word, new_run_id, valid_run_id
+from ._records import Admission, Admitted, End, Start, api_word, new_run_id, valid_run_id
 from ._runs import RunLock, settle_dead_runs
 from ._schema import ledger_error, migrate
 from ._writer import WAKE_AT, Writer
@@ -64,6 +65,8 @@ _log = logging.getLogger("copilot_host.gateway.ledger")
 
 class Recorder(Protocol):
     """What the gateway holds: a :class:`Ledger` or a :class:`LedgerOff`."""
+
+    def begin_now(self, start: Start) -> Admission | None: ...
 
     async def begin(self, start: Start) -> Admission: ...
 
@@ -82,6 +85,9 @@ class LedgerOff:
     to show (why it cannot work here)."""
 
     reason: str | None = None
+
+    def begin_now(self, start: Start) -> Admission | None:
+        return NOT_RECORDED
 
     async def begin(self, start: Start) -> Admission:
         return NOT_RECORDED
@@ -113,6 +119,14 @@ class Ledger:
         self._clock = clock
         self._gate = threading.Lock()
         self._closed = False
+        self._pending = self._book.pending
+        # Where a start is kept at once: the run's journal, unless a daily budget must be
+        # decided for it (then it is a row, under SQLite's write lock).
+        self._journaled = (
+            self._book.journaled
+            if self._book.journal is not None and self._book.limit is None
+            else None
+        )
 
     def __repr__(self) -> str:
         return f"Ledger(path={str(self.path)!r}, run_id={self.run_id!r})"
@@ -140,6 +154,20 @@ class Ledger:
         except Exception as exc:  # whatever it was: stop writing, and say so once
             self._writer.fail(exc)
             return NOT_RECORDED
+
+    def begin_now(self, start: Start) -> Admission | None:
+        """:meth:`begin` when the start can be kept without waiting for anything (a slot
+        of the run's journal: no daily budget, a slot free); else None, and the caller
+        awaits :meth:`begin`. Spares the request path a coroutine per request."""
+        journaled = self._journaled
+        if journaled is None or self._closed or self._writer.failed is not None:
+            return None
+        try:
+            key = journaled(start)
+        except Exception as exc:  # whatever it was: stop writing, and say so once
+            self._writer.fail(exc)
+            return NOT_RECORDED
+        return Admitted(-key) if key else None
 
     async def begin(self, start: Start) -> Admission:
         """Record ``start`` as in flight; returns once it is kept (a slot of the run's
@@ -180,22 +208,25 @@ class Ledger:
         a daily budget the next start's transaction if that comes first; returns at
         once."""
         if not self._closed:
-            self._pend(end)
+            pending = self._pending
+            pending.append(end)
+            if len(pending) == WAKE_AT:
+                self._wake()
 
     def answered(self, start: Start, end: End) -> None:
         """Record an answer the gateway gave itself (``end.row`` is ignored), as
         :meth:`end` does."""
         api_word(start.api)
         if not self._closed:
-            self._pend(Answered(start, end))
+            pending = self._pending
+            pending.append(Answered(start, end))
+            if len(pending) == WAKE_AT:
+                self._wake()
 
-    def _pend(self, item: End | Answered) -> None:
-        pending = self._book.pending
-        pending.append(item)
-        # Exactly at the mark: one wake for each time the queue reaches it, not one per
-        # end while the writer is busy (a waiting end holds a journal slot).
-        if len(pending) == WAKE_AT:
-            self._put(Flush())
+    def _wake(self) -> None:
+        # Exactly at the mark: one wake for each time the waiting ends reach it, not one
+        # per end while the writer is busy (a waiting end holds a journal slot).
+        self._put(Flush())
 
     def spent_today(self, login: str, now: float | None = None) -> float:
         """The account's credits for the UTC day of ``now`` (default: the clock's now)
