@@ -36,7 +36,7 @@ CAPACITY = 1024
 # How long the way out waits for held lines to be written before it goes on without them.
 DRAIN_SECONDS = 2.0
 # After a write, how long lines wait to be written together (see the module docstring).
-LINGER_SECONDS = 0.02
+LINGER_SECONDS = 0.1
 
 
 class _Queue:
