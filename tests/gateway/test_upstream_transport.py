@@ -281,6 +281,32 @@ def test_headers_go_in_their_order_with_nothing_added() -> None:
     assert not names & {b"user-agent", b"accept", b"cookie", b"connection"}
 
 
+def test_decoded_headers_are_remembered_without_credentials_and_within_a_bound() -> None:
+    """The aiohttp transport remembers a header's decoded form by its bytes (most repeat
+    every request): what it gives is what decoding gives, a credential's value is never
+    kept, and the memo stays within its bound however many values pass."""
+    from copilot_host.gateway._server import _aiotransport
+
+    secret = secrets.token_hex(16).encode()
+    raw = [
+        (b"Authorization", b"Bearer " + secret),
+        (b"Cookie", b"k=" + secret),
+        (b"Content-Type", b"application/json"),
+        (b"X-Utf8", "café".encode()),
+    ]
+    for turn in range(3 * _aiotransport._DECODED_KEPT):
+        headers = [*raw, (b"X-Request-Id", str(turn).encode())]
+        converted = _aiotransport._headers(headers)
+        assert converted is not None
+        out, names = converted
+        assert out == [(name.decode(), value.decode()) for name, value in headers]
+        assert names == {name.decode().lower() for name, _ in headers}
+        assert len(_aiotransport._DECODED) <= _aiotransport._DECODED_KEPT
+    kept = _aiotransport._DECODED
+    assert (b"Content-Type", b"application/json") in kept
+    assert not any(secret.decode() in value for _name, value in kept.values())
+
+
 def test_a_header_value_that_is_not_utf8_goes_byte_for_byte() -> None:
     headers: list[tuple[str, str | bytes]] = [("X-Latin1", "café".encode("latin-1")), ("X-A", "1")]
 

@@ -66,23 +66,38 @@ def _version(major: int, minor: int) -> bytes:
     return f"HTTP/{major}.{minor}".encode("ascii")
 
 
+# Headers as aiohttp takes them, by their bytes. Most of a relayed request's headers are
+# the same every time (the integration's, the editor's, the content type), and decoding a
+# name and a value cost more than one lookup. Emptied when full (a few values change per
+# request); a credential is never kept here.
+_DECODED: dict[tuple[bytes, bytes], tuple[str, str]] = {}
+_DECODED_KEPT = 256
+_NOT_KEPT = frozenset({"authorization", "proxy-authorization", "cookie"})
+
+
+def _decoded(entry: tuple[bytes, bytes]) -> tuple[str, str]:
+    found = (entry[0].decode("ascii"), entry[1].decode("utf-8"))
+    if found[0].lower() not in _NOT_KEPT:
+        if len(_DECODED) >= _DECODED_KEPT:
+            _DECODED.clear()
+        _DECODED[entry] = found
+    return found
+
+
 def _headers(raw: list[tuple[bytes, bytes]]) -> tuple[list[tuple[str, str]], set[str]] | None:
     """The request's headers as aiohttp takes them (a name sent in two spellings goes in
     its first), and their names in lower case; None when a value is not UTF-8. Made with
     comprehensions: this runs for every request, and a loop per header cost three times
     as much."""
+    known = _DECODED.get
     try:
-        out = [(name.decode("ascii"), value.decode("utf-8")) for name, value in raw]
+        out = [known(entry) or _decoded(entry) for entry in raw]
     except UnicodeDecodeError:
         return None
-    lowered = [name.lower() for name, _ in out]
-    names = set(lowered)
+    names = {name.lower() for name, _ in out}
     if len(names) < len(out):
         spelling: dict[str, str] = {}
-        out = [
-            (spelling.setdefault(low, name), value)
-            for low, (name, value) in zip(lowered, out, strict=True)
-        ]
+        out = [(spelling.setdefault(name.lower(), name), value) for name, value in out]
     return out, names
 
 
