@@ -29,7 +29,6 @@ from __future__ import annotations
 import threading
 from collections import deque
 from dataclasses import dataclass, field
-from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -52,12 +51,12 @@ from ._records import (
 from ._runs import settle_flying
 from ._statements import (
     DAY_FIGURES,
-    MAX_ROWS,
     START,
     START_HELD,
+    Shape,
     assignments,
     end_values,
-    insert_ended,
+    insert_rows,
 )
 
 if TYPE_CHECKING:
@@ -68,9 +67,6 @@ __all__ = ["DAY", "Book"]
 DAY = 86_400
 
 Key = tuple[str, int]
-# A row written whole, as :func:`~._statements.insert_ended` shapes its statement: which
-# of the end's values are NULL, and whether a journal ``seq`` is bound.
-Shape = tuple[tuple[bool, ...], bool]
 
 
 @dataclass(slots=True)
@@ -83,7 +79,7 @@ class _Changes:
     closed: list[int] = field(default_factory=list)
     # Journal slots whose rows this transaction writes: freed once it commits.
     freed: list[int] = field(default_factory=list)
-    # Rows written whole, by shape: inserted many to a statement (see :meth:`Book._write`).
+    # Rows written whole, by shape: inserted many to a statement (``insert_rows``).
     rows: dict[Shape, list[tuple[object, ...]]] = field(default_factory=dict)
 
 
@@ -185,7 +181,7 @@ class Book:
             work = _Changes({key: list(figures) for key, figures in days.items()} if days else {})
             self._take_waiting(work)
             if work.rows:
-                self._write(work.rows)
+                insert_rows(self._cursor, work.rows)
             answers: list[tuple[Begin, Admission]] = []
             for op in ops:
                 if isinstance(op, Begin):
@@ -361,25 +357,6 @@ class Book:
             figures = work.days.get((login, day))
             if figures is not None:
                 figures[0] += end.credits or 0.0
-
-    def _write(self, rows: dict[Shape, list[tuple[object, ...]]]) -> None:
-        """Insert the rows written whole, up to :data:`MAX_ROWS` to a statement (sizes
-        halving, so a shape has a few statements, each prepared once). Why not a statement
-        per row: the sqlite3 module lets go of the GIL while each statement runs, and the
-        event loop, waiting for it, takes it; the writer then waits out the interpreter's
-        switch interval to have it back. A row per statement was a hand-off of the GIL per
-        request (two thread switches) while the gateway was busy."""
-        run = self._cursor.execute
-        for (nulls, seq), shaped in rows.items():
-            at, left = 0, len(shaped)
-            while left:
-                size = min(MAX_ROWS, 1 << (left.bit_length() - 1))
-                run(
-                    insert_ended(nulls, seq, size),
-                    tuple(chain.from_iterable(shaped[at : at + size])),
-                )
-                at += size
-                left -= size
 
     def _close_row(self, row: int, work: _Changes, spent: float) -> None:
         found = work.opened.pop(row, None) or self._open.get(row)
