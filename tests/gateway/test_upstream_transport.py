@@ -285,12 +285,17 @@ def test_decoded_headers_are_remembered_without_credentials_and_within_a_bound()
     """The aiohttp transport remembers a header's decoded form by its bytes (most repeat
     every request): what it gives is what decoding gives, a credential's value is never
     kept, and the memo stays within its bound however many values pass."""
+    import copilot_host as ch
     from copilot_host.gateway._server import _aiotransport
 
     secret = secrets.token_hex(16).encode()
+    known = ch.Secret("cph_" + secrets.token_hex(16))
+    ch.register_secret(known)
     raw = [
         (b"Authorization", b"Bearer " + secret),
         (b"Cookie", b"k=" + secret),
+        (b"X-Api-Key", secret),
+        (b"X-Innocent", b"v=" + known.reveal().encode()),
         (b"Content-Type", b"application/json"),
         (b"X-Utf8", "café".encode()),
     ]
@@ -305,6 +310,7 @@ def test_decoded_headers_are_remembered_without_credentials_and_within_a_bound()
     kept = _aiotransport._DECODED
     assert (b"Content-Type", b"application/json") in kept
     assert not any(secret.decode() in value for _name, value in kept.values())
+    assert not any(known.reveal() in value for _name, value in kept.values())
 
 
 def test_a_header_value_that_is_not_utf8_goes_byte_for_byte() -> None:

@@ -38,6 +38,8 @@ import aiohttp
 import httpx2
 import yarl
 
+from copilot_host import mask_secrets
+
 from ._aioerrors import mapped_error, where_of
 
 __all__ = ["AiohttpTransport"]
@@ -69,15 +71,16 @@ def _version(major: int, minor: int) -> bytes:
 # Headers as aiohttp takes them, by their bytes. Most of a relayed request's headers are
 # the same every time (the integration's, the editor's, the content type), and decoding a
 # name and a value cost more than one lookup. Emptied when full (a few values change per
-# request); a credential is never kept here.
+# request). A credential is never kept here: not a header that carries one by its name,
+# nor a value holding a secret this process knows (under any name).
 _DECODED: dict[tuple[bytes, bytes], tuple[str, str]] = {}
 _DECODED_KEPT = 256
-_NOT_KEPT = frozenset({"authorization", "proxy-authorization", "cookie"})
+_NOT_KEPT = frozenset({"authorization", "proxy-authorization", "cookie", "x-api-key", "api-key"})
 
 
 def _decoded(entry: tuple[bytes, bytes]) -> tuple[str, str]:
     found = (entry[0].decode("ascii"), entry[1].decode("utf-8"))
-    if found[0].lower() not in _NOT_KEPT:
+    if found[0].lower() not in _NOT_KEPT and mask_secrets(entry[1]) == entry[1]:
         if len(_DECODED) >= _DECODED_KEPT:
             _DECODED.clear()
         _DECODED[entry] = found
