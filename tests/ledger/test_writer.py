@@ -91,6 +91,9 @@ def test_an_agent_outside_the_vocabulary_is_other_and_an_unknown_api_a_mistake(
         ledger.end(end(begun(ledger, start(agent="Mozilla/5.0 (X11)"))))
         with pytest.raises(ValueError, match="unknown API"):
             ledger.begin_wait(start(api="completions"))
+        with pytest.raises(ValueError, match="unknown API"):  # the request path's way in
+            ledger.begin_now(start(api="completions"))
+        assert ledger.failed is None  # a caller's mistake does not stop recording
     assert [row["agent"] for row in rows(path)] == ["other"]
 
 

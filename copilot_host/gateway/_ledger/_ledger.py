@@ -162,6 +162,7 @@ class Ledger:
         journaled = self._journaled
         if journaled is None or self._closed or self._writer.failed is not None:
             return None
+        api_word(start.api)  # a caller's mistake shows here, as in begin
         try:
             key = journaled(start)
         except Exception as exc:  # whatever it was: stop writing, and say so once
@@ -208,25 +209,22 @@ class Ledger:
         a daily budget the next start's transaction if that comes first; returns at
         once."""
         if not self._closed:
-            pending = self._pending
-            pending.append(end)
-            if len(pending) == WAKE_AT:
-                self._wake()
+            self._pend(end)
 
     def answered(self, start: Start, end: End) -> None:
         """Record an answer the gateway gave itself (``end.row`` is ignored), as
         :meth:`end` does."""
         api_word(start.api)
         if not self._closed:
-            pending = self._pending
-            pending.append(Answered(start, end))
-            if len(pending) == WAKE_AT:
-                self._wake()
+            self._pend(Answered(start, end))
 
-    def _wake(self) -> None:
+    def _pend(self, item: End | Answered) -> None:
+        pending = self._pending
+        pending.append(item)
         # Exactly at the mark: one wake for each time the waiting ends reach it, not one
         # per end while the writer is busy (a waiting end holds a journal slot).
-        self._put(Flush())
+        if len(pending) == WAKE_AT:
+            self._put(Flush())
 
     def spent_today(self, login: str, now: float | None = None) -> float:
         """The account's credits for the UTC day of ``now`` (default: the clock's now)
