@@ -23,3 +23,27 @@ def test_import_is_lazy() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
     assert result.stdout.strip() == ""
+
+
+def test_the_private_files_module_loads_when_first_named() -> None:
+    """Only the ledger uses it: a command that reads the store does not build its classes
+    at start-up, and each name, once asked for, is the module's own object."""
+    code = (
+        "import sys\n"
+        "import copilot_host.store as s\n"
+        "assert 'copilot_host.store._private' not in sys.modules\n"
+        "assert {'PrivateFile', 'PrivateFolder', 'private_folder'} <= set(dir(s))\n"
+        "folder = s.PrivateFolder\n"
+        "from copilot_host.store import _private\n"
+        "assert folder is _private.PrivateFolder\n"
+        "assert s.private_folder is _private.private_folder\n"
+        "assert s.PrivateFile is _private.PrivateFile\n"
+        "try:\n"
+        "    s.NoSuchName\n"
+        "except AttributeError as exc:\n"
+        "    print(exc)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert result.stdout.strip() == ("module 'copilot_host.store' has no attribute 'NoSuchName'")
