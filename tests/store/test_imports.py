@@ -19,10 +19,7 @@ def test_import_is_lazy() -> None:
         "heavy = [m for m in ('cryptography', 'keyring', 'platformdirs') if m in sys.modules]\n"
         "print(','.join(heavy))\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
-    )
-    assert result.stdout.strip() == ""
+    assert _printed(code) == ""
 
 
 def test_the_private_files_module_loads_when_first_named() -> None:
@@ -43,7 +40,12 @@ def test_the_private_files_module_loads_when_first_named() -> None:
         "except AttributeError as exc:\n"
         "    print(exc)\n"
     )
+    assert _printed(code) == "module 'copilot_host.store' has no attribute 'NoSuchName'"
+
+
+def _printed(code: str) -> str:
+    """What ``code`` prints in a fresh interpreter (nothing imported before it)."""
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
-    assert result.stdout.strip() == ("module 'copilot_host.store' has no attribute 'NoSuchName'")
+    return result.stdout.strip()
