@@ -35,6 +35,7 @@ import sys
 import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -73,29 +74,24 @@ def role_tree(tree: str, stack: str, ledger: str, low: int, high: int, stretched
         import httpx2
 
         out = folder / f"{kind}-{requests}.out"
-        with tempfile.TemporaryDirectory() as scratch, bench.emulator() as emu:
-            home = Path(scratch) / "home"
+        with ExitStack() as held:
+            home = Path(held.enter_context(tempfile.TemporaryDirectory())) / "home"
+            emu = held.enter_context(bench.emulator())
             bench.login(home, emu.port)
             with starting:
                 target.append(str(out))
                 try:
-                    served = (
+                    one = held.enter_context(
                         bench.bare(home, emu.port, stack=stack)
                         if kind == "bare"
                         else bench.gateway(home, emu.port, **options)
                     )
-                    one = served.__enter__()
                 finally:
                     target.clear()
-            try:
-                headers = {"Authorization": f"Bearer {one.key}", "Content-Type": "application/json"}
-                with httpx2.Client(headers=headers, timeout=600) as client:
-                    for _ in range(requests):
-                        client.post(
-                            f"{one.base_url}/chat/completions", content=body
-                        ).raise_for_status()
-            finally:
-                served.__exit__(None, None, None)
+            headers = {"Authorization": f"Bearer {one.key}", "Content-Type": "application/json"}
+            with httpx2.Client(headers=headers, timeout=600) as client:
+                for _ in range(requests):
+                    client.post(f"{one.base_url}/chat/completions", content=body).raise_for_status()
         found = re.search(r"^summary: (\d+)", out.read_text(), re.MULTILINE)
         assert found, f"no summary in {out}"
         return int(found.group(1))
