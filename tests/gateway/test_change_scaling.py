@@ -50,8 +50,9 @@ BOUND = 12.0
 FLOOR = 0.01
 # Runs of each size, in turns; the least time of each counts. More turns while the ratio
 # is over the bound, until PATIENCE seconds of CPU time have gone on them: on a loaded
-# machine (the suite's other worker beside agents and a browser) a linear walk has read
-# 12.3x after ten turns, while a quadratic one reads about 64x however long it is timed.
+# machine (the suite's other worker beside agents and a browser) a linear walk read 12.3x
+# after ten turns (timed under coverage's tracer then), while a quadratic one reads 56x or
+# more however long it is timed.
 RUNS = 3
 PATIENCE = 6.0
 _BY_NAME = {change.name: change for change in TABLE}
@@ -591,8 +592,8 @@ CASES: dict[str, Case] = {
 @contextmanager
 def _work_alone() -> Iterator[None]:
     """The garbage collector off, and no line tracer (coverage, as CI runs the suite): a
-    tracer's cost per line is its own, and it read 9-10x on linear changes that read 8x
-    untraced, which left a loaded machine's noise too little room under the bound."""
+    tracer's cost per line is its own, and it read 9-10x on linear changes that read about
+    8x untraced, which left a loaded machine's noise too little room under the bound."""
     enabled = gc.isenabled()
     tracer = sys.gettrace()
     gc.disable()
