@@ -28,8 +28,6 @@ import argparse
 import importlib
 import inspect
 import json
-import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -38,6 +36,9 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
+
+# bench/_callgrind.py, beside this script (the first entry of sys.path when it runs).
+from _callgrind import counted, instructions, valgrind_or_exit
 
 ROOT = Path(__file__).resolve().parents[1]
 _ROLES = ("gateway", "bare")
@@ -48,7 +49,6 @@ def role_tree(tree: str, stack: str, ledger: str, low: int, high: int, stretched
     request, as JSON on stdout. Nothing here imports copilot_host: the tree's bench does."""
     sys.path.insert(0, str(Path(tree) / "bench"))
     bench: Any = importlib.import_module("gateway")  # the tree's own bench/gateway.py
-    valgrind = shutil.which("valgrind") or "valgrind"
     # The callgrind output of the next child to start in one of _ROLES (under the lock,
     # so that each count's child, and only it, is measured).
     target: list[str] = []
@@ -57,8 +57,7 @@ def role_tree(tree: str, stack: str, ledger: str, low: int, high: int, stretched
     class Counted(bench.Child):  # type: ignore[misc]
         def __init__(self, argv: list[str], *rest: Any, **named: Any) -> None:
             if target and "--role" in argv and argv[argv.index("--role") + 1] in _ROLES:
-                out = f"--callgrind-out-file={target[0]}"
-                argv = [valgrind, "--tool=callgrind", out, "--dump-instr=no", *argv]
+                argv = [*counted(target[0]), *argv]
             super().__init__(argv, *rest, **named)
 
     bench.Child = Counted
@@ -92,9 +91,7 @@ def role_tree(tree: str, stack: str, ledger: str, low: int, high: int, stretched
             with httpx2.Client(headers=headers, timeout=600) as client:
                 for _ in range(requests):
                     client.post(f"{one.base_url}/chat/completions", content=body).raise_for_status()
-        found = re.search(r"^summary: (\d+)", out.read_text(), re.MULTILINE)
-        assert found, f"no summary in {out}"
-        return int(found.group(1))
+        return instructions(out)
 
     figures: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as folder:
@@ -116,8 +113,7 @@ def main() -> None:
     parser.add_argument("--requests", default="50,250", help="the two request counts")
     parser.add_argument("--ledger", choices=["on", "off"], default="on")
     args = parser.parse_args()
-    if shutil.which("valgrind") is None:
-        sys.exit("against_instructions.py needs valgrind (apt install valgrind)")
+    valgrind_or_exit("against_instructions.py")
     low, high = (str(int(n)) for n in args.requests.split(","))
     # This tree's writer's wait, fifty times over (the module docstring says why).
     from copilot_host.gateway._ledger._writer import LINGER

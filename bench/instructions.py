@@ -24,8 +24,6 @@ Needs valgrind (``apt install valgrind``); prints a table, asserts nothing.
 from __future__ import annotations
 
 import argparse
-import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -40,6 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
 import gateway as relay_bench  # noqa: E402 - bench/gateway.py, a sibling script
+from _callgrind import counted, instructions, valgrind_or_exit  # noqa: E402 - a sibling
 from ledger import WORKLOADS  # noqa: E402 - bench/ledger.py's workloads
 
 from copilot_host.gateway._ledger._writer import LINGER  # noqa: E402
@@ -69,12 +68,7 @@ def _count(subject: Subject, requests: int, out: Path, workload: str) -> int:
     """Instructions callgrind counted over a whole run of ``subject`` serving ``requests``
     of ``workload``."""
     path, body, extra, groups = WORKLOADS[workload]
-    wrap = [
-        shutil.which("valgrind") or "valgrind",
-        "--tool=callgrind",
-        f"--callgrind-out-file={out}",
-        "--dump-instr=no",
-    ]
+    wrap = counted(out)
     with tempfile.TemporaryDirectory() as folder, relay_bench.emulator(**groups) as emu:
         home = Path(folder) / "home"
         relay_bench.login(home, emu.port)
@@ -87,9 +81,7 @@ def _count(subject: Subject, requests: int, out: Path, workload: str) -> int:
             with httpx2.Client(headers=headers, timeout=300) as client:
                 for _ in range(requests):
                     client.post(served.base_url + path, content=body).raise_for_status()
-    found = re.search(r"^summary: (\d+)", out.read_text(), re.MULTILINE)
-    assert found, f"no summary in {out}"
-    return int(found.group(1))
+    return instructions(out)
 
 
 def per_request(
@@ -114,9 +106,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     low, high = (int(n) for n in args.requests.split(","))
-    valgrind = shutil.which("valgrind")
-    if valgrind is None:
-        sys.exit("instructions.py needs valgrind (apt install valgrind)")
+    valgrind = valgrind_or_exit("instructions.py")
     version = subprocess.run([valgrind, "--version"], check=True, capture_output=True, text=True)
     print(
         f"{version.stdout.strip()}, the {args.workload} workload, requests {low} and {high}; "
