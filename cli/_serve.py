@@ -292,6 +292,7 @@ class RequestCount:
         self.started = False
         self.app: GatewayApp | None = None
         self._outputs: tuple[Callable[[str], None], ...] = ()
+        self._redact: Callable[[str], str] = str
         self._stamp = SecondStamp(ACCESS_DATEFMT)
 
     def serving(self, app: GatewayApp) -> None:
@@ -313,6 +314,12 @@ class RequestCount:
 
     def write_to(self, *outputs: Callable[[str], None]) -> None:
         """Where :meth:`line` writes (each takes a whole line, with its newline)."""
+        # Imported here, once, not in line(): an import statement in a function costs
+        # each call a look for a submodule, which _internal's lazy names answer with an
+        # AttributeError raised and caught (a few microseconds, every request).
+        from copilot_host._internal import redact_line
+
+        self._redact = redact_line
         self._outputs = outputs
 
     def line(self, text: str) -> None:
@@ -320,9 +327,7 @@ class RequestCount:
         handler would apply (:func:`copilot_host._internal.redact_line`), written."""
         self.requests += 1
         if self._outputs:
-            from copilot_host._internal import redact_line
-
-            stamped = f"{self._stamp(time.time())} {redact_line(text)}\n"
+            stamped = f"{self._stamp(time.time())} {self._redact(text)}\n"
             for output in self._outputs:
                 output(stamped)
 
