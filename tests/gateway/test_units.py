@@ -258,10 +258,10 @@ def test_request_headers_keep_the_first_value_and_every_value_of_a_repeated_one(
             (b"HOST", b"evil"),
         ]
     )
-    assert headers.get(b"anthropic-beta") == b"a"
+    assert headers.values.get(b"anthropic-beta") == b"a"
     assert list(headers.all(b"anthropic-beta")) == [b"a", b"b", b"c"]
     assert list(headers.all(b"host")) == [b"127.0.0.1:8", b"evil"]
-    assert headers.get(b"host") == b"127.0.0.1:8"
+    assert headers.values.get(b"host") == b"127.0.0.1:8"
     assert headers.duplicated == {b"host"}  # an access header twice; a beta list may repeat
     assert list(headers.all(b"accept")) == []
-    assert headers.get(b"x-unread") is None
+    assert headers.values.get(b"x-unread") is None

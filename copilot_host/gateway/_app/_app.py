@@ -334,7 +334,7 @@ class GatewayApp:
             errors=errors_of(
                 api_of_path(path) or self._changes.api_of_path(path),
                 models=path == MODELS or path.startswith(MODEL_PREFIX),
-                anthropic_version=headers.get(b"anthropic-version"),
+                anthropic_version=headers.values.get(b"anthropic-version"),
             ),
             started=started,
         )

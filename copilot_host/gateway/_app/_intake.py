@@ -112,7 +112,7 @@ async def read_body(
 ) -> bytes | Refusal | None:
     """The whole request body; a Refusal when it is too large, its length malformed or it
     does not arrive in time (:func:`body_deadline`); None when the client hung up."""
-    declared = headers.get(b"content-length")
+    declared = headers.values.get(b"content-length")
     expected = 0
     if declared is not None:
         if not declared.strip().isdigit():

@@ -101,7 +101,7 @@ class Pipeline:
     # -- GET /v1/models ------------------------------------------------------------------
 
     async def models(self, flow: Flow) -> None:
-        api = models_api(flow.headers.get(b"anthropic-version"))
+        api = models_api(flow.headers.values.get(b"anthropic-version"))
         if flow.path == MODELS:
             snapshot = await self.registry.current()
             await flow.answer(200, snapshot.lists[api])

@@ -30,11 +30,11 @@ def framing_refusal(flow: Flow) -> Refusal | None:
     """The refusal of framing two parsers could read two ways; marks a request that
     carried ``Transfer-Encoding`` to close its connection whatever its answer."""
     headers = flow.headers
-    if headers.get(b"transfer-encoding") is None:
+    if headers.values.get(b"transfer-encoding") is None:
         return None
     # Whatever the parser made of it, the connection ends with this answer.
     flow.close = True
-    return _BOTH if headers.get(b"content-length") is not None else None
+    return _BOTH if headers.values.get(b"content-length") is not None else None
 
 
 def _expected_method(path: str, changes: Changes) -> str | None:
