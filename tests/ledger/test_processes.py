@@ -23,7 +23,7 @@ from copilot_host.gateway._ledger import (
     read_history,
 )
 
-from ._support import ledger_at, rows, runs, start
+from ._support import begun, end, ledger_at, rows, runs, start
 
 pytestmark = pytest.mark.slow
 
@@ -141,6 +141,36 @@ def test_a_writer_killed_mid_request_is_interrupted_once_with_its_reservation(
     assert (last["run_id"], last["seq"]) == (killed["run_id"], 4)
     assert (last["status"], last["credits"], last["credits_estimated"]) == (INTERRUPTED, 0.75, 1)
     assert killed["run_id"] not in runs(path)
+    assert list((tmp_path / "ledger.sqlite3-runs").iterdir()) == []
+    assert read_history(path, since=0).credits == 1.5
+
+
+def test_a_run_id_whose_process_died_is_taken_again_and_its_request_settled_once(
+    tmp_path: Path,
+) -> None:
+    """A library caller that names its runs starts again under the same id after a crash:
+    the dead run (its lock file, its ``runs`` row, its request in flight) is settled as
+    any dead run is, not mistaken for a live one holding the id."""
+    path = tmp_path / "ledger.sqlite3"
+    with writers(path, 1, "hold", "1", "0.75") as (held,):
+        held.go()
+        killed = held.result()
+        held.kill()
+    run_id = killed["run_id"]
+    assert runs(path) == [run_id]
+    with ledger_at(path, run_id=run_id) as ledger:
+        assert ledger.run_id == run_id
+        row = begun(ledger, start())
+        ledger.end(end(row, credits=0.5))
+    found = rows(path)
+    # The dead run's request that ended, the one in flight when it was killed (once),
+    # and the new run's.
+    assert Counter((r["run_id"], r["status"], r["credits"]) for r in found) == {
+        (run_id, 200, 0.25): 1,
+        (run_id, 200, 0.5): 1,
+        (run_id, INTERRUPTED, 0.75): 1,
+    }
+    assert runs(path) == []
     assert list((tmp_path / "ledger.sqlite3-runs").iterdir()) == []
     assert read_history(path, since=0).credits == 1.5
 

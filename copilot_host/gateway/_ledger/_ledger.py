@@ -283,11 +283,11 @@ def open_ledger(
         runs = opened.folder.folder(runs_folder_name(path))
         assert runs is not None  # made when missing
         try:
+            settle_dead_runs(opened.db, runs)
             lock = RunLock.take(runs, run_id)
         except BaseException:
             runs.close()
             raise
-        settle_dead_runs(opened.db, lock.folder, own=run_id)
         first_row = _register(opened, run_id, clock.time())
         _prune(opened, clock.time() - KEEP_DAYS * DAY)
     except BaseException as exc:

@@ -173,18 +173,18 @@ def live_runs(db: sqlite3.Connection, folder: PrivateFolder | None) -> set[str]:
     return alive
 
 
-def settle_dead_runs(db: sqlite3.Connection, folder: PrivateFolder, *, own: str) -> int:
+def settle_dead_runs(db: sqlite3.Connection, folder: PrivateFolder) -> int:
     """Settle every dead run's rows and forget the run, in one write transaction of its
     own; then remove their lock files and any orphan lock file. Returns how many rows
-    became ``interrupted``."""
+    became ``interrupted``. A start calls it before it makes its own lock file, so a run
+    id whose process died (a library caller names its runs) is settled like any dead run
+    and can be taken again, where a live one's is refused by :meth:`RunLock.take`."""
     taken: list[_Taken] = []
     settled = 0
     db.execute("BEGIN IMMEDIATE")
     try:
         runs = db.execute("SELECT run_id, first_row FROM runs").fetchall()
         for run_id, first_row in runs:
-            if run_id == own:
-                continue
             dead = _take_if_dead(folder, run_id)
             if dead is None:
                 continue
@@ -204,7 +204,7 @@ def settle_dead_runs(db: sqlite3.Connection, folder: PrivateFolder, *, own: str)
         _let_go(folder, taken, remove=False)
         raise
     _let_go(folder, taken, remove=True)
-    _sweep(folder, known | {own})
+    _sweep(folder, known)
     return settled
 
 
