@@ -156,8 +156,9 @@ def request_facts(
 def _may_name_an_image(body: bytes) -> bool:
     """Whether ``body`` could name an image type: it spells "image", or has an escape that
     could spell one (looked for only when it has a backslash at all: one byte is found
-    many times faster than two)."""
-    return b"image" in body or (b"\\" in body and b"\\u" in body)
+    many times faster than two). Searched with find(), not ``in``: on Python 3.11 ``bytes
+    in bytes`` raises and drops a TypeError before each search."""
+    return body.find(b"image") >= 0 or (body.find(b"\\") >= 0 and body.find(b"\\u") >= 0)
 
 
 def facts_of(protocol: ApiProtocol, value: object, *, maybe_image: bool = True) -> RequestFacts:

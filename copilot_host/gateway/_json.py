@@ -80,8 +80,9 @@ def dumps(value: Any, *, source: bytes | None = None) -> bytes:
     be used (:func:`copilot_host._internal.write_json_body`: orjson on ``[fast]``) when the
     source cannot hold a number orjson would write differently."""
     if source is not None:
-        # Two searches of a literal: a regular expression of the two is many times slower.
-        finite = b"NaN" not in source and b"Infinity" not in source
+        # Two searches of a literal: a regular expression of the two is many times slower
+        # (find(), as ``in`` on bytes raises and drops a TypeError first on Python 3.11).
+        finite = source.find(b"NaN") < 0 and source.find(b"Infinity") < 0
         return write_json_body(value, finite=finite)
     try:
         return json.dumps(value, ensure_ascii=False).encode("utf-8")
