@@ -56,6 +56,8 @@ FLOOR = 0.01
 # more however long it is timed.
 RUNS = 3
 PATIENCE = 6.0
+# The least share of a case's ratio the control may leave (see _ratio).
+_MOST_DISCOUNT = 0.5
 _BY_NAME = {change.name: change for change in TABLE}
 CONTEXT_BETA = b"context-management-2025-06-27"
 
@@ -659,7 +661,9 @@ def _ratio(case: Case, patience: float = PATIENCE, runs: int = RUNS) -> tuple[fl
     this machine at this moment (its caches, shared with the suite's other worker; the
     memory behind them) weighs on both alike, while a walk that is not linear stays over
     the bound. Never scaled up: a body the control cannot see into (an answer object)
-    reads about 1x there and leaves the case's ratio as measured. Unscaled, a linear
+    reads about 1x there and leaves the case's ratio as measured. At most halved, so a
+    control that one turn inflated cannot bring a quadratic walk (56x and more) under
+    the bound. Unscaled, a linear
     change read 12.5x once in CI (8.4x idle), its larger body's least time 1.65 times its
     idle one after 18 turns."""
     small, large = case.build(case.n), case.build(case.n * GROWTH)
@@ -680,7 +684,7 @@ def _ratio(case: Case, patience: float = PATIENCE, runs: int = RUNS) -> tuple[fl
         large_control = min(large_control, _seconds(_visit, large, visits, 1))
         turns += 1
         control = large_control / small_control
-        ratio = large_time / small_time * min(1.0, GROWTH / control)
+        ratio = large_time / small_time * max(_MOST_DISCOUNT, min(1.0, GROWTH / control))
         if turns >= runs and (ratio <= BOUND or time.process_time() - started > patience):
             break
     return ratio, (
