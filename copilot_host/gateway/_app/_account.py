@@ -133,15 +133,17 @@ def _start(
 ) -> Start:
     api = flow.api
     assert api is not None
+    # Positional, in Start's field order: a NamedTuple made from keywords parses them in
+    # Python, and this runs for every model request.
     return Start(
-        time=wall,
-        login=identity.account,
-        agent=flow.agent,
-        api=api.name,
-        model_asked=flow.asked,
-        model=route.model_id,
-        reserved=reserved,
-        rewrote=tuple(flow.rewrote),
+        wall,  # time
+        identity.account,  # login
+        flow.agent,
+        api.name,  # api
+        flow.asked,  # model_asked
+        route.model_id,  # model
+        reserved,
+        tuple(flow.rewrote),
     )
 
 
@@ -189,17 +191,18 @@ def _end(flow: Flow, recorded: Recorded) -> None:
     credits, estimated = outcome.credits, outcome.estimated
     if recorded.reservation_spent:
         credits, estimated = recorded.reserved, True
+    # Positional, in End's field order (as _start, for the same reason).
     recorded.recorder.end(
         End(
-            row=recorded.row,
-            status=outcome.status or 499,
-            input_tokens=outcome.input_tokens,
-            output_tokens=outcome.output_tokens,
-            cached_tokens=outcome.cached_tokens,
-            credits=credits,
-            credits_estimated=estimated and credits is not None,
-            duration_ms=_duration_ms(flow),
-            rewrote=tuple(flow.rewrote),
+            recorded.row,  # row
+            outcome.status or 499,  # status
+            outcome.input_tokens,
+            outcome.output_tokens,
+            outcome.cached_tokens,
+            credits,
+            estimated and credits is not None,  # credits_estimated
+            _duration_ms(flow),
+            tuple(flow.rewrote),
         )
     )
 

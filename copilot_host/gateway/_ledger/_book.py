@@ -340,7 +340,9 @@ class Book:
         login, agent, api, asked, model, rewrote = names
         time = start.time
         day = int(time // DAY)  # a caller's wrong type fails before the write
-        if end.rewrote is not None:
+        # ``names`` holds the start's changes as stored: the end's, when they are the same
+        # (the usual case, no change to the answer), need not be cleaned again.
+        if end.rewrote is not None and end.rewrote != start.rewrote:
             rewrote = rewrote_text(end.rewrote)
         nulls, values = end_values(end)
         run_id = self.run_id
