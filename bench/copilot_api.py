@@ -2,6 +2,8 @@
 
     python bench/copilot_api.py [--workload chat|claude|codex] [--requests N] [--rounds 3]
                                 [--copilot-api DIR]
+    python bench/copilot_api.py --against OTHER_TREE [--python OTHER_PYTHON]
+                                [--stack default|pure-python] [--runs 4] [...]
 
 ``copilot-api`` sends to fixed ``https://`` hosts (``api.github.com``,
 ``api.githubcopilot.com``) with certificate checks on, so the comparison runs inside a
@@ -31,6 +33,15 @@ shape (``lenient``): the baseline and ``copilot-api`` send what they get unchang
 translated, and only the gateway makes the shapes Copilot takes. ``copilot-api`` 0.7.0
 serves no ``/v1/responses``, so ``codex`` compares the gateway with the baseline alone.
 
+``--against OTHER_TREE`` (a release's checkout; ``--python``, its interpreter) measures
+side by side instead: this tree's ``serve``, the other tree's ``serve`` (logged in by that
+tree's own bench), the baseline and ``copilot-api``, all on one stack, all running at once,
+one client sending the same request to each in turn (the turn reversed every round), fresh
+processes every run and the two trees' start order alternating between runs, as
+``bench/against.py`` does in plaintext. One after the other, separate processes of the same
+program read up to 10% apart, and the machine's speed moves between them; side by side, a
+swing falls on all four alike.
+
 ``--copilot-api DIR`` names a folder where
 ``npm install copilot-api@0.7.0`` was run; without it the bench installs it in a
 temporary one (npm needs the network before the namespace is entered).
@@ -40,6 +51,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import math
 import os
@@ -238,7 +250,10 @@ def _cpu_per_request(
         return (child.cpu_seconds() - before) / count * 1e6
 
 
-def inside(copilot_api: Path, requests: int, rounds: int, workload: str) -> None:
+@contextmanager
+def _upstream(workload: str) -> Iterator[tuple[Path, dict[str, str], int]]:
+    """In a namespace of this process's own: the emulator behind the TLS terminator on the
+    real names; yields a scratch folder, the servers' environment and the emulator's port."""
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         _enter_namespace(folder)
@@ -261,61 +276,75 @@ def inside(copilot_api: Path, requests: int, rounds: int, workload: str) -> None
                 _me("--role", "terminator", emulator_port, str(cert), str(key)), env, port_line=True
             ),
         ):
-            home = folder / "copilot-host"
-            bench.login(home, int(emulator_port))
-            token = _github_token(int(emulator_port))
-            ours = {**env, "COPILOT_HOST_HOME": str(home)}
-            cli = [sys.executable, "-c", "from copilot_host_cli import main; main()"]
-            node_port = _free_port()
-            copilot_api_child = bench.Child(
-                [
-                    _tool("node"),
-                    str(copilot_api / "node_modules" / "copilot-api" / "dist" / "main.js"),
-                    "start",
-                    "--github-token",
-                    token,
-                    "--port",
-                    str(node_port),
-                ],
-                env,
-                stdout=subprocess.DEVNULL,
-            )
-            try:
-                _wait_for_port(node_port)
-                results: dict[str, list[float]] = {}
-                for _ in range(rounds):
-                    for stack in bench.STACKS:
-                        # The pure stack is the base install's (bench/gateway.py's).
-                        stack_env = bench._stack_env(stack) | {
-                            k: v for k, v in ours.items() if k != "COPILOT_HOST_PURE_PYTHON"
-                        }
-                        with _server(
-                            [*cli, "serve", "--port", "0", "--json"], stack_env, port_line=True
-                        ) as (gw, line):
-                            listening = json.loads(line)
-                            found = _cpu_per_request(
-                                gw,
-                                listening["base_url"],
-                                {"Authorization": f"Bearer {listening['api_key']}"},
-                                requests,
-                                workload,
-                            )
-                        results.setdefault(f"gateway {stack}", []).append(found)
-                        with _server(_me("--role", "bare"), stack_env, port_line=True) as (
-                            bare,
-                            port,
-                        ):
-                            found = _cpu_per_request(
-                                bare, f"http://127.0.0.1:{port}/v1", {}, requests, workload
-                            )
-                        results.setdefault(f"baseline {stack}", []).append(found)
-                    if workload == "codex":
-                        continue  # copilot-api 0.7.0 serves no /v1/responses
-                    node_root = f"http://127.0.0.1:{node_port}/v1"
-                    found = _cpu_per_request(copilot_api_child, node_root, {}, requests, workload)
-                    results.setdefault("copilot-api", []).append(found)
-            finally:
-                copilot_api_child.stop()
+            yield folder, env, int(emulator_port)
+
+
+@contextmanager
+def _copilot_api(
+    copilot_api: Path, token: str, env: dict[str, str]
+) -> Iterator[tuple[bench.Child, int]]:
+    """``copilot-api start`` on a free port, once it listens."""
+    node_port = _free_port()
+    child = bench.Child(
+        [
+            _tool("node"),
+            str(copilot_api / "node_modules" / "copilot-api" / "dist" / "main.js"),
+            "start",
+            "--github-token",
+            token,
+            "--port",
+            str(node_port),
+        ],
+        env,
+        stdout=subprocess.DEVNULL,
+    )
+    try:
+        _wait_for_port(node_port)
+        yield child, node_port
+    finally:
+        child.stop()
+
+
+def inside(copilot_api: Path, requests: int, rounds: int, workload: str) -> None:
+    with _upstream(workload) as (folder, env, emulator_port):
+        home = folder / "copilot-host"
+        bench.login(home, emulator_port)
+        token = _github_token(emulator_port)
+        ours = {**env, "COPILOT_HOST_HOME": str(home)}
+        cli = [sys.executable, "-c", "from copilot_host_cli import main; main()"]
+        with _copilot_api(copilot_api, token, env) as (copilot_api_child, node_port):
+            results: dict[str, list[float]] = {}
+            for _ in range(rounds):
+                for stack in bench.STACKS:
+                    # The pure stack is the base install's (bench/gateway.py's).
+                    stack_env = bench._stack_env(stack) | {
+                        k: v for k, v in ours.items() if k != "COPILOT_HOST_PURE_PYTHON"
+                    }
+                    with _server(
+                        [*cli, "serve", "--port", "0", "--json"], stack_env, port_line=True
+                    ) as (gw, line):
+                        listening = json.loads(line)
+                        found = _cpu_per_request(
+                            gw,
+                            listening["base_url"],
+                            {"Authorization": f"Bearer {listening['api_key']}"},
+                            requests,
+                            workload,
+                        )
+                    results.setdefault(f"gateway {stack}", []).append(found)
+                    with _server(_me("--role", "bare"), stack_env, port_line=True) as (
+                        bare,
+                        port,
+                    ):
+                        found = _cpu_per_request(
+                            bare, f"http://127.0.0.1:{port}/v1", {}, requests, workload
+                        )
+                    results.setdefault(f"baseline {stack}", []).append(found)
+                if workload == "codex":
+                    continue  # copilot-api 0.7.0 serves no /v1/responses
+                node_root = f"http://127.0.0.1:{node_port}/v1"
+                found = _cpu_per_request(copilot_api_child, node_root, {}, requests, workload)
+                results.setdefault("copilot-api", []).append(found)
     median = {name: statistics.median(values) for name, values in results.items()}
     node = median.get("copilot-api", float("nan"))
     what = {
@@ -350,6 +379,146 @@ def inside(copilot_api: Path, requests: int, rounds: int, workload: str) -> None
     )
 
 
+# -- side by side with another tree (``--against``) -----------------------------------------------
+
+_LOGIN_OTHER = """
+import sys
+from pathlib import Path
+sys.path[:0] = [sys.argv[1] + "/bench", sys.argv[1]]
+import gateway
+gateway.login(Path(sys.argv[2]), int(sys.argv[3]))
+"""
+
+
+# ``python -c`` puts the working directory (this tree) first on sys.path, where it would
+# shadow the other tree's package: each tree's serve imports from its PYTHONPATH alone.
+_SERVE_FROM_PYTHONPATH = "import sys; del sys.path[0]; from copilot_host_cli import main; main()"
+
+
+def _side_by_side(
+    targets: list[tuple[str, bench.Child, str, dict[str, str]]],
+    requests: int,
+    rounds: int,
+    workload: str,
+) -> dict[str, float]:
+    """Medians over ``rounds`` of each target's CPU (us) per request, one client sending
+    the same request to each target in turn (``(name, child, root, headers)``), the turn
+    reversed every other round."""
+    path, body, extra, _count = WORKLOADS[workload]
+    clients = [
+        (
+            name,
+            child,
+            root + path,
+            httpx2.Client(
+                headers={"Content-Type": "application/json", **extra, **headers}, timeout=60
+            ),
+        )
+        for name, child, root, headers in targets
+    ]
+    try:
+        for _ in range(20):  # warm: connections, registrations, the JIT
+            for _name, _child, url, client in clients:
+                client.post(url, content=body).raise_for_status()
+        taken: dict[str, list[float]] = {name: [] for name, *_ in clients}
+        for round_ in range(rounds):
+            turn = clients if round_ % 2 == 0 else clients[::-1]
+            before = {name: child.cpu_seconds() for name, child, _u, _c in turn}
+            for _ in range(requests):
+                for _name, _child, url, client in turn:
+                    client.post(url, content=body).raise_for_status()
+            for name, child, _u, _c in turn:
+                taken[name].append((child.cpu_seconds() - before[name]) / requests * 1e6)
+        return {name: statistics.median(values) for name, values in taken.items()}
+    finally:
+        for *_rest, client in clients:
+            client.close()
+
+
+def inside_against(
+    copilot_api: Path,
+    other: Path,
+    other_python: str,
+    *,
+    stack: str,
+    requests: int,
+    rounds: int,
+    runs: int,
+    workload: str,
+) -> None:
+    with _upstream(workload) as (folder, env, emulator_port):
+        trees = {"this": (ROOT, sys.executable), "other": (other, other_python)}
+        homes = {name: folder / f"{name}-home" for name in trees}
+        bench.login(homes["this"], emulator_port)
+        subprocess.run(
+            [other_python, "-c", _LOGIN_OTHER, str(other), str(homes["other"]), str(emulator_port)],
+            env={**env, "PYTHONPATH": str(other)},
+            check=True,
+        )
+        token = _github_token(emulator_port)
+        # The pure stack is the base install's (bench/gateway.py's).
+        stack_env = bench._stack_env(stack) | {
+            k: v for k, v in env.items() if k != "COPILOT_HOST_PURE_PYTHON"
+        }
+        found: dict[str, list[float]] = {}
+        with _copilot_api(copilot_api, token, env) as (node, node_port):
+            for run in range(runs):
+                order = ["this", "other"] if run % 2 == 0 else ["other", "this"]
+                with contextlib.ExitStack() as started:
+                    targets: list[tuple[str, bench.Child, str, dict[str, str]]] = []
+                    for name in order:
+                        tree, python = trees[name]
+                        child, line = started.enter_context(
+                            _server(
+                                [
+                                    python,
+                                    "-c",
+                                    _SERVE_FROM_PYTHONPATH,
+                                    "serve",
+                                    "--port",
+                                    "0",
+                                    "--json",
+                                ],
+                                stack_env
+                                | {"PYTHONPATH": str(tree), "COPILOT_HOST_HOME": str(homes[name])},
+                                port_line=True,
+                            )
+                        )
+                        listening = json.loads(line)
+                        auth = {"Authorization": f"Bearer {listening['api_key']}"}
+                        targets.append((f"{name} serve", child, listening["base_url"], auth))
+                    bare, port = started.enter_context(
+                        _server(
+                            _me("--role", "bare"),
+                            stack_env | {"COPILOT_HOST_HOME": str(homes["this"])},
+                            port_line=True,
+                        )
+                    )
+                    targets.append(("baseline", bare, f"http://127.0.0.1:{port}/v1", {}))
+                    if workload != "codex":  # copilot-api 0.7.0 serves no /v1/responses
+                        targets.append(
+                            ("copilot-api", node, f"http://127.0.0.1:{node_port}/v1", {})
+                        )
+                    cpu = _side_by_side(targets, requests, rounds, workload)
+                figures = {
+                    "this / baseline": cpu["this serve"] / cpu["baseline"],
+                    "other / baseline": cpu["other serve"] / cpu["baseline"],
+                    "this / other": cpu["this serve"] / cpu["other serve"],
+                }
+                if "copilot-api" in cpu:
+                    figures["this / copilot-api"] = cpu["this serve"] / cpu["copilot-api"]
+                    figures["other / copilot-api"] = cpu["other serve"] / cpu["copilot-api"]
+                for name, value in figures.items():
+                    found.setdefault(name, []).append(value)
+                shown = "  ".join(f"{name} {value:.3f}" for name, value in figures.items())
+                print(f"   run {run + 1} ({order[0]} first): {shown}", flush=True)
+    print(
+        f"this tree against {other}, {stack} stack, {workload} over TLS, {runs} runs of "
+        f"{rounds} rounds of {requests}; means: "
+        + "  ".join(f"{name} {statistics.fmean(values):.3f}" for name, values in found.items())
+    )
+
+
 def _node_version() -> str:
     return subprocess.run(
         [_tool("node"), "--version"], capture_output=True, text=True, check=True
@@ -362,6 +531,10 @@ def main() -> None:
     parser.add_argument("--requests", type=int, help="default: 1500 chat, 300 agent turns")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--copilot-api", type=Path)
+    parser.add_argument("--against", type=Path, help="another tree, measured side by side")
+    parser.add_argument("--python", default=sys.executable, help="the other tree's Python")
+    parser.add_argument("--stack", default="default", choices=bench.STACKS, help="with --against")
+    parser.add_argument("--runs", type=int, default=4, help="with --against: fresh processes each")
     parser.add_argument("--inside", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--role", help=argparse.SUPPRESS)
     parser.add_argument("role_args", nargs="*", help=argparse.SUPPRESS)
@@ -373,6 +546,17 @@ def main() -> None:
     if args.role == "bare":
         return role_bare()
     requests = args.requests or WORKLOADS[args.workload][3]
+    if args.inside and args.against is not None:
+        return inside_against(
+            args.copilot_api,
+            args.against,
+            args.python,
+            stack=args.stack,
+            requests=requests,
+            rounds=args.rounds,
+            runs=args.runs,
+            workload=args.workload,
+        )
     if args.inside:
         return inside(args.copilot_api, requests, args.rounds, args.workload)
     missing = [tool for tool in ("unshare", "mount", "ip", "node", "npm") if not shutil.which(tool)]
@@ -406,6 +590,17 @@ def main() -> None:
             "--rounds",
             str(args.rounds),
         )
+        if args.against is not None:
+            argv += [
+                "--against",
+                str(args.against.resolve()),
+                "--python",
+                args.python,
+                "--stack",
+                args.stack,
+                "--runs",
+                str(args.runs),
+            ]
         subprocess.run([_tool("unshare"), "--net", "--mount", *argv], check=True)
     return None
 
